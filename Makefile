@@ -1,0 +1,50 @@
+# Zonos Stream — every way to build, test and measure goes through here.
+#   make run    install what is missing, build, start the desktop app
+#   make test   install what is missing, vet, run every test (race on engine/audio)
+#   make bench  run the Go benchmarks (CPU backend)
+SHELL := /bin/bash
+GO ?= go
+GOLDEN ?= $(abspath ../shared/golden)
+export ZONOS_GOLDEN_DIR ?= $(GOLDEN)
+export LANG ?= en_US.UTF-8
+
+# Debian packages the build and the tests need:
+#   libespeak-ng-dev  cgo phonemizer (engine/text)
+#   sox               test clips and WAV header checks (audio)
+#   libgl1-mesa-dev xorg-dev  Fyne/GLFW (app, cmd/zonos-stream)
+#   xvfb              headless display for GUI smoke tests
+DEB_PKGS := libespeak-ng-dev espeak-ng-data sox libgl1-mesa-dev xorg-dev xvfb pkg-config gcc
+
+.PHONY: deps run build test test-race vet bench clean
+
+deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+build: deps
+	mkdir -p bin
+	$(GO) build -o bin/zonos ./cmd/zonos
+	$(GO) build -o bin/zonos-stream ./cmd/zonos-stream
+
+run: build
+	./bin/zonos-stream
+
+vet: deps
+	$(GO) vet ./...
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+
+test: deps vet
+	$(GO) test -count=1 -timeout 60m ./...
+	$(GO) test -count=1 -race -short -timeout 30m ./engine/... ./audio/...
+
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchtime 5x ./engine/...
+
+clean:
+	rm -rf bin dist .devbin

@@ -1,0 +1,133 @@
+// Package compute defines the Backend interface: the tensors and the coarse
+// op vocabulary that Zonos, its sampler, the DAC codec and the speaker model
+// are written against. Models never look behind it; engine/cpu implements it
+// in pure Go (the reference) and gpu implements it with CUDA kernels.
+//
+// Conventions shared by every op:
+//   - tensors are dense, row-major and contiguous; shapes are []int;
+//   - activations and recurrent state are float32; weights may be BF16, F16
+//     or F32, and arithmetic always accumulates in (at least) float32;
+//   - ops allocate their result unless they are documented to update an
+//     argument in place (caches and recurrent state);
+//   - a malformed call (shape mismatch) is a programming error and panics with
+//     a message naming the op; models validate user-facing input before
+//     reaching the backend, so no panic crosses a package boundary.
+//
+// The op groups live in separate interfaces (core here, sequence models in
+// sequence.go, audio convolutions in audio.go) so each stage's needs stay
+// visible; Backend embeds them all.
+package compute
+
+import "fmt"
+
+// DType is the element type of a tensor.
+type DType uint8
+
+const (
+	F32 DType = iota
+	BF16
+	F16
+	I32
+)
+
+func (d DType) String() string {
+	switch d {
+	case F32:
+		return "F32"
+	case BF16:
+		return "BF16"
+	case F16:
+		return "F16"
+	case I32:
+		return "I32"
+	}
+	return fmt.Sprintf("DType(%d)", uint8(d))
+}
+
+// Size is the number of bytes of one element.
+func (d DType) Size() int {
+	switch d {
+	case BF16, F16:
+		return 2
+	default:
+		return 4
+	}
+}
+
+// Tensor is a backend-owned array. Only the backend that made it may use it.
+type Tensor interface {
+	Shape() []int
+	DType() DType
+}
+
+// NumElements is the product of a shape's dimensions.
+func NumElements(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
+// Backend is everything a model needs from a device.
+type Backend interface {
+	Core
+	SequenceOps
+	AudioOps
+}
+
+// Core holds memory management and the elementwise/normalisation ops.
+type Core interface {
+	// Name is the backend's short name ("cpu", "cuda").
+	Name() string
+	// Device describes the hardware in words, for meters and logs.
+	Device() string
+	// Close releases everything the backend owns.
+	Close() error
+
+	// Upload copies raw little-endian host data (a weight from a checkpoint)
+	// to the device, keeping its dtype (BF16, F16, F32 or I32).
+	Upload(dt DType, shape []int, raw []byte) (Tensor, error)
+	// FromF32 and FromI32 copy host values to a new device tensor.
+	FromF32(data []float32, shape ...int) Tensor
+	FromI32(data []int32, shape ...int) Tensor
+	// Zeros is a new float32 tensor of zeros.
+	Zeros(shape ...int) Tensor
+	// ReadF32 copies a tensor of any float dtype to the host as float32.
+	ReadF32(t Tensor) []float32
+	// ReadI32 copies an I32 tensor to the host.
+	ReadI32(t Tensor) []int32
+	// Free releases a tensor early; using it afterwards is an error.
+	Free(t Tensor)
+
+	// Reshape returns a tensor sharing t's storage with a new shape of the
+	// same element count.
+	Reshape(t Tensor, shape ...int) Tensor
+	// Slice copies the range [start, end) of axis.
+	Slice(t Tensor, axis, start, end int) Tensor
+	// Concat joins tensors along axis; other dimensions must agree.
+	Concat(axis int, ts ...Tensor) Tensor
+	// CopyInto writes src into dst along axis starting at offset (in place).
+	CopyInto(dst Tensor, axis, offset int, src Tensor)
+
+	// Linear is y = x·wᵀ + b over the last axis: x [..., K], w [N, K], b [N]
+	// or nil → [..., N].
+	Linear(x, w, b Tensor) Tensor
+	// Embedding gathers rows of table [V, D] for I32 ids [...] → [..., D].
+	Embedding(table, ids Tensor) Tensor
+	// Add is the elementwise sum of two tensors of the same shape.
+	Add(a, b Tensor) Tensor
+	// Scale multiplies every element by s.
+	Scale(x Tensor, s float32) Tensor
+	// CosSin maps x [..., n] to [cos x | sin x] of shape [..., 2n]
+	// (Fourier features).
+	CosSin(x Tensor) Tensor
+	// LayerNorm normalises the last axis: (x−μ)/√(σ²+eps)·w + b.
+	LayerNorm(x, w, b Tensor, eps float32) Tensor
+	// AddLayerNorm is the fused pre-norm of mamba_ssm blocks: sum = x +
+	// residual (residual may be nil: sum = x), out = LayerNorm(sum).
+	AddLayerNorm(x, residual, w, b Tensor, eps float32) (out, sum Tensor)
+	// SwiGLU splits the last axis in halves [y | gate] and returns
+	// y·silu(gate) (the gated MLP of Zonos and mamba_ssm).
+	SwiGLU(x Tensor) Tensor
+}

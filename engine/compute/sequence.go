@@ -1,0 +1,67 @@
+package compute
+
+// SequenceOps are the mixers of the Zonos backbones: attention with a KV
+// cache and the Mamba2 selective state-space layer. Both take a batch of
+// sequences [B, T, ·] that continue from the state they are given, so the
+// same op serves prefill (T > 1) and single-step decode (T = 1).
+type SequenceOps interface {
+	// Attention runs causal multi-head attention with grouped KV heads.
+	// q [B, T, H·Dh], k and v [B, T, Hkv·Dh]; rotary embedding is applied to
+	// q and k at positions pos … pos+T−1, the rotated k and v are written to
+	// the caches [B, maxT, Hkv, Dh] at those positions (in place), and each
+	// query attends to cache positions [0, its own position]. Returns
+	// [B, T, H·Dh]. Scale 1/√Dh. Query head i uses KV head i / (H/Hkv).
+	Attention(q, k, v, kCache, vCache Tensor, pos int, a AttentionSpec) Tensor
+
+	// Mamba2 runs the Mamba2 mixer between its two projections: given the
+	// in_proj output zxbcdt [B, T, 2·Di + 2·G·N + H] it applies the causal
+	// depthwise conv (continuing from convState [B, Di+2·G·N, Kc], which
+	// holds the last Kc pre-activation xBC columns), SiLU, the selective scan
+	// (continuing from ssmState [B, H, P, N]), the D skip and the gated
+	// RMSNorm rmsnorm(y·silu(z))·w. Both states are updated in place.
+	// Returns [B, T, Di].
+	Mamba2(zxbcdt Tensor, w Mamba2Weights, convState, ssmState Tensor, s Mamba2Spec) Tensor
+}
+
+// Rotary conventions differ between Zonos' two backbones (golden README,
+// "Rotary — two conventions").
+type Rotary uint8
+
+const (
+	// RotaryHalves pairs element i with i + Dr/2 over the first Dr dims
+	// (GPT-NeoX / flash-attn non-interleaved): mamba_ssm's MHA in the hybrid.
+	RotaryHalves Rotary = iota
+	// RotaryInterleaved pairs elements (2i, 2i+1) over the whole head:
+	// Zonos' pure-torch transformer backbone.
+	RotaryInterleaved
+)
+
+// AttentionSpec describes one attention layer's geometry.
+type AttentionSpec struct {
+	Heads, KVHeads, HeadDim int
+	RotaryDim               int // dims rotated (≤ HeadDim)
+	Rotary                  Rotary
+	RotaryBase              float64 // 10000 in Zonos
+}
+
+// Mamba2Spec describes one Mamba2 layer's geometry.
+type Mamba2Spec struct {
+	DInner  int // expand · d_model
+	Heads   int // DInner / HeadDim
+	HeadDim int
+	DState  int
+	Groups  int
+	DConv   int
+	Eps     float32 // gated RMSNorm epsilon
+}
+
+// Mamba2Weights are the per-layer tensors the mixer needs between its
+// projections (checkpoint names in brackets).
+type Mamba2Weights struct {
+	ConvWeight Tensor // [Di+2GN, 1, Kc] (conv1d.weight)
+	ConvBias   Tensor // [Di+2GN]        (conv1d.bias)
+	DtBias     Tensor // [H]             (dt_bias)
+	ALog       Tensor // [H]             (A_log)
+	D          Tensor // [H]             (D)
+	NormWeight Tensor // [Di]            (norm.weight)
+}

@@ -1,0 +1,3 @@
+module zonostream
+
+go 1.26
