@@ -1,0 +1,166 @@
+package sample
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"zonostream/engine/weights"
+	"zonostream/internal/check"
+)
+
+// goldenCase is one entry of sampling.json → cases.
+type goldenCase struct {
+	Name    string         `json:"name"`
+	Prefix  string         `json:"prefix"`
+	Params  map[string]any `json:"params"`
+	Width   int            `json:"width"`
+	History bool           `json:"history"`
+}
+
+// ParamsFromMap overlays reference-named knobs (temperature, top_p, …) on
+// sample_from_logits' defaults.
+func ParamsFromMap(m map[string]any) (Params, error) {
+	p := Reference()
+	for k, v := range m {
+		f, ok := v.(float64)
+		if !ok {
+			return p, fmt.Errorf("sampling param %s: %v is not a number", k, v)
+		}
+		switch k {
+		case "temperature":
+			p.Temperature = float32(f)
+		case "top_p":
+			p.TopP = float32(f)
+		case "top_k":
+			p.TopK = int(f)
+		case "min_p":
+			p.MinP = float32(f)
+		case "linear":
+			p.Linear = float32(f)
+		case "conf":
+			p.Conf = float32(f)
+		case "quad":
+			p.Quad = float32(f)
+		case "repetition_penalty":
+			p.RepetitionPenalty = float32(f)
+		case "repetition_penalty_window":
+			p.RepetitionWindow = int(f)
+		default:
+			return p, fmt.Errorf("unknown sampling param %q", k)
+		}
+	}
+	return p, nil
+}
+
+// Conformance runs the `sampling` pack's single-step cases (caseNN): tokens
+// drawn with the stored noise must equal the reference's, and the final
+// distributions must agree within the fp32 bar. The loop cases exercise the
+// generate loop and are checked by engine/zonos.
+func Conformance(packDir string) []check.Result {
+	pack := filepath.Base(packDir)
+	fail := func(name string, err error) []check.Result { return []check.Result{check.Failure(pack, name, err)} }
+	raw, err := os.ReadFile(filepath.Join(packDir, "sampling.json"))
+	if err != nil {
+		return fail("load", err)
+	}
+	var meta struct {
+		Cases []goldenCase `json:"cases"`
+	}
+	if err := json.Unmarshal(raw, &meta); err != nil {
+		return fail("load", fmt.Errorf("sampling.json: %w", err))
+	}
+	f, err := weights.Open(filepath.Join(packDir, "sampling.safetensors"))
+	if err != nil {
+		return fail("load", err)
+	}
+	defer f.Close()
+	var out []check.Result
+	for _, c := range meta.Cases {
+		name := c.Prefix + c.Name
+		got, probs, refProbs, ref, err := runCase(f, c)
+		if err != nil {
+			out = append(out, check.Failure(pack, name, err))
+			continue
+		}
+		match := 0
+		for i := range ref {
+			if int64(got[i]) == ref[i] {
+				match++
+			}
+		}
+		out = append(out, check.Count(pack, name+".tokens", match, len(ref)))
+		if refProbs != nil {
+			d, m := check.MaxAbsDiff(probs, refProbs)
+			out = append(out, check.Compare(pack, name+".probs", d, check.RelTol(m)))
+		}
+	}
+	return out
+}
+
+func floats(f *weights.File, name string) ([]float32, error) {
+	t, err := f.Tensor(name)
+	if err != nil {
+		return nil, err
+	}
+	return t.Float32s()
+}
+
+func ints(f *weights.File, name string) ([]int64, error) {
+	t, err := f.Tensor(name)
+	if err != nil {
+		return nil, err
+	}
+	return t.Int64s()
+}
+
+// runCase samples one golden case and returns our tokens and final
+// probabilities beside the reference's.
+func runCase(f *weights.File, c goldenCase) (got []int32, probs, refProbs []float32, ref []int64, err error) {
+	p, err := ParamsFromMap(c.Params)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	logits, err := floats(f, c.Prefix+"logits")
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	ref, err = ints(f, c.Prefix+"tokens")
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	V := c.Width
+	C := len(logits) / V
+	var history [][]int32
+	if c.History {
+		h, err := ints(f, c.Prefix+"history")
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
+		n := len(h) / C
+		history = make([][]int32, C)
+		for cb := range history {
+			for _, v := range h[cb*n : (cb+1)*n] {
+				history[cb] = append(history[cb], int32(v))
+			}
+		}
+	}
+	var noise Noise
+	if p.Temperature > 0 {
+		q, err := floats(f, c.Prefix+"q")
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
+		noise = &Fixed{Q: q}
+		if refProbs, err = floats(f, c.Prefix+"probs"); err != nil {
+			return nil, nil, nil, nil, err
+		}
+	}
+	s := New(p, noise)
+	got = s.Sample(logits, V, history)
+	if p.Temperature > 0 {
+		probs = append([]float32(nil), s.probs[:len(logits)]...)
+	}
+	return got, probs, refProbs, ref, nil
+}
