@@ -50,8 +50,8 @@ func LoadGolden(goldenDir string) ([]GoldenCase, error) {
 
 // CaseOutcome compares Reference with one golden case.
 type CaseOutcome struct {
-	Got                              Result
-	Err                              error
+	Got                             Result
+	Err                             error
 	NormalizedOK, PhonemesOK, IDsOK bool
 }
 

@@ -61,6 +61,9 @@ func Prepare(text, language string) (ids []int32, phonemes string, err error) {
 	if err := CheckLanguage(language); err != nil {
 		return nil, "", err
 	}
+	if text == "" {
+		return nil, "", ErrEmpty
+	}
 	if strings.TrimFunc(text, isPySpace) == "" {
 		return nil, "", fmt.Errorf("%w: nothing but whitespace", ErrEmpty)
 	}
