@@ -1,0 +1,151 @@
+package dac
+
+import (
+	"fmt"
+)
+
+// Codebooks is the number of codes in one Zonos frame (dac_44khz's
+// n_codebooks); Streamer accepts frames of exactly this many codes.
+const Codebooks = 9
+
+// StreamConfig sets how much committed audio the Streamer waits for before
+// it decodes, in frames of audio (one frame = hop samples, 11.61 ms at
+// 44.1 kHz). Decoding a window costs about as much for 1 new frame as for
+// 16 (the left context and the tail are re-decoded each time), so small
+// chunks buy latency with throughput.
+type StreamConfig struct {
+	// FirstChunk is the committed audio of the first emission: small for a
+	// short time to first audio. ≥ 1.
+	FirstChunk int
+	// Chunk is the committed audio of every later emission: larger for
+	// throughput once playback is ahead. ≥ 1.
+	Chunk int
+}
+
+// DefaultStreamConfig starts with 4 frames (46 ms of audio) and continues
+// in 16-frame chunks (186 ms), the chunk Sonata's TTFA figure was measured
+// at (docs/ZONOS.md).
+var DefaultStreamConfig = StreamConfig{FirstChunk: 4, Chunk: 16}
+
+// Streamer turns frames of codes into PCM as they arrive, emitting only
+// samples that one-shot decoding of the whole stream would produce: it
+// decodes a window of left context + held-back frames + new frames, drops
+// the window's warm-up, and holds back the tail that still lacks right
+// context, re-decoding it when more frames arrive. Each sample is emitted
+// exactly once; the emitted total after Flush is frames·hop.
+//
+// On the CPU backend the emitted samples are bit-identical to Model.Decode
+// (every committed sample is computed by the same arithmetic in both); on
+// other backends they agree to the backend's rounding.
+//
+// A Streamer is used from one goroutine (it drives its Model's backend).
+type Streamer struct {
+	m     *Model
+	sc    StreamConfig
+	codes [Codebooks][]int32 // frames base … base+len−1
+	base  int                // stream index of codes[·][0]
+	n     int                // frames pushed
+	done  int                // samples emitted
+	ended bool
+}
+
+// NewStreamer returns a streamer over m with the given chunk sizes.
+func (m *Model) NewStreamer(sc StreamConfig) (*Streamer, error) {
+	if m.cfg.NCodebooks != Codebooks {
+		return nil, fmt.Errorf("dac streamer: the DAC has %d codebooks, Zonos frames have %d; load descript/dac_44khz", m.cfg.NCodebooks, Codebooks)
+	}
+	if sc.FirstChunk < 1 || sc.Chunk < 1 {
+		return nil, fmt.Errorf("dac streamer: chunk sizes %d/%d frames; both must be ≥ 1", sc.FirstChunk, sc.Chunk)
+	}
+	return &Streamer{m: m, sc: sc}, nil
+}
+
+// Push adds frames (each the 9 codes of one time step, codebook order) and
+// returns the PCM that became final, possibly none. A frame with a code
+// outside 0..1023 is rejected with nothing added (Zonos maps its EOS/MASK
+// tokens to 0 before vocoding; do the same before pushing).
+func (s *Streamer) Push(frames ...[Codebooks]int32) ([]float32, error) {
+	if s.ended {
+		return nil, fmt.Errorf("dac streamer: push after Flush; call Reset to start a new stream")
+	}
+	for i, f := range frames {
+		for k, c := range f {
+			if c < 0 || int(c) >= s.m.cfg.CodebookSize {
+				return nil, fmt.Errorf("dac streamer: frame %d codebook %d holds %d, outside 0..%d (map Zonos' EOS/MASK tokens to 0 before vocoding); no frame of this push was added",
+					s.n+i, k, c, s.m.cfg.CodebookSize-1)
+			}
+		}
+	}
+	for _, f := range frames {
+		for k, c := range f {
+			s.codes[k] = append(s.codes[k], c)
+		}
+	}
+	s.n += len(frames)
+	want := s.sc.Chunk
+	if s.done == 0 {
+		want = s.sc.FirstChunk
+	}
+	end := s.n*s.m.cfg.HopLength - s.m.field.RightSamples
+	if end-s.done < want*s.m.cfg.HopLength {
+		return nil, nil
+	}
+	return s.emit(end), nil
+}
+
+// Flush ends the stream: it decodes the held-back tail against the true end
+// (the zero padding one-shot decoding sees) and returns the remaining PCM.
+func (s *Streamer) Flush() ([]float32, error) {
+	if s.ended {
+		return nil, fmt.Errorf("dac streamer: Flush called twice; call Reset to start a new stream")
+	}
+	if s.n == 0 {
+		return nil, fmt.Errorf("dac streamer: Flush with no frames pushed; push at least one frame")
+	}
+	s.ended = true
+	return s.emit(s.n * s.m.cfg.HopLength), nil
+}
+
+// Reset forgets the stream so the Streamer can take a new one.
+func (s *Streamer) Reset() {
+	for k := range s.codes {
+		s.codes[k] = s.codes[k][:0]
+	}
+	s.base, s.n, s.done, s.ended = 0, 0, 0, false
+}
+
+// Frames is the number of frames pushed; Emitted the number of samples
+// returned so far; Pending the samples still held back.
+func (s *Streamer) Frames() int  { return s.n }
+func (s *Streamer) Emitted() int { return s.done }
+func (s *Streamer) Pending() int { return s.n*s.m.cfg.HopLength - s.done }
+
+// emit decodes frames [a, n) and returns samples [done, end) of the stream.
+// a is the earliest frame whose window still gets sample done right: with a
+// = 0 the window starts where the stream does, so nothing is warm-up.
+func (s *Streamer) emit(end int) []float32 {
+	hop, f := s.m.cfg.HopLength, s.m.field
+	if end <= s.done {
+		return nil
+	}
+	a := floorDiv(s.done-f.LeftSamples, hop)
+	if a < 0 {
+		a = 0
+	}
+	win := make([][]int32, Codebooks)
+	for k := range win {
+		win[k] = s.codes[k][a-s.base:]
+	}
+	audio := s.m.decodeValid(win)
+	out := append([]float32(nil), audio[s.done-a*hop:end-a*hop]...)
+	s.done = end
+	// Frames before the next window's start are never read again.
+	if next := floorDiv(s.done-f.LeftSamples, hop); next > s.base {
+		drop := next - s.base
+		for k := range s.codes {
+			s.codes[k] = append(s.codes[k][:0], s.codes[k][drop:]...)
+		}
+		s.base = next
+	}
+	return out
+}
