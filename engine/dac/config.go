@@ -42,16 +42,16 @@ func Dac44kHz() Config {
 
 // rawConfig mirrors config.json; pointers tell "absent" from zero.
 type rawConfig struct {
-	EncoderHiddenSize  *int  `json:"encoder_hidden_size"`
-	DownsamplingRatios []int `json:"downsampling_ratios"`
-	UpsamplingRatios   []int `json:"upsampling_ratios"`
-	DecoderHiddenSize  *int  `json:"decoder_hidden_size"`
-	HiddenSize         *int  `json:"hidden_size"`
-	NCodebooks         *int  `json:"n_codebooks"`
-	CodebookSize       *int  `json:"codebook_size"`
-	CodebookDim        *int  `json:"codebook_dim"`
-	SamplingRate       *int  `json:"sampling_rate"`
-	HopLength          *int  `json:"hop_length"`
+	EncoderHiddenSize  *int   `json:"encoder_hidden_size"`
+	DownsamplingRatios []int  `json:"downsampling_ratios"`
+	UpsamplingRatios   []int  `json:"upsampling_ratios"`
+	DecoderHiddenSize  *int   `json:"decoder_hidden_size"`
+	HiddenSize         *int   `json:"hidden_size"`
+	NCodebooks         *int   `json:"n_codebooks"`
+	CodebookSize       *int   `json:"codebook_size"`
+	CodebookDim        *int   `json:"codebook_dim"`
+	SamplingRate       *int   `json:"sampling_rate"`
+	HopLength          *int   `json:"hop_length"`
 	ModelType          string `json:"model_type"`
 }
 
