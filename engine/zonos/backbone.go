@@ -1,0 +1,148 @@
+package zonos
+
+import (
+	"fmt"
+
+	"zonostream/engine/compute"
+)
+
+// norm is a LayerNorm's weight and bias.
+type norm struct{ w, b compute.Tensor }
+
+func loadNorm(bd *binder, name string, d int) norm {
+	return norm{bd.tensor(name+".weight", d), bd.tensor(name+".bias", d)}
+}
+
+// attention is the attention mixer of both backbones: one fused in_proj to
+// [q | k | v], rotary, causal GQA attention over the KV cache, out_proj.
+type attention struct {
+	inProj, outProj compute.Tensor
+	spec            compute.AttentionSpec
+}
+
+// mamba2 is the Mamba2 mixer (mamba_ssm defaults: d_state 128, headdim 64,
+// expand 2, d_conv 4, ngroups 1; gated RMSNorm with norm_before_gate=False).
+type mamba2 struct {
+	inProj, outProj compute.Tensor
+	w               compute.Mamba2Weights
+	spec            compute.Mamba2Spec
+}
+
+// gatedMLP is fc2(y · silu(gate)) with [y | gate] = fc1(x).
+type gatedMLP struct{ fc1, fc2 compute.Tensor }
+
+// layer is one residual block: norm → mixer, then (attention layers only)
+// norm2 → gated MLP. The residual stream runs between blocks as in
+// mamba_ssm's fused add-norm; Zonos' transformer block is the same
+// arithmetic (x + mixer(norm(x)), then + mlp(norm2(x))).
+type layer struct {
+	norm, norm2 norm
+	attn        *attention
+	ssm         *mamba2
+	mlp         *gatedMLP
+}
+
+// Mamba2 library defaults (mamba_ssm.modules.mamba2.Mamba2.__init__), which
+// Zonos takes with ssm_cfg = {"layer": "Mamba2"}.
+const (
+	mambaDState  = 128
+	mambaHeadDim = 64
+	mambaExpand  = 2
+	mambaDConv   = 4
+	mambaGroups  = 1
+)
+
+func loadLayer(bd *binder, cfg *Config, i int) *layer {
+	b := cfg.Backbone
+	d := b.DModel
+	p := fmt.Sprintf("backbone.layers.%d.", i)
+	l := &layer{norm: loadNorm(bd, p+"norm", d)}
+	if cfg.IsAttention(i) {
+		a := b.AttnCfg
+		hd := d / a.NumHeads
+		spec := compute.AttentionSpec{Heads: a.NumHeads, KVHeads: a.NumHeadsKV, HeadDim: hd, RotaryBase: 10000}
+		if cfg.Variant() == Transformer {
+			spec.Rotary, spec.RotaryDim = compute.RotaryInterleaved, hd
+		} else {
+			spec.Rotary, spec.RotaryDim = compute.RotaryHalves, a.RotaryEmbDim
+		}
+		l.attn = &attention{
+			inProj:  bd.tensor(p+"mixer.in_proj.weight", (a.NumHeads+2*a.NumHeadsKV)*hd, d),
+			outProj: bd.tensor(p+"mixer.out_proj.weight", d, a.NumHeads*hd),
+			spec:    spec,
+		}
+		m := b.AttnMLPDIntermediat
+		l.norm2 = loadNorm(bd, p+"norm2", d)
+		l.mlp = &gatedMLP{bd.tensor(p+"mlp.fc1.weight", 2*m, d), bd.tensor(p+"mlp.fc2.weight", d, m)}
+		return l
+	}
+	di := mambaExpand * d
+	s := compute.Mamba2Spec{DInner: di, Heads: di / mambaHeadDim, HeadDim: mambaHeadDim, DState: mambaDState,
+		Groups: mambaGroups, DConv: mambaDConv, Eps: 1e-5}
+	convDim := di + 2*s.Groups*s.DState
+	l.ssm = &mamba2{
+		inProj:  bd.tensor(p+"mixer.in_proj.weight", 2*di+2*s.Groups*s.DState+s.Heads, d),
+		outProj: bd.tensor(p+"mixer.out_proj.weight", d, di),
+		w: compute.Mamba2Weights{
+			ConvWeight: bd.tensor(p+"mixer.conv1d.weight", convDim, 1, s.DConv),
+			ConvBias:   bd.tensor(p+"mixer.conv1d.bias", convDim),
+			DtBias:     bd.tensor(p+"mixer.dt_bias", s.Heads),
+			ALog:       bd.tensor(p+"mixer.A_log", s.Heads),
+			D:          bd.tensor(p+"mixer.D", s.Heads),
+			NormWeight: bd.tensor(p+"mixer.norm.weight", di),
+		},
+		spec: s,
+	}
+	return l
+}
+
+// layerState is one layer's inference cache: the KV cache of an attention
+// layer, or the conv and SSM states of a Mamba2 layer.
+type layerState struct {
+	k, v      compute.Tensor // [B, maxT, Hkv, Dh]
+	conv, ssm compute.Tensor // [B, convDim, Kc], [B, H, P, N]
+}
+
+func (l *layer) newState(b compute.Backend, batch, maxT int) layerState {
+	if l.attn != nil {
+		s := l.attn.spec
+		return layerState{k: b.Zeros(batch, maxT, s.KVHeads, s.HeadDim), v: b.Zeros(batch, maxT, s.KVHeads, s.HeadDim)}
+	}
+	s := l.ssm.spec
+	return layerState{
+		conv: b.Zeros(batch, s.DInner+2*s.Groups*s.DState, s.DConv),
+		ssm:  b.Zeros(batch, s.Heads, s.HeadDim, s.DState),
+	}
+}
+
+// forward runs the block on hidden [B, T, d] with the incoming residual
+// stream (nil before the first block) and returns the new (hidden,
+// residual) pair; the stream after the block is hidden + residual.
+func (l *layer) forward(b compute.Backend, hidden, residual compute.Tensor, st layerState, pos int, eps float32) (compute.Tensor, compute.Tensor) {
+	x, residual := b.AddLayerNorm(hidden, residual, l.norm.w, l.norm.b, eps)
+	if l.attn != nil {
+		hidden = l.attn.forward(b, x, st, pos)
+	} else {
+		hidden = l.ssm.forward(b, x, st)
+	}
+	if l.mlp != nil {
+		x, residual = b.AddLayerNorm(hidden, residual, l.norm2.w, l.norm2.b, eps)
+		hidden = b.Linear(b.SwiGLU(b.Linear(x, l.mlp.fc1, nil)), l.mlp.fc2, nil)
+	}
+	return hidden, residual
+}
+
+func (a *attention) forward(b compute.Backend, x compute.Tensor, st layerState, pos int) compute.Tensor {
+	s := a.spec
+	qkv := b.Linear(x, a.inProj, nil)
+	qn, kn := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
+	q := b.Slice(qkv, 2, 0, qn)
+	k := b.Slice(qkv, 2, qn, qn+kn)
+	v := b.Slice(qkv, 2, qn+kn, qn+2*kn)
+	return b.Linear(b.Attention(q, k, v, st.k, st.v, pos, s), a.outProj, nil)
+}
+
+func (m *mamba2) forward(b compute.Backend, x compute.Tensor, st layerState) compute.Tensor {
+	y := b.Mamba2(b.Linear(x, m.inProj, nil), m.w, st.conv, st.ssm, m.spec)
+	return b.Linear(y, m.outProj, nil)
+}

@@ -1,0 +1,258 @@
+package zonos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"zonostream/engine/compute"
+	"zonostream/engine/sample"
+)
+
+// GenerateOptions are the knobs of one generate() call.
+type GenerateOptions struct {
+	MaxNewTokens int     // frames to generate at most (86 ≈ 1 s)
+	CFGScale     float32 // classifier-free guidance; Zonos' default 2.0
+	Sampling     sample.Params
+	Seed         uint64       // seeds the default noise source
+	Noise        sample.Noise // overrides Seed when set
+	// AudioPrefix holds frames of codes that continue into the new audio
+	// (a DAC-encoded clip); they are fed at prefill and returned first.
+	AudioPrefix [][NumCodebooks]int32
+}
+
+// Frame is one complete 9-code frame, released the moment the delay pattern
+// lets go of it (its codebook 8 is written). Codes ≥ 1024 are already 0.
+type Frame struct {
+	Index  int // position in the utterance's frames (prefix frames first)
+	Codes  [NumCodebooks]int32
+	Prefix bool // a frame of the audio prefix, not generated
+	Step   int  // decode step that completed it (0 = prefill)
+}
+
+// Result is what a finished (or cancelled) generation produced.
+type Result struct {
+	Codes       [][NumCodebooks]int32 // generate()'s return value, frame-major
+	Delayed     [][NumCodebooks]int32 // the final delayed grid (Unknown where never written)
+	EOS         bool                  // codebook 0 emitted EOS
+	PrefillTime time.Duration
+	StepTimes   []time.Duration // wall time of each decode step (backend + sampling)
+}
+
+// stepper is what the generate loop needs from a model: logits for the
+// prefill columns, then for one column at a time. Tests drive the loop with
+// recorded logits through the same interface.
+type stepper interface {
+	prefill(cols [][NumCodebooks]int32) ([]float32, error)
+	step(col [NumCodebooks]int32) ([]float32, error)
+}
+
+type modelStepper struct {
+	m      *Model
+	st     *State
+	prefix compute.Tensor
+	cfg    float32
+}
+
+func (s *modelStepper) prefill(cols [][NumCodebooks]int32) ([]float32, error) {
+	return s.m.Prefill(s.st, s.prefix, cols, s.cfg, nil)
+}
+
+func (s *modelStepper) step(col [NumCodebooks]int32) ([]float32, error) {
+	return s.m.Step(s.st, col, s.cfg, nil)
+}
+
+// MaxFrames bounds one utterance (Zonos' default is 30 s = 86·30 frames;
+// twice that keeps memory and time bounded for long inputs).
+const MaxFrames = 86 * 60
+
+// Validate checks options before any work is done.
+func (o *GenerateOptions) Validate() error {
+	if o.MaxNewTokens <= 0 || o.MaxNewTokens > MaxFrames {
+		return fmt.Errorf("max new frames %d must be in [1, %d]", o.MaxNewTokens, MaxFrames)
+	}
+	if o.CFGScale == 1 || o.CFGScale != o.CFGScale || o.CFGScale < 0 || o.CFGScale > 20 {
+		return fmt.Errorf("cfg scale %g must be in [0, 20] and not 1 (Zonos requires guidance)", o.CFGScale)
+	}
+	if len(o.AudioPrefix) > MaxFrames {
+		return fmt.Errorf("audio prefix of %d frames exceeds %d", len(o.AudioPrefix), MaxFrames)
+	}
+	for t, f := range o.AudioPrefix {
+		for k, c := range f {
+			if c < 0 || c >= CodebookSize {
+				return fmt.Errorf("audio prefix frame %d codebook %d: code %d outside [0, 1023]", t, k, c)
+			}
+		}
+	}
+	return o.Sampling.Validate()
+}
+
+// Generate runs Zonos' generate loop for one utterance: conditioning prefix,
+// prefill, then one decode step per delayed column, calling onFrame with
+// each complete frame as soon as it exists. It stops at EOS (plus the
+// steps that close the other codebooks), after MaxNewTokens, when ctx is
+// done (returning ctx's error with the partial result) or when onFrame
+// returns an error.
+func (m *Model) Generate(ctx context.Context, in Inputs, o GenerateOptions, onFrame func(Frame) error) (*Result, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	prefix, _, err := m.Prefix(in)
+	if err != nil {
+		return nil, err
+	}
+	L := prefix.Shape()[1]
+	st := m.NewState(L + len(o.AudioPrefix) + o.MaxNewTokens + NumCodebooks + 1)
+	return runLoop(ctx, &modelStepper{m: m, st: st, prefix: prefix, cfg: o.CFGScale}, o, onFrame)
+}
+
+// runLoop is generate()'s control flow (zonos/model.py), backend-agnostic.
+func runLoop(ctx context.Context, s stepper, o GenerateOptions, onFrame func(Frame) error) (*Result, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	noise := o.Noise
+	if noise == nil {
+		noise = sample.NewPhilox(o.Seed)
+	}
+	sampler := sample.New(o.Sampling, noise)
+	P := len(o.AudioPrefix)
+	audioLen := P + o.MaxNewTokens
+	codes := make([][NumCodebooks]int32, audioLen)
+	for t := range codes {
+		for k := range codes[t] {
+			codes[t][k] = Unknown
+		}
+	}
+	copy(codes, o.AudioPrefix)
+	grid := ApplyDelay(codes)
+	W := len(grid)
+	res := &Result{Delayed: grid}
+
+	// emit releases frame j once its codebook-8 cell (column j+9) is
+	// written, except the frame that generate() trims: when the loop is
+	// about to end (last == true) the frame completed by this very column
+	// is the EOS frame and never part of the output. Prefix frames are
+	// known from the start.
+	emitted := 0
+	emit := func(col, step int, last bool) error {
+		upto := col - NumCodebooks
+		if last {
+			upto--
+		}
+		for ; (emitted < P || emitted <= upto) && emitted < audioLen; emitted++ {
+			if onFrame == nil {
+				continue
+			}
+			if err := onFrame(Frame{Index: emitted, Codes: frameAt(grid, emitted), Prefix: emitted < P, Step: step}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// write fills a column's unknown cells the way generate()'s
+	// masked_scatter_ does: the i-th unknown cell takes the i-th sampled
+	// token, so where leading codebooks are already MASK (the last columns)
+	// the tokens shift down a codebook. The golden codes depend on it.
+	write := func(col int, tok []int32) {
+		if col >= W {
+			return
+		}
+		i := 0
+		for k := range grid[col] {
+			if grid[col][k] == Unknown {
+				grid[col][k] = tok[i]
+				i++
+			}
+		}
+	}
+
+	t0 := time.Now()
+	logits, err := s.prefill(grid[:P+1])
+	if err != nil {
+		return nil, fmt.Errorf("prefill: %w", err)
+	}
+	// Prefill is sampled without repetition penalty and without EOS bias.
+	tok := sampler.Sample(logits, LogitWidth, nil)
+	offset := P + 1
+	write(offset, tok)
+	res.PrefillTime = time.Since(t0)
+	if err := emit(offset, 0, false); err != nil {
+		return finish(res, offset), err
+	}
+
+	remaining := W - offset
+	stopping := false
+	history := make([][]int32, NumCodebooks)
+	for step := 1; remaining > 0; step++ {
+		if err := ctx.Err(); err != nil {
+			return finish(res, offset), err
+		}
+		ts := time.Now()
+		offset++
+		logits, err := s.step(grid[offset-1])
+		if err != nil {
+			return finish(res, offset-1), fmt.Errorf("decode step %d: %w", step, err)
+		}
+		biasEOS(logits)
+		w := o.Sampling.RepetitionWindow
+		lo := 0
+		if w > 0 {
+			lo = max(0, offset-w)
+		}
+		for k := range history {
+			history[k] = history[k][:0]
+			for t := lo; t < offset; t++ {
+				history[k] = append(history[k], grid[t][k])
+			}
+		}
+		tok = sampler.Sample(logits, LogitWidth, history)
+		if tok[0] == EOS {
+			remaining = min(remaining, NumCodebooks)
+			stopping = true
+			res.EOS = true
+		}
+		if stopping {
+			idx := min(NumCodebooks-remaining, NumCodebooks-1)
+			for k := 0; k < idx; k++ {
+				tok[k] = MASK
+			}
+			tok[idx] = EOS
+		}
+		write(offset, tok)
+		remaining--
+		res.StepTimes = append(res.StepTimes, time.Since(ts))
+		if err := emit(offset, step, remaining == 0); err != nil {
+			return finish(res, offset), err
+		}
+	}
+	return finish(res, offset), nil
+}
+
+// biasEOS is generate()'s logit_bias: only codebook 0 may predict EOS.
+func biasEOS(logits []float32) {
+	for k := 1; k < NumCodebooks; k++ {
+		logits[k*LogitWidth+EOS] = float32(negInf())
+	}
+}
+
+// finish reverts the delay, maps EOS/MASK to 0 and trims to offset−9 frames.
+func finish(res *Result, offset int) *Result {
+	out := RevertDelay(res.Delayed)
+	n := min(max(offset-NumCodebooks, 0), len(out))
+	out = out[:n]
+	for t := range out {
+		for k := range out[t] {
+			if out[t][k] >= CodebookSize {
+				out[t][k] = 0
+			}
+		}
+	}
+	res.Codes = out
+	return res
+}
+
+// ErrStopped may be returned by onFrame to end generation early without
+// reporting a failure.
+var ErrStopped = errors.New("generation stopped")

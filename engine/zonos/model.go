@@ -1,0 +1,215 @@
+package zonos
+
+import (
+	"fmt"
+	"math"
+
+	"zonostream/engine/compute"
+	"zonostream/engine/weights"
+)
+
+// Vocabulary of the codebook tokens (ZONOS.md, "Checkpoint layout").
+const (
+	NumCodebooks = 9
+	CodebookSize = 1024 // real codes 0…1023
+	EOS          = 1024
+	MASK         = 1025
+	// LogitWidth is the loaded heads' width: Zonos' pad_weight_ pads the
+	// 1025-row heads by rows % 8 = 1 row, and column 1025 is forced to −inf.
+	LogitWidth = 1026
+	embedRows  = 1026
+)
+
+// Model is a loaded Zonos checkpoint on a backend.
+type Model struct {
+	Config *Config
+
+	b          compute.Backend
+	prefix     *prefixConditioner
+	embeddings [NumCodebooks]compute.Tensor // [1026, d]
+	heads      compute.Tensor               // 9 heads stacked: [9·1026, d], pad rows zero
+	layers     []*layer
+	normF      norm
+	eps        float32
+}
+
+// Load reads config.json and model.safetensors onto backend b.
+func Load(b compute.Backend, configPath, weightsPath string) (*Model, error) {
+	cfg, err := LoadConfig(configPath)
+	if err != nil {
+		return nil, err
+	}
+	f, err := weights.Open(weightsPath)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return New(b, cfg, f)
+}
+
+// New binds a checkpoint's tensors; every missing, unexpected or mis-shaped
+// tensor is reported in one error.
+func New(b compute.Backend, cfg *Config, f *weights.File) (*Model, error) {
+	d := cfg.Backbone.DModel
+	bd := newBinder(f, b)
+	m := &Model{Config: cfg, b: b, eps: float32(cfg.Backbone.NormEpsilon)}
+	m.prefix = loadPrefixConditioner(bd, cfg.PrefixConditioner, d)
+	for k := range m.embeddings {
+		m.embeddings[k] = bd.tensor(fmt.Sprintf("embeddings.%d.weight", k), embedRows, d)
+	}
+	m.heads = loadHeads(bd, d)
+	for i := 0; i < cfg.Backbone.NLayer; i++ {
+		m.layers = append(m.layers, loadLayer(bd, cfg, i))
+	}
+	m.normF = loadNorm(bd, "backbone.norm_f", d)
+	if err := bd.err(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// loadHeads stacks the nine [1025, d] heads into one [9·1026, d] weight with
+// a zero pad row each, so one Linear computes every codebook's logits.
+func loadHeads(bd *binder, d int) compute.Tensor {
+	var raws []*weights.Tensor
+	for k := 0; k < NumCodebooks; k++ {
+		raws = append(raws, bd.raw(fmt.Sprintf("heads.%d.weight", k), LogitWidth-1, d))
+	}
+	for _, r := range raws {
+		if r == nil {
+			return nil
+		}
+		if r.DType != raws[0].DType {
+			bd.problems = append(bd.problems, fmt.Sprintf("%s is %s but heads.0.weight is %s", r.Name, r.DType, raws[0].DType))
+			return nil
+		}
+	}
+	es := raws[0].DType.Size()
+	rowBytes := d * es
+	buf := make([]byte, NumCodebooks*LogitWidth*rowBytes)
+	for k, r := range raws {
+		copy(buf[k*LogitWidth*rowBytes:], r.Data)
+	}
+	t, err := bd.backend.Upload(*dtypeOf(raws[0].DType), []int{NumCodebooks * LogitWidth, d}, buf)
+	if err != nil {
+		bd.problems = append(bd.problems, "heads: "+err.Error())
+	}
+	return t
+}
+
+// Backend is the backend the model lives on.
+func (m *Model) Backend() compute.Backend { return m.b }
+
+// Prefix computes the [2, L, d] conditioning prefix (row 0 conditional, row 1
+// unconditional). Notes report inputs clamped into their conditioner's range.
+func (m *Model) Prefix(in Inputs) (compute.Tensor, []string, error) {
+	return m.prefix.Prefix(in)
+}
+
+// State is the inference cache of one utterance (CFG batch of two).
+type State struct {
+	layers []layerState
+	pos    int // positions already in the cache
+	maxLen int
+}
+
+// Pos is the number of positions already in the cache.
+func (s *State) Pos() int { return s.pos }
+
+// NewState allocates caches for up to maxLen positions.
+func (m *Model) NewState(maxLen int) *State {
+	st := &State{maxLen: maxLen}
+	for _, l := range m.layers {
+		st.layers = append(st.layers, l.newState(m.b, 2, maxLen))
+	}
+	return st
+}
+
+// LayerHook receives the residual stream [2, T, d] after each block (the
+// golden's layer_out); nil skips the extra work.
+type LayerHook func(layer int, stream compute.Tensor)
+
+// embedColumns sums the nine codebook embeddings of each delayed column and
+// repeats the result for both CFG rows: [2, T, d].
+func (m *Model) embedColumns(cols [][NumCodebooks]int32) (compute.Tensor, error) {
+	T := len(cols)
+	var sum compute.Tensor
+	for k := 0; k < NumCodebooks; k++ {
+		ids := make([]int32, T)
+		for t, c := range cols {
+			if c[k] < 0 || c[k] >= embedRows {
+				return nil, fmt.Errorf("code %d of codebook %d (column %d) outside [0, %d]", c[k], k, t, embedRows-1)
+			}
+			ids[t] = c[k]
+		}
+		e := m.b.Embedding(m.embeddings[k], m.b.FromI32(ids, 1, T))
+		if sum == nil {
+			sum = e
+		} else {
+			sum = m.b.Add(sum, e)
+		}
+	}
+	return m.b.Concat(0, sum, sum), nil
+}
+
+// forward runs the backbone on hidden [2, T, d] continuing from st and
+// returns the CFG-combined logits of the last position, [9·1026] row-major.
+func (m *Model) forward(st *State, hidden compute.Tensor, cfgScale float32, hook LayerHook) ([]float32, error) {
+	T := hidden.Shape()[1]
+	if st.pos+T > st.maxLen {
+		return nil, fmt.Errorf("sequence of %d positions exceeds the %d the state was made for", st.pos+T, st.maxLen)
+	}
+	var residual compute.Tensor
+	for i, l := range m.layers {
+		hidden, residual = l.forward(m.b, hidden, residual, st.layers[i], st.pos, m.eps)
+		if hook != nil {
+			hook(i, m.b.Add(hidden, residual))
+		}
+	}
+	out, _ := m.b.AddLayerNorm(hidden, residual, m.normF.w, m.normF.b, m.eps)
+	st.pos += T
+	last := m.b.Slice(out, 1, T-1, T)
+	logits := m.b.ReadF32(m.b.Linear(last, m.heads, nil)) // [2, 1, 9·1026]
+	return guide(logits, cfgScale), nil
+}
+
+// guide applies classifier-free guidance, uncond + (cond − uncond)·scale,
+// and masks the pad column 1025 to −inf.
+func guide(logits []float32, scale float32) []float32 {
+	n := NumCodebooks * LogitWidth
+	out := make([]float32, n)
+	cond, uncond := logits[:n], logits[n:2*n]
+	ninf := float32(math.Inf(-1))
+	for i := range out {
+		out[i] = uncond[i] + (cond[i]-uncond[i])*scale
+		if i%LogitWidth >= MASK {
+			out[i] = ninf
+		}
+	}
+	return out
+}
+
+// Prefill feeds the prefix [2, L, d] and the first delayed columns (one
+// all-MASK column without an audio prefix) and returns the CFG logits of
+// the last position.
+func (m *Model) Prefill(st *State, prefix compute.Tensor, cols [][NumCodebooks]int32, cfgScale float32, hook LayerHook) ([]float32, error) {
+	if st.pos != 0 {
+		return nil, fmt.Errorf("prefill on a state that already holds %d positions", st.pos)
+	}
+	emb, err := m.embedColumns(cols)
+	if err != nil {
+		return nil, err
+	}
+	return m.forward(st, m.b.Concat(1, prefix, emb), cfgScale, hook)
+}
+
+// Step feeds one delayed column and returns the CFG logits for the next.
+func (m *Model) Step(st *State, col [NumCodebooks]int32, cfgScale float32, hook LayerHook) ([]float32, error) {
+	emb, err := m.embedColumns([][NumCodebooks]int32{col})
+	if err != nil {
+		return nil, err
+	}
+	return m.forward(st, emb, cfgScale, hook)
+}
+
+func negInf() float64 { return math.Inf(-1) }
