@@ -23,7 +23,9 @@ func newBinder(f *weights.File, b compute.Backend) *binder {
 	return &binder{file: f, backend: b, used: map[string]bool{}}
 }
 
-func shapeString(s []int) string { return strings.Trim(strings.Join(strings.Fields(fmt.Sprint(s)), ", "), "[]") }
+func shapeString(s []int) string {
+	return strings.Trim(strings.Join(strings.Fields(fmt.Sprint(s)), ", "), "[]")
+}
 
 // raw returns the checked tensor or nil after recording a problem.
 func (bd *binder) raw(name string, shape ...int) *weights.Tensor {
