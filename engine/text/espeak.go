@@ -6,14 +6,33 @@ package text
 #include <string.h>
 #include <espeak-ng/speak_lib.h>
 
-// zs_text_to_phonemes runs espeak_TextToPhonemes over a whole NUL-terminated
-// UTF-8 buffer, one clause per call, and returns the non-empty results joined
-// by single spaces in a malloc'd string (NULL when out of memory). The text
-// pointer walks through buf, so buf stays alive for the whole loop.
-static char *zs_text_to_phonemes(const char *buf, int phonememode) {
+// textPad is slack of zeros after the text, for espeak's look-ahead.
+enum { textPad = 64 };
+
+// stackGuard is zeroed stack above espeak's frames. espeak-ng 1.51 reads
+// past the end of a stack buffer of its own (utf8_in, seen for the word
+// "años" in es): under Python the caller's deep stack absorbs the read, but a
+// cgo call runs near the top of its thread's stack, where the read crossed
+// into unmapped memory (SIGSEGV, found by the -race concurrency test). The
+// guard gives the read zeros, i.e. terminators, to hit instead.
+enum { stackGuard = 64 << 10 };
+
+// zs_text_to_phonemes runs espeak_TextToPhonemes over a whole UTF-8 text, one
+// clause per call, and returns the non-empty results joined by single spaces
+// in a malloc'd string (NULL when out of memory). The text is copied into a
+// zero-padded buffer that the text pointer walks through, so the buffer
+// stays alive for the whole loop. A NUL in the text ends it there, as it
+// does for phonemizer's ctypes call.
+static char *zs_text_to_phonemes(_GoString_ text, int phonememode) {
+	volatile char guard[stackGuard];
+	memset((char *)guard, 0, sizeof guard);
+	size_t tn = _GoStringLen(text);
+	char *buf = calloc(tn + textPad, 1);
+	if (buf == NULL) return NULL;
+	memcpy(buf, _GoStringPtr(text), tn);
 	size_t cap = 64, len = 0;
 	char *out = malloc(cap);
-	if (out == NULL) return NULL;
+	if (out == NULL) { free(buf); return NULL; }
 	out[0] = 0;
 	const void *p = buf;
 	while (p != NULL) {
@@ -24,13 +43,15 @@ static char *zs_text_to_phonemes(const char *buf, int phonememode) {
 		if (need > cap) {
 			while (cap < need) cap *= 2;
 			char *grown = realloc(out, cap);
-			if (grown == NULL) { free(out); return NULL; }
+			if (grown == NULL) { free(out); free(buf); return NULL; }
 			out = grown;
 		}
 		if (len > 0) out[len++] = ' ';
 		memcpy(out + len, r, n + 1);
 		len += n;
 	}
+	free(buf);
+	guard[0] = 0; // keep the guard alive across the loop
 	return out;
 }
 
@@ -152,9 +173,7 @@ func espeakPhonemes(language string, chunks []string) ([]string, error) {
 	}
 	out := make([]string, len(chunks))
 	for i, c := range chunks {
-		buf := C.CString(c)
-		r := C.zs_text_to_phonemes(buf, phonemeMode)
-		C.free(unsafe.Pointer(buf))
+		r := C.zs_text_to_phonemes(c, phonemeMode)
 		if r == nil {
 			return nil, fmt.Errorf("%w: out of memory", ErrEspeak)
 		}
