@@ -37,7 +37,7 @@ type Resampler struct {
 	// Each phase j (0 ≤ j < new) keeps only the taps where torchaudio's
 	// time argument is inside ±lowpass width; taps outside all equal
 	// clampValue (|clampValue| < 1e-20), which the convolution ignores.
-	phaseStart []int     // first kept tap of phase j, in 0..kernelLen
+	phaseStart []int // first kept tap of phase j, in 0..kernelLen
 	phaseTaps  [][]float32
 }
 
