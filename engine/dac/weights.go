@@ -28,11 +28,12 @@ type binder struct {
 	be       compute.Backend
 	has      map[string]bool
 	used     map[string]bool
+	want     map[string][]int // every plain name asked for, with its shape
 	problems []string
 }
 
 func newBinder(src Source, be compute.Backend) *binder {
-	b := &binder{src: src, be: be, has: map[string]bool{}, used: map[string]bool{}}
+	b := &binder{src: src, be: be, has: map[string]bool{}, used: map[string]bool{}, want: map[string][]int{}}
 	for _, n := range src.Names() {
 		b.has[n] = true
 	}
@@ -47,6 +48,7 @@ func (b *binder) problem(format string, args ...any) {
 // (want's element count and rank must match; size-1 dims are compared too).
 func (b *binder) read(name string, want []int) []float32 {
 	b.used[name] = true
+	b.want[name] = want
 	if !b.has[name] {
 		b.problem("missing %s %v", name, want)
 		return nil
@@ -134,6 +136,7 @@ func (b *binder) convWeight(prefix string, shape []int) []float32 {
 		return foldWeightNorm(g, v, shape[0])
 	}
 	b.used[plain] = true
+	b.want[plain] = shape
 	b.problem("missing %s %v (nor weight_g/weight_v, nor parametrizations.weight.original0/1)", plain, shape)
 	return nil
 }
@@ -179,4 +182,26 @@ func (b *binder) err() error {
 		sb.WriteString("\n  unexpected " + u)
 	}
 	return fmt.Errorf("%s", sb.String())
+}
+
+// noTensors is an empty Source.
+type noTensors struct{}
+
+func (noTensors) Names() []string { return nil }
+func (noTensors) Tensor(name string) (*weights.Tensor, error) {
+	return nil, fmt.Errorf("no tensor %q", name)
+}
+
+// TensorShapes lists every tensor a checkpoint of configuration cfg holds,
+// in the plain-weight form, with its shape (what New expects; used to build
+// randomly initialised models of the real shapes).
+func TensorShapes(cfg Config) (map[string][]int, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	b := newBinder(noTensors{}, nil)
+	b.bindEncoder(cfg)
+	b.bindCodebooks(cfg)
+	b.bindDecoder(cfg)
+	return b.want, nil
 }
