@@ -1,0 +1,394 @@
+package audio
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+)
+
+// WAVFormat is the sample encoding of a WAV file.
+type WAVFormat int
+
+const (
+	// WAVPCM16 is 16-bit signed PCM (WAVE format 1), the default: what every
+	// player reads. Samples are clamped to [−1, 1] and scaled by 32767.
+	WAVPCM16 WAVFormat = iota
+	// WAVFloat32 is 32-bit IEEE float (WAVE format 3): the model's samples
+	// bit for bit.
+	WAVFloat32
+)
+
+func (f WAVFormat) String() string {
+	switch f {
+	case WAVPCM16:
+		return "pcm16"
+	case WAVFloat32:
+		return "float32"
+	}
+	return fmt.Sprintf("WAVFormat(%d)", int(f))
+}
+
+// ParseWAVFormat reads a format name as given on a command line: "pcm16"
+// (or "16") and "float32" (or "float", "f32", "32").
+func ParseWAVFormat(s string) (WAVFormat, error) {
+	switch s {
+	case "pcm16", "16", "s16", "int16":
+		return WAVPCM16, nil
+	case "float32", "float", "f32", "32":
+		return WAVFloat32, nil
+	}
+	return 0, fmt.Errorf("WAV format %q is not supported; use pcm16 or float32", s)
+}
+
+// bytesPerSample of a format.
+func (f WAVFormat) bytesPerSample() int {
+	if f == WAVFloat32 {
+		return 4
+	}
+	return 2
+}
+
+// Header layout. go-audio/wav's Encoder is not used for writing: it writes
+// format 3 only as a tag (its Write takes integer buffers, so float samples
+// would go through one reflective binary.Write per sample), it leaves
+// placeholder sizes in the header until Close, and after a failed write its
+// Close patches in the size of frames that never reached the file. This
+// writer keeps the header valid after every Write instead. go-audio/wav's
+// Decoder reads the files back in the tests.
+const (
+	pcmHeaderLen   = 44 // RIFF(12) + fmt (8+16) + data(8)
+	floatHeaderLen = 58 // RIFF(12) + fmt (8+18, cbSize 0) + fact(8+4) + data(8)
+	factSizeOff    = 46 // sample-frame count in the fact chunk (float only)
+	maxWAVBytes    = math.MaxUint32 - 64
+)
+
+// WAVWriter streams mono samples to a WAV file as they arrive. When the
+// destination can be rewritten in place (a regular file), the RIFF, data
+// and fact sizes are patched after every Write, so the file is valid with
+// exactly the samples written so far at any moment: after Close, after a
+// cancelled run, after a failed write, even after the process is killed.
+// On a pipe the sizes are written as 0xFFFFFFFF ("until end of stream"),
+// which sox and most players accept.
+//
+// A WAVWriter is used by one goroutine at a time.
+type WAVWriter struct {
+	w       io.Writer
+	at      io.WriterAt // nil when sizes cannot be patched
+	file    *os.File    // set when the writer owns the file (CreateWAV)
+	tmp     string      // temporary path renamed to path on Close
+	path    string
+	format  WAVFormat
+	rate    int
+	dataOff int64 // offset of the first sample
+	samples int64 // complete samples in the file
+	buf     []byte
+	err     error // first write error; later Writes return it
+	closed  bool
+}
+
+// CreateWAV starts a WAV file at path without disturbing what is there now:
+// samples go to a temporary file "<path>.<random>.part" in the same
+// directory, which Close renames over path (atomically, on POSIX). If the
+// process dies before Close, the .part file is a valid WAV of what was
+// written. rate is the sample rate (SampleRate for Zonos audio).
+func CreateWAV(path string, rate int, format WAVFormat) (*WAVWriter, error) {
+	if err := checkWAVArgs(rate, format); err != nil {
+		return nil, fmt.Errorf("WAV %s: %w", path, err)
+	}
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return nil, fmt.Errorf("WAV %s: is a directory; give a file name", path)
+	}
+	f, err := os.CreateTemp(dir, base+".*.part")
+	if err != nil {
+		return nil, fmt.Errorf("WAV %s: cannot create a file in %s: %w; check that the directory exists and is writable", path, dir, err)
+	}
+	w, err := NewWAVWriter(f, rate, format)
+	if err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("WAV %s: %w", path, err)
+	}
+	w.file, w.tmp, w.path = f, f.Name(), path
+	return w, nil
+}
+
+// NewWAVWriter writes a WAV header to w and returns a writer for the
+// samples. If w is a regular *os.File (or another io.WriterAt that is not a
+// pipe) the header sizes are kept current; otherwise they say "unknown".
+// Close does not close w.
+func NewWAVWriter(w io.Writer, rate int, format WAVFormat) (*WAVWriter, error) {
+	if err := checkWAVArgs(rate, format); err != nil {
+		return nil, err
+	}
+	ww := &WAVWriter{w: w, format: format, rate: rate}
+	if at, ok := w.(io.WriterAt); ok {
+		ww.at = at
+		if f, ok := w.(*os.File); ok {
+			if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+				ww.at = nil // stdout on a pipe or terminal
+			} else if off, err := f.Seek(0, io.SeekCurrent); err != nil || off != 0 {
+				return nil, fmt.Errorf("WAV header: the file is not at offset 0 (at %d); pass a new or truncated file", off)
+			}
+		}
+	}
+	hdr := ww.header()
+	ww.dataOff = int64(len(hdr))
+	if _, err := w.Write(hdr); err != nil {
+		return nil, fmt.Errorf("WAV header: %w", err)
+	}
+	return ww, nil
+}
+
+func checkWAVArgs(rate int, format WAVFormat) error {
+	if rate <= 0 || rate > MaxResampleRate {
+		return fmt.Errorf("sample rate %d Hz is out of range; use %d", rate, SampleRate)
+	}
+	if format != WAVPCM16 && format != WAVFloat32 {
+		return fmt.Errorf("unknown format %v; use WAVPCM16 or WAVFloat32", format)
+	}
+	return nil
+}
+
+// header builds the header for the current sample count, or with unknown
+// sizes when they cannot be patched later.
+func (w *WAVWriter) header() []byte {
+	bps := w.format.bytesPerSample()
+	le := binary.LittleEndian
+	var h []byte
+	h = append(h, "RIFF\x00\x00\x00\x00WAVEfmt "...)
+	if w.format == WAVFloat32 {
+		h = le.AppendUint32(h, 18)
+		h = le.AppendUint16(h, 3) // WAVE_FORMAT_IEEE_FLOAT
+	} else {
+		h = le.AppendUint32(h, 16)
+		h = le.AppendUint16(h, 1) // WAVE_FORMAT_PCM
+	}
+	h = le.AppendUint16(h, 1) // mono
+	h = le.AppendUint32(h, uint32(w.rate))
+	h = le.AppendUint32(h, uint32(w.rate*bps))
+	h = le.AppendUint16(h, uint16(bps)) // block align
+	h = le.AppendUint16(h, uint16(8*bps))
+	if w.format == WAVFloat32 {
+		h = le.AppendUint16(h, 0)                 // cbSize
+		h = append(h, "fact\x04\x00\x00\x00"...)  // non-PCM formats carry a fact chunk
+		h = le.AppendUint32(h, uint32(w.samples)) // sample frames
+	}
+	h = append(h, "data\x00\x00\x00\x00"...)
+	riff, data := w.sizes()
+	le.PutUint32(h[4:], riff)
+	le.PutUint32(h[len(h)-4:], data)
+	if w.format == WAVFloat32 && w.at == nil {
+		le.PutUint32(h[factSizeOff:], math.MaxUint32)
+	}
+	return h
+}
+
+// sizes are the RIFF and data chunk sizes for the samples written so far.
+func (w *WAVWriter) sizes() (riff, data uint32) {
+	if w.at == nil {
+		return math.MaxUint32, math.MaxUint32
+	}
+	d := w.samples * int64(w.format.bytesPerSample())
+	return uint32(w.dataOff - 8 + d), uint32(d)
+}
+
+// patch rewrites the size fields for the samples written so far.
+func (w *WAVWriter) patch() error {
+	if w.at == nil {
+		return nil
+	}
+	var b [4]byte
+	riff, data := w.sizes()
+	binary.LittleEndian.PutUint32(b[:], riff)
+	if _, err := w.at.WriteAt(b[:], 4); err != nil {
+		return err
+	}
+	binary.LittleEndian.PutUint32(b[:], data)
+	if _, err := w.at.WriteAt(b[:], w.dataOff-4); err != nil {
+		return err
+	}
+	if w.format == WAVFloat32 {
+		binary.LittleEndian.PutUint32(b[:], uint32(w.samples))
+		if _, err := w.at.WriteAt(b[:], factSizeOff); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Write appends samples and, where possible, updates the header to count
+// them. After a failed write the file still holds a valid header for the
+// complete samples that reached it (a torn trailing sample is cut off), and
+// every later Write returns the same error.
+func (w *WAVWriter) Write(samples []float32) error {
+	if w.closed {
+		return fmt.Errorf("WAV %s: write after Close", w.name())
+	}
+	if w.err != nil {
+		return w.err
+	}
+	if len(samples) == 0 {
+		return nil
+	}
+	bps := w.format.bytesPerSample()
+	if w.dataOff+(w.samples+int64(len(samples)))*int64(bps) > maxWAVBytes {
+		w.err = fmt.Errorf("WAV %s: over 4 GiB, the format's limit; start a new file", w.name())
+		return w.err
+	}
+	w.buf = w.buf[:0]
+	le := binary.LittleEndian
+	if w.format == WAVFloat32 {
+		for _, s := range samples {
+			w.buf = le.AppendUint32(w.buf, math.Float32bits(s))
+		}
+	} else {
+		for _, s := range samples {
+			w.buf = le.AppendUint16(w.buf, uint16(pcm16(s)))
+		}
+	}
+	n, err := w.w.Write(w.buf)
+	w.samples += int64(n / bps)
+	if err == nil && n < len(w.buf) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		w.err = fmt.Errorf("WAV %s: writing samples: %w", w.name(), err)
+		if n%bps != 0 && w.file != nil {
+			w.file.Truncate(w.dataOff + w.samples*int64(bps)) // drop the torn sample
+		}
+		if perr := w.patch(); perr != nil {
+			w.err = fmt.Errorf("%w; and the header could not be updated: %v", w.err, perr)
+		}
+		return w.err
+	}
+	if err := w.patch(); err != nil {
+		w.err = fmt.Errorf("WAV %s: updating the header: %w", w.name(), err)
+		return w.err
+	}
+	return nil
+}
+
+// pcm16 converts a float sample to 16-bit PCM: clamp to [−1, 1], scale by
+// 32767 (so ±1 maps to ±32767 and 0 stays 0), round half away from zero.
+// NaN becomes 0.
+func pcm16(s float32) int16 {
+	switch {
+	case s != s:
+		return 0
+	case s >= 1:
+		return 32767
+	case s <= -1:
+		return -32767
+	case s >= 0: // float64: the product is exact, so the rounding is too
+		return int16(float64(s)*32767 + 0.5)
+	default:
+		return int16(float64(s)*32767 - 0.5)
+	}
+}
+
+// Samples is the number of samples in the file so far.
+func (w *WAVWriter) Samples() int64 { return w.samples }
+
+// Path is where Close puts the file ("" for NewWAVWriter).
+func (w *WAVWriter) Path() string { return w.path }
+
+// Format is the sample encoding.
+func (w *WAVWriter) Format() WAVFormat { return w.format }
+
+// Truncate cuts the audio to its first n samples, e.g. to keep only what was
+// actually played when an utterance is cancelled. It needs a file opened by
+// CreateWAV or an *os.File given to NewWAVWriter; it cannot grow the audio.
+func (w *WAVWriter) Truncate(n int64) error {
+	if w.closed {
+		return fmt.Errorf("WAV %s: truncate after Close", w.name())
+	}
+	if n < 0 || n > w.samples {
+		return fmt.Errorf("WAV %s: cannot truncate %d samples to %d; the length must be 0..%d", w.name(), w.samples, n, w.samples)
+	}
+	f := w.file
+	if f == nil {
+		f, _ = w.w.(*os.File)
+	}
+	if f == nil || w.at == nil {
+		return fmt.Errorf("WAV %s: cannot truncate a stream; write to a regular file", w.name())
+	}
+	if err := f.Truncate(w.dataOff + n*int64(w.format.bytesPerSample())); err != nil {
+		return fmt.Errorf("WAV %s: truncating: %w", w.name(), err)
+	}
+	if _, err := f.Seek(0, io.SeekEnd); err != nil {
+		return fmt.Errorf("WAV %s: truncating: %w", w.name(), err)
+	}
+	w.samples = n
+	return w.patch()
+}
+
+// Close finishes the file: the header is made current, the data is synced
+// to disk and, for CreateWAV, the temporary file is renamed to the final
+// path. After a failed Write, Close still keeps the valid partial file
+// and returns the write error. Close is idempotent.
+func (w *WAVWriter) Close() error {
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	err := w.err
+	if perr := w.patch(); perr != nil && err == nil {
+		err = fmt.Errorf("WAV %s: updating the header: %w", w.name(), perr)
+	}
+	if w.file == nil {
+		return err
+	}
+	if serr := w.file.Sync(); serr != nil && err == nil {
+		err = fmt.Errorf("WAV %s: syncing to disk: %w", w.name(), serr)
+	}
+	if cerr := w.file.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("WAV %s: closing: %w", w.name(), cerr)
+	}
+	if rerr := os.Rename(w.tmp, w.path); rerr != nil {
+		return errors.Join(err, fmt.Errorf("WAV %s: the audio is kept in %s: %w", w.path, w.tmp, rerr))
+	}
+	syncDir(filepath.Dir(w.path))
+	return err
+}
+
+// Abort stops writing and deletes the temporary file of CreateWAV, leaving
+// any earlier file at the path untouched (for runs that produced nothing
+// worth keeping). For NewWAVWriter it only stops writing.
+func (w *WAVWriter) Abort() error {
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	if w.file == nil {
+		return nil
+	}
+	w.file.Close()
+	if err := os.Remove(w.tmp); err != nil {
+		return fmt.Errorf("WAV %s: removing the temporary file: %w", w.tmp, err)
+	}
+	return nil
+}
+
+func (w *WAVWriter) name() string {
+	if w.path != "" {
+		return w.path
+	}
+	return "stream"
+}
+
+// syncDir makes a rename durable; failures are ignored (some file systems
+// cannot sync directories, and the data itself is already synced).
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}
