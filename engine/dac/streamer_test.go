@@ -1,0 +1,194 @@
+package dac
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"zonostream/engine/cpu"
+	"zonostream/internal/golden"
+)
+
+// TestStreamerMatchesOneShot is the streaming gate: chunked output against
+// one-shot decoding of the same codes, every StreamCase, on the tiny pack,
+// dac_44khz's geometry with few channels (several lengths, including
+// streams shorter than the tail) and, without -short, a random full-size
+// dac_44khz. On the CPU backend the streamed samples must be bit-identical;
+// the worst max |Δ| and SNR are logged.
+func TestStreamerMatchesOneShot(t *testing.T) {
+	be := cpu.New(0)
+	type model struct {
+		name   string
+		m      *Model
+		frames []int
+		cases  []StreamCase
+	}
+	tiny, err := Load(golden.Pack(t, "dac-tiny"), be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := []model{
+		{"dac-tiny", tiny, []int{48}, StreamCases},
+		{"narrow-44k", randomModel(t, narrow44k(), be, 5), []int{1, 3, 15, 40}, StreamCases},
+	}
+	if !testing.Short() {
+		ms = append(ms, model{"full-44k", randomModel(t, Dac44kHz(), be, 6), []int{36}, []StreamCase{{Name: "4,16", FirstChunk: 4, Chunk: 16}}})
+	}
+	for _, mm := range ms {
+		worstAbs, worstSNR := 0.0, math.Inf(1)
+		for _, T := range mm.frames {
+			codes := randomCodes(mm.m.cfg, T, uint64(T))
+			ref := mm.m.decodeValid(codes)
+			for i, c := range mm.cases {
+				r, err := CompareStream(mm.m, codes, ref, c, uint64(i))
+				if err != nil {
+					t.Fatalf("%s T=%d %s: %v", mm.name, T, c.Name, err)
+				}
+				if r.Samples != T*mm.m.cfg.HopLength {
+					t.Errorf("%s T=%d %s: emitted %d samples, want %d", mm.name, T, c.Name, r.Samples, T*mm.m.cfg.HopLength)
+				}
+				if r.MaxAbs != 0 {
+					t.Errorf("%s T=%d %s: max |Δ| %.3g (SNR %.1f dB) against one-shot; the CPU backend should be bit-identical", mm.name, T, c.Name, r.MaxAbs, r.SNR)
+				}
+				worstAbs, worstSNR = max(worstAbs, r.MaxAbs), min(worstSNR, r.SNR)
+			}
+		}
+		t.Logf("%s: worst max |Δ| %.3g, worst SNR %.1f dB over frames %v × %d chunkings", mm.name, worstAbs, worstSNR, mm.frames, len(mm.cases))
+	}
+}
+
+// TestStreamerChunking checks when PCM comes out: nothing until FirstChunk
+// frames of audio are final (FirstChunk + tail frames pushed), then at
+// least Chunk frames per emission, the rest at Flush.
+func TestStreamerChunking(t *testing.T) {
+	m := randomModel(t, narrow44k(), cpu.New(0), 7)
+	f, hop := m.Field(), m.cfg.HopLength
+	for _, sc := range []StreamConfig{{1, 1}, {1, 8}, {4, 16}, {16, 16}} {
+		s, err := m.NewStreamer(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		codes := randomCodes(m.cfg, 40, 9)
+		var sizes []int
+		for i := 0; i < 40; i++ {
+			var fr [Codebooks]int32
+			for k := range fr {
+				fr[k] = codes[k][i]
+			}
+			pcm, err := s.Push(fr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(pcm) > 0 {
+				sizes = append(sizes, len(pcm))
+				want := sc.Chunk * hop
+				if len(sizes) == 1 {
+					want = sc.FirstChunk * hop
+					if first := i + 1; first*hop-f.RightSamples < want || (first-1)*hop-f.RightSamples >= want {
+						t.Errorf("%v: first PCM after %d frames", sc, first)
+					}
+				}
+				if len(pcm) < want || len(pcm) >= want+hop {
+					t.Errorf("%v: emission %d has %d samples, want [%d, %d)", sc, len(sizes), len(pcm), want, want+hop)
+				}
+			}
+		}
+		pcm, err := s.Flush()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Emitted() != 40*hop || s.Pending() != 0 || len(pcm) == 0 {
+			t.Errorf("%v: emitted %d, pending %d after flush", sc, s.Emitted(), s.Pending())
+		}
+		t.Logf("%v: emissions %v + flush %d", sc, sizes, len(pcm))
+	}
+}
+
+// TestStreamerBadInput: out-of-range codes, flush with nothing pushed,
+// double flush, push after flush, bad chunk sizes: errors, no panic, no
+// partial push.
+func TestStreamerBadInput(t *testing.T) {
+	m := randomModel(t, narrow44k(), cpu.New(0), 8)
+	if _, err := m.NewStreamer(StreamConfig{0, 4}); err == nil {
+		t.Error("FirstChunk 0 accepted")
+	}
+	s, err := m.NewStreamer(StreamConfig{1, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Flush(); err == nil || !strings.Contains(err.Error(), "no frames") {
+		t.Errorf("flush with nothing pushed: %v", err)
+	}
+	good, bad := [Codebooks]int32{}, [Codebooks]int32{}
+	bad[4] = 1024
+	if _, err := s.Push(good, bad); err == nil || !strings.Contains(err.Error(), "1024") {
+		t.Errorf("code 1024: %v", err)
+	}
+	bad[4] = -1
+	if _, err := s.Push(bad); err == nil {
+		t.Error("code -1 accepted")
+	}
+	if s.Frames() != 0 {
+		t.Errorf("a rejected push added %d frames", s.Frames())
+	}
+	if _, err := s.Push(good); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Flush(); err == nil {
+		t.Error("second flush accepted")
+	}
+	if _, err := s.Push(good); err == nil {
+		t.Error("push after flush accepted")
+	}
+	s.Reset()
+	if _, err := s.Push(good); err != nil {
+		t.Errorf("push after Reset: %v", err)
+	}
+	// Decode's own validation.
+	for name, codes := range map[string][][]int32{
+		"wrong codebook count": make([][]int32, 8),
+		"zero frames":          make([][]int32, 9),
+		"ragged":               append(make([][]int32, 8), []int32{0, 0}),
+		"code 1025":            append(make([][]int32, 8), []int32{1025}),
+	} {
+		for k := range codes {
+			if codes[k] == nil && name != "zero frames" {
+				codes[k] = []int32{0}
+			}
+		}
+		if _, err := m.Decode(codes); err == nil {
+			t.Errorf("%s: no error", name)
+		} else {
+			t.Logf("%s: %v", name, err)
+		}
+	}
+	if _, err := m.Encode(nil); err == nil {
+		t.Error("Encode(nil) accepted")
+	}
+}
+
+// ExampleStreamer shows the engine-side loop: push each frame as the
+// generator completes it, play what comes back, flush at the end.
+func ExampleStreamer() {
+	var m *Model // dac.Load(dir, backend)
+	if m == nil {
+		fmt.Println("load the DAC first")
+		return
+	}
+	s, _ := m.NewStreamer(DefaultStreamConfig)
+	var frames [][Codebooks]int32 // from the generator, EOS/MASK mapped to 0
+	for _, f := range frames {
+		pcm, err := s.Push(f)
+		if err != nil {
+			return
+		}
+		_ = pcm // into the ring
+	}
+	tail, _ := s.Flush()
+	_ = tail
+	// Output: load the DAC first
+}
