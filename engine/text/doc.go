@@ -20,10 +20,21 @@
 // into espeak run one at a time).
 //
 // Languages are exactly Zonos' supported_language_codes (Languages), spelled
-// as there, except Japanese: the reference reads Japanese through the Sudachi
-// morphological analyser (sudachipy, "full" dictionary, split mode A, reading
-// forms) after NFKC and kanji numerals. No maintained pure-Go port of Sudachi
-// exists; a different analyser (such as kagome with IPA or UniDic) would give
-// different readings that no golden case can check. So "ja" is refused with
-// ErrJapanese rather than phonemized differently from the reference.
+// as there, lower case; anything else is refused with the closest supported
+// codes (CheckLanguage). LanguageID gives the model's language id.
+//
+// Japanese ("ja") is refused with ErrJapanese. The reference reads Japanese
+// through the Sudachi morphological analyser (sudachipy, "full" dictionary,
+// split mode A, katakana reading forms) after NFKC and kanji numerals. We
+// found no maintained pure-Go Sudachi; the maintained pure-Go analyser,
+// kagome, uses other dictionaries (IPA, UniDic) whose readings differ from
+// Sudachi's, and there are no Japanese golden cases to hold a port to. A
+// front end that reads Japanese differently from the one the model was
+// trained with would make it say other words, so ja is not phonemized.
+//
+// Empty or whitespace-only text, and text with nothing to pronounce, is
+// refused by Prepare before the model runs (ErrEmpty, ErrNothingToSay);
+// Reference keeps the reference's answers for them. NormalizeNumbers fails
+// only where the reference crashes: numbers of 10^36 or more
+// (ErrNumberTooLarge) and a "$" amount with a stray comma (ErrMoneyFormat).
 package text
