@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -130,15 +131,22 @@ type bars struct {
 	last    time.Time
 	tenths  map[weights.RepoFile]int64
 	nameLen int
+	width   int // terminal columns: a redrawn line must not wrap
 }
 
 func newBars(w io.Writer, files []weights.RepoFile, tty bool) *bars {
 	b := &bars{w: w, tty: tty, files: files, state: map[weights.RepoFile]weights.Progress{}, tenths: map[weights.RepoFile]int64{}}
 	for _, f := range files {
-		b.nameLen = max(b.nameLen, len(f.String()))
+		b.nameLen = max(b.nameLen, len([]rune(label(f))))
 		b.state[f] = weights.Progress{File: f, Phase: "", Total: -1}
 	}
-	b.nameLen = min(b.nameLen, 60)
+	b.width = 80
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n >= 40 {
+		b.width = n
+	}
+	if tty {
+		b.nameLen = min(b.nameLen, b.width/2-4)
+	}
 	return b
 }
 
@@ -192,17 +200,32 @@ func (b *bars) redraw() {
 		fmt.Fprintf(b.w, "\x1b[%dA", b.drawn) // back to the first bar
 	}
 	for _, f := range b.files {
-		fmt.Fprintf(b.w, "\r\x1b[2K%s\n", b.line(b.state[f]))
+		line := []rune(b.line(b.state[f]))
+		if len(line) >= b.width {
+			line = append(line[:b.width-2], '…')
+		}
+		fmt.Fprintf(b.w, "\r\x1b[2K%s\n", string(line))
 	}
 	b.drawn = len(b.files)
 }
 
 func (b *bars) line(p weights.Progress) string {
-	name := p.File.String()
+	name := []rune(label(p.File))
 	if len(name) > b.nameLen {
-		name = "…" + name[len(name)-b.nameLen+1:]
+		name = append([]rune{'…'}, name[len(name)-b.nameLen+1:]...)
 	}
-	name = fmt.Sprintf("%-*s", b.nameLen, name)
+	pad := strings.Repeat(" ", b.nameLen-len(name))
+	return b.status(string(name)+pad, p)
+}
+
+// label is a file's short name: the repository without its "Zonos-v0.1-"
+// prefix, then the file ("hybrid/model.safetensors").
+func label(f weights.RepoFile) string {
+	_, repo, _ := strings.Cut(f.Repo, "/")
+	return strings.TrimPrefix(repo, "Zonos-v0.1-") + "/" + f.Name
+}
+
+func (b *bars) status(name string, p weights.Progress) string {
 	switch p.Phase {
 	case "":
 		return name + "  pending"
@@ -225,7 +248,7 @@ func (b *bars) line(p weights.Progress) string {
 		return fmt.Sprintf("%s  retrying (attempt %d): %s", name, p.Attempt, firstLine(p.Err))
 	}
 	// Downloading.
-	const width = 24
+	const width = 20
 	pct, bar := "  ?%", strings.Repeat("·", width)
 	size := formatBytes(p.Bytes)
 	if p.Total > 0 {

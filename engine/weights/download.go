@@ -762,7 +762,7 @@ func (d *Downloader) head(ctx context.Context, f RepoFile) (remote, error) {
 	}
 	resp, err := d.do(req, true, false)
 	if err != nil {
-		return remote{}, fmt.Errorf("%s: asking %s: %w", f, redactURL(u), err)
+		return remote{}, fmt.Errorf("%s: asking %s: %w", f, redactURL(u), bareURLError(err))
 	}
 	resp.Body.Close()
 	r := remote{URL: u, Location: resp.Request.URL.String(), Size: -1}
@@ -783,7 +783,7 @@ func (d *Downloader) head(ctx context.Context, f RepoFile) (remote, error) {
 			}
 			resp2, err := d.do(req2, false, true)
 			if err != nil {
-				return remote{}, fmt.Errorf("%s: asking %s: %w", f, redactURL(r.Location), err)
+				return remote{}, fmt.Errorf("%s: asking %s: %w", f, redactURL(r.Location), bareURLError(err))
 			}
 			resp2.Body.Close()
 			if resp2.StatusCode != http.StatusOK {
@@ -946,7 +946,7 @@ func (t *transfer) get(ctx context.Context) (done bool, err error) {
 	t.progress(PhaseDownloading, true)
 	resp, err := t.d.do(req, auth, true)
 	if err != nil {
-		return false, t.cause(actx, fmt.Errorf("%s: downloading from %s: %w", t.f, redactURL(t.r.Location), err))
+		return false, t.cause(actx, fmt.Errorf("%s: downloading from %s: %w", t.f, redactURL(t.r.Location), bareURLError(err)))
 	}
 	defer resp.Body.Close()
 	switch resp.StatusCode {
@@ -1090,6 +1090,16 @@ func (m *rateMeter) rate() float64 {
 		return 0
 	}
 	return float64(m.b[n-1]-m.b[0]) / dt
+}
+
+// bareURLError strips *url.Error's "Get <url>:" prefix, whose URL may carry
+// a CDN signature; messages name the URL themselves, redacted.
+func bareURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }
 
 // redactURL drops user:password and the query (CDN signatures) from a URL
