@@ -150,3 +150,22 @@ func BenchmarkConv1dDAC(bm *testing.B) {
 	}
 	bm.ReportMetric(2*C*C*7*T*float64(bm.N)/bm.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
+
+// TestSin32 checks Snake's sine against math.Sin, rounded to float32, over
+// the range DAC activations reach: at most one float32 ulp apart.
+func TestSin32(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	worst := 0.0
+	for i := 0; i < 2_000_000; i++ {
+		x := float64(float32((r.Float64()*2 - 1) * math.Pow(10, float64(i%6)-2)))
+		got, want := float32(sin32(x)), float32(math.Sin(x))
+		ulp := float64(math.Nextafter32(float32(math.Abs(float64(want))), 1) - float32(math.Abs(float64(want))))
+		if d := math.Abs(float64(got)-float64(want)) / ulp; d > worst {
+			worst = d
+			if d > 1 {
+				t.Fatalf("sin32(%v) = %v, math.Sin %v (%.1f ulp)", x, got, want, d)
+			}
+		}
+	}
+	t.Logf("worst difference %.0f float32 ulp", worst)
+}

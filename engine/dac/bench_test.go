@@ -1,0 +1,87 @@
+package dac
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"zonostream/engine/cpu"
+	"zonostream/internal/golden"
+)
+
+// benchModels: the tiny golden pack and (without -short) a random
+// full-size dac_44khz decoder.
+func benchModels(b *testing.B) []struct {
+	name string
+	m    *Model
+} {
+	be := cpu.New(0)
+	tiny, err := Load(golden.Pack(b, "dac-tiny"), be)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ms := []struct {
+		name string
+		m    *Model
+	}{{"tiny", tiny}}
+	if !testing.Short() {
+		ms = append(ms, struct {
+			name string
+			m    *Model
+		}{"full-44k", randomModel(b, Dac44kHz(), be, 13)})
+	}
+	return ms
+}
+
+// reportSpeed adds ms per frame and the real-time factor (seconds of audio
+// per second of wall time; > 1 is faster than real time).
+func reportSpeed(b *testing.B, m *Model, frames int, per time.Duration) {
+	audio := float64(frames*m.cfg.HopLength) / float64(m.cfg.SamplingRate)
+	b.ReportMetric(float64(per.Microseconds())/1000/float64(frames), "ms/frame")
+	b.ReportMetric(audio/per.Seconds(), "x_realtime")
+}
+
+// BenchmarkDecode times one-shot decoding of 32 frames (0.37 s of audio).
+func BenchmarkDecode(b *testing.B) {
+	const frames = 32
+	for _, mm := range benchModels(b) {
+		b.Run(mm.name, func(b *testing.B) {
+			codes := randomCodes(mm.m.cfg, frames, 1)
+			b.ResetTimer()
+			for range b.N {
+				mm.m.decodeValid(codes)
+			}
+			reportSpeed(b, mm.m, frames, b.Elapsed()/time.Duration(b.N))
+			b.ReportMetric(mm.m.cfg.FLOPsPerFrame()*frames*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
+
+// BenchmarkStream times streamed decoding per chunk configuration and
+// reports the overhead ratio (streamed / one-shot time, both measured in
+// this run). The full-size decoder runs only the larger chunks: on the CPU
+// a one-frame chunk re-decodes ~20 frames per frame.
+func BenchmarkStream(b *testing.B) {
+	const frames = 40
+	for _, mm := range benchModels(b) {
+		codes := randomCodes(mm.m.cfg, frames, 2)
+		start := time.Now()
+		mm.m.decodeValid(codes)
+		oneShot := time.Since(start)
+		for _, c := range StreamCases {
+			if mm.name != "tiny" && c.Chunk < 16 {
+				continue
+			}
+			b.Run(fmt.Sprintf("%s/%s", mm.name, c.Name), func(b *testing.B) {
+				for i := range b.N {
+					if _, err := CompareStream(mm.m, codes, make([]float32, frames*mm.m.cfg.HopLength), c, uint64(i)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				per := b.Elapsed() / time.Duration(b.N)
+				reportSpeed(b, mm.m, frames, per)
+				b.ReportMetric(per.Seconds()/oneShot.Seconds(), "x_oneshot_time")
+			})
+		}
+	}
+}
