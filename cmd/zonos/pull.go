@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
@@ -81,7 +82,11 @@ flags:`)
 	defer stop()
 	bars := newBars(os.Stderr, files, !*plain && isTerminal(os.Stderr))
 	d.Progress = bars.update
-	fmt.Fprintf(os.Stderr, "cache %s (from %s), endpoint %s\n", cache.Dir, cache.From, d.Endpoint)
+	endpoint := d.Endpoint
+	if u, err := url.Parse(endpoint); err == nil {
+		endpoint = u.Redacted()
+	}
+	fmt.Fprintf(os.Stderr, "cache %s (from %s), endpoint %s\n", cache.Dir, cache.From, endpoint)
 	_, err = d.Pull(ctx, files)
 	bars.finish()
 	if err != nil {

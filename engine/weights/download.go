@@ -356,6 +356,9 @@ func (d *Downloader) fetch(ctx context.Context, f RepoFile) (Entry, error) {
 	}
 
 	incomplete := filepath.Join(blobs, key+".incomplete")
+	if old, ok := d.Cache.readPending(f); ok && old.Incomplete != key+".incomplete" {
+		os.Remove(filepath.Join(blobs, old.Incomplete)) // a part of a file the server no longer has
+	}
 	if r.Size > 0 {
 		have, _ := fileSize(incomplete)
 		if err := checkFreeSpace(blobs, r.Size-have); err != nil {
@@ -919,10 +922,7 @@ func (t *transfer) restart() error {
 func (t *transfer) get(ctx context.Context) (done bool, err error) {
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stall := t.d.StallTimeout
-	if stall <= 0 {
-		stall = 60 * time.Second
-	}
+	stall := t.stall()
 	watchdog := time.AfterFunc(stall, func() { cancel(errStalled) })
 	defer watchdog.Stop()
 
@@ -959,6 +959,9 @@ func (t *transfer) get(ctx context.Context) (done bool, err error) {
 			return false, &transientError{fmt.Errorf("%s: the server answered the resume with an unexpected range %q; starting over", t.f, resp.Header.Get("Content-Range")), 0}
 		}
 	case http.StatusOK:
+		if resp.ContentLength >= 0 && t.r.Size >= 0 && resp.ContentLength != t.r.Size {
+			return false, fmt.Errorf("%s: the file changed on the server while downloading (%d bytes, was %d); run the pull again", t.f, resp.ContentLength, t.r.Size)
+		}
 		if t.off > 0 { // the server ignored Range or the file changed
 			if err := t.restart(); err != nil {
 				return false, err
@@ -1001,10 +1004,17 @@ func (t *transfer) get(ctx context.Context) (done bool, err error) {
 	}
 }
 
+func (t *transfer) stall() time.Duration {
+	if t.d.StallTimeout > 0 {
+		return t.d.StallTimeout
+	}
+	return 60 * time.Second
+}
+
 // cause turns the watchdog's cancellation into a retryable stall.
 func (t *transfer) cause(actx context.Context, err error) error {
 	if errors.Is(context.Cause(actx), errStalled) {
-		return &transientError{fmt.Errorf("%s: %w (%s)", t.f, errStalled, t.d.StallTimeout), 0}
+		return &transientError{fmt.Errorf("%s: %w (%s)", t.f, errStalled, t.stall()), 0}
 	}
 	return err
 }

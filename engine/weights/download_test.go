@@ -577,3 +577,64 @@ func TestConcurrentPullsShareOneDownload(t *testing.T) {
 		t.Errorf("%d downloads of one file by 3 concurrent pulls, want 1", gets)
 	}
 }
+
+// A download huggingface_hub left half done (blobs/<sha256>.incomplete) is
+// resumed, not restarted.
+func TestResumesHuggingFaceHubPartial(t *testing.T) {
+	h := newFakeHub(t)
+	f := RepoFile{Transformer.Repo(), "model.safetensors"}
+	data := testBytes(21, 300<<10)
+	h.add(f, data, true)
+	dir := t.TempDir()
+	d := h.downloader(dir)
+	blobs := filepath.Join(d.Cache.RepoDir(f.Repo), "blobs")
+	os.MkdirAll(blobs, 0o755)
+	os.WriteFile(filepath.Join(blobs, sha256Hex(data)+".incomplete"), data[:50000], 0o644)
+	e, err := d.Fetch(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(mustRead(t, e.Path), data) {
+		t.Fatal("contents differ")
+	}
+	reqs := h.requests()
+	if last := reqs[len(reqs)-1]; last.server != "cdn" || last.rng != "bytes=50000-" {
+		t.Errorf("last request %+v, want a CDN GET from byte 50000", last)
+	}
+}
+
+// A mirror that redirects every file to separate storage, without the hub's
+// headers: the redirect is followed for the size, the token stays behind.
+func TestMirrorRedirectToStorage(t *testing.T) {
+	data := testBytes(31, 100<<10)
+	var mu sync.Mutex
+	var storageAuth []string
+	storage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		storageAuth = append(storageAuth, r.Header.Get("Authorization"))
+		mu.Unlock()
+		serveBytes(w, r, data, -1)
+	}))
+	defer storage.Close()
+	mirror := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, storage.URL+"/objects/1?sig=abc", http.StatusFound)
+	}))
+	defer mirror.Close()
+	f := RepoFile{DACRepo, "model.safetensors"}
+	d := &Downloader{Cache: Cache{Dir: t.TempDir()}, Endpoint: mirror.URL, Token: "hf_mirror_token", Client: mirror.Client(), Backoff: 1}
+	e, err := d.Fetch(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(mustRead(t, e.Path), data) {
+		t.Fatal("contents differ")
+	}
+	for _, a := range storageAuth {
+		if a != "" {
+			t.Errorf("storage host got Authorization %q", a)
+		}
+	}
+	if st, _ := d.Cache.Status([]RepoFile{f}); st[0].Check.State != Unverified {
+		t.Errorf("check %q, want unverified", st[0].Check.State)
+	}
+}

@@ -155,6 +155,7 @@ func (c Cache) Ref(repo, revision string) string {
 // snapshot refs/<revision> points at, then a snapshot named <revision>
 // itself, then any other snapshot holding the file (newest first), so a
 // cache filled by any huggingface_hub version, or by hand, is used as it is.
+// A revision that is a commit hash is pinned: only its own snapshot counts.
 // ok is false when no snapshot has the file as a regular, non-empty file.
 func (c Cache) Lookup(f RepoFile, revision string) (e Entry, ok bool, err error) {
 	if err := f.validate(); err != nil {
@@ -191,6 +192,9 @@ func (c Cache) Lookup(f RepoFile, revision string) (e Entry, ok bool, err error)
 	}
 	if try(c.Ref(f.Repo, revision)) || try(revision) {
 		return e, true, nil
+	}
+	if isHex(revision, 40) {
+		return Entry{}, false, nil
 	}
 	dirs, err := os.ReadDir(snaps)
 	if err != nil {
