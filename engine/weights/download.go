@@ -322,7 +322,7 @@ func (d *Downloader) fetch(ctx context.Context, f RepoFile) (Entry, error) {
 		commit = d.revision() // a plain mirror: the snapshot is named after the branch
 	}
 	if !validRevision(commit) {
-		return Entry{}, fmt.Errorf("%s: the server sent an unusable X-Repo-Commit %q; check HF_ENDPOINT", f, commit)
+		return Entry{}, fmt.Errorf("%s: the server sent an unusable X-Repo-Commit %.64q; check HF_ENDPOINT", f, commit)
 	}
 	repoDir := d.Cache.RepoDir(f.Repo)
 	blobs := filepath.Join(repoDir, "blobs")

@@ -135,3 +135,28 @@ func TestETagExpectation(t *testing.T) {
 		}
 	}
 }
+
+func FuzzParseContentRange(f *testing.F) {
+	f.Add("bytes 100-199/200")
+	f.Add("bytes 0-0/*")
+	f.Add("bytes -5-3/x")
+	f.Fuzz(func(t *testing.T, s string) {
+		start, total, ok := parseContentRange(s)
+		if ok && (start < 0 || total < -1) {
+			t.Errorf("%q: start %d total %d accepted", s, start, total)
+		}
+	})
+}
+
+func FuzzRefAndLookupNames(f *testing.F) {
+	f.Add("Zyphra/Zonos-v0.1-hybrid", "model.safetensors", "main")
+	f.Add("../x", "../../etc/passwd", "../..")
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, repo, name, rev string) {
+		c := Cache{Dir: dir}
+		e, ok, err := c.Lookup(RepoFile{repo, name}, rev)
+		if err == nil && ok && !strings.HasPrefix(e.Path, dir) {
+			t.Errorf("Lookup(%q, %q, %q) escaped the cache: %s", repo, name, rev, e.Path)
+		}
+	})
+}
