@@ -38,6 +38,7 @@ type Result struct {
 	EOS         bool                  // codebook 0 emitted EOS
 	PrefillTime time.Duration
 	StepTimes   []time.Duration // wall time of each decode step (backend + sampling)
+	Notes       []string        // conditioning values clamped into range
 }
 
 // stepper is what the generate loop needs from a model: logits for the
@@ -98,13 +99,17 @@ func (m *Model) Generate(ctx context.Context, in Inputs, o GenerateOptions, onFr
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	prefix, _, err := m.Prefix(in)
+	prefix, notes, err := m.Prefix(in)
 	if err != nil {
 		return nil, err
 	}
 	L := prefix.Shape()[1]
 	st := m.NewState(L + len(o.AudioPrefix) + o.MaxNewTokens + NumCodebooks + 1)
-	return runLoop(ctx, &modelStepper{m: m, st: st, prefix: prefix, cfg: o.CFGScale}, o, onFrame)
+	res, err := runLoop(ctx, &modelStepper{m: m, st: st, prefix: prefix, cfg: o.CFGScale}, o, onFrame)
+	if res != nil {
+		res.Notes = notes
+	}
+	return res, err
 }
 
 // runLoop is generate()'s control flow (zonos/model.py), backend-agnostic.

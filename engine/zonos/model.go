@@ -213,3 +213,7 @@ func (m *Model) Step(st *State, col [NumCodebooks]int32, cfgScale float32, hook 
 }
 
 func negInf() float64 { return math.Inf(-1) }
+
+// HasConditioner reports whether the model conditions on name (the
+// transformer and hybrid checkpoints share the list, custom ones may not).
+func (m *Model) HasConditioner(name string) bool { return m.prefix.has(name) }

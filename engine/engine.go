@@ -1,0 +1,77 @@
+// Package engine is the public API of Zonos Stream that the app and the CLI
+// use: load a model bundle on a backend, then Synthesize requests into
+// Streams of events carrying committed PCM and live meters.
+//
+// One utterance runs at a time per Engine (the backend's memory holds one
+// set of inference caches); a second Synthesize waits for the first to
+// finish or be cancelled.
+package engine
+
+import (
+	"fmt"
+	"path/filepath"
+	"sync"
+
+	"zonostream/engine/compute"
+	"zonostream/engine/dac"
+	"zonostream/engine/weights"
+	"zonostream/engine/zonos"
+)
+
+// SampleRate of the PCM the engine produces.
+const SampleRate = 44100
+
+// Paths locate the files of a model bundle.
+type Paths struct {
+	ModelConfig, ModelWeights string // Zonos config.json, model.safetensors
+	DACDir                    string // descript/dac_44khz snapshot (config.json, model.safetensors)
+}
+
+// PathsFromBundle takes the paths from a resolved Hugging Face bundle.
+func PathsFromBundle(b *weights.Bundle) Paths {
+	return Paths{ModelConfig: b.ModelConfig, ModelWeights: b.ModelWeights, DACDir: filepath.Dir(b.DACConfig)}
+}
+
+// PathsFromDirs takes config.json and model.safetensors from a Zonos
+// directory and a DAC directory.
+func PathsFromDirs(zonosDir, dacDir string) Paths {
+	return Paths{
+		ModelConfig:  filepath.Join(zonosDir, "config.json"),
+		ModelWeights: filepath.Join(zonosDir, "model.safetensors"),
+		DACDir:       dacDir,
+	}
+}
+
+// Engine holds a loaded Zonos model and DAC codec on one backend.
+type Engine struct {
+	backend compute.Backend
+	model   *zonos.Model
+	codec   *dac.Model
+	mu      sync.Mutex // one utterance at a time
+}
+
+// Load reads the bundle onto backend b.
+func Load(b compute.Backend, p Paths) (*Engine, error) {
+	m, err := zonos.Load(b, p.ModelConfig, p.ModelWeights)
+	if err != nil {
+		return nil, err
+	}
+	c, err := dac.Load(p.DACDir, b)
+	if err != nil {
+		return nil, err
+	}
+	if c.Config().SamplingRate != SampleRate || c.Config().HopLength != 512 {
+		return nil, fmt.Errorf("DAC in %s runs at %d Hz with hop %d; Zonos needs descript/dac_44khz (44100 Hz, hop 512)",
+			p.DACDir, c.Config().SamplingRate, c.Config().HopLength)
+	}
+	return &Engine{backend: b, model: m, codec: c}, nil
+}
+
+// Backend is the compute backend the engine runs on.
+func (e *Engine) Backend() compute.Backend { return e.backend }
+
+// Variant is the loaded backbone (hybrid or transformer).
+func (e *Engine) Variant() zonos.Variant { return e.model.Config.Variant() }
+
+// Codec is the loaded DAC (for encoding audio prefixes).
+func (e *Engine) Codec() *dac.Model { return e.codec }

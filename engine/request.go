@@ -1,0 +1,171 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+
+	"zonostream/engine/sample"
+	"zonostream/engine/text"
+	"zonostream/engine/zonos"
+)
+
+// Emotions names the eight emotion conditioner inputs in order.
+var Emotions = [8]string{"happiness", "sadness", "disgust", "fear", "surprise", "anger", "other", "neutral"}
+
+// Knobs are Zonos' conditioning and sampling controls, as in its own
+// interface (make_cond_dict and generate defaults).
+type Knobs struct {
+	Emotion       [8]float32 // normalised to sum 1 before use
+	Fmax          float32    // Hz, 0…24000; 22050 for 44.1 kHz voices
+	PitchStd      float32    // 0…400; 20–45 normal speech
+	SpeakingRate  float32    // phonemes per minute /10-ish scale, 0…40
+	VQScore       float32    // 0.5…0.8, applied to all 8 slots
+	DNSMOS        float32    // 1…5
+	CTCLoss       float32    // -1…1000
+	SpeakerNoised bool       // the speaker clip is noisy: denoise it
+	CFGScale      float32    // classifier-free guidance, 2.0
+	Sampling      sample.Params
+	// Unconditional lists conditioners left to their learned unconditional
+	// vector (Zonos' unconditional_keys; default vqscore_8 and dnsmos_ovrl).
+	Unconditional []string
+}
+
+// DefaultKnobs are Zonos' defaults (make_cond_dict, generate()).
+func DefaultKnobs() Knobs {
+	return Knobs{
+		Emotion:       [8]float32{0.3077, 0.0256, 0.0256, 0.0256, 0.0256, 0.0256, 0.2564, 0.3077},
+		Fmax:          22050,
+		PitchStd:      20,
+		SpeakingRate:  15,
+		VQScore:       0.78,
+		DNSMOS:        4,
+		CTCLoss:       0,
+		CFGScale:      2,
+		Sampling:      sample.Defaults(),
+		Unconditional: []string{"vqscore_8", "dnsmos_ovrl"},
+	}
+}
+
+// Request is one utterance.
+type Request struct {
+	Text     string
+	Language string // espeak code, e.g. "en-us"
+	// Speaker is a 128-d voice embedding (engine/speaker); nil leaves the
+	// speaker unconditional.
+	Speaker []float32
+	// AudioPrefix is DAC codes of audio the speech continues from.
+	AudioPrefix [][zonos.NumCodebooks]int32
+	Knobs       Knobs
+	Seed        uint64
+	// MaxSeconds bounds the audio of one sentence group (default 30 s).
+	MaxSeconds float64
+	// FirstChunk and Chunk are the vocoder's commit sizes in frames
+	// (default 4 and 16: dac.DefaultStreamConfig).
+	FirstChunk, Chunk int
+	// PhonemeBudget splits long text into pieces of at most this many
+	// phonemes, generated one after another into one stream (default 400).
+	PhonemeBudget int
+}
+
+// MaxTextBytes bounds the input text (about 30 minutes of speech).
+const MaxTextBytes = 64 << 10
+
+func (r *Request) normalise() error {
+	if len(r.Text) > MaxTextBytes {
+		return fmt.Errorf("text of %d bytes exceeds the %d-byte limit; split it into several requests", len(r.Text), MaxTextBytes)
+	}
+	if r.Language == "" {
+		r.Language = "en-us"
+	}
+	if err := text.CheckLanguage(r.Language); err != nil {
+		return err
+	}
+	if r.MaxSeconds == 0 {
+		r.MaxSeconds = 30
+	}
+	if r.MaxSeconds < 0 || r.MaxSeconds > 60 || math.IsNaN(r.MaxSeconds) {
+		return fmt.Errorf("max seconds %g must be in (0, 60]", r.MaxSeconds)
+	}
+	if r.FirstChunk == 0 {
+		r.FirstChunk = 4
+	}
+	if r.Chunk == 0 {
+		r.Chunk = 16
+	}
+	if r.FirstChunk < 1 || r.Chunk < 1 || r.FirstChunk > 512 || r.Chunk > 512 {
+		return fmt.Errorf("vocoder chunk sizes %d/%d frames must be in [1, 512]", r.FirstChunk, r.Chunk)
+	}
+	if r.PhonemeBudget == 0 {
+		r.PhonemeBudget = 400
+	}
+	if r.Speaker != nil && len(r.Speaker) != 128 {
+		return fmt.Errorf("speaker embedding has %d values, want 128", len(r.Speaker))
+	}
+	for i, v := range r.Speaker {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return fmt.Errorf("speaker embedding value %d is %g", i, v)
+		}
+	}
+	k := r.Knobs
+	var sum float32
+	for i, e := range k.Emotion {
+		if e < 0 || e != e {
+			return fmt.Errorf("emotion %s = %g must be ≥ 0", Emotions[i], e)
+		}
+		sum += e
+	}
+	if sum <= 0 && !r.isUnconditional("emotion") {
+		return fmt.Errorf("emotion weights sum to 0; give at least one a positive weight")
+	}
+	return nil
+}
+
+func (r *Request) isUnconditional(key string) bool {
+	for _, k := range r.Knobs.Unconditional {
+		if k == key {
+			return true
+		}
+	}
+	return false
+}
+
+// inputs turns the knobs into conditioner values for the model's
+// conditioners (make_cond_dict).
+func (r *Request) inputs(ids []int32, langID int, has func(string) bool) zonos.Inputs {
+	k := r.Knobs
+	in := zonos.Inputs{PhonemeIDs: ids, Values: map[string][]float32{}}
+	set := func(name string, v ...float32) {
+		if has(name) && !r.isUnconditional(name) {
+			in.Values[name] = v
+		}
+	}
+	var sum float32
+	for _, e := range k.Emotion {
+		sum += e
+	}
+	emo := make([]float32, 8)
+	for i, e := range k.Emotion {
+		emo[i] = e / sum
+	}
+	if r.Speaker != nil {
+		set("speaker", r.Speaker...)
+	}
+	set("emotion", emo...)
+	set("fmax", k.Fmax)
+	set("pitch_std", k.PitchStd)
+	set("speaking_rate", k.SpeakingRate)
+	set("language_id", float32(langID))
+	vq := make([]float32, 8)
+	for i := range vq {
+		vq[i] = k.VQScore
+	}
+	set("vqscore_8", vq...)
+	set("ctc_loss", k.CTCLoss)
+	set("dnsmos_ovrl", k.DNSMOS)
+	noised := float32(0)
+	if k.SpeakerNoised {
+		noised = 1
+	}
+	set("speaker_noised", noised)
+	return in
+}

@@ -1,0 +1,268 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"zonostream/engine/dac"
+	"zonostream/engine/text"
+	"zonostream/engine/zonos"
+)
+
+// EventKind says what an Event reports.
+type EventKind int
+
+const (
+	// PrefillDone: the prompt is in the caches; decoding starts.
+	PrefillDone EventKind = iota
+	// FirstFrame: the first complete 9-code frame exists.
+	FirstFrame
+	// Audio: PCM became final (Event.PCM); the first one is first audio.
+	Audio
+	// FrameDone: one frame was generated (Event.Frame, Event.Step).
+	FrameDone
+	// Notice: something the user should know (a clamped knob, a split).
+	Notice
+	// Done: the utterance finished; Event.Metrics is final.
+	Done
+	// Failed: the utterance ended with an error (Event.Err); cancellation
+	// reports context.Canceled. Nothing follows it.
+	Failed
+)
+
+func (k EventKind) String() string {
+	return [...]string{"prefill-done", "first-frame", "audio", "frame", "notice", "done", "failed"}[k]
+}
+
+// Event is one thing that happened during an utterance.
+type Event struct {
+	Kind    EventKind
+	At      time.Duration // since the request was accepted
+	PCM     []float32     // Audio: committed 44.1 kHz mono samples
+	Frame   int           // FrameDone: frame index in the stream
+	Codes   [zonos.NumCodebooks]int32
+	Step    time.Duration // FrameDone: decode step wall time
+	Message string        // Notice
+	Err     error         // Failed
+	Metrics Metrics       // snapshot at the event
+}
+
+// Stream is an utterance in progress. Read Events until it is closed: the
+// last event is Done or Failed. The producer waits for the reader, so no
+// audio is ever dropped; a reader that stops reading should Cancel.
+type Stream struct {
+	events chan Event
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+	codes  [][zonos.NumCodebooks]int32
+}
+
+// Events delivers the utterance's events in order and is closed after the
+// final Done or Failed.
+func (s *Stream) Events() <-chan Event { return s.events }
+
+// Cancel stops generation; Failed with context.Canceled follows.
+func (s *Stream) Cancel() { s.cancel() }
+
+// Wait blocks until the utterance ends and returns its error (nil after
+// Done). Wait does not consume events: read them concurrently or Cancel.
+func (s *Stream) Wait() error { <-s.done; return s.err }
+
+// Codes are all frames generated (valid after the stream ended).
+func (s *Stream) Codes() [][zonos.NumCodebooks]int32 { <-s.done; return s.codes }
+
+// Synthesize validates req and starts it. Errors in the request (bad
+// language, empty text, knobs out of range) are returned at once; later
+// failures arrive as a Failed event.
+func (e *Engine) Synthesize(ctx context.Context, req Request) (*Stream, error) {
+	start := time.Now()
+	if err := req.normalise(); err != nil {
+		return nil, err
+	}
+	if err := req.Knobs.Sampling.Validate(); err != nil {
+		return nil, err
+	}
+	pieces, err := e.pieces(req)
+	if err != nil {
+		return nil, err
+	}
+	langID, err := text.LanguageID(req.Language)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s := &Stream{events: make(chan Event, 64), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer cancel()
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		r := &run{e: e, req: req, s: s, ctx: ctx, mt: newMeter(start), langID: langID}
+		s.err = r.run(pieces)
+		close(s.done)
+		close(s.events)
+	}()
+	return s, nil
+}
+
+// piece is one part of a long text with its phoneme ids.
+type piece struct {
+	text string
+	ids  []int32
+}
+
+// pieces runs the text front end, splitting long text under the phoneme
+// budget so every piece fits the model's conditioning well.
+func (e *Engine) pieces(req Request) ([]piece, error) {
+	parts := text.Split(req.Text, req.PhonemeBudget, text.PhonemeCost(req.Language))
+	var out []piece
+	for _, p := range parts {
+		ids, _, err := text.Prepare(p, req.Language)
+		if err != nil {
+			if errors.Is(err, text.ErrEmpty) || errors.Is(err, text.ErrNothingToSay) {
+				continue // a whitespace or punctuation-only piece between sentences
+			}
+			return nil, err
+		}
+		out = append(out, piece{p, ids})
+	}
+	if len(out) == 0 {
+		_, _, err := text.Prepare(req.Text, req.Language)
+		if err == nil {
+			err = fmt.Errorf("nothing to say in %q", req.Text)
+		}
+		return nil, err
+	}
+	return out, nil
+}
+
+// failGrace is how long a failed utterance waits for its reader to take
+// the Failed event before giving up on it.
+const failGrace = 2 * time.Second
+
+// run is one utterance on the engine's goroutine.
+type run struct {
+	e      *Engine
+	req    Request
+	s      *Stream
+	ctx    context.Context
+	mt     *meter
+	langID int
+	mu     sync.Mutex
+	frames int
+}
+
+func (r *run) send(ev Event) error {
+	now := time.Now()
+	r.mt.update(now)
+	ev.At = now.Sub(r.mt.start)
+	ev.Metrics = r.mt.m
+	select {
+	case r.s.events <- ev:
+		return nil
+	case <-r.ctx.Done():
+		return r.ctx.Err()
+	}
+}
+
+func (r *run) run(pieces []piece) (err error) {
+	defer func() {
+		if err != nil {
+			// Deliver the failure even if the context is gone: the reader
+			// is still draining events.
+			r.mt.update(time.Now())
+			ev := Event{Kind: Failed, Err: err, At: time.Since(r.mt.start), Metrics: r.mt.m}
+			select {
+			case r.s.events <- ev:
+			case <-time.After(failGrace):
+				// The reader has gone; Wait still reports err.
+			}
+		}
+	}()
+	streamer, err := r.e.codec.NewStreamer(dac.StreamConfig{FirstChunk: r.req.FirstChunk, Chunk: r.req.Chunk})
+	if err != nil {
+		return err
+	}
+	if len(pieces) > 1 {
+		if err := r.send(Event{Kind: Notice, Message: fmt.Sprintf("long text: speaking it in %d parts", len(pieces))}); err != nil {
+			return err
+		}
+	}
+	maxFrames := int(math.Ceil(r.req.MaxSeconds * SampleRate / 512))
+	for i, p := range pieces {
+		in := r.req.inputs(p.ids, r.langID, r.e.model.HasConditioner)
+		o := zonos.GenerateOptions{
+			MaxNewTokens: maxFrames,
+			CFGScale:     r.req.Knobs.CFGScale,
+			Sampling:     r.req.Knobs.Sampling,
+			Seed:         r.req.Seed + uint64(i),
+		}
+		if i == 0 {
+			o.AudioPrefix = r.req.AudioPrefix
+		}
+		prefilled := false
+		lastStep := time.Now()
+		res, err := r.e.model.Generate(r.ctx, in, o, func(f zonos.Frame) error {
+			now := time.Now()
+			if !prefilled {
+				prefilled = true
+				r.mt.m.Prefill = now.Sub(r.mt.start)
+				if err := r.send(Event{Kind: PrefillDone}); err != nil {
+					return err
+				}
+			}
+			step := now.Sub(lastStep)
+			lastStep = now
+			if f.Step > 0 {
+				r.mt.step(step)
+			}
+			r.frames++
+			r.mt.m.Frames = r.frames
+			if r.frames == 1 {
+				r.mt.m.FirstFrame = now.Sub(r.mt.start)
+				if err := r.send(Event{Kind: FirstFrame}); err != nil {
+					return err
+				}
+			}
+			if err := r.send(Event{Kind: FrameDone, Frame: r.frames - 1, Codes: f.Codes, Step: step}); err != nil {
+				return err
+			}
+			pcm, err := streamer.Push(f.Codes)
+			if err != nil {
+				return err
+			}
+			return r.audio(pcm)
+		})
+		if res != nil {
+			r.s.codes = append(r.s.codes, res.Codes...)
+			for _, n := range res.Notes {
+				if err := r.send(Event{Kind: Notice, Message: n}); err != nil {
+					return err
+				}
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	pcm, err := streamer.Flush()
+	if err != nil {
+		return err
+	}
+	if err := r.audio(pcm); err != nil {
+		return err
+	}
+	return r.send(Event{Kind: Done})
+}
+
+func (r *run) audio(pcm []float32) error {
+	if len(pcm) == 0 {
+		return nil
+	}
+	r.mt.commit(len(pcm), time.Now())
+	return r.send(Event{Kind: Audio, PCM: pcm})
+}
