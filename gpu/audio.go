@@ -1,0 +1,106 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"fmt"
+
+	"zonostream/engine/compute"
+)
+
+// conv launches the implicit-GEMM convolution kernel (owner goroutine).
+func (b *Backend) conv(x, w, bias, out *tensor, c compute.Conv1dSpec, K, Tout int, transposed bool) {
+	B, Cin, T := x.shape[0], x.shape[1], x.shape[2]
+	Cout := out.shape[1]
+	if out.n() == 0 {
+		return
+	}
+	bp := nullPtr
+	if bias != nil {
+		bp = b.asF32(bias).ptr()
+	}
+	tr := 0
+	if transposed {
+		tr = 1
+	}
+	opg := Cout / c.Groups
+	b.launch(b.k["conv_gemm"], [3]int{(Tout + 63) / 64, (opg + 63) / 64, B * c.Groups}, block256,
+		x.ptr(), b.asF32(w).ptr(), bp, out.ptr(), Cin, T, Cout, K, Tout, c.Stride, c.Padding, c.Dilation, c.Groups, tr)
+}
+
+func checkBias(bias compute.Tensor, n int, op string) *tensor {
+	if bias == nil {
+		return nil
+	}
+	bt := cast(bias)
+	if bt.n() != n {
+		panic(fmt.Sprintf("gpu.%s: bias of %d for %d outputs", op, bt.n(), n))
+	}
+	return bt
+}
+
+func (b *Backend) Conv1d(x, w, bias compute.Tensor, c compute.Conv1dSpec) compute.Tensor {
+	c = c.Normalized()
+	xt, wt := f32Of(x, "Conv1d"), cast(w)
+	if len(xt.shape) != 3 || len(wt.shape) != 3 || c.Stride < 1 || c.Dilation < 1 || c.Padding < 0 || c.Groups < 1 {
+		panic(fmt.Sprintf("gpu.Conv1d: x %v w %v spec %+v", xt.shape, wt.shape, c))
+	}
+	B, Cin, T := xt.shape[0], xt.shape[1], xt.shape[2]
+	Cout, Cg, K := wt.shape[0], wt.shape[1], wt.shape[2]
+	if Cg*c.Groups != Cin || Cout%c.Groups != 0 {
+		panic(fmt.Sprintf("gpu.Conv1d: x %v w %v groups %d", xt.shape, wt.shape, c.Groups))
+	}
+	Tout := (T+2*c.Padding-c.Dilation*(K-1)-1)/c.Stride + 1
+	if Tout <= 0 {
+		panic(fmt.Sprintf("gpu.Conv1d: input %v too short for kernel %d", xt.shape, K))
+	}
+	bt := checkBias(bias, Cout, "Conv1d")
+	var out *tensor
+	b.do(func() {
+		out = b.newTensor(compute.F32, B, Cout, Tout)
+		b.conv(xt, wt, bt, out, c, K, Tout, false)
+	})
+	return out
+}
+
+func (b *Backend) ConvTranspose1d(x, w, bias compute.Tensor, c compute.Conv1dSpec) compute.Tensor {
+	c = c.Normalized()
+	xt, wt := f32Of(x, "ConvTranspose1d"), cast(w)
+	if len(xt.shape) != 3 || len(wt.shape) != 3 || wt.shape[0] != xt.shape[1] || c.Groups != 1 ||
+		c.Stride < 1 || c.Dilation < 1 || c.Padding < 0 {
+		panic(fmt.Sprintf("gpu.ConvTranspose1d: x %v w %v spec %+v", xt.shape, wt.shape, c))
+	}
+	B, T := xt.shape[0], xt.shape[2]
+	Cout, K := wt.shape[1], wt.shape[2]
+	Tout := (T-1)*c.Stride - 2*c.Padding + c.Dilation*(K-1) + 1 + c.OutPadding
+	if Tout <= 0 {
+		panic(fmt.Sprintf("gpu.ConvTranspose1d: x %v w %v gives %d outputs", xt.shape, wt.shape, Tout))
+	}
+	bt := checkBias(bias, Cout, "ConvTranspose1d")
+	var out *tensor
+	b.do(func() {
+		out = b.newTensor(compute.F32, B, Cout, Tout)
+		b.conv(xt, wt, bt, out, c, K, Tout, true)
+	})
+	return out
+}
+
+func (b *Backend) Snake(x, alpha compute.Tensor) compute.Tensor {
+	xt := f32Of(x, "Snake")
+	if len(xt.shape) != 3 {
+		panic(fmt.Sprintf("gpu.Snake: x %v", xt.shape))
+	}
+	at := cast(alpha)
+	C, T := xt.shape[1], xt.shape[2]
+	if at.n() != C {
+		panic(fmt.Sprintf("gpu.Snake: alpha of %d for %v", at.n(), xt.shape))
+	}
+	var out *tensor
+	b.do(func() {
+		out = b.newTensor(compute.F32, xt.shape...)
+		if n := out.n(); n > 0 {
+			b.launch(b.k["snake"], grid1(n), block256, xt.ptr(), b.asF32(at).ptr(), out.ptr(), n, C, T)
+		}
+	})
+	return out
+}

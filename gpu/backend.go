@@ -1,0 +1,203 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"gorgonia.org/cu"
+
+	"zonostream/engine/compute"
+	"zonostream/gpu/kernels"
+)
+
+// Backend implements compute.Backend on one CUDA device.
+type Backend struct {
+	work chan func()
+	quit chan struct{}
+
+	// owner-goroutine state
+	dev    cu.Device
+	ctx    cu.CUContext
+	stream cu.Stream
+	mods   []cu.Module
+	k      map[string]*kernel
+
+	pool *pool
+
+	desc   string
+	mu     sync.Mutex
+	closed bool
+}
+
+var _ compute.Backend = (*Backend)(nil)
+
+// New opens CUDA device ordinal, creates its stream and loads every kernel.
+// It fails with a clear error when there is no device or the driver is too
+// old for the embedded PTX.
+func New(ordinal int) (*Backend, error) {
+	b := &Backend{work: make(chan func()), quit: make(chan struct{}), k: map[string]*kernel{}}
+	ready := make(chan error)
+	go b.own(ordinal, ready)
+	if err := <-ready; err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// own is the goroutine that owns the context: it initialises the device,
+// then runs closures from b.work until Close.
+func (b *Backend) own(ordinal int, ready chan<- error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := b.init(ordinal); err != nil {
+		b.release()
+		ready <- err
+		return
+	}
+	ready <- nil
+	for {
+		select {
+		case f := <-b.work:
+			f()
+		case <-b.quit:
+			b.release()
+			close(b.work)
+			return
+		}
+	}
+}
+
+func (b *Backend) init(ordinal int) error {
+	n, err := cu.NumDevices()
+	if err != nil {
+		return fmt.Errorf("cuda: counting devices: %w (is the NVIDIA driver installed?)", err)
+	}
+	if n == 0 {
+		return errors.New("cuda: no CUDA device found; use the CPU backend")
+	}
+	if ordinal < 0 || ordinal >= n {
+		return fmt.Errorf("cuda: device %d requested, %d present", ordinal, n)
+	}
+	if b.dev, err = cu.GetDevice(ordinal); err != nil {
+		return fmt.Errorf("cuda: device %d: %w", ordinal, err)
+	}
+	if b.ctx, err = b.dev.RetainPrimaryCtx(); err != nil {
+		return fmt.Errorf("cuda: retaining the primary context of device %d: %w", ordinal, err)
+	}
+	if err = cu.SetCurrentContext(b.ctx); err != nil {
+		return fmt.Errorf("cuda: making the context current: %w", err)
+	}
+	if b.stream, err = cu.MakeStream(cu.NonBlocking); err != nil {
+		return fmt.Errorf("cuda: creating a stream: %w", err)
+	}
+	name, _ := b.dev.Name()
+	total, _ := b.dev.TotalMem()
+	major, _ := b.dev.Attribute(cu.ComputeCapabilityMajor)
+	minor, _ := b.dev.Attribute(cu.ComputeCapabilityMinor)
+	if major < 8 {
+		return fmt.Errorf("cuda: %s has compute capability %d.%d; the kernels need 8.0 (Ampere) or newer", name, major, minor)
+	}
+	drv := cu.Version()
+	b.desc = fmt.Sprintf("%s (%.1f GiB, sm_%d%d, driver CUDA %d.%d)", name, float64(total)/(1<<30), major, minor, drv/1000, drv%1000/10)
+	for _, m := range kernels.Modules() {
+		src, err := kernels.PTX(m)
+		if err != nil {
+			return err
+		}
+		mod, err := cu.LoadData(src)
+		if err != nil {
+			return fmt.Errorf("cuda: loading kernels %q: %w (driver CUDA %d.%d may be too old for this PTX; update the NVIDIA driver)", m, err, drv/1000, drv%1000/10)
+		}
+		b.mods = append(b.mods, mod)
+		for _, fn := range kernelNames[m] {
+			f, err := mod.Function(fn)
+			if err != nil {
+				return fmt.Errorf("cuda: kernel %s.%s: %w", m, fn, err)
+			}
+			b.k[fn] = &kernel{name: fn, fn: f}
+		}
+	}
+	b.pool = newPool(b)
+	return nil
+}
+
+// kernelNames lists the functions each PTX module must provide.
+var kernelNames = map[string][]string{
+	"core": {"linear_gemv", "linear_gemm", "embedding", "to_f32", "add_f32", "scale_f32", "tanh_f32",
+		"cossin", "swiglu", "snake", "layernorm", "copy_axis4", "copy_axis2"},
+	"attention": {"attn_cache", "attn"},
+	"mamba2":    {"mamba_conv", "mamba_scan", "mamba_norm"},
+	"audio":     {"conv_gemm"},
+}
+
+// release frees everything (owner goroutine).
+func (b *Backend) release() {
+	if b.pool != nil {
+		b.pool.drain()
+	}
+	for _, m := range b.mods {
+		_ = m.Unload()
+	}
+	b.mods = nil
+	if b.stream != (cu.Stream{}) {
+		_ = b.stream.Destroy()
+	}
+	if b.ctx != (cu.CUContext{}) {
+		_ = b.dev.ReleasePrimaryCtx()
+	}
+}
+
+// do runs f on the owner goroutine and waits; a panic in f (a malformed
+// call or a CUDA error) is re-raised in the caller's goroutine.
+func (b *Backend) do(f func()) {
+	var perr any
+	done := make(chan struct{})
+	b.work <- func() {
+		defer func() {
+			perr = recover()
+			close(done)
+		}()
+		f()
+	}
+	<-done
+	if perr != nil {
+		panic(perr)
+	}
+}
+
+func (b *Backend) Name() string   { return "cuda" }
+func (b *Backend) Device() string { return b.desc }
+
+// Close waits for queued work, frees all device memory and the context.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	b.do(func() { _ = b.stream.Synchronize() })
+	close(b.quit)
+	return nil
+}
+
+// sync waits for the stream and turns an asynchronous kernel fault into a
+// panic naming it (owner goroutine).
+func (b *Backend) sync(what string) {
+	if err := b.stream.Synchronize(); err != nil {
+		panic(fmt.Sprintf("gpu: %s: %v", what, err))
+	}
+}
+
+// Synchronize waits until every queued kernel has finished (for timing).
+func (b *Backend) Synchronize() { b.do(func() { b.sync("synchronize") }) }
+
+// MemInfo reports free and total device memory in bytes.
+func (b *Backend) MemInfo() (free, total int64) {
+	b.do(func() { free, total, _ = cu.MemInfo() })
+	return
+}

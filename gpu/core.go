@@ -1,0 +1,313 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"fmt"
+	"slices"
+
+	"gorgonia.org/cu"
+
+	"zonostream/engine/compute"
+)
+
+// nullPtr is a null device pointer for optional kernel arguments.
+const nullPtr = cu.DevicePtr(0)
+
+func axisGeometry(shape []int, axis int) (outer, dim, inner int) {
+	outer, inner = 1, 1
+	for i, d := range shape {
+		switch {
+		case i < axis:
+			outer *= d
+		case i > axis:
+			inner *= d
+		}
+	}
+	return outer, shape[axis], inner
+}
+
+func (b *Backend) Reshape(t compute.Tensor, shape ...int) compute.Tensor {
+	ct := cast(t)
+	if compute.NumElements(shape) != ct.n() {
+		panic(fmt.Sprintf("gpu.Reshape: %v to %v", ct.shape, shape))
+	}
+	ct.ptr() // not freed
+	r := b.wrap(ct.h.st, ct.dt, shape)
+	r.f32 = ct.f32
+	return r
+}
+
+// copyAxis copies src viewed as [outer, sDim, inner] rows [sOff, sOff+n)
+// into dst viewed as [outer, dDim, inner] at dOff (owner goroutine).
+func (b *Backend) copyAxis(src, dst *tensor, outer, n, inner, sDim, sOff, dDim, dOff int) {
+	total := outer * n * inner
+	if total == 0 {
+		return
+	}
+	k := b.k["copy_axis4"]
+	if src.dt.Size() == 2 {
+		k = b.k["copy_axis2"]
+	}
+	b.launch(k, grid1(total), block256, src.ptr(), dst.ptr(), total, n*inner, inner, sDim, sOff, dDim, dOff)
+}
+
+func (b *Backend) Slice(t compute.Tensor, axis, start, end int) compute.Tensor {
+	ct := cast(t)
+	if axis < 0 || axis >= len(ct.shape) || start < 0 || end > ct.shape[axis] || start > end {
+		panic(fmt.Sprintf("gpu.Slice: axis %d [%d,%d) of %v", axis, start, end, ct.shape))
+	}
+	outer, dim, inner := axisGeometry(ct.shape, axis)
+	shape := slices.Clone(ct.shape)
+	shape[axis] = end - start
+	var out *tensor
+	b.do(func() {
+		out = b.newTensor(ct.dt, shape...)
+		b.copyAxis(ct, out, outer, end-start, inner, dim, start, end-start, 0)
+	})
+	if h := ct.h.st.host; h != nil {
+		hs := make([]int32, 0, outer*(end-start)*inner)
+		for o := 0; o < outer; o++ {
+			hs = append(hs, h[(o*dim+start)*inner:(o*dim+end)*inner]...)
+		}
+		out.h.st.host = hs
+	}
+	return out
+}
+
+func (b *Backend) Concat(axis int, ts ...compute.Tensor) compute.Tensor {
+	if len(ts) == 0 {
+		panic("gpu.Concat: no tensors")
+	}
+	first := cast(ts[0])
+	shape := slices.Clone(first.shape)
+	total := 0
+	for _, t := range ts {
+		ct := cast(t)
+		if len(ct.shape) != len(shape) || ct.dt != compute.F32 {
+			panic(fmt.Sprintf("gpu.Concat: %v %v with %v", ct.shape, ct.dt, shape))
+		}
+		for i := range shape {
+			if i != axis && ct.shape[i] != shape[i] {
+				panic(fmt.Sprintf("gpu.Concat: axis %d: %v with %v", axis, ct.shape, shape))
+			}
+		}
+		total += ct.shape[axis]
+	}
+	shape[axis] = total
+	var out *tensor
+	b.do(func() {
+		out = b.newTensor(compute.F32, shape...)
+		off := 0
+		for _, t := range ts {
+			ct := cast(t)
+			outer, d, inner := axisGeometry(ct.shape, axis)
+			b.copyAxis(ct, out, outer, d, inner, d, 0, total, off)
+			off += d
+		}
+	})
+	return out
+}
+
+func (b *Backend) CopyInto(dst compute.Tensor, axis, offset int, src compute.Tensor) {
+	d, s := cast(dst), cast(src)
+	if d.dt != compute.F32 || s.dt != compute.F32 || len(d.shape) != len(s.shape) || axis < 0 || axis >= len(d.shape) {
+		panic(fmt.Sprintf("gpu.CopyInto: %v %v into %v %v", s.shape, s.dt, d.shape, d.dt))
+	}
+	for i := range d.shape {
+		if i != axis && d.shape[i] != s.shape[i] {
+			panic(fmt.Sprintf("gpu.CopyInto: %v into %v on axis %d", s.shape, d.shape, axis))
+		}
+	}
+	if offset < 0 || offset+s.shape[axis] > d.shape[axis] {
+		panic(fmt.Sprintf("gpu.CopyInto: offset %d + %d past %d", offset, s.shape[axis], d.shape[axis]))
+	}
+	outer, dd, inner := axisGeometry(d.shape, axis)
+	sd := s.shape[axis]
+	b.do(func() { b.copyAxis(s, d, outer, sd, inner, sd, 0, dd, offset) })
+}
+
+// gemvMaxRows is the largest row count served by the GEMV kernel (one
+// weight pass for all rows); more rows take the tiled GEMM.
+const gemvMaxRows = 8
+
+func (b *Backend) Linear(x, w, bias compute.Tensor) compute.Tensor {
+	xt, wt := f32Of(x, "Linear"), cast(w)
+	if len(wt.shape) != 2 || wt.dt == compute.I32 {
+		panic(fmt.Sprintf("gpu.Linear: weight %v %v", wt.shape, wt.dt))
+	}
+	n, k := wt.shape[0], wt.shape[1]
+	if len(xt.shape) == 0 || xt.shape[len(xt.shape)-1] != k {
+		panic(fmt.Sprintf("gpu.Linear: x %v with weight %v", xt.shape, wt.shape))
+	}
+	m := xt.n() / max(k, 1)
+	var bt *tensor
+	if bias != nil {
+		bt = cast(bias)
+		if bt.n() != n {
+			panic(fmt.Sprintf("gpu.Linear: bias of %d for %d outputs", bt.n(), n))
+		}
+	}
+	shape := append(slices.Clone(xt.shape[:len(xt.shape)-1]), n)
+	var out *tensor
+	b.do(func() {
+		out = b.newTensor(compute.F32, shape...)
+		if m == 0 || n == 0 {
+			return
+		}
+		bp := nullPtr
+		if bt != nil {
+			bp = b.asF32(bt).ptr()
+		}
+		if m <= gemvMaxRows {
+			b.launch(b.k["linear_gemv"], [3]int{(n + 7) / 8, 1, 1}, block256,
+				xt.ptr(), wt.ptr(), bp, out.ptr(), m, n, k, int(wt.dt))
+		} else {
+			b.launch(b.k["linear_gemm"], [3]int{(n + 63) / 64, (m + 63) / 64, 1}, block256,
+				xt.ptr(), wt.ptr(), bp, out.ptr(), m, n, k, int(wt.dt))
+		}
+	})
+	return out
+}
+
+func (b *Backend) Embedding(table, ids compute.Tensor) compute.Tensor {
+	tt, it := cast(table), cast(ids)
+	if it.dt != compute.I32 || len(tt.shape) != 2 || tt.dt == compute.I32 {
+		panic(fmt.Sprintf("gpu.Embedding: table %v %v ids %v", tt.shape, tt.dt, it.dt))
+	}
+	v, d := tt.shape[0], tt.shape[1]
+	if h := it.h.st.host; h != nil {
+		for _, id := range h {
+			if id < 0 || int(id) >= v {
+				panic(fmt.Sprintf("gpu.Embedding: id %d outside [0, %d)", id, v))
+			}
+		}
+	}
+	var out *tensor
+	b.do(func() {
+		out = b.newTensor(compute.F32, append(slices.Clone(it.shape), d)...)
+		if n := out.n(); n > 0 {
+			b.launch(b.k["embedding"], grid1(n), block256, tt.ptr(), it.ptr(), out.ptr(), n, d, int(tt.dt))
+		}
+	})
+	return out
+}
+
+// unary launches an elementwise kernel kernel(x, out, extra…, n).
+func (b *Backend) elementwise(op string, x *tensor, shape []int, args func(out *tensor) []any) *tensor {
+	var out *tensor
+	b.do(func() {
+		out = b.newTensor(compute.F32, shape...)
+		if out.n() == 0 {
+			return
+		}
+		b.launch(b.k[op], grid1(out.n()), block256, args(out)...)
+	})
+	return out
+}
+
+func (b *Backend) Add(x, y compute.Tensor) compute.Tensor {
+	xt, yt := f32Of(x, "Add"), f32Of(y, "Add")
+	if !slices.Equal(xt.shape, yt.shape) {
+		panic(fmt.Sprintf("gpu.Add: %v + %v", xt.shape, yt.shape))
+	}
+	return b.elementwise("add_f32", xt, xt.shape, func(o *tensor) []any { return []any{xt.ptr(), yt.ptr(), o.ptr(), o.n()} })
+}
+
+func (b *Backend) Scale(x compute.Tensor, s float32) compute.Tensor {
+	xt := f32Of(x, "Scale")
+	return b.elementwise("scale_f32", xt, xt.shape, func(o *tensor) []any { return []any{xt.ptr(), o.ptr(), s, o.n()} })
+}
+
+func (b *Backend) Tanh(x compute.Tensor) compute.Tensor {
+	xt := f32Of(x, "Tanh")
+	return b.elementwise("tanh_f32", xt, xt.shape, func(o *tensor) []any { return []any{xt.ptr(), o.ptr(), o.n()} })
+}
+
+func (b *Backend) CosSin(x compute.Tensor) compute.Tensor {
+	xt := f32Of(x, "CosSin")
+	if len(xt.shape) == 0 {
+		panic("gpu.CosSin: scalar input")
+	}
+	n := xt.shape[len(xt.shape)-1]
+	shape := slices.Clone(xt.shape)
+	shape[len(shape)-1] = 2 * n
+	var out *tensor
+	b.do(func() {
+		out = b.newTensor(compute.F32, shape...)
+		if total := xt.n(); total > 0 {
+			b.launch(b.k["cossin"], grid1(total), block256, xt.ptr(), out.ptr(), total, n)
+		}
+	})
+	return out
+}
+
+func (b *Backend) SwiGLU(x compute.Tensor) compute.Tensor {
+	xt := f32Of(x, "SwiGLU")
+	d2 := xt.shape[len(xt.shape)-1]
+	if d2%2 != 0 {
+		panic(fmt.Sprintf("gpu.SwiGLU: odd last axis %v", xt.shape))
+	}
+	shape := slices.Clone(xt.shape)
+	shape[len(shape)-1] = d2 / 2
+	return b.elementwise("swiglu", xt, shape, func(o *tensor) []any { return []any{xt.ptr(), o.ptr(), o.n(), d2 / 2} })
+}
+
+// layerNorm launches one block per row (owner goroutine).
+func (b *Backend) layerNorm(x, res, w, bias, out, sum *tensor, eps float32) {
+	d := x.shape[len(x.shape)-1]
+	rows := x.n() / max(d, 1)
+	if rows == 0 || d == 0 {
+		return
+	}
+	if w.n() != d || (bias != nil && bias.n() != d) {
+		panic(fmt.Sprintf("gpu.LayerNorm: weight %v bias for rows of %d", w.shape, d))
+	}
+	rp, bp, sp := nullPtr, nullPtr, nullPtr
+	if res != nil {
+		rp = res.ptr()
+	}
+	if bias != nil {
+		bp = b.asF32(bias).ptr()
+	}
+	if sum != nil {
+		sp = sum.ptr()
+	}
+	b.launch(b.k["layernorm"], [3]int{rows, 1, 1}, block256, x.ptr(), rp, b.asF32(w).ptr(), bp, out.ptr(), sp, d, eps)
+}
+
+func (b *Backend) LayerNorm(x, w, bias compute.Tensor, eps float32) compute.Tensor {
+	xt := f32Of(x, "LayerNorm")
+	var bt *tensor
+	if bias != nil {
+		bt = cast(bias)
+	}
+	var out *tensor
+	b.do(func() {
+		out = b.newTensor(compute.F32, xt.shape...)
+		b.layerNorm(xt, nil, cast(w), bt, out, nil, eps)
+	})
+	return out
+}
+
+func (b *Backend) AddLayerNorm(x, residual, w, bias compute.Tensor, eps float32) (compute.Tensor, compute.Tensor) {
+	xt := f32Of(x, "AddLayerNorm")
+	var bt *tensor
+	if bias != nil {
+		bt = cast(bias)
+	}
+	if residual == nil {
+		return b.LayerNorm(x, w, bias, eps), b.Reshape(x, xt.shape...)
+	}
+	rt := f32Of(residual, "AddLayerNorm")
+	if !slices.Equal(xt.shape, rt.shape) {
+		panic(fmt.Sprintf("gpu.AddLayerNorm: %v + %v", xt.shape, rt.shape))
+	}
+	var out, sum *tensor
+	b.do(func() {
+		out = b.newTensor(compute.F32, xt.shape...)
+		sum = b.newTensor(compute.F32, xt.shape...)
+		b.layerNorm(xt, rt, cast(w), bt, out, sum, eps)
+	})
+	return out, sum
+}

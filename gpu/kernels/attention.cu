@@ -1,0 +1,113 @@
+// Attention with a KV cache, rotary embedding (two conventions) and grouped
+// KV heads; reference: engine/cpu Attention.
+#include "common.cuh"
+
+// rot_angle returns cos and sin of position p at frequency index i exactly
+// as engine/cpu rotaryTable does (float32 inv_freq and angle, float64 trig).
+__device__ __forceinline__ void rot_angle(int p, int i, int dr, double base, float* c, float* s) {
+    float e = (float)(2 * i) / (float)dr;
+    float inv = 1.0f / (float)pow(base, (double)e);
+    float a = __fmul_rn((float)p, inv);
+    *c = (float)cos((double)a);
+    *s = (float)sin((double)a);
+}
+
+// rotated returns element d of head vector v after rotary at position p
+// (interleaved pairs (2i, 2i+1) or halves (i, i + dr/2) over dr dims).
+__device__ __forceinline__ float rotated(const float* v, int d, int p, int dr, int interleaved, double base) {
+    if (d >= dr) return v[d];
+    int half = dr / 2;
+    int i, ia, ib;
+    if (interleaved) { i = d >> 1; ia = 2 * i; ib = 2 * i + 1; }
+    else { i = d < half ? d : d - half; ia = i; ib = i + half; }
+    float c, s;
+    rot_angle(p, i, dr, base, &c, &s);
+    float x1 = v[ia], x2 = v[ib];
+    if (d == ia) return __fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s));
+    return __fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, s));
+}
+
+// attn_cache writes rotated k and plain v for positions pos…pos+T−1 into the
+// caches [B, maxT, Hk, Dh]; k, v are [B, T, Hk·Dh].
+extern "C" __global__ void attn_cache(const float* __restrict__ k, const float* __restrict__ v,
+                                      float* __restrict__ kc, float* __restrict__ vc,
+                                      int B, int T, int Hk, int Dh, int maxT, int pos, int dr,
+                                      int interleaved, double base) {
+    long long total = (long long)B * T * Hk * Dh;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+         i += (long long)gridDim.x * blockDim.x) {
+        int d = (int)(i % Dh);
+        long long r = i / Dh;  // (b, t, h)
+        int h = (int)(r % Hk);
+        int t = (int)((r / Hk) % T);
+        int b = (int)(r / ((long long)Hk * T));
+        const float* kv = k + r * Dh;
+        long long dst = (((long long)b * maxT + pos + t) * Hk + h) * Dh + d;
+        kc[dst] = rotated(kv, d, pos + t, dr, interleaved, base);
+        vc[dst] = v[r * Dh + d];
+    }
+}
+
+#define ATT_WARPS 4
+#define ATT_MAXD 256
+
+// attn: one block per (b, t, h); each warp takes every ATT_WARPS-th cache
+// position with an online softmax, then the warps merge. Dh ≤ 256.
+extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32) attn(const float* __restrict__ q, const float* __restrict__ kc,
+                                const float* __restrict__ vc, float* __restrict__ out,
+                                int T, int H, int Hk, int Dh, int maxT, int pos, int dr,
+                                int interleaved, double base, float scale) {
+    __shared__ float qs[ATT_MAXD];
+    __shared__ float om[ATT_WARPS][ATT_MAXD];
+    __shared__ float ml[ATT_WARPS][2];
+    int idx = blockIdx.x;
+    int h = idx % H, t = (idx / H) % T, b = idx / (H * T);
+    int kh = h / (H / Hk);
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const float* qv = q + (((long long)b * T + t) * H + h) * Dh;
+    for (int d = threadIdx.x; d < Dh; d += blockDim.x) qs[d] = rotated(qv, d, pos + t, dr, interleaved, base);
+    __syncthreads();
+    int n = pos + t + 1;
+    float m = -INFINITY, l = 0.f;
+    float o[ATT_MAXD / 32];
+#pragma unroll
+    for (int i = 0; i < ATT_MAXD / 32; i++) o[i] = 0.f;
+    for (int j = warp; j < n; j += ATT_WARPS) {
+        const float* kr = kc + (((long long)b * maxT + j) * Hk + kh) * Dh;
+        const float* vr = vc + (((long long)b * maxT + j) * Hk + kh) * Dh;
+        float p = 0.f;
+        for (int d = lane; d < Dh; d += 32) p += qs[d] * kr[d];
+        float s = warp_sum(p) * scale;
+        float mn = fmaxf(m, s);
+        float corr = expf(m - mn);
+        float e = expf(s - mn);
+        l = l * corr + e;
+#pragma unroll
+        for (int i = 0; i < ATT_MAXD / 32; i++) {
+            int d = lane + 32 * i;
+            if (d < Dh) o[i] = o[i] * corr + e * vr[d];
+        }
+        m = mn;
+    }
+#pragma unroll
+    for (int i = 0; i < ATT_MAXD / 32; i++) {
+        int d = lane + 32 * i;
+        if (d < Dh) om[warp][d] = o[i];
+    }
+    if (lane == 0) { ml[warp][0] = m; ml[warp][1] = l; }
+    __syncthreads();
+    float M = -INFINITY;
+    for (int w = 0; w < ATT_WARPS; w++) M = fmaxf(M, ml[w][0]);
+    float L = 0.f;
+    float f[ATT_WARPS];
+    for (int w = 0; w < ATT_WARPS; w++) {
+        f[w] = ml[w][1] > 0.f ? expf(ml[w][0] - M) : 0.f;
+        L += ml[w][1] * f[w];
+    }
+    float* orow = out + (((long long)b * T + t) * H + h) * Dh;
+    for (int d = threadIdx.x; d < Dh; d += blockDim.x) {
+        float acc = 0.f;
+        for (int w = 0; w < ATT_WARPS; w++) acc += om[w][d] * f[w];
+        orow[d] = acc / L;
+    }
+}

@@ -1,0 +1,97 @@
+// Audio convolutions (reference: engine/cpu Conv1d, ConvTranspose1d) as
+// implicit GEMMs: out[co, t] = bias[co] + Σ_r W[co, r]·X[r, t] with the
+// reduction r = (ci, k). Every output runs the same sequence of operations
+// wherever it lies (taps in the padding contribute exact zeros), so a
+// window of a longer signal reproduces the long result, which the DAC
+// streamer's exactness rests on. Weights are fp32 here (converted once).
+#include "common.cuh"
+
+#define CM 64
+#define CN 64
+#define CK 16
+
+// conv_gemm: grid (⌈Tout/64⌉, ⌈opg/64⌉, B·groups), 256 threads.
+// transposed = 0: x [B, Cin, T], w [Cout, Cin/groups, K];
+// transposed = 1: groups 1, w [Cin, Cout, K], output o reads input
+// t = (o + pad − k·dil)/stride when that division is exact.
+extern "C" __global__ void __launch_bounds__(256) conv_gemm(const float* __restrict__ x, const float* __restrict__ w,
+                                     const float* __restrict__ bias, float* __restrict__ out,
+                                     int Cin, int T, int Cout, int K, int Tout, int stride, int pad,
+                                     int dil, int groups, int transposed) {
+    __shared__ float Ws[CK][CM + 4];
+    __shared__ float Xs[CK][CN + 4];
+    int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+    int bg = blockIdx.z;
+    int b = bg / groups, g = bg % groups;
+    int Cg = Cin / groups, opg = Cout / groups;
+    int co0 = blockIdx.y * CM, t0 = blockIdx.x * CN;
+    int R = Cg * K;
+    const float* xb = x + ((long long)b * Cin + (long long)g * Cg) * T;
+    float acc[4][4];
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) acc[i][j] = 0.f;
+    for (int r0 = 0; r0 < R; r0 += CK) {
+        for (int i = threadIdx.x; i < CM * CK; i += 256) {
+            int rr = i % CK, m = i / CK;
+            int r = r0 + rr, col = co0 + m;  // col: output channel within the group
+            float wv = 0.f;
+            if (r < R && col < opg) {
+                int co = g * opg + col;
+                if (!transposed) wv = w[(long long)co * R + r];
+                else {
+                    int ci = r / K, k = r % K;
+                    wv = w[((long long)ci * Cout + co) * K + k];
+                }
+            }
+            Ws[rr][m] = wv;
+        }
+        for (int i = threadIdx.x; i < CN * CK; i += 256) {
+            int nn = i % CN, rr = i / CN;
+            int r = r0 + rr, t = t0 + nn;
+            float xv = 0.f;
+            if (r < R && t < Tout) {
+                int ci = r / K, k = r % K;
+                if (!transposed) {
+                    int p = t * stride + k * dil - pad;
+                    if (p >= 0 && p < T) xv = xb[(long long)ci * T + p];
+                } else {
+                    int num = t + pad - k * dil;
+                    if (num >= 0 && num % stride == 0) {
+                        int p = num / stride;
+                        if (p < T) xv = xb[(long long)ci * T + p];
+                    }
+                }
+            }
+            Xs[rr][nn] = xv;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < CK; kk++) {
+            float a[4], c[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) a[i] = Ws[kk][ty * 4 + i];
+#pragma unroll
+            for (int j = 0; j < 4; j++) c[j] = Xs[kk][tx * 4 + j];
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) acc[i][j] += a[i] * c[j];
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        int col = co0 + ty * 4 + i;
+        if (col >= opg) continue;
+        int co = g * opg + col;
+        float bv = bias ? bias[co] : 0.f;
+        float* orow = out + ((long long)b * Cout + co) * Tout;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            int t = t0 + tx * 4 + j;
+            if (t < Tout) orow[t] = acc[i][j] + bv;
+        }
+    }
+}

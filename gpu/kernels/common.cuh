@@ -1,0 +1,51 @@
+// Shared device helpers of the zonostream kernels (included by every .cu).
+// dtype codes match compute.DType: 0 F32, 1 BF16, 2 F16, 3 I32.
+#pragma once
+
+__device__ __forceinline__ float bf16_to_f32(unsigned short u) {
+    return __uint_as_float(((unsigned int)u) << 16);
+}
+
+__device__ __forceinline__ float f16_to_f32(unsigned short u) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(u));
+    return f;
+}
+
+// ldw loads element i of a weight stored as F32, BF16 or F16, as float.
+__device__ __forceinline__ float ldw(const void* w, long long i, int dt) {
+    if (dt == 1) return bf16_to_f32(((const unsigned short*)w)[i]);
+    if (dt == 2) return f16_to_f32(((const unsigned short*)w)[i]);
+    return ((const float*)w)[i];
+}
+
+// silu as engine/cpu computes it: v / (1 + float32(exp(float64(-v)))).
+__device__ __forceinline__ float silu_ref(float v) {
+    return v / (1.0f + (float)exp(-(double)v));
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ double warp_sum_d(double v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// block_sum_d reduces a double over the block (blockDim.x a multiple of 32,
+// at most 1024); every thread gets the result. scratch holds 32 doubles.
+__device__ __forceinline__ double block_sum_d(double v, double* scratch) {
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int nw = blockDim.x >> 5;
+    v = warp_sum_d(v);
+    __syncthreads();
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    double t = 0;
+    for (int i = 0; i < nw; i++) t += scratch[i];
+    return t;
+}

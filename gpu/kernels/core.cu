@@ -1,0 +1,242 @@
+// Core kernels: Linear (GEMV for few rows, tiled GEMM otherwise), Embedding,
+// elementwise ops, LayerNorm and copies along an axis. Activations are fp32;
+// weights F32/BF16/F16 (dtype codes of common.cuh); accumulation fp32. The
+// engine/cpu ops are the reference (gpu/*_test.go compares them).
+#include "common.cuh"
+
+#define GEMV_MAX_M 8
+#define GEMV_WARPS 8
+
+// linear_gemv: y[m, n] = x[m, :]·w[n, :] + b[n] for M ≤ 8 rows: one warp per
+// output column n, the weight row streamed once for all M activation rows.
+// BF16 weights with K % 8 == 0 take 16-byte vector loads.
+extern "C" __global__ void linear_gemv(const float* __restrict__ x, const void* __restrict__ w,
+                                       const float* __restrict__ bias, float* __restrict__ y,
+                                       int M, int N, int K, int wdt) {
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    int n = blockIdx.x * GEMV_WARPS + warp;
+    if (n >= N) return;
+    float acc[GEMV_MAX_M];
+#pragma unroll
+    for (int m = 0; m < GEMV_MAX_M; m++) acc[m] = 0.f;
+    if (wdt == 1 && (K & 7) == 0) {
+        const uint4* wr = (const uint4*)((const unsigned short*)w + (long long)n * K);
+        int K8 = K >> 3;
+        for (int k8 = lane; k8 < K8; k8 += 32) {
+            uint4 v = wr[k8];
+            float wf[8];
+            unsigned int u[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                wf[2 * j] = __uint_as_float(u[j] << 16);
+                wf[2 * j + 1] = __uint_as_float(u[j] & 0xffff0000u);
+            }
+#pragma unroll
+            for (int m = 0; m < GEMV_MAX_M; m++) {
+                if (m < M) {
+                    const float4* xr = (const float4*)(x + (long long)m * K) + 2 * k8;
+                    float4 a = xr[0], b = xr[1];
+                    acc[m] += a.x * wf[0] + a.y * wf[1] + a.z * wf[2] + a.w * wf[3] +
+                              b.x * wf[4] + b.y * wf[5] + b.z * wf[6] + b.w * wf[7];
+                }
+            }
+        }
+    } else {
+        long long base = (long long)n * K;
+        for (int k = lane; k < K; k += 32) {
+            float wv = ldw(w, base + k, wdt);
+#pragma unroll
+            for (int m = 0; m < GEMV_MAX_M; m++)
+                if (m < M) acc[m] += x[(long long)m * K + k] * wv;
+        }
+    }
+    float bv = bias ? bias[n] : 0.f;
+#pragma unroll
+    for (int m = 0; m < GEMV_MAX_M; m++) {
+        if (m < M) {
+            float s = warp_sum(acc[m]);
+            if (lane == 0) y[(long long)m * N + n] = s + bv;
+        }
+    }
+}
+
+// linear_gemm: the same product for many rows, 64×64 output tiles, 16-deep
+// K slices staged in shared memory, a 4×4 register block per thread.
+#define TM 64
+#define TN 64
+#define TK 16
+extern "C" __global__ void __launch_bounds__(256) linear_gemm(const float* __restrict__ x, const void* __restrict__ w,
+                                       const float* __restrict__ bias, float* __restrict__ y,
+                                       int M, int N, int K, int wdt) {
+    __shared__ float As[TK][TM + 4];
+    __shared__ float Bs[TK][TN + 4];
+    int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+    int m0 = blockIdx.y * TM, n0 = blockIdx.x * TN;
+    float acc[4][4];
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) acc[i][j] = 0.f;
+    for (int k0 = 0; k0 < K; k0 += TK) {
+        for (int i = threadIdx.x; i < TM * TK; i += 256) {
+            int r = i / TK, c = i % TK;
+            int gm = m0 + r, gn = n0 + r, gk = k0 + c;
+            As[c][r] = (gm < M && gk < K) ? x[(long long)gm * K + gk] : 0.f;
+            Bs[c][r] = (gn < N && gk < K) ? ldw(w, (long long)gn * K + gk, wdt) : 0.f;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < TK; kk++) {
+            float a[4], b[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) a[i] = As[kk][ty * 4 + i];
+#pragma unroll
+            for (int j = 0; j < 4; j++) b[j] = Bs[kk][tx * 4 + j];
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) acc[i][j] += a[i] * b[j];
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        int gm = m0 + ty * 4 + i;
+        if (gm >= M) continue;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            int gn = n0 + tx * 4 + j;
+            if (gn < N) y[(long long)gm * N + gn] = acc[i][j] + (bias ? bias[gn] : 0.f);
+        }
+    }
+}
+
+// embedding: out[i, d] = table[ids[i], d] (ids validated on the host).
+extern "C" __global__ void embedding(const void* __restrict__ table, const int* __restrict__ ids,
+                                     float* __restrict__ out, long long total, int D, int tdt) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+         i += (long long)gridDim.x * blockDim.x) {
+        long long r = i / D;
+        int d = (int)(i % D);
+        out[i] = ldw(table, (long long)ids[r] * D + d, tdt);
+    }
+}
+
+// to_f32 widens any float dtype (weights converted once for small kernels).
+extern "C" __global__ void to_f32(const void* __restrict__ src, float* __restrict__ dst, long long n, int dt) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x)
+        dst[i] = ldw(src, i, dt);
+}
+
+extern "C" __global__ void add_f32(const float* __restrict__ a, const float* __restrict__ b,
+                                   float* __restrict__ out, long long n) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x)
+        out[i] = a[i] + b[i];
+}
+
+extern "C" __global__ void scale_f32(const float* __restrict__ x, float* __restrict__ out, float s, long long n) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x)
+        out[i] = x[i] * s;
+}
+
+extern "C" __global__ void tanh_f32(const float* __restrict__ x, float* __restrict__ out, long long n) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x)
+        out[i] = (float)tanh((double)x[i]);
+}
+
+// cossin: x [rows, n] → [rows, 2n] = [cos x | sin x] (float64 like engine/cpu).
+extern "C" __global__ void cossin(const float* __restrict__ x, float* __restrict__ out, long long total, int n) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+         i += (long long)gridDim.x * blockDim.x) {
+        long long r = i / n;
+        int j = (int)(i % n);
+        double v = (double)x[i];
+        out[r * 2 * n + j] = (float)cos(v);
+        out[r * 2 * n + n + j] = (float)sin(v);
+    }
+}
+
+// swiglu: x [rows, 2d] = [y | gate] → y·silu(gate) [rows, d].
+extern "C" __global__ void swiglu(const float* __restrict__ x, float* __restrict__ out, long long total, int d) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+         i += (long long)gridDim.x * blockDim.x) {
+        long long r = i / d;
+        int j = (int)(i % d);
+        out[i] = x[r * 2 * d + j] * silu_ref(x[r * 2 * d + d + j]);
+    }
+}
+
+// snake: x + sin²(αx)/(α + 1e-9) with α per channel of x [B, C, T].
+extern "C" __global__ void snake(const float* __restrict__ x, const float* __restrict__ alpha,
+                                 float* __restrict__ out, long long total, int C, int T) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+         i += (long long)gridDim.x * blockDim.x) {
+        int c = (int)((i / T) % C);
+        float a = alpha[c];
+        float inv = 1.0f / (a + 1e-9f);
+        float s = (float)sin((double)(a * x[i]));
+        out[i] = x[i] + inv * s * s;
+    }
+}
+
+// layernorm: one block per row of D; optional residual (sum = x + res is
+// also written to sum_out when given). Statistics in float64 as engine/cpu.
+extern "C" __global__ void layernorm(const float* __restrict__ x, const float* __restrict__ res,
+                                     const float* __restrict__ w, const float* __restrict__ b,
+                                     float* __restrict__ out, float* __restrict__ sum_out, int D, float eps) {
+    __shared__ double scratch[32];
+    long long row = blockIdx.x;
+    const float* xr = x + row * D;
+    const float* rr = res ? res + row * D : 0;
+    float* orow = out + row * D;
+    float* srow = sum_out ? sum_out + row * D : 0;
+    double s = 0;
+    for (int i = threadIdx.x; i < D; i += blockDim.x) {
+        float v = rr ? xr[i] + rr[i] : xr[i];
+        if (srow) srow[i] = v;
+        s += (double)v;
+    }
+    double mean = block_sum_d(s, scratch) / D;
+    double ss = 0;
+    for (int i = threadIdx.x; i < D; i += blockDim.x) {
+        float v = rr ? xr[i] + rr[i] : xr[i];
+        double d = (double)v - mean;
+        ss += d * d;
+    }
+    ss = block_sum_d(ss, scratch);
+    double rstd = 1.0 / sqrt(ss / D + (double)eps);
+    for (int i = threadIdx.x; i < D; i += blockDim.x) {
+        float v = rr ? xr[i] + rr[i] : xr[i];
+        float y = (float)(((double)v - mean) * rstd);
+        y = __fmul_rn(y, w[i]);
+        if (b) y = __fadd_rn(y, b[i]);
+        orow[i] = y;
+    }
+}
+
+// copy_axis4 / copy_axis2 copy a [outer, n, inner] block between tensors
+// viewed as [outer, srcDim, inner] and [outer, dstDim, inner] starting at
+// srcOff / dstOff along the middle axis (Slice, Concat, CopyInto).
+extern "C" __global__ void copy_axis4(const unsigned int* __restrict__ src, unsigned int* __restrict__ dst,
+                                      long long total, long long n_inner, long long inner,
+                                      long long srcDim, long long srcOff, long long dstDim, long long dstOff) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+         i += (long long)gridDim.x * blockDim.x) {
+        long long o = i / n_inner, r = i % n_inner;
+        dst[(o * dstDim + dstOff) * inner + r] = src[(o * srcDim + srcOff) * inner + r];
+    }
+}
+
+extern "C" __global__ void copy_axis2(const unsigned short* __restrict__ src, unsigned short* __restrict__ dst,
+                                      long long total, long long n_inner, long long inner,
+                                      long long srcDim, long long srcOff, long long dstDim, long long dstOff) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+         i += (long long)gridDim.x * blockDim.x) {
+        long long o = i / n_inner, r = i % n_inner;
+        dst[(o * dstDim + dstOff) * inner + r] = src[(o * srcDim + srcOff) * inner + r];
+    }
+}

@@ -1,0 +1,108 @@
+// Mamba2 mixer between its projections (reference: engine/cpu Mamba2):
+// causal depthwise conv with state + SiLU, selective scan with state and the
+// D skip, gated RMSNorm rmsnorm(y·silu(z))·w. The scan walks the sequence
+// in order (one warp per (batch, head, headdim row), d_state across lanes),
+// for prefill and decode alike.
+#include "common.cuh"
+
+#define CONV_MAXK 16
+
+// mamba_conv: one thread per (b, channel c) of xBC; walks t, rolling the
+// pre-activation state [B, C, Kc] and writing silu(conv) to xbc [B, T, C].
+extern "C" __global__ void mamba_conv(const float* __restrict__ in, const float* __restrict__ cw,
+                                      const float* __restrict__ cb, float* __restrict__ state,
+                                      float* __restrict__ xbc, int B, int T, int E, int Di, int C, int Kc) {
+    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (i >= (long long)B * C) return;
+    int b = (int)(i / C), c = (int)(i % C);
+    float st[CONV_MAXK];
+    float* sp = state + ((long long)b * C + c) * Kc;
+    for (int j = 0; j < Kc; j++) st[j] = sp[j];
+    for (int t = 0; t < T; t++) {
+        for (int j = 0; j + 1 < Kc; j++) st[j] = st[j + 1];
+        st[Kc - 1] = in[((long long)b * T + t) * E + Di + c];
+        float acc = cb[c];
+        for (int j = 0; j < Kc; j++) acc = __fadd_rn(acc, __fmul_rn(st[j], cw[c * Kc + j]));
+        xbc[((long long)b * T + t) * C + c] = silu_ref(acc);
+    }
+    for (int j = 0; j < Kc; j++) sp[j] = st[j];
+}
+
+#define SCAN_WARPS 8
+#define SCAN_MAXN 256
+
+// mamba_scan: grid (B·H, ⌈P/8⌉), one warp per headdim row p; lanes hold
+// d_state entries n = lane + 32·i of the state [B, H, P, N].
+extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_scan(const float* __restrict__ in, const float* __restrict__ xbc,
+                                      const float* __restrict__ dtb, const float* __restrict__ alog,
+                                      const float* __restrict__ Dw, float* __restrict__ state,
+                                      float* __restrict__ y, int T, int E, int Di, int C, int H, int P,
+                                      int N, int G) {
+    int bh = blockIdx.x;
+    int b = bh / H, h = bh % H;
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    int p = blockIdx.y * SCAN_WARPS + warp;
+    if (p >= P) return;
+    int g = h / (H / G);
+    float A = -(float)exp((double)alog[h]);
+    float dbias = dtb[h], dskip = Dw[h];
+    float st[SCAN_MAXN / 32];
+    float* sp = state + (((long long)b * H + h) * P + p) * N;
+#pragma unroll
+    for (int i = 0; i < SCAN_MAXN / 32; i++) {
+        int n = lane + 32 * i;
+        st[i] = n < N ? sp[n] : 0.f;
+    }
+    for (int t = 0; t < T; t++) {
+        long long row = (long long)b * T + t;
+        float draw = in[row * E + Di + C + h] + dbias;
+        float delta = draw > 20.f ? draw : (float)log1p(exp((double)draw));
+        float decay = (float)exp((double)__fmul_rn(delta, A));
+        const float* xr = xbc + row * C;
+        float xv = xr[h * P + p];
+        float dx = __fmul_rn(delta, xv);
+        const float* Bm = xr + Di + g * N;
+        const float* Cm = xr + Di + G * N + g * N;
+        float acc = 0.f;
+#pragma unroll
+        for (int i = 0; i < SCAN_MAXN / 32; i++) {
+            int n = lane + 32 * i;
+            if (n < N) {
+                float v = __fadd_rn(__fmul_rn(st[i], decay), __fmul_rn(dx, Bm[n]));
+                st[i] = v;
+                acc += v * Cm[n];
+            }
+        }
+        acc = warp_sum(acc);
+        if (lane == 0) y[row * Di + h * P + p] = acc + dskip * xv;
+    }
+#pragma unroll
+    for (int i = 0; i < SCAN_MAXN / 32; i++) {
+        int n = lane + 32 * i;
+        if (n < N) sp[n] = st[i];
+    }
+}
+
+// mamba_norm: one block per (row, group) of y [rows, Di]:
+// out = rmsnorm(y·silu(z))·w with z the first Di entries of the in_proj row.
+extern "C" __global__ void mamba_norm(const float* __restrict__ y, const float* __restrict__ in,
+                                      const float* __restrict__ w, float* __restrict__ out,
+                                      int Di, int G, int E, float eps) {
+    __shared__ double scratch[32];
+    long long row = blockIdx.x / G;
+    int g = blockIdx.x % G;
+    int gs = Di / G;
+    const float* yr = y + row * Di + g * gs;
+    const float* z = in + row * E + g * gs;
+    float* o = out + row * Di + g * gs;
+    double ms = 0;
+    for (int i = threadIdx.x; i < gs; i += blockDim.x) {
+        float v = __fmul_rn(yr[i], silu_ref(z[i]));
+        o[i] = v;
+        ms += (double)v * (double)v;
+    }
+    ms = block_sum_d(ms, scratch);
+    float r = (float)(1.0 / sqrt(ms / gs + (double)eps));
+    for (int i = threadIdx.x; i < gs; i += blockDim.x)
+        o[i] = __fmul_rn(__fmul_rn(o[i], r), w[g * gs + i]);
+}

@@ -1,0 +1,163 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"fmt"
+	"math/bits"
+	"runtime"
+	"sync"
+	"time"
+
+	"gorgonia.org/cu"
+)
+
+// pool is the caching device allocator. Blocks are rounded up to a size
+// class (256 B granules up to 1 MiB, then four classes per power of two),
+// handed out from per-class free lists, and returned there when their last
+// tensor is freed or collected. Returning needs no driver call, so tensor
+// cleanups (which run on the runtime's cleanup goroutine) only take the
+// mutex. Because every kernel and copy runs on the backend's one stream,
+// a block reused by a later op is only touched after the earlier ops that
+// read it: no synchronisation is needed to recycle.
+//
+// Tensors that models drop without Free are found by the garbage
+// collector, which knows nothing of device memory: after gcEvery bytes
+// were handed out, a miss runs runtime.GC and waits briefly for the
+// cleanups before asking the driver.
+type pool struct {
+	b        *Backend
+	mu       sync.Mutex
+	free     map[int64][]cu.DevicePtr
+	reserved int64 // bytes obtained from the driver
+	inUse    int64 // bytes handed out and not yet returned
+	peak     int64
+	sinceGC  int64
+	driver   int // cuMemAlloc calls
+	gcs      int // forced collections
+	gcEvery  int64
+}
+
+func newPool(b *Backend) *pool {
+	return &pool{b: b, free: map[int64][]cu.DevicePtr{}, gcEvery: 1 << 30}
+}
+
+// sizeClass rounds n bytes up to its class.
+func sizeClass(n int64) int64 {
+	if n <= 0 {
+		n = 1
+	}
+	if n <= 1<<20 {
+		return (n + 255) &^ 255
+	}
+	p := int64(1) << (63 - bits.LeadingZeros64(uint64(n-1))) // largest power of 2 < n
+	step := p / 4
+	return (n + step - 1) / step * step
+}
+
+// pop takes a block of class c from its free list.
+func (p *pool) pop(c int64) (cu.DevicePtr, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := p.free[c]
+	if len(l) == 0 {
+		return 0, false
+	}
+	ptr := l[len(l)-1]
+	p.free[c] = l[:len(l)-1]
+	p.inUse += c
+	p.peak = max(p.peak, p.inUse)
+	p.sinceGC += c
+	return ptr, true
+}
+
+// alloc returns a block of at least n bytes (owner goroutine).
+func (p *pool) alloc(n int64) (cu.DevicePtr, int64) {
+	c := sizeClass(n)
+	if ptr, ok := p.pop(c); ok {
+		return ptr, c
+	}
+	p.mu.Lock()
+	collect := p.sinceGC > p.gcEvery
+	p.mu.Unlock()
+	if collect {
+		if ptr, ok := p.collect(c); ok {
+			return ptr, c
+		}
+	}
+	ptr, err := cu.MemAlloc(c)
+	if err != nil {
+		// Out of memory: collect, then give cached blocks of other classes
+		// back to the driver, then retry once.
+		if ptr, ok := p.collect(c); ok {
+			return ptr, c
+		}
+		p.drain()
+		if ptr, err = cu.MemAlloc(c); err != nil {
+			free, total, _ := cu.MemInfo()
+			panic(fmt.Sprintf("gpu: out of device memory: %d bytes needed, %d free of %d (%d held by live tensors); use the CPU backend or a smaller model",
+				c, free, total, p.inUse))
+		}
+	}
+	p.mu.Lock()
+	p.reserved += c
+	p.inUse += c
+	p.peak = max(p.peak, p.inUse)
+	p.sinceGC += c
+	p.driver++
+	p.mu.Unlock()
+	return ptr, c
+}
+
+// collect runs the garbage collector and waits up to ~5 ms for the
+// cleanups of unreachable tensors to return a block of class c.
+func (p *pool) collect(c int64) (cu.DevicePtr, bool) {
+	runtime.GC()
+	p.mu.Lock()
+	p.sinceGC = 0
+	p.gcs++
+	p.mu.Unlock()
+	for i := 0; i < 50; i++ {
+		if ptr, ok := p.pop(c); ok {
+			return ptr, true
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	return 0, false
+}
+
+// put returns a block (any goroutine).
+func (p *pool) put(ptr cu.DevicePtr, c int64) {
+	p.mu.Lock()
+	p.free[c] = append(p.free[c], ptr)
+	p.inUse -= c
+	p.mu.Unlock()
+}
+
+// drain gives every cached block back to the driver (owner goroutine).
+func (p *pool) drain() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c, l := range p.free {
+		for _, ptr := range l {
+			_ = cu.MemFree(ptr)
+			p.reserved -= c
+		}
+		delete(p.free, c)
+	}
+}
+
+// MemStats describes the allocator: bytes reserved from the driver, bytes
+// held by live tensors, their peak, cuMemAlloc calls and forced GCs.
+type MemStats struct {
+	Reserved, InUse, Peak int64
+	DriverAllocs, GCs     int
+}
+
+// MemStats returns the allocator's counters.
+func (b *Backend) MemStats() MemStats {
+	p := b.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return MemStats{Reserved: p.reserved, InUse: p.inUse, Peak: p.peak, DriverAllocs: p.driver, GCs: p.gcs}
+}

@@ -1,0 +1,118 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"fmt"
+	"math"
+
+	"zonostream/engine/compute"
+)
+
+// attnMaxHeadDim is the widest head the attention kernel holds (ATT_MAXD).
+const attnMaxHeadDim = 256
+
+func (b *Backend) Attention(q, k, v, kCache, vCache compute.Tensor, pos int, a compute.AttentionSpec) compute.Tensor {
+	qt, kt, vt := f32Of(q, "Attention"), f32Of(k, "Attention"), f32Of(v, "Attention")
+	kc, vc := f32Of(kCache, "Attention"), f32Of(vCache, "Attention")
+	qs, cs := qt.shape, kc.shape
+	H, Hk, Dh := a.Heads, a.KVHeads, a.HeadDim
+	if len(qs) != 3 || len(kt.shape) != 3 || len(vt.shape) != 3 || len(cs) != 4 || Hk <= 0 || H%Hk != 0 {
+		panic(fmt.Sprintf("gpu.Attention: q %v k %v cache %v spec %+v", qs, kt.shape, cs, a))
+	}
+	B, T := qs[0], qs[1]
+	if qs[2] != H*Dh || kt.shape[2] != Hk*Dh || vt.shape[2] != Hk*Dh || kt.shape[0] != B || kt.shape[1] != T ||
+		cs[0] != B || cs[2] != Hk || cs[3] != Dh || !sameShape(vc.shape, cs) {
+		panic(fmt.Sprintf("gpu.Attention: q %v k %v cache %v spec %+v", qs, kt.shape, cs, a))
+	}
+	maxT := cs[1]
+	if pos < 0 || pos+T > maxT {
+		panic(fmt.Sprintf("gpu.Attention: positions [%d,%d) outside cache of %d", pos, pos+T, maxT))
+	}
+	if Dh > attnMaxHeadDim {
+		panic(fmt.Sprintf("gpu.Attention: head dim %d > %d", Dh, attnMaxHeadDim))
+	}
+	dr := a.RotaryDim
+	if a.Rotary == compute.RotaryInterleaved || dr == 0 {
+		dr = Dh
+	}
+	inter := 0
+	if a.Rotary == compute.RotaryInterleaved {
+		inter = 1
+	}
+	scale := float32(1 / math.Sqrt(float64(Dh)))
+	var out *tensor
+	b.do(func() {
+		out = b.newTensor(compute.F32, B, T, H*Dh)
+		if B*T == 0 {
+			return
+		}
+		n := B * T * Hk * Dh
+		b.launch(b.k["attn_cache"], grid1(n), block256, kt.ptr(), vt.ptr(), kc.ptr(), vc.ptr(),
+			B, T, Hk, Dh, maxT, pos, dr, inter, a.RotaryBase)
+		b.launch(b.k["attn"], [3]int{B * T * H, 1, 1}, [3]int{128, 1, 1}, qt.ptr(), kc.ptr(), vc.ptr(), out.ptr(),
+			T, H, Hk, Dh, maxT, pos, dr, inter, a.RotaryBase, scale)
+	})
+	return out
+}
+
+func sameShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Mamba2 limits of the kernels (CONV_MAXK, SCAN_MAXN).
+const (
+	mambaMaxConv  = 16
+	mambaMaxState = 256
+)
+
+func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convState, ssmState compute.Tensor, s compute.Mamba2Spec) compute.Tensor {
+	in := f32Of(zxbcdt, "Mamba2")
+	shp := in.shape
+	if len(shp) != 3 {
+		panic(fmt.Sprintf("gpu.Mamba2: input %v", shp))
+	}
+	B, T, E := shp[0], shp[1], shp[2]
+	Di, H, P, N, G, Kc := s.DInner, s.Heads, s.HeadDim, s.DState, s.Groups, s.DConv
+	C := Di + 2*G*N
+	if G <= 0 || H%G != 0 || E != 2*Di+2*G*N+H || H*P != Di || Di%G != 0 {
+		panic(fmt.Sprintf("gpu.Mamba2: input %v for spec %+v", shp, s))
+	}
+	if Kc < 1 || Kc > mambaMaxConv || N > mambaMaxState {
+		panic(fmt.Sprintf("gpu.Mamba2: d_conv %d (≤ %d) d_state %d (≤ %d)", Kc, mambaMaxConv, N, mambaMaxState))
+	}
+	cst, sst := f32Of(convState, "Mamba2"), f32Of(ssmState, "Mamba2")
+	if cst.n() != B*C*Kc || sst.n() != B*H*P*N {
+		panic(fmt.Sprintf("gpu.Mamba2: state sizes %v %v for spec %+v", cst.shape, sst.shape, s))
+	}
+	cw, cb, dtb, alog, dd, nw := cast(w.ConvWeight), cast(w.ConvBias), cast(w.DtBias), cast(w.ALog), cast(w.D), cast(w.NormWeight)
+	if cw.n() != C*Kc || cb.n() != C || dtb.n() != H || alog.n() != H || dd.n() != H || nw.n() != Di {
+		panic(fmt.Sprintf("gpu.Mamba2: weight sizes %v %v %v %v %v %v for spec %+v", cw.shape, cb.shape, dtb.shape, alog.shape, dd.shape, nw.shape, s))
+	}
+	var out *tensor
+	b.do(func() {
+		out = b.newTensor(compute.F32, B, T, Di)
+		if B*T == 0 {
+			return
+		}
+		xbc := b.newTensor(compute.F32, B, T, C)
+		y := b.newTensor(compute.F32, B, T, Di)
+		b.launch(b.k["mamba_conv"], grid1(B*C), block256, in.ptr(), b.asF32(cw).ptr(), b.asF32(cb).ptr(),
+			cst.ptr(), xbc.ptr(), B, T, E, Di, C, Kc)
+		b.launch(b.k["mamba_scan"], [3]int{B * H, (P + 7) / 8, 1}, block256, in.ptr(), xbc.ptr(),
+			b.asF32(dtb).ptr(), b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), y.ptr(), T, E, Di, C, H, P, N, G)
+		b.launch(b.k["mamba_norm"], [3]int{B * T * G, 1, 1}, block256, y.ptr(), in.ptr(), b.asF32(nw).ptr(), out.ptr(),
+			Di, G, E, s.Eps)
+		xbc.h.release()
+		y.h.release()
+	})
+	return out
+}

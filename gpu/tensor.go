@@ -1,0 +1,285 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"runtime"
+	"sync/atomic"
+	"unsafe"
+
+	"gorgonia.org/cu"
+
+	"zonostream/engine/compute"
+)
+
+// storage is one device block shared by a tensor and its reshaped views;
+// it returns to the pool when the last of them is freed or collected.
+type storage struct {
+	ptr   cu.DevicePtr
+	class int64
+	refs  atomic.Int32
+	pool  *pool
+	host  []int32 // host copy of I32 data made from the host (ids), for validation
+}
+
+func (s *storage) unref() {
+	if s.refs.Add(-1) == 0 {
+		s.pool.put(s.ptr, s.class)
+	}
+}
+
+// handle is a tensor's one reference to its storage; explicit Free and the
+// GC cleanup both release it, whichever comes first.
+type handle struct {
+	st   *storage
+	done atomic.Bool
+}
+
+func (h *handle) release() {
+	if h.done.CompareAndSwap(false, true) {
+		h.st.unref()
+	}
+}
+
+// tensor is the CUDA tensor.
+type tensor struct {
+	shape []int
+	dt    compute.DType
+	h     *handle
+	f32   *tensor // fp32 copy of a 16-bit weight, made on first use by a kernel that wants fp32
+}
+
+func (t *tensor) Shape() []int         { return t.shape }
+func (t *tensor) DType() compute.DType { return t.dt }
+
+func (t *tensor) n() int { return compute.NumElements(t.shape) }
+
+// ptr is the device address; using a freed tensor panics.
+func (t *tensor) ptr() cu.DevicePtr {
+	if t.h.done.Load() {
+		panic(fmt.Sprintf("gpu: use of a freed %v tensor %v", t.dt, t.shape))
+	}
+	return t.h.st.ptr
+}
+
+func (b *Backend) wrap(st *storage, dt compute.DType, shape []int) *tensor {
+	st.refs.Add(1)
+	h := &handle{st: st}
+	t := &tensor{shape: append([]int(nil), shape...), dt: dt, h: h}
+	runtime.AddCleanup(t, func(h *handle) { h.release() }, h)
+	return t
+}
+
+// newTensor allocates an uninitialised tensor (owner goroutine).
+func (b *Backend) newTensor(dt compute.DType, shape ...int) *tensor {
+	for _, d := range shape {
+		if d < 0 {
+			panic(fmt.Sprintf("gpu: negative dimension in %v", shape))
+		}
+	}
+	n := int64(compute.NumElements(shape)) * int64(dt.Size())
+	ptr, c := b.pool.alloc(n)
+	return b.wrap(&storage{ptr: ptr, class: c, pool: b.pool}, dt, shape)
+}
+
+func cast(t compute.Tensor) *tensor {
+	ct, ok := t.(*tensor)
+	if !ok {
+		panic(fmt.Sprintf("gpu: tensor %T does not belong to the CUDA backend", t))
+	}
+	return ct
+}
+
+func f32Of(t compute.Tensor, op string) *tensor {
+	ct := cast(t)
+	if ct.dt != compute.F32 {
+		panic(fmt.Sprintf("gpu.%s: want F32 activation, got %v", op, ct.dt))
+	}
+	return ct
+}
+
+// upload copies host bytes into a new tensor in stream order (owner).
+func (b *Backend) upload(dt compute.DType, shape []int, raw []byte) *tensor {
+	t := b.newTensor(dt, shape...)
+	if len(raw) > 0 {
+		if err := cu.MemcpyHtoDAsync(t.ptr(), unsafe.Pointer(&raw[0]), int64(len(raw)), b.stream); err != nil {
+			panic(fmt.Sprintf("gpu: upload of %d bytes: %v", len(raw), err))
+		}
+		b.sync("upload")
+	}
+	return t
+}
+
+func (b *Backend) Upload(dt compute.DType, shape []int, raw []byte) (compute.Tensor, error) {
+	n := compute.NumElements(shape)
+	switch dt {
+	case compute.F32, compute.BF16, compute.F16, compute.I32:
+	default:
+		return nil, fmt.Errorf("cuda upload: unsupported dtype %v", dt)
+	}
+	if len(raw) != n*dt.Size() {
+		return nil, fmt.Errorf("cuda upload: %d bytes for %v %v (want %d)", len(raw), dt, shape, n*dt.Size())
+	}
+	var t *tensor
+	var perr any
+	b.do(func() {
+		defer func() { perr = recover() }()
+		t = b.upload(dt, shape, raw)
+	})
+	if perr != nil {
+		return nil, fmt.Errorf("cuda upload %v %v: %v", dt, shape, perr)
+	}
+	if dt == compute.I32 {
+		h := make([]int32, n)
+		for i := range h {
+			h[i] = int32(binary.LittleEndian.Uint32(raw[4*i:]))
+		}
+		t.h.st.host = h
+	}
+	return t, nil
+}
+
+func f32Bytes(data []float32) []byte {
+	if len(data) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&data[0])), 4*len(data))
+}
+
+func (b *Backend) FromF32(data []float32, shape ...int) compute.Tensor {
+	if compute.NumElements(shape) != len(data) {
+		panic(fmt.Sprintf("gpu.FromF32: %d values for shape %v", len(data), shape))
+	}
+	var t *tensor
+	b.do(func() { t = b.upload(compute.F32, shape, f32Bytes(data)) })
+	runtime.KeepAlive(data)
+	return t
+}
+
+func (b *Backend) FromI32(data []int32, shape ...int) compute.Tensor {
+	if compute.NumElements(shape) != len(data) {
+		panic(fmt.Sprintf("gpu.FromI32: %d values for shape %v", len(data), shape))
+	}
+	var raw []byte
+	if len(data) > 0 {
+		raw = unsafe.Slice((*byte)(unsafe.Pointer(&data[0])), 4*len(data))
+	}
+	var t *tensor
+	b.do(func() { t = b.upload(compute.I32, shape, raw) })
+	t.h.st.host = append([]int32(nil), data...)
+	return t
+}
+
+func (b *Backend) Zeros(shape ...int) compute.Tensor {
+	var t *tensor
+	b.do(func() {
+		t = b.newTensor(compute.F32, shape...)
+		if n := t.n(); n > 0 {
+			if err := cu.MemsetD32Async(t.ptr(), 0, int64(n), b.stream); err != nil {
+				panic(fmt.Sprintf("gpu.Zeros %v: %v", shape, err))
+			}
+		}
+	})
+	return t
+}
+
+// readRaw copies a tensor's bytes to the host after the queued work.
+func (b *Backend) readRaw(t *tensor) []byte {
+	raw := make([]byte, t.n()*t.dt.Size())
+	b.do(func() {
+		if len(raw) > 0 {
+			if err := cu.MemcpyDtoHAsync(unsafe.Pointer(&raw[0]), t.ptr(), int64(len(raw)), b.stream); err != nil {
+				panic(fmt.Sprintf("gpu: read %v %v: %v", t.dt, t.shape, err))
+			}
+		}
+		b.sync("read back")
+	})
+	return raw
+}
+
+func (b *Backend) ReadF32(t compute.Tensor) []float32 {
+	ct := cast(t)
+	raw := b.readRaw(ct)
+	n := ct.n()
+	out := make([]float32, n)
+	switch ct.dt {
+	case compute.F32:
+		for i := range out {
+			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+		}
+	case compute.BF16:
+		for i := range out {
+			out[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(raw[2*i:])) << 16)
+		}
+	case compute.F16:
+		for i := range out {
+			out[i] = f16ToF32(binary.LittleEndian.Uint16(raw[2*i:]))
+		}
+	case compute.I32:
+		for i := range out {
+			out[i] = float32(int32(binary.LittleEndian.Uint32(raw[4*i:])))
+		}
+	}
+	return out
+}
+
+func (b *Backend) ReadI32(t compute.Tensor) []int32 {
+	ct := cast(t)
+	if ct.dt != compute.I32 {
+		panic("gpu.ReadI32: tensor is " + ct.dt.String())
+	}
+	raw := b.readRaw(ct)
+	out := make([]int32, ct.n())
+	for i := range out {
+		out[i] = int32(binary.LittleEndian.Uint32(raw[4*i:]))
+	}
+	return out
+}
+
+// Free returns the tensor's storage to the pool once no view uses it.
+func (b *Backend) Free(t compute.Tensor) { cast(t).h.release() }
+
+// f16ToF32 widens an IEEE half.
+func f16ToF32(h uint16) float32 {
+	sign := uint32(h>>15) & 1
+	exp := uint32(h>>10) & 0x1f
+	mant := uint32(h) & 0x3ff
+	switch {
+	case exp == 0 && mant == 0:
+		return math.Float32frombits(sign << 31)
+	case exp == 0:
+		e := int32(-14)
+		for mant&0x400 == 0 {
+			mant <<= 1
+			e--
+		}
+		mant &= 0x3ff
+		return math.Float32frombits(sign<<31 | uint32(e+127)<<23 | mant<<13)
+	case exp == 0x1f:
+		return math.Float32frombits(sign<<31 | 0xff<<23 | mant<<13)
+	}
+	return math.Float32frombits(sign<<31 | (exp-15+127)<<23 | mant<<13)
+}
+
+// asF32 returns an fp32 version of a (small) weight, converting a 16-bit
+// one once and caching the copy on the tensor (owner goroutine).
+func (b *Backend) asF32(t *tensor) *tensor {
+	switch t.dt {
+	case compute.F32:
+		return t
+	case compute.BF16, compute.F16:
+	default:
+		panic(fmt.Sprintf("gpu: %v tensor used as a float weight", t.dt))
+	}
+	if t.f32 == nil {
+		c := b.newTensor(compute.F32, t.shape...)
+		if n := t.n(); n > 0 {
+			b.launch(b.k["to_f32"], grid1(n), block256, t.ptr(), c.ptr(), n, int(t.dt))
+		}
+		t.f32 = c
+	}
+	return t.f32
+}
