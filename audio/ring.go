@@ -91,10 +91,12 @@ func (r *Ring) Write(p []float32) int {
 // allocates or locks. Consumer only.
 func (r *Ring) Read(p []float32) int {
 	pos := r.r.Load()
-	w := r.w.Load() // acquire: samples before w are in place
+	// Load drop before w: Reset stores a value w already had, so d <= w.
+	// (The other order can see a drop newer than w and read past it.)
 	if d := r.drop.Load(); d > pos {
-		pos = d // d <= w: Reset only ever stores a value of w
+		pos = d
 	}
+	w := r.w.Load() // acquire: samples before w are in place
 	k := w - pos
 	if uint64(len(p)) < k {
 		k = uint64(len(p))
