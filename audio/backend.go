@@ -45,6 +45,9 @@ func newAudioContext(null bool) (*audioContext, error) {
 	if null {
 		backends = []malgo.Backend{nullBackend}
 	}
+	if !null {
+		quietALSA()
+	}
 	log := &failureLog{}
 	ctx, err := malgo.InitContext(backends, malgo.ContextConfig{}, log.add)
 	if err != nil {
