@@ -168,6 +168,14 @@ func TestResampleEdges(t *testing.T) {
 	}
 	dst := make([]float32, r.OutLen(1000))
 	src = make([]float32, 1000)
+	// The taps the convolution skips all hold the clamped value, which the
+	// Resampler's doc calls negligible.
+	for _, p := range [][2]int{{24000, 44100}, {44100, 16000}, {7, 3}} {
+		r, _ := NewResampler(p[0], p[1])
+		if c := math.Abs(float64(r.clampValue)); c >= 1e-20 {
+			t.Errorf("%d→%d: clamped tap %.3g, not negligible", p[0], p[1], c)
+		}
+	}
 	big, _ := NewResampler(44100, 44099)
 	if _, _, _, err := big.Kernel(); err == nil {
 		t.Error("44100→44099: Kernel built a 1.9 G-value bank, want a refusal")
