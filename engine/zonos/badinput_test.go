@@ -35,7 +35,9 @@ func TestConfigRejects(t *testing.T) {
 			cs := m["prefix_conditioner"].(map[string]any)["conditioners"].([]any)
 			cs[2].(map[string]any)["type"] = "MysteryConditioner"
 		}, "MysteryConditioner"},
-		{"heads", func(m map[string]any) { m["backbone"].(map[string]any)["attn_cfg"].(map[string]any)["num_heads_kv"] = 3 }, "kv heads"},
+		{"heads", func(m map[string]any) {
+			m["backbone"].(map[string]any)["attn_cfg"].(map[string]any)["num_heads_kv"] = 3
+		}, "kv heads"},
 		{"layer index", func(m map[string]any) { m["backbone"].(map[string]any)["attn_layer_idx"] = []any{0, 99} }, "99"},
 		{"projection", func(m map[string]any) { m["prefix_conditioner"].(map[string]any)["projection"] = "mlp2" }, "mlp2"},
 		{"not json", nil, "JSON"},
