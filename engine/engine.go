@@ -24,12 +24,12 @@ const SampleRate = 44100
 // Paths locate the files of a model bundle.
 type Paths struct {
 	ModelConfig, ModelWeights string // Zonos config.json, model.safetensors
-	DACDir                    string // descript/dac_44khz snapshot (config.json, model.safetensors)
+	DACConfig, DACWeights     string // descript/dac_44khz config.json, model.safetensors
 }
 
 // PathsFromBundle takes the paths from a resolved Hugging Face bundle.
 func PathsFromBundle(b *weights.Bundle) Paths {
-	return Paths{ModelConfig: b.ModelConfig, ModelWeights: b.ModelWeights, DACDir: filepath.Dir(b.DACConfig)}
+	return Paths{ModelConfig: b.ModelConfig, ModelWeights: b.ModelWeights, DACConfig: b.DACConfig, DACWeights: b.DACWeights}
 }
 
 // PathsFromDirs takes config.json and model.safetensors from a Zonos
@@ -38,7 +38,8 @@ func PathsFromDirs(zonosDir, dacDir string) Paths {
 	return Paths{
 		ModelConfig:  filepath.Join(zonosDir, "config.json"),
 		ModelWeights: filepath.Join(zonosDir, "model.safetensors"),
-		DACDir:       dacDir,
+		DACConfig:    filepath.Join(dacDir, "config.json"),
+		DACWeights:   filepath.Join(dacDir, "model.safetensors"),
 	}
 }
 
@@ -56,13 +57,13 @@ func Load(b compute.Backend, p Paths) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := dac.Load(p.DACDir, b)
+	c, err := loadDAC(b, p)
 	if err != nil {
 		return nil, err
 	}
 	if c.Config().SamplingRate != SampleRate || c.Config().HopLength != 512 {
 		return nil, fmt.Errorf("DAC in %s runs at %d Hz with hop %d; Zonos needs descript/dac_44khz (44100 Hz, hop 512)",
-			p.DACDir, c.Config().SamplingRate, c.Config().HopLength)
+			p.DACConfig, c.Config().SamplingRate, c.Config().HopLength)
 	}
 	return &Engine{backend: b, model: m, codec: c}, nil
 }
@@ -75,3 +76,16 @@ func (e *Engine) Variant() zonos.Variant { return e.model.Config.Variant() }
 
 // Codec is the loaded DAC (for encoding audio prefixes).
 func (e *Engine) Codec() *dac.Model { return e.codec }
+
+func loadDAC(b compute.Backend, p Paths) (*dac.Model, error) {
+	cfg, err := dac.LoadConfig(p.DACConfig)
+	if err != nil {
+		return nil, err
+	}
+	f, err := weights.Open(p.DACWeights)
+	if err != nil {
+		return nil, fmt.Errorf("dac weights: %w", err)
+	}
+	defer f.Close()
+	return dac.New(cfg, f, b)
+}

@@ -201,7 +201,7 @@ func TestBadRequests(t *testing.T) {
 
 func TestPathsFromDirs(t *testing.T) {
 	p := PathsFromDirs("/a", "/b")
-	if p.ModelConfig != filepath.Join("/a", "config.json") || p.DACDir != "/b" {
+	if p.ModelConfig != filepath.Join("/a", "config.json") || p.DACWeights != filepath.Join("/b", "model.safetensors") {
 		t.Fatalf("%+v", p)
 	}
 }
