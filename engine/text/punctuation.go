@@ -88,21 +88,25 @@ func splitMarks(s string) (chunks []string, marks []markRun) {
 // the mark runs back, verbatim, between the phonemized chunks (FACTS §5).
 // It is called with at least one chunk.
 func restoreMarks(phonemized []string, marks []markRun) string {
-	acc, rest := phonemized[0], phonemized[1:]
+	// acc grows by appending, so long texts stay linear; only the first run
+	// can be a B (prepended) one.
+	acc, rest := []byte(phonemized[0]), phonemized[1:]
 	for _, m := range marks {
-		acc = strings.TrimSuffix(acc, " ") // exactly one trailing space
+		if n := len(acc); n > 0 && acc[n-1] == ' ' {
+			acc = acc[:n-1] // exactly one trailing space
+		}
 		switch m.pos {
 		case markBegin:
-			acc = m.text + acc
+			acc = append([]byte(m.text), acc...)
 		case markEnd:
-			acc += m.text
+			acc = append(acc, m.text...)
 		default:
-			acc += m.text
+			acc = append(acc, m.text...)
 			if len(rest) > 0 {
-				acc += rest[0]
+				acc = append(acc, rest[0]...)
 				rest = rest[1:]
 			}
 		}
 	}
-	return acc
+	return string(acc)
 }
