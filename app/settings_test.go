@@ -1,0 +1,104 @@
+package app
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"zonostream/engine"
+)
+
+type mapPrefs map[string]string
+
+func (m mapPrefs) String(k string) string { return m[k] }
+func (m mapPrefs) SetString(k, v string)  { m[k] = v }
+
+func TestSettingsRoundTrip(t *testing.T) {
+	p := mapPrefs{}
+	if got := LoadSettings(p); got.Language != "en-us" || got.Variant != "hybrid" || !got.RandomSeed {
+		t.Fatalf("fresh settings %+v", got)
+	}
+	s := DefaultSettings()
+	s.Text, s.Language, s.Variant = "Hola.", "es", "transformer"
+	s.Emotion[0], s.CFGScale, s.TopK, s.RandomSeed, s.Seed = 0.9, 3.1, 50, false, 12345
+	s.SetUnconditional("emotion", true)
+	SaveSettings(p, s)
+	got := LoadSettings(p)
+	if got.Text != s.Text || got.Language != "es" || got.Variant != "transformer" || got.Emotion[0] != 0.9 ||
+		got.CFGScale != 3.1 || got.TopK != 50 || got.RandomSeed || got.Seed != 12345 || !got.IsUnconditional("emotion") {
+		t.Fatalf("round trip: got %+v, want %+v", got, s)
+	}
+}
+
+func TestSettingsSanitize(t *testing.T) {
+	p := mapPrefs{settingsKey: `{"language":"klingon","variant":"huge","cfg_scale":1,"top_k":-3,"fmax":1e9,"pitch_std":NaN}`}
+	got := LoadSettings(p) // invalid JSON (NaN): defaults
+	if got.Language != "en-us" {
+		t.Fatalf("bad JSON gave %+v", got)
+	}
+	p[settingsKey] = `{"language":"klingon","variant":"huge","cfg_scale":1,"top_k":-3,"fmax":1e9,"unconditional":["emotion","bogus","emotion"]}`
+	got = LoadSettings(p)
+	if got.Language != "en-us" || got.Variant != "hybrid" || got.CFGScale != CFGScaleRange.Min || got.TopK != 0 || got.Fmax != 24000 {
+		t.Fatalf("sanitize: %+v", got)
+	}
+	if len(got.Unconditional) != 1 || got.Unconditional[0] != "emotion" {
+		t.Fatalf("unconditional keys %v", got.Unconditional)
+	}
+	if r := (Range{0, 1, 0.1}); r.Clamp(math.NaN()) != 0 || r.Clamp(2) != 1 {
+		t.Fatal("clamp")
+	}
+}
+
+func TestDefaultsMatchEngine(t *testing.T) {
+	k := DefaultSettings().Knobs()
+	d := engine.DefaultKnobs()
+	if k.CFGScale != d.CFGScale || k.Fmax != d.Fmax || k.SpeakingRate != d.SpeakingRate || k.Sampling != d.Sampling ||
+		k.VQScore != d.VQScore || k.DNSMOS != d.DNSMOS || k.PitchStd != d.PitchStd {
+		t.Fatalf("knobs %+v\nwant %+v", k, d)
+	}
+	for i := range k.Emotion {
+		if math.Abs(float64(k.Emotion[i]-d.Emotion[i])) > 1e-4 {
+			t.Fatalf("emotion %d: %g want %g", i, k.Emotion[i], d.Emotion[i])
+		}
+	}
+}
+
+func TestBuildRequest(t *testing.T) {
+	s := DefaultSettings()
+	if _, _, err := BuildRequest(s, Voice{}, nil); err == nil || !strings.Contains(err.Error(), "type some text") {
+		t.Fatalf("empty text: %v", err)
+	}
+	s.Text = "  Hello.  "
+	s.RandomSeed = false
+	s.Seed = 9
+	r, notes, err := BuildRequest(s, Voice{Speaker: make([]float32, 128)}, func() uint64 { return 77 })
+	if err != nil || r.Text != "Hello." || r.Seed != 9 || len(notes) != 0 || len(r.Speaker) != 128 {
+		t.Fatalf("request %+v notes %v err %v", r, notes, err)
+	}
+	s.RandomSeed = true
+	s.SetUnconditional("speaker", true)
+	r, _, _ = BuildRequest(s, Voice{Speaker: make([]float32, 128)}, func() uint64 { return 77 })
+	if r.Seed != 77 || r.Speaker != nil {
+		t.Fatalf("random seed %d, speaker %v", r.Seed, r.Speaker)
+	}
+	s.Emotion = [8]float64{}
+	if _, _, err := BuildRequest(s, Voice{}, nil); err == nil {
+		t.Fatal("all-zero emotions accepted")
+	}
+	s.SetUnconditional("emotion", true)
+	if _, _, err := BuildRequest(s, Voice{}, nil); err != nil {
+		t.Fatalf("unconditional emotion: %v", err)
+	}
+}
+
+func TestBuildRequestTrimsLongText(t *testing.T) {
+	s := DefaultSettings()
+	s.Text = strings.Repeat("Ünïcode sentence. ", engine.MaxTextBytes/10)
+	r, notes, err := BuildRequest(s, Voice{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Text) > engine.MaxTextBytes || !strings.HasSuffix(r.Text, ".") || len(notes) != 1 {
+		t.Fatalf("trimmed to %d bytes (ends %q), notes %v", len(r.Text), r.Text[len(r.Text)-5:], notes)
+	}
+}

@@ -1,0 +1,387 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"zonostream/audio"
+	"zonostream/engine"
+	"zonostream/engine/zonos"
+)
+
+// Job is one press of Speak: the settings and the clips chosen.
+type Job struct {
+	Settings Settings
+	Speaker  *Clip // nil: no speaker clip
+	Prefix   *Clip // nil: no audio prefix
+}
+
+// ErrBusy is returned by Speak and Play while something is playing.
+var ErrBusy = errors.New("already speaking: press Stop (Esc) first")
+
+// Speaker runs utterances on their own goroutines: load the model, embed
+// the voice, stream the engine's audio to the output, the meters, the
+// waveform and the history. Its callbacks come from those goroutines; the
+// window moves them to the UI goroutine with fyne.Do.
+type Speaker struct {
+	Models  Models
+	Voice   VoiceEncoder // nil: voice cloning unavailable
+	Meters  *Meters
+	Wave    *Waveform
+	History *History
+
+	// OnNotice receives messages for the user (never nil after New).
+	OnNotice func(string)
+	// OnEnd is called after an utterance or playback ended (history,
+	// buttons). It may be nil.
+	OnEnd func(*Utterance)
+
+	mu     sync.Mutex
+	out    Output
+	cancel context.CancelFunc
+	done   chan struct{}
+	voices voiceCache
+	rng    *rand.Rand
+}
+
+// NewSpeaker wires a speaker to models and an output (nil: none, with why
+// saying what went wrong opening it).
+func NewSpeaker(m Models, out Output, why string) *Speaker {
+	s := &Speaker{
+		Models:   m,
+		Meters:   NewMeters(),
+		Wave:     NewWaveform(600, 441),
+		History:  NewHistory(HistoryLimit, HistorySamples),
+		OnNotice: func(string) {},
+		out:      out,
+		rng:      rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x5a0e)),
+	}
+	if m != nil {
+		s.Meters.SetBackend(m.Backend())
+	}
+	if out == nil {
+		if why == "" {
+			why = "no audio output"
+		}
+		s.Meters.SetOutput(why + " — speech is kept in the history and can be saved as WAV")
+	}
+	return s
+}
+
+// Output is the current output, nil when there is none.
+func (s *Speaker) Output() Output {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.out
+}
+
+func (s *Speaker) dropOutput(err error) {
+	s.mu.Lock()
+	s.out = nil
+	s.mu.Unlock()
+	msg := fmt.Sprintf("playback failed (%v) — generation continues; the audio is kept in the history and can be saved as WAV", err)
+	s.Meters.SetOutput(msg)
+	s.OnNotice(msg)
+}
+
+// Busy reports whether an utterance or a playback is running.
+func (s *Speaker) Busy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done != nil
+}
+
+// Done is closed when the current run ends (nil when idle).
+func (s *Speaker) Done() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done
+}
+
+// Wait blocks until the current run (if any) ended.
+func (s *Speaker) Wait() {
+	if d := s.Done(); d != nil {
+		<-d
+	}
+}
+
+// Stop cancels the current utterance or playback.
+func (s *Speaker) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancel != nil {
+		s.cancel()
+	}
+}
+
+// start claims the speaker for one run.
+func (s *Speaker) start() (context.Context, func(), error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done != nil {
+		return nil, nil, ErrBusy
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel, s.done = cancel, make(chan struct{})
+	done := s.done
+	return ctx, func() {
+		cancel()
+		s.mu.Lock()
+		s.cancel, s.done = nil, nil
+		s.mu.Unlock()
+		close(done)
+	}, nil
+}
+
+// Speak validates the job and starts it. Request errors (no text, all
+// emotions at zero) come back at once; everything later arrives as a
+// failed utterance in the history and a notice.
+func (s *Speaker) Speak(job Job) (engine.Request, error) {
+	req, notices, err := BuildRequest(job.Settings, Voice{}, s.rng.Uint64)
+	if err != nil {
+		return req, err
+	}
+	ctx, finish, err := s.start()
+	if err != nil {
+		return req, err
+	}
+	for _, n := range notices {
+		s.OnNotice(n)
+	}
+	s.Wave.Reset()
+	go func() {
+		u := s.run(ctx, job, req, notices)
+		finish()
+		if s.OnEnd != nil {
+			s.OnEnd(u)
+		}
+	}()
+	return req, nil
+}
+
+// run is one utterance; it always returns a history entry.
+func (s *Speaker) run(ctx context.Context, job Job, req engine.Request, notices []string) *Utterance {
+	start := time.Now()
+	u := &Utterance{Text: req.Text, Language: req.Language, Seed: req.Seed, When: start, Notices: notices}
+	fail := func(err error) *Utterance {
+		if errors.Is(err, context.Canceled) {
+			u.Outcome = PhaseStopped
+		} else {
+			u.Outcome, u.Err = PhaseFailed, err.Error()
+			s.OnNotice(err.Error())
+		}
+		s.Meters.SetPhase(u.Outcome)
+		return s.History.Add(u)
+	}
+	notice := func(m string) {
+		u.Notices = append(u.Notices, m)
+		s.OnNotice(m)
+	}
+
+	s.Meters.SetPhase(PhaseLoading)
+	eng, err := s.Models.Load(ctx, job.Settings.Variant)
+	if err != nil {
+		return fail(fmt.Errorf("loading the %s model: %w", job.Settings.Variant, err))
+	}
+	if job.Speaker != nil && !job.Settings.IsUnconditional("speaker") {
+		emb, err := s.voices.embed(ctx, s.Voice, job.Speaker)
+		switch {
+		case errors.Is(err, ErrNoVoiceEncoder):
+			notice(err.Error())
+		case err != nil:
+			return fail(fmt.Errorf("speaker clip %s: %w", job.Speaker.Name, err))
+		default:
+			req.Speaker = emb
+		}
+	}
+	if job.Prefix != nil {
+		codes, err := encodePrefix(eng, job.Prefix)
+		if err != nil {
+			return fail(fmt.Errorf("prefix clip %s: %w", job.Prefix.Name, err))
+		}
+		req.AudioPrefix = codes
+	}
+	if ctx.Err() != nil {
+		return fail(ctx.Err())
+	}
+
+	s.Meters.Begin(time.Now())
+	stream, err := eng.Synthesize(ctx, req)
+	if err != nil {
+		return fail(err)
+	}
+	out := s.Output()
+	var pb Playback
+	if out != nil {
+		pb = out.Begin()
+	}
+	stopPoll := s.pollPlayback(out, pb)
+	defer stopPoll()
+
+	var final engine.Event
+	for ev := range stream.Events() {
+		s.Meters.Observe(ev)
+		switch ev.Kind {
+		case engine.Audio:
+			u.PCM = append(u.PCM, ev.PCM...)
+			s.Wave.Push(ev.PCM)
+			if out != nil {
+				if err := out.WriteAll(ctx, ev.PCM); err != nil && ctx.Err() == nil {
+					s.dropOutput(err)
+					out.Cancel()
+					out = nil
+				}
+			}
+		case engine.Notice:
+			notice(ev.Message)
+		case engine.Done, engine.Failed:
+			final = ev
+		}
+	}
+	u.Metrics = final.Metrics
+	if final.Kind == engine.Failed {
+		if out != nil {
+			out.Cancel()
+			if errors.Is(final.Err, context.Canceled) {
+				u.PCM = u.PCM[:min(len(u.PCM), int(pb.Played()))] // keep what was heard
+			}
+		}
+		s.note(u, pb)
+		return fail(final.Err)
+	}
+	if out != nil {
+		out.End()
+		for !pb.Done() && out.Err() == nil && ctx.Err() == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if ctx.Err() != nil {
+			out.Cancel()
+			u.Outcome = PhaseStopped
+			u.PCM = u.PCM[:min(len(u.PCM), int(pb.Played()))]
+		} else if err := out.Err(); err != nil {
+			s.dropOutput(err)
+		}
+	}
+	s.note(u, pb)
+	if u.Outcome == "" {
+		u.Outcome = PhaseDone
+	}
+	s.Meters.SetPhase(u.Outcome)
+	return s.History.Add(u)
+}
+
+// note copies the playback figures into the utterance.
+func (s *Speaker) note(u *Utterance, pb Playback) {
+	if pb == nil {
+		return
+	}
+	if t, ok := pb.FirstSound(); ok {
+		u.Sound, u.HadSound = t.Sub(u.When), true
+	}
+	snap := s.Meters.Snapshot()
+	if snap.HasSound {
+		u.Sound = snap.FirstSound
+	}
+}
+
+// pollPlayback samples the output's counters into the meters every 10 ms
+// until the returned stop is called.
+func (s *Speaker) pollPlayback(out Output, pb Playback) (stop func()) {
+	if out == nil || pb == nil {
+		return func() {}
+	}
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	sample := func() {
+		b, c := out.Fill()
+		t, _ := pb.FirstSound()
+		s.Meters.Playback(b, c, pb.Underruns(), t)
+	}
+	go func() {
+		defer wg.Done()
+		tk := time.NewTicker(10 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			select {
+			case <-quit:
+				sample()
+				return
+			case <-tk.C:
+				sample()
+			}
+		}
+	}()
+	return func() { close(quit); wg.Wait() }
+}
+
+// encodePrefix turns a clip into DAC codes for Request.AudioPrefix.
+func encodePrefix(eng *engine.Engine, c *Clip) ([][zonos.NumCodebooks]int32, error) {
+	pcm := c.Samples
+	if c.Rate != engine.SampleRate {
+		var err error
+		if pcm, err = audio.Resample(pcm, c.Rate, engine.SampleRate); err != nil {
+			return nil, err
+		}
+	}
+	enc, err := eng.Codec().Encode(pcm)
+	if err != nil {
+		return nil, err
+	}
+	if len(enc.Codes) < zonos.NumCodebooks {
+		return nil, fmt.Errorf("the codec gives %d codebooks, Zonos needs %d", len(enc.Codes), zonos.NumCodebooks)
+	}
+	out := make([][zonos.NumCodebooks]int32, enc.Frames)
+	for t := range out {
+		for k := range zonos.NumCodebooks {
+			out[t][k] = enc.Codes[k][t]
+		}
+	}
+	return out, nil
+}
+
+// Play plays samples (a history entry or a clip) on the output.
+func (s *Speaker) Play(pcm []float32, rate int) error {
+	out := s.Output()
+	if out == nil {
+		return fmt.Errorf("no audio output to play on; save the audio as WAV instead")
+	}
+	if rate != engine.SampleRate {
+		var err error
+		if pcm, err = audio.Resample(pcm, rate, engine.SampleRate); err != nil {
+			return err
+		}
+	}
+	ctx, finish, err := s.start()
+	if err != nil {
+		return err
+	}
+	go func() {
+		defer func() {
+			finish()
+			if s.OnEnd != nil {
+				s.OnEnd(nil)
+			}
+		}()
+		pb := out.Begin()
+		if err := out.WriteAll(ctx, pcm); err != nil {
+			out.Cancel()
+			if ctx.Err() == nil {
+				s.dropOutput(err)
+			}
+			return
+		}
+		out.End()
+		for !pb.Done() && out.Err() == nil && ctx.Err() == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if ctx.Err() != nil {
+			out.Cancel()
+		}
+	}()
+	return nil
+}
