@@ -1,0 +1,517 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"testing"
+
+	"zonostream/engine/compute"
+	"zonostream/engine/cpu"
+)
+
+// Every kernel is checked against its engine/cpu op on random data of real
+// and odd shapes (llm.c style); each check logs max |Δ|, max |ref| and the
+// cosine, and fails past tol·max(1, max|ref|).
+
+var (
+	gb    *Backend
+	cb    = cpu.New(0)
+	noGPU error
+)
+
+func TestMain(m *testing.M) {
+	gb, noGPU = New(0)
+	if noGPU == nil {
+		fmt.Println("device:", gb.Device())
+	}
+	code := m.Run()
+	if gb != nil {
+		st := gb.MemStats()
+		fmt.Printf("allocator: reserved %d MiB, peak in use %d MiB, %d driver allocations, %d forced GCs\n",
+			st.Reserved>>20, st.Peak>>20, st.DriverAllocs, st.GCs)
+		gb.Close()
+	}
+	os.Exit(code)
+}
+
+func need(t *testing.T) {
+	t.Helper()
+	if noGPU != nil {
+		t.Skip("no CUDA device:", noGPU)
+	}
+}
+
+// pair is the same tensor on the CPU and the GPU backend.
+type pair struct{ c, g compute.Tensor }
+
+func randVals(r *rand.Rand, n int, scale float64) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(scale * r.NormFloat64())
+	}
+	return v
+}
+
+func fromF32(v []float32, shape ...int) pair {
+	return pair{cb.FromF32(v, shape...), gb.FromF32(v, shape...)}
+}
+
+func randF32(r *rand.Rand, scale float64, shape ...int) pair {
+	return fromF32(randVals(r, compute.NumElements(shape), scale), shape...)
+}
+
+// randW uploads random weights of dtype dt to both backends.
+func randW(t *testing.T, r *rand.Rand, dt compute.DType, scale float64, shape ...int) pair {
+	t.Helper()
+	v := randVals(r, compute.NumElements(shape), scale)
+	raw := make([]byte, len(v)*dt.Size())
+	for i, x := range v {
+		switch dt {
+		case compute.F32:
+			binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(x))
+		case compute.BF16:
+			binary.LittleEndian.PutUint16(raw[2*i:], uint16(math.Float32bits(x)>>16))
+		case compute.F16:
+			binary.LittleEndian.PutUint16(raw[2*i:], f32ToF16(x))
+		}
+	}
+	c, err := cb.Upload(dt, shape, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gb.Upload(dt, shape, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pair{c, g}
+}
+
+func f32ToF16(f float32) uint16 {
+	b := math.Float32bits(f)
+	sign := uint16(b>>16) & 0x8000
+	exp := int((b>>23)&0xff) - 127 + 15
+	mant := b & 0x7fffff
+	switch {
+	case exp <= 0:
+		return sign
+	case exp >= 31:
+		return sign | 0x7c00
+	}
+	return sign | uint16(exp)<<10 | uint16(mant>>13)
+}
+
+// diff compares two float slices: max |Δ|, max |ref| and the cosine.
+func diff(ref, got []float32) (maxd, maxr, cos float64) {
+	var dot, nr, ng float64
+	for i := range ref {
+		a, b := float64(ref[i]), float64(got[i])
+		maxd = math.Max(maxd, math.Abs(a-b))
+		if math.IsNaN(b) || math.IsInf(b, 0) {
+			maxd = math.Inf(1)
+		}
+		maxr = math.Max(maxr, math.Abs(a))
+		dot += a * b
+		nr += a * a
+		ng += b * b
+	}
+	cos = 1
+	if nr > 0 || ng > 0 {
+		cos = dot / math.Sqrt(nr*ng)
+	}
+	return
+}
+
+func check(t *testing.T, name string, p pair, tol float64) {
+	t.Helper()
+	if !sameShape(p.c.Shape(), p.g.Shape()) {
+		t.Fatalf("%s: shape cpu %v gpu %v", name, p.c.Shape(), p.g.Shape())
+	}
+	checkVals(t, name, cb.ReadF32(p.c), gb.ReadF32(p.g), tol)
+}
+
+func checkVals(t *testing.T, name string, ref, got []float32, tol float64) {
+	t.Helper()
+	if len(ref) != len(got) {
+		t.Fatalf("%s: %d values, want %d", name, len(got), len(ref))
+	}
+	maxd, maxr, cos := diff(ref, got)
+	lim := tol * math.Max(1, maxr)
+	status := "ok"
+	if !(maxd <= lim) {
+		status = "FAIL"
+	}
+	t.Logf("%-58s max|Δ| %.3g (limit %.3g) max|ref| %.3g cos %.9f %s", name, maxd, lim, maxr, cos, status)
+	if status != "ok" {
+		t.Errorf("%s: max|Δ| %.3g > %.3g", name, maxd, lim)
+	}
+}
+
+const tol = 1e-4
+
+func TestLinear(t *testing.T) {
+	need(t)
+	r := rand.New(rand.NewPCG(1, 2))
+	cases := []struct {
+		m, k, n int
+		dt      compute.DType
+		bias    bool
+	}{
+		{1, 2048, 8512, compute.BF16, false}, // Mamba2 in_proj, decode
+		{2, 2048, 8512, compute.BF16, false}, // CFG batch
+		{2, 4096, 2048, compute.BF16, false}, // Mamba2 out_proj
+		{2, 8192, 2048, compute.BF16, false}, // fc2
+		{2, 2048, 9 * 1026, compute.BF16, false},
+		{3, 100, 37, compute.BF16, true}, // K not a multiple of 8
+		{8, 256, 333, compute.F16, true},
+		{1, 36, 17, compute.F32, true},
+		{9, 2048, 1025, compute.BF16, false}, // first GEMM size
+		{160, 2048, 3072, compute.BF16, false},
+		{2 * 91, 256, 300, compute.F32, true},
+		{77, 130, 65, compute.F16, false},
+	}
+	for _, c := range cases {
+		x := randF32(r, 1, c.m, c.k)
+		w := randW(t, r, c.dt, 1/math.Sqrt(float64(c.k)), c.n, c.k)
+		var bc, bg compute.Tensor
+		if c.bias {
+			b := randW(t, r, c.dt, 0.1, c.n)
+			bc, bg = b.c, b.g
+		}
+		got := pair{cb.Linear(x.c, w.c, bc), gb.Linear(x.g, w.g, bg)}
+		check(t, fmt.Sprintf("Linear M%d K%d N%d %v bias %v", c.m, c.k, c.n, c.dt, c.bias), got, tol)
+	}
+	// Batched leading axes.
+	x := randF32(r, 1, 2, 3, 64)
+	w := randW(t, r, compute.BF16, 0.1, 40, 64)
+	check(t, "Linear x [2 3 64]", pair{cb.Linear(x.c, w.c, nil), gb.Linear(x.g, w.g, nil)}, tol)
+}
+
+func TestEmbedding(t *testing.T) {
+	need(t)
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, dt := range []compute.DType{compute.BF16, compute.F32, compute.F16} {
+		tab := randW(t, r, dt, 1, 1026, 200)
+		ids := make([]int32, 2*7)
+		for i := range ids {
+			ids[i] = int32(r.IntN(1026))
+		}
+		ids[0], ids[1] = 0, 1025
+		got := pair{cb.Embedding(tab.c, cb.FromI32(ids, 2, 7)), gb.Embedding(tab.g, gb.FromI32(ids, 2, 7))}
+		check(t, "Embedding "+dt.String(), got, 0)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("Embedding with an id out of range did not panic")
+		}
+	}()
+	tab := randW(t, r, compute.BF16, 1, 10, 4)
+	gb.Embedding(tab.g, gb.FromI32([]int32{10}, 1))
+}
+
+func TestElementwise(t *testing.T) {
+	need(t)
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, shape := range [][]int{{2, 1, 2048}, {3, 5, 77}, {1}, {2, 96, 1001}} {
+		a, b := randF32(r, 2, shape...), randF32(r, 2, shape...)
+		s := fmt.Sprint(shape)
+		check(t, "Add "+s, pair{cb.Add(a.c, b.c), gb.Add(a.g, b.g)}, 0)
+		check(t, "Scale "+s, pair{cb.Scale(a.c, -0.37), gb.Scale(a.g, -0.37)}, 0)
+		check(t, "Tanh "+s, pair{cb.Tanh(a.c), gb.Tanh(a.g)}, 1e-6)
+		check(t, "CosSin "+s, pair{cb.CosSin(a.c), gb.CosSin(a.g)}, 1e-6)
+		if shape[len(shape)-1]%2 == 0 {
+			check(t, "SwiGLU "+s, pair{cb.SwiGLU(a.c), gb.SwiGLU(a.g)}, 1e-6)
+		}
+		if len(shape) == 3 {
+			for _, dt := range []compute.DType{compute.F32, compute.BF16} {
+				al := randW(t, r, dt, 1, shape[1])
+				check(t, "Snake "+dt.String()+" "+s, pair{cb.Snake(a.c, al.c), gb.Snake(a.g, al.g)}, 1e-5)
+			}
+		}
+	}
+	// Large CosSin arguments (Fourier features).
+	a := randF32(r, 300, 2, 1, 8)
+	check(t, "CosSin large", pair{cb.CosSin(a.c), gb.CosSin(a.g)}, 1e-6)
+}
+
+func TestLayerNorm(t *testing.T) {
+	need(t)
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, c := range []struct {
+		rows, d int
+		dt      compute.DType
+		bias    bool
+	}{{2, 2048, compute.BF16, true}, {160, 2048, compute.F32, true}, {3, 257, compute.BF16, false}, {1, 8, compute.F16, true}} {
+		x, res := randF32(r, 3, c.rows, c.d), randF32(r, 1, c.rows, c.d)
+		w := randW(t, r, c.dt, 1, c.d)
+		var bc, bg compute.Tensor
+		if c.bias {
+			b := randW(t, r, c.dt, 1, c.d)
+			bc, bg = b.c, b.g
+		}
+		name := fmt.Sprintf("rows %d D %d %v bias %v", c.rows, c.d, c.dt, c.bias)
+		check(t, "LayerNorm "+name, pair{cb.LayerNorm(x.c, w.c, bc, 1e-5), gb.LayerNorm(x.g, w.g, bg, 1e-5)}, 1e-5)
+		oc, sc := cb.AddLayerNorm(x.c, res.c, w.c, bc, 1e-5)
+		og, sg := gb.AddLayerNorm(x.g, res.g, w.g, bg, 1e-5)
+		check(t, "AddLayerNorm out "+name, pair{oc, og}, 1e-5)
+		check(t, "AddLayerNorm sum "+name, pair{sc, sg}, 0)
+		oc, sc = cb.AddLayerNorm(x.c, nil, w.c, bc, 1e-5)
+		og, sg = gb.AddLayerNorm(x.g, nil, w.g, bg, 1e-5)
+		check(t, "AddLayerNorm(nil) out "+name, pair{oc, og}, 1e-5)
+		check(t, "AddLayerNorm(nil) sum "+name, pair{sc, sg}, 0)
+	}
+}
+
+func TestShapeOps(t *testing.T) {
+	need(t)
+	r := rand.New(rand.NewPCG(9, 10))
+	x := randF32(r, 1, 2, 5, 12)
+	for axis, rng := range [][2]int{{1, 2}, {1, 4}, {3, 11}} {
+		check(t, fmt.Sprintf("Slice axis %d %v", axis, rng),
+			pair{cb.Slice(x.c, axis, rng[0], rng[1]), gb.Slice(x.g, axis, rng[0], rng[1])}, 0)
+	}
+	w := randW(t, r, compute.BF16, 1, 6, 10)
+	check(t, "Slice BF16", pair{cb.Slice(w.c, 1, 3, 9), gb.Slice(w.g, 1, 3, 9)}, 0)
+	ids := []int32{5, 6, 7, 8, 9, 10}
+	gi := gb.Slice(gb.FromI32(ids, 2, 3), 1, 1, 3)
+	if got := gb.ReadI32(gi); fmt.Sprint(got) != "[6 7 9 10]" {
+		t.Errorf("Slice I32: %v", got)
+	}
+	y := randF32(r, 1, 2, 3, 12)
+	z := randF32(r, 1, 2, 1, 12)
+	check(t, "Concat axis 1", pair{cb.Concat(1, x.c, y.c, z.c), gb.Concat(1, x.g, y.g, z.g)}, 0)
+	u := randF32(r, 1, 2, 5, 3)
+	check(t, "Concat axis 2", pair{cb.Concat(2, x.c, u.c), gb.Concat(2, x.g, u.g)}, 0)
+	dst := randF32(r, 1, 2, 9, 12)
+	cb.CopyInto(dst.c, 1, 4, x.c)
+	gb.CopyInto(dst.g, 1, 4, x.g)
+	check(t, "CopyInto", dst, 0)
+	rs := pair{cb.Reshape(x.c, 10, 12), gb.Reshape(x.g, 10, 12)}
+	check(t, "Reshape", rs, 0)
+	// A view outlives Free of the tensor it was made from.
+	v := gb.Reshape(x.g, 120)
+	gb.Free(x.g)
+	checkVals(t, "Reshape view after Free", cb.ReadF32(x.c), gb.ReadF32(v), 0)
+}
+
+func TestAttention(t *testing.T) {
+	need(t)
+	r := rand.New(rand.NewPCG(11, 12))
+	specs := []compute.AttentionSpec{
+		{Heads: 16, KVHeads: 4, HeadDim: 128, RotaryDim: 128, Rotary: compute.RotaryHalves, RotaryBase: 10000},
+		{Heads: 16, KVHeads: 4, HeadDim: 128, RotaryDim: 128, Rotary: compute.RotaryInterleaved, RotaryBase: 10000},
+		{Heads: 4, KVHeads: 2, HeadDim: 64, RotaryDim: 32, Rotary: compute.RotaryHalves, RotaryBase: 10000},
+		{Heads: 3, KVHeads: 1, HeadDim: 40, RotaryDim: 40, Rotary: compute.RotaryInterleaved, RotaryBase: 10000},
+	}
+	for _, a := range specs {
+		const B, maxT = 2, 400
+		kc := pair{cb.Zeros(B, maxT, a.KVHeads, a.HeadDim), gb.Zeros(B, maxT, a.KVHeads, a.HeadDim)}
+		vc := pair{cb.Zeros(B, maxT, a.KVHeads, a.HeadDim), gb.Zeros(B, maxT, a.KVHeads, a.HeadDim)}
+		pos := 0
+		for _, T := range []int{300, 1, 1, 5, 1} { // prefill longer than a 256 chunk, decode, continuation
+			q := randF32(r, 1, B, T, a.Heads*a.HeadDim)
+			k := randF32(r, 1, B, T, a.KVHeads*a.HeadDim)
+			v := randF32(r, 1, B, T, a.KVHeads*a.HeadDim)
+			oc := cb.Attention(q.c, k.c, v.c, kc.c, vc.c, pos, a)
+			og := gb.Attention(q.g, k.g, v.g, kc.g, vc.g, pos, a)
+			name := fmt.Sprintf("Attention H%d/%d Dh%d rot%d %v pos %d T %d", a.Heads, a.KVHeads, a.HeadDim, a.RotaryDim, a.Rotary, pos, T)
+			check(t, name, pair{oc, og}, tol)
+			check(t, name+" kcache", kc, 1e-5)
+			check(t, name+" vcache", vc, 0)
+			pos += T
+		}
+	}
+}
+
+func mambaWeights(t *testing.T, r *rand.Rand, s compute.Mamba2Spec, dt compute.DType) (compute.Mamba2Weights, compute.Mamba2Weights) {
+	C := s.DInner + 2*s.Groups*s.DState
+	cw := randW(t, r, dt, 0.5, C, 1, s.DConv)
+	cbias := randW(t, r, dt, 0.2, C)
+	dtb := randW(t, r, dt, 0.5, s.Heads)
+	al := make([]float32, s.Heads)
+	for i := range al {
+		al[i] = float32(math.Log(1 + 15*r.Float64()))
+	}
+	alog := fromF32(al, s.Heads)
+	d := randW(t, r, dt, 1, s.Heads)
+	nw := randW(t, r, dt, 1, s.DInner)
+	return compute.Mamba2Weights{ConvWeight: cw.c, ConvBias: cbias.c, DtBias: dtb.c, ALog: alog.c, D: d.c, NormWeight: nw.c},
+		compute.Mamba2Weights{ConvWeight: cw.g, ConvBias: cbias.g, DtBias: dtb.g, ALog: alog.g, D: d.g, NormWeight: nw.g}
+}
+
+func TestMamba2(t *testing.T) {
+	need(t)
+	r := rand.New(rand.NewPCG(13, 14))
+	specs := []compute.Mamba2Spec{
+		{DInner: 4096, Heads: 64, HeadDim: 64, DState: 128, Groups: 1, DConv: 4, Eps: 1e-5}, // real hybrid
+		{DInner: 96, Heads: 6, HeadDim: 16, DState: 20, Groups: 2, DConv: 3, Eps: 1e-5},     // odd
+	}
+	for i, s := range specs {
+		const B = 2
+		dt := compute.BF16
+		if i == 1 {
+			dt = compute.F32
+		}
+		wc, wg := mambaWeights(t, r, s, dt)
+		C := s.DInner + 2*s.Groups*s.DState
+		E := 2*s.DInner + 2*s.Groups*s.DState + s.Heads
+		conv := pair{cb.Zeros(B, C, s.DConv), gb.Zeros(B, C, s.DConv)}
+		ssm := pair{cb.Zeros(B, s.Heads, s.HeadDim, s.DState), gb.Zeros(B, s.Heads, s.HeadDim, s.DState)}
+		pos := 0
+		for _, T := range []int{300, 1, 1, 2, 1} {
+			in := randF32(r, 1, B, T, E)
+			oc := cb.Mamba2(in.c, wc, conv.c, ssm.c, s)
+			og := gb.Mamba2(in.g, wg, conv.g, ssm.g, s)
+			name := fmt.Sprintf("Mamba2 Di%d H%d N%d G%d Kc%d pos %d T %d", s.DInner, s.Heads, s.DState, s.Groups, s.DConv, pos, T)
+			check(t, name, pair{oc, og}, tol)
+			check(t, name+" conv state", conv, 0)
+			check(t, name+" ssm state", ssm, tol)
+			pos += T
+		}
+	}
+}
+
+func TestConv(t *testing.T) {
+	need(t)
+	r := rand.New(rand.NewPCG(15, 16))
+	type cs = compute.Conv1dSpec
+	convs := []struct {
+		b, cin, cout, k, t int
+		spec               cs
+		bias               bool
+	}{
+		{1, 1024, 1536, 7, 40, cs{Padding: 3}, true},            // DAC decoder conv1
+		{1, 96, 96, 7, 301, cs{Padding: 27, Dilation: 9}, true}, // residual unit
+		{2, 64, 64, 1, 129, cs{}, true},                         // k1
+		{1, 32, 64, 16, 160, cs{Stride: 8, Padding: 4}, true},   // encoder downsample
+		{2, 6, 9, 5, 33, cs{Padding: 2, Groups: 3}, false},      // groups, odd
+		{1, 96, 1, 7, 1000, cs{Padding: 3}, true},               // to one channel
+		{1, 3, 5, 3, 4, cs{Stride: 2}, false},
+	}
+	for _, c := range convs {
+		x := randF32(r, 1, c.b, c.cin, c.t)
+		w := randW(t, r, compute.F32, 1/math.Sqrt(float64(c.cin/max(c.spec.Groups, 1)*c.k)), c.cout, c.cin/max(c.spec.Groups, 1), c.k)
+		var bc, bg compute.Tensor
+		if c.bias {
+			b := randW(t, r, compute.F32, 0.05, c.cout)
+			bc, bg = b.c, b.g
+		}
+		name := fmt.Sprintf("Conv1d B%d %d→%d K%d T%d %+v", c.b, c.cin, c.cout, c.k, c.t, c.spec)
+		check(t, name, pair{cb.Conv1d(x.c, w.c, bc, c.spec), gb.Conv1d(x.g, w.g, bg, c.spec)}, tol)
+	}
+	// A BF16 weight is converted once and then reused.
+	x := randF32(r, 1, 1, 8, 20)
+	w := randW(t, r, compute.BF16, 0.3, 4, 8, 3)
+	for i := 0; i < 2; i++ {
+		check(t, "Conv1d BF16 weight", pair{cb.Conv1d(x.c, w.c, nil, cs{Padding: 1}), gb.Conv1d(x.g, w.g, nil, cs{Padding: 1})}, tol)
+	}
+	tconvs := []struct {
+		b, cin, cout, k, t int
+		spec               cs
+	}{
+		{1, 1536, 768, 16, 20, cs{Stride: 8, Padding: 4}}, // DAC block 1
+		{1, 192, 96, 4, 77, cs{Stride: 2, Padding: 1}},    // DAC block 4
+		{2, 5, 3, 5, 9, cs{Stride: 3, Padding: 2, Dilation: 2, OutPadding: 1}},
+		{1, 4, 6, 3, 7, cs{}},
+	}
+	for _, c := range tconvs {
+		x := randF32(r, 1, c.b, c.cin, c.t)
+		w := randW(t, r, compute.F32, 1/math.Sqrt(float64(c.cin*c.k)), c.cin, c.cout, c.k)
+		b := randW(t, r, compute.F32, 0.05, c.cout)
+		name := fmt.Sprintf("ConvTranspose1d B%d %d→%d K%d T%d %+v", c.b, c.cin, c.cout, c.k, c.t, c.spec)
+		check(t, name, pair{cb.ConvTranspose1d(x.c, w.c, b.c, c.spec), gb.ConvTranspose1d(x.g, w.g, b.g, c.spec)}, tol)
+	}
+}
+
+// TestConvWindowExact: a window of a longer signal gives bit-identical
+// outputs (the DAC streamer relies on it).
+func TestConvWindowExact(t *testing.T) {
+	need(t)
+	r := rand.New(rand.NewPCG(17, 18))
+	const cin, cout, T = 48, 40, 300
+	xv := randVals(r, cin*T, 1)
+	w := randW(t, r, compute.F32, 0.1, cout, cin, 7)
+	spec := compute.Conv1dSpec{Padding: 9, Dilation: 3}
+	long := gb.ReadF32(gb.Conv1d(gb.FromF32(xv, 1, cin, T), w.g, nil, spec))
+	x := gb.FromF32(xv, 1, cin, T)
+	win := gb.ReadF32(gb.Conv1d(gb.Slice(x, 2, 100, 200), w.g, nil, spec))
+	// Output t of the window (valid region, away from its padding) is long output 100+t.
+	for c := 0; c < cout; c++ {
+		for tt := 9; tt < 100-9; tt++ {
+			if a, b := win[c*100+tt], long[c*T+100+tt]; a != b {
+				t.Fatalf("channel %d t %d: window %v long %v", c, tt, a, b)
+			}
+		}
+	}
+}
+
+// TestSteadyStateAllocates: after warm-up, repeating the same ops (results
+// dropped without Free, as the models do) takes no new driver memory.
+func TestSteadyStateAllocates(t *testing.T) {
+	need(t)
+	r := rand.New(rand.NewPCG(19, 20))
+	w := randW(t, r, compute.BF16, 0.05, 2048, 2048)
+	x := gb.FromF32(randVals(r, 2*2048, 1), 2, 2048)
+	step := func() {
+		y := x
+		for i := 0; i < 20; i++ {
+			y = gb.Linear(gb.Scale(y, 0.5), w.g, nil)
+		}
+		gb.ReadF32(y)
+	}
+	for i := 0; i < 200; i++ {
+		step()
+	}
+	before := gb.MemStats()
+	for i := 0; i < 500; i++ {
+		step()
+	}
+	after := gb.MemStats()
+	t.Logf("driver allocations %d → %d, reserved %d → %d MiB, forced GCs %d → %d",
+		before.DriverAllocs, after.DriverAllocs, before.Reserved>>20, after.Reserved>>20, before.GCs, after.GCs)
+	if after.DriverAllocs > before.DriverAllocs+4 {
+		t.Errorf("steady state took %d new driver allocations", after.DriverAllocs-before.DriverAllocs)
+	}
+}
+
+// TestConcurrentCallers: ops from many goroutines are serialised on the
+// owner goroutine and stay correct.
+func TestConcurrentCallers(t *testing.T) {
+	need(t)
+	r := rand.New(rand.NewPCG(21, 22))
+	w := randW(t, r, compute.BF16, 0.05, 512, 256)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		xv := randVals(r, 2*256, 1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ref := cb.ReadF32(cb.Linear(cb.FromF32(xv, 2, 256), w.c, nil))
+			for i := 0; i < 50; i++ {
+				got := gb.ReadF32(gb.Linear(gb.FromF32(xv, 2, 256), w.g, nil))
+				if d, _, _ := diff(ref, got); d > 1e-4 {
+					t.Errorf("goroutine result differs by %g", d)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestMisusePanicsInCaller(t *testing.T) {
+	need(t)
+	defer func() {
+		if r := recover(); r == nil {
+			t.Error("shape mismatch did not panic")
+		} else {
+			t.Logf("panic: %v", r)
+		}
+	}()
+	gb.Add(gb.Zeros(2, 3), gb.Zeros(3, 2))
+}
