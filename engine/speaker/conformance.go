@@ -1,0 +1,175 @@
+package speaker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"zonostream/engine/compute"
+	"zonostream/engine/weights"
+	"zonostream/internal/check"
+)
+
+// Bars from issue 8: features within 1e-3·max(1, max|ref|); embeddings with
+// cosine ≥ 0.99999 and within 1e-3·max(1, max|ref|).
+const (
+	FbankTol  = 1e-3
+	MinCosine = 0.99999
+	VecTol    = 1e-3
+)
+
+// Conformance compares this package against every golden pack in goldenDir
+// whose directory name starts with "speaker-" (made by Zonos'
+// SpeakerEmbeddingLDA, golden/README.md): wav16k (the 16 kHz resampling,
+// through the Resampler installed with SetResampler), fbank (log-mel
+// features from the golden wav16k), embedding (256-d) and lda (128-d), both
+// from the golden fbank so each stage is judged on its own. A backend
+// without the speaker ops gets SKIP results.
+func Conformance(goldenDir string, b compute.Backend) []check.Result {
+	entries, err := os.ReadDir(goldenDir)
+	if err != nil {
+		return []check.Result{check.Failure("speaker-*", "load", fmt.Errorf("golden dir: %w", err))}
+	}
+	var packs []string
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), "speaker-") {
+			packs = append(packs, e.Name())
+		}
+	}
+	sort.Strings(packs)
+	if len(packs) == 0 {
+		return []check.Result{skip("speaker-*", "load", "no speaker-* pack in "+goldenDir)}
+	}
+	sb, ok := b.(compute.SpeakerBackend)
+	var rs []check.Result
+	for _, p := range packs {
+		if !ok {
+			for _, c := range []string{"wav16k", "fbank", "embedding", "lda"} {
+				rs = append(rs, skip(p, c, fmt.Sprintf("backend %q does not implement compute.SpeakerOps", b.Name())))
+			}
+			continue
+		}
+		rs = append(rs, conformPack(filepath.Join(goldenDir, p), p, sb)...)
+	}
+	return rs
+}
+
+func skip(pack, name, why string) check.Result {
+	return check.Result{Pack: pack, Check: name, Status: check.Skip, Measured: "-", Tol: "-", Detail: why}
+}
+
+// relCheck is max |Δ| against tol·max(1, max|ref|).
+func relCheck(pack, name string, got, ref []float32, tol float64) check.Result {
+	if len(got) != len(ref) {
+		return check.Failure(pack, name, fmt.Errorf("%d values, golden has %d", len(got), len(ref)))
+	}
+	d, m := check.MaxAbsDiff(got, ref)
+	r := check.Compare(pack, name, d, tol*max(1, m))
+	r.Detail = fmt.Sprintf("max|Δ|, max|ref| %.3g", m)
+	return r
+}
+
+// Cosine is the cosine similarity of two vectors (float64).
+func Cosine(a, b []float32) float64 {
+	var ab, aa, bb float64
+	for i := range a {
+		ab += float64(a[i]) * float64(b[i])
+		aa += float64(a[i]) * float64(a[i])
+		bb += float64(b[i]) * float64(b[i])
+	}
+	return ab / math.Sqrt(aa*bb)
+}
+
+func vecChecks(pack, name string, got, ref []float32) []check.Result {
+	if len(got) != len(ref) {
+		return []check.Result{check.Failure(pack, name, fmt.Errorf("%d values, golden has %d", len(got), len(ref)))}
+	}
+	cos := Cosine(got, ref)
+	st := check.Pass
+	if !(cos >= MinCosine) {
+		st = check.Fail
+	}
+	return []check.Result{
+		{Pack: pack, Check: name + ".cosine", Status: st, Measured: fmt.Sprintf("%.9f", cos), Tol: fmt.Sprintf("≥%.5f", MinCosine)},
+		relCheck(pack, name, got, ref, VecTol),
+	}
+}
+
+func conformPack(dir, pack string, b compute.SpeakerBackend) []check.Result {
+	io, err := weights.Open(filepath.Join(dir, "io.safetensors"))
+	if err != nil {
+		return []check.Result{check.Failure(pack, "load", err)}
+	}
+	defer io.Close()
+	floats := func(name string) ([]float32, []int, error) {
+		t, err := io.Tensor(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		v, err := t.Float32s()
+		return v, t.Shape, err
+	}
+	var rs []check.Result
+	wav, _, err1 := floats("wav")
+	wav16k, _, err2 := floats("wav16k")
+	fbank, fshape, err3 := floats("fbank")
+	emb, _, err4 := floats("embedding")
+	lda, _, err5 := floats("lda")
+	for _, e := range []error{err1, err2, err3, err4, err5} {
+		if e != nil {
+			return []check.Result{check.Failure(pack, "load", e)}
+		}
+	}
+	rate := 24000 // golden/README.md: wav is 2 s at 24 kHz; io.json says so too
+	if r, err := packRate(dir); err == nil {
+		rate = r
+	}
+	if got, err := ResampleTo16k(wav, rate); err != nil {
+		rs = append(rs, skip(pack, "wav16k", err.Error()))
+	} else {
+		rs = append(rs, relCheck(pack, "wav16k", got, wav16k, FbankTol))
+	}
+	got, F, err := LogMel(wav16k)
+	if err != nil {
+		rs = append(rs, check.Failure(pack, "fbank", err))
+	} else if len(fshape) != 3 || fshape[2] != F {
+		rs = append(rs, check.Failure(pack, "fbank", fmt.Errorf("%d frames, golden shape %v", F, fshape)))
+	} else {
+		rs = append(rs, relCheck(pack, "fbank", got, fbank, FbankTol))
+	}
+	m, err := Load(filepath.Join(dir, WeightsFile), filepath.Join(dir, LDAFile), b)
+	if err != nil {
+		return append(rs, check.Failure(pack, "embedding", err))
+	}
+	defer m.Close()
+	if len(fshape) != 3 {
+		return append(rs, check.Failure(pack, "embedding", fmt.Errorf("golden fbank shape %v", fshape)))
+	}
+	v, err := m.FromFeatures(context.Background(), fbank, fshape[2])
+	if err != nil {
+		return append(rs, check.Failure(pack, "embedding", err))
+	}
+	rs = append(rs, vecChecks(pack, "embedding", v.Embedding, emb)...)
+	rs = append(rs, vecChecks(pack, "lda", v.LDA, lda)...)
+	return rs
+}
+
+// packRate reads input_sample_rate from a pack's io.json.
+func packRate(dir string) (int, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "io.json"))
+	if err != nil {
+		return 0, err
+	}
+	var meta struct {
+		Rate int `json:"input_sample_rate"`
+	}
+	if err := json.Unmarshal(data, &meta); err != nil || meta.Rate <= 0 {
+		return 0, fmt.Errorf("%s/io.json: no input_sample_rate (%v)", dir, err)
+	}
+	return meta.Rate, nil
+}
