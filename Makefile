@@ -48,3 +48,22 @@ bench: deps
 
 clean:
 	rm -rf bin dist .devbin
+
+# CUDA backend (gpu/, build tag cuda; ../shared/docs/GPU.md). cuda.h and
+# libcuda come from Debian non-free (CUDA 11.8 headers: gorgonia.org/cu does
+# not build against CUDA 13's); the binary runs on any newer driver.
+.PHONY: cuda-deps kernels build-cuda
+cuda-deps:
+	@test -f /usr/include/cuda.h || { SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO sed -i 's/^Components: main$$/Components: main contrib non-free/' /etc/apt/sources.list.d/debian.sources && \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends nvidia-cuda-dev; }
+
+# Regenerate gpu/kernels/*.ptx (needs nvcc: Debian's nvidia-cuda-toolkit or
+# the GPU machine's) and check the source hashes in their headers.
+kernels:
+	gpu/kernels/gen.sh
+	$(GO) test -count=1 ./gpu/kernels/
+
+build-cuda: deps cuda-deps
+	mkdir -p bin
+	CGO_ENABLED=1 $(GO) build -tags cuda -o bin/zonos ./cmd/zonos
