@@ -55,9 +55,9 @@ func TestSayNullDevice(t *testing.T) {
 func TestSayRejectsBadInput(t *testing.T) {
 	base := tinyArgs(t)
 	cases := [][]string{
-		{"--no-play"},                                   // no text, no out
-		{"--text", "a", "b"},                            // two text sources
-		{"--no-play", "hello"},                          // nowhere to put audio
+		{"--no-play"},          // no text, no out
+		{"--text", "a", "b"},   // two text sources
+		{"--no-play", "hello"}, // nowhere to put audio
 		{"--emotion", "1,2", "--no-play", "--out", "x"}, // 2 emotions
 		{"--format", "mp3", "--out", "x", "hi"},         // bad format
 		{"--fmax", "lots", "hi"},                        // not a number
