@@ -68,6 +68,15 @@ func Load(b compute.Backend, p Paths) (*Engine, error) {
 	return &Engine{backend: b, model: m, codec: c}, nil
 }
 
+// New wraps models already loaded on backend b (benchmarks build random
+// models of the real shapes in memory).
+func New(b compute.Backend, m *zonos.Model, c *dac.Model) *Engine {
+	return &Engine{backend: b, model: m, codec: c}
+}
+
+// Model is the loaded Zonos model.
+func (e *Engine) Model() *zonos.Model { return e.model }
+
 // Backend is the compute backend the engine runs on.
 func (e *Engine) Backend() compute.Backend { return e.backend }
 

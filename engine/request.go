@@ -65,6 +65,9 @@ type Request struct {
 	// PhonemeBudget splits long text into pieces of at most this many
 	// phonemes, generated one after another into one stream (default 400).
 	PhonemeBudget int
+	// FixedFrames, when > 0, generates exactly that many frames with EOS
+	// suppressed (benchmarks' fixed-length rollouts); MaxSeconds is ignored.
+	FixedFrames int
 }
 
 // MaxTextBytes bounds the input text (about 30 minutes of speech).
@@ -94,6 +97,9 @@ func (r *Request) normalise() error {
 	}
 	if r.FirstChunk < 1 || r.Chunk < 1 || r.FirstChunk > 512 || r.Chunk > 512 {
 		return fmt.Errorf("vocoder chunk sizes %d/%d frames must be in [1, 512]", r.FirstChunk, r.Chunk)
+	}
+	if r.FixedFrames < 0 || r.FixedFrames > zonos.MaxFrames {
+		return fmt.Errorf("fixed frames %d must be in [0, %d]", r.FixedFrames, zonos.MaxFrames)
 	}
 	if r.PhonemeBudget == 0 {
 		r.PhonemeBudget = 400

@@ -193,6 +193,9 @@ func (r *run) run(pieces []piece) (err error) {
 		}
 	}
 	maxFrames := int(math.Ceil(r.req.MaxSeconds * SampleRate / 512))
+	if r.req.FixedFrames > 0 {
+		maxFrames = r.req.FixedFrames
+	}
 	for i, p := range pieces {
 		in := r.req.inputs(p.ids, r.langID, r.e.model.HasConditioner)
 		o := zonos.GenerateOptions{
@@ -200,6 +203,7 @@ func (r *run) run(pieces []piece) (err error) {
 			CFGScale:     r.req.Knobs.CFGScale,
 			Sampling:     r.req.Knobs.Sampling,
 			Seed:         r.req.Seed + uint64(i),
+			ForbidEOS:    r.req.FixedFrames > 0,
 		}
 		if i == 0 {
 			o.AudioPrefix = r.req.AudioPrefix

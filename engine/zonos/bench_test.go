@@ -10,7 +10,6 @@ import (
 
 	"zonostream/engine/compute"
 	"zonostream/engine/cpu"
-	"zonostream/engine/weights"
 	"zonostream/internal/golden"
 )
 
@@ -29,17 +28,6 @@ var (
 	fullErr  error
 )
 
-func stepBytes(f *weights.File) int64 {
-	var n int64
-	for _, name := range f.Names() {
-		t, _ := f.Tensor(name)
-		if len(name) > 9 && (name[:9] == "backbone." || name[:6] == "heads.") {
-			n += int64(len(t.Data))
-		}
-	}
-	return n
-}
-
 func benchModels(b *testing.B) []*benchModel {
 	var out []*benchModel
 	for _, v := range []string{"hybrid", "transformer"} {
@@ -53,7 +41,7 @@ func benchModels(b *testing.B) []*benchModel {
 		if err != nil {
 			b.Fatal(err)
 		}
-		out = append(out, &benchModel{"tiny-" + v, m, stepBytes(f)})
+		out = append(out, &benchModel{"tiny-" + v, m, StepBytes(f)})
 	}
 	if testing.Short() {
 		return out
@@ -70,7 +58,7 @@ func benchModels(b *testing.B) []*benchModel {
 			fullErr = err
 			return
 		}
-		fullM = &benchModel{"full-hybrid", m, stepBytes(f)}
+		fullM = &benchModel{"full-hybrid", m, StepBytes(f)}
 		runtime.GC()
 	})
 	if fullErr != nil {

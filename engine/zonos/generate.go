@@ -20,6 +20,9 @@ type GenerateOptions struct {
 	// AudioPrefix holds frames of codes that continue into the new audio
 	// (a DAC-encoded clip); they are fed at prefill and returned first.
 	AudioPrefix [][NumCodebooks]int32
+	// ForbidEOS suppresses EOS on codebook 0 too, so exactly MaxNewTokens
+	// frames come out: fixed-length rollouts for benchmarks.
+	ForbidEOS bool
 }
 
 // Frame is one complete 9-code frame, released the moment the delay pattern
@@ -201,6 +204,9 @@ func runLoop(ctx context.Context, s stepper, o GenerateOptions, onFrame func(Fra
 			return finish(res, offset-1), fmt.Errorf("decode step %d: %w", step, err)
 		}
 		biasEOS(logits)
+		if o.ForbidEOS {
+			logits[EOS] = float32(negInf())
+		}
 		w := o.Sampling.RepetitionWindow
 		lo := 0
 		if w > 0 {

@@ -165,3 +165,17 @@ func (r *rng) next() uint64 {
 
 func (r *rng) float() float32   { return float32(r.next()>>40) / (1 << 24) }
 func (r *rng) float64() float64 { return float64(r.next()>>11) / (1 << 53) }
+
+// StepBytes counts the weight bytes one decode step reads: every backbone
+// tensor and the nine heads (the embeddings contribute nine rows and the
+// conditioner nothing).
+func StepBytes(f *weights.File) int64 {
+	var n int64
+	for _, name := range f.Names() {
+		if strings.HasPrefix(name, "backbone.") || strings.HasPrefix(name, "heads.") {
+			t, _ := f.Tensor(name)
+			n += int64(len(t.Data))
+		}
+	}
+	return n
+}

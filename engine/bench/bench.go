@@ -1,0 +1,256 @@
+// Package bench measures the engine the way `zonos bench` reports it:
+// randomly initialised models of the real shapes (Zonos hybrid or
+// transformer, DAC 44 kHz) built in memory on a backend, then decode-step
+// time against the weight-read floor, prefill, time to first audio with a
+// fixed-length rollout, steady per-frame latency, generation and vocoder
+// real-time factors and memory, each with p50 and p90 over repeated runs.
+// Times come from the backend's own clock (compute.Timer: CUDA events on
+// the GPU, the wall clock on the CPU).
+package bench
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"time"
+
+	"zonostream/engine"
+	"zonostream/engine/compute"
+	"zonostream/engine/dac"
+	"zonostream/engine/sample"
+	"zonostream/engine/zonos"
+)
+
+// Options choose what to measure and how often.
+type Options struct {
+	Variant     zonos.Variant
+	Runs        int // repetitions of prefill, TTFA and vocoder measurements
+	DecodeSteps int // decode steps timed one by one
+	PrefixLen   int // prompt positions for the prefill measurement (80)
+	Frames      int // frames in each fixed-length rollout
+	FirstChunk  int // vocoder chunk sizes of the rollout
+	Chunk       int
+	BandwidthMB int // buffer for the bandwidth measurements
+	Seed        uint64
+	// Model and DAC override the real shapes (tests use tiny ones).
+	Model *zonos.Config
+	DAC   *dac.Config
+}
+
+// DefaultOptions suit a GPU; CPUs want fewer runs and frames.
+func DefaultOptions() Options {
+	return Options{Variant: zonos.Hybrid, Runs: 10, DecodeSteps: 200, PrefixLen: 80, Frames: 172,
+		FirstChunk: 4, Chunk: 16, BandwidthMB: 2048, Seed: 1}
+}
+
+// Report holds every figure of one run.
+type Report struct {
+	Date         string  `json:"date"`
+	Backend      string  `json:"backend"`
+	Device       string  `json:"device"`
+	Variant      string  `json:"variant"`
+	GoVersion    string  `json:"go"`
+	StepGB       float64 `json:"weights_read_per_step_gb"`
+	CopyGBs      float64 `json:"copy_bandwidth_gbs"`
+	ReadGBs      float64 `json:"read_bandwidth_gbs"`
+	FloorMs      float64 `json:"weight_read_floor_ms"`
+	DecodeStep   Stat    `json:"decode_step"`
+	FloorPercent float64 `json:"floor_fraction_percent"` // floor / p50 step
+	Prefill      Stat    `json:"prefill"`
+	PrefixLen    int     `json:"prefill_positions"`
+	TTFA         Stat    `json:"ttfa"`
+	FrameLatency Stat    `json:"steady_frame_latency"` // p50 of the runs' p50s, p90 of their p90s
+	BudgetMs     float64 `json:"frame_budget_ms"`
+	GenRTF       Ratio   `json:"generation_rtf"`
+	VocoderRTF   Ratio   `json:"vocoder_rtf"`
+	Frames       int     `json:"rollout_frames"`
+	MemoryGB     float64 `json:"device_memory_gb"`
+	LoadSeconds  float64 `json:"load_seconds"`
+}
+
+// Run builds the models on b and measures. progress reports each phase.
+func Run(ctx context.Context, b compute.Backend, o Options, progress func(string)) (*Report, error) {
+	if progress == nil {
+		progress = func(string) {}
+	}
+	timer, ok := b.(compute.Timer)
+	if !ok {
+		return nil, fmt.Errorf("backend %s cannot time its work (no compute.Timer)", b.Name())
+	}
+	if o.Runs < 1 || o.DecodeSteps < 1 || o.Frames < 9 || o.PrefixLen < 12 {
+		return nil, fmt.Errorf("bench: runs %d, steps %d, frames %d (≥ 9), prefix %d (≥ 12) out of range", o.Runs, o.DecodeSteps, o.Frames, o.PrefixLen)
+	}
+	r := &Report{Date: time.Now().Format("2006-01-02"), Backend: b.Name(), Device: b.Device(), Variant: string(o.Variant),
+		GoVersion: runtime.Version(), PrefixLen: o.PrefixLen, Frames: o.Frames, BudgetMs: float64(engine.FrameBudget) / 1e6}
+
+	progress(fmt.Sprintf("building a random %s model of the real shapes on %s", o.Variant, b.Device()))
+	t0 := time.Now()
+	cfg := zonos.RealConfig(o.Variant)
+	if o.Model != nil {
+		cfg = o.Model
+	}
+	zf, err := zonos.RandomWeights(cfg, o.Seed)
+	if err != nil {
+		return nil, err
+	}
+	r.StepGB = float64(zonos.StepBytes(zf)) / 1e9
+	m, err := zonos.New(b, cfg, zf)
+	if err != nil {
+		return nil, err
+	}
+	zf = nil
+	dcfg := dac.Dac44kHz()
+	if o.DAC != nil {
+		dcfg = *o.DAC
+	}
+	df, err := randomDAC(dcfg, o.Seed)
+	if err != nil {
+		return nil, err
+	}
+	codec, err := dac.New(dcfg, df, b)
+	if err != nil {
+		return nil, err
+	}
+	df = nil
+	runtime.GC()
+	r.LoadSeconds = time.Since(t0).Seconds()
+
+	progress("measuring memory bandwidth")
+	n := o.BandwidthMB << 20
+	r.CopyGBs = timer.CopyBandwidth(n) / 1e9
+	r.ReadGBs = timer.ReadBandwidth(n) / 1e9
+	r.FloorMs = r.StepGB / r.ReadGBs * 1e3
+
+	if err := measureModel(ctx, timer, m, o, r, progress); err != nil {
+		return nil, err
+	}
+	if err := measureStreaming(ctx, timer, engine.New(b, m, codec), codec, o, r, progress); err != nil {
+		return nil, err
+	}
+	r.MemoryGB = float64(timer.MemoryInUse()) / 1e9
+	return r, nil
+}
+
+// benchPhonemes is a fixed prompt of n phoneme ids (BOS … EOS).
+func benchPhonemes(n int) []int32 {
+	ids := make([]int32, n)
+	ids[0], ids[n-1] = 2, 3
+	for i := 1; i < n-1; i++ {
+		ids[i] = int32(4 + (i*37)%180)
+	}
+	return ids
+}
+
+var maskColumn = [zonos.NumCodebooks]int32{zonos.MASK, zonos.MASK, zonos.MASK, zonos.MASK, zonos.MASK, zonos.MASK, zonos.MASK, zonos.MASK, zonos.MASK}
+
+func measureModel(ctx context.Context, timer compute.Timer, m *zonos.Model, o Options, r *Report, progress func(string)) error {
+	// The conditioner adds one position per non-phoneme conditioner (10 in
+	// the real config) to the phonemes; the MASK column makes the last one.
+	extra := len(m.Config.PrefixConditioner.Conditioners) - 1
+	in := zonos.Inputs{PhonemeIDs: benchPhonemes(o.PrefixLen - extra - 1), Values: map[string][]float32{"language_id": {24}}}
+	prefix, _, err := m.Prefix(in)
+	if err != nil {
+		return err
+	}
+	progress(fmt.Sprintf("prefill of %d positions × %d", prefix.Shape()[1]+1, o.Runs))
+	var pre []time.Duration
+	var st *zonos.State
+	for i := 0; i < o.Runs; i++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		st = m.NewState(prefix.Shape()[1] + 1 + o.DecodeSteps + 1)
+		var perr error
+		pre = append(pre, timer.Time(func() {
+			_, perr = m.Prefill(st, prefix, [][zonos.NumCodebooks]int32{maskColumn}, 2, nil)
+		}))
+		if perr != nil {
+			return perr
+		}
+	}
+	r.Prefill = stat(pre)
+	progress(fmt.Sprintf("%d decode steps", o.DecodeSteps))
+	var steps []time.Duration
+	col := [zonos.NumCodebooks]int32{11, 22, 33, 44, 55, 66, 77, 88, 99}
+	for i := 0; i < o.DecodeSteps; i++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var serr error
+		steps = append(steps, timer.Time(func() { _, serr = m.Step(st, col, 2, nil) }))
+		if serr != nil {
+			return serr
+		}
+	}
+	r.DecodeStep = stat(steps)
+	if r.DecodeStep.P50 > 0 {
+		r.FloorPercent = 100 * r.FloorMs / r.DecodeStep.P50
+	}
+	return nil
+}
+
+func measureStreaming(ctx context.Context, timer compute.Timer, e *engine.Engine, codec *dac.Model, o Options, r *Report, progress func(string)) error {
+	progress(fmt.Sprintf("%d fixed-length rollouts of %d frames (TTFA, steady frame latency, RTF)", o.Runs, o.Frames))
+	var ttfa, p50s, p90s []time.Duration
+	var gen []float64
+	var lastCodes [][zonos.NumCodebooks]int32
+	for i := 0; i < o.Runs; i++ {
+		req := engine.Request{Text: "The quick brown fox jumps over the lazy dog.", Language: "en-us", Knobs: engine.DefaultKnobs(),
+			Seed: o.Seed + uint64(i), FixedFrames: o.Frames, FirstChunk: o.FirstChunk, Chunk: o.Chunk}
+		req.Knobs.Sampling = sample.Defaults()
+		s, err := e.Synthesize(ctx, req)
+		if err != nil {
+			return err
+		}
+		var final engine.Event
+		for ev := range s.Events() {
+			if ev.Kind == engine.Done || ev.Kind == engine.Failed {
+				final = ev
+			}
+		}
+		if final.Kind == engine.Failed {
+			return final.Err
+		}
+		m := final.Metrics
+		ttfa = append(ttfa, m.TTFA)
+		p50s = append(p50s, m.FrameLatencyP50)
+		p90s = append(p90s, m.FrameLatencyP90)
+		gen = append(gen, m.RTF)
+		lastCodes = s.Codes()
+	}
+	r.TTFA = stat(ttfa)
+	a, b := stat(p50s), stat(p90s)
+	r.FrameLatency = Stat{P50: a.P50, P90: b.P90, Min: a.Min, N: a.N}
+	r.GenRTF = ratio(gen)
+
+	progress("vocoder alone, streamed in the rollout's chunks")
+	cb := make([][]int32, zonos.NumCodebooks)
+	for _, f := range lastCodes {
+		for k := range cb {
+			cb[k] = append(cb[k], f[k])
+		}
+	}
+	audioSec := float64(len(lastCodes)*512) / engine.SampleRate
+	var voc []float64
+	for i := 0; i < o.Runs; i++ {
+		st, err := codec.NewStreamer(dac.StreamConfig{FirstChunk: o.FirstChunk, Chunk: o.Chunk})
+		if err != nil {
+			return err
+		}
+		var verr error
+		d := timer.Time(func() {
+			for _, f := range lastCodes {
+				if _, verr = st.Push(f); verr != nil {
+					return
+				}
+			}
+			_, verr = st.Flush()
+		})
+		if verr != nil {
+			return verr
+		}
+		voc = append(voc, audioSec/d.Seconds())
+	}
+	r.VocoderRTF = ratio(voc)
+	return nil
+}

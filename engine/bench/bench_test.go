@@ -1,0 +1,53 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"zonostream/engine/cpu"
+	"zonostream/engine/dac"
+	"zonostream/engine/zonos"
+	"zonostream/internal/golden"
+)
+
+// TestRunTiny runs the whole harness on the tiny shapes: every figure is
+// filled and the reports render (speed itself is not asserted).
+func TestRunTiny(t *testing.T) {
+	zc, err := zonos.LoadConfig(filepath.Join(golden.Pack(t, "zonos-hybrid-tiny"), "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc, err := dac.LoadConfig(filepath.Join(golden.Pack(t, "dac-tiny"), "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Variant: zonos.Hybrid, Runs: 2, DecodeSteps: 3, PrefixLen: 30, Frames: 12, FirstChunk: 2, Chunk: 4,
+		BandwidthMB: 8, Seed: 1, Model: zc, DAC: &dc}
+	var phases []string
+	r, err := Run(context.Background(), cpu.New(0), o, func(s string) { phases = append(phases, s) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.DecodeStep.N != 3 || r.Prefill.N != 2 || r.TTFA.N != 2 || r.VocoderRTF.N != 2 {
+		t.Errorf("counts: %+v", r)
+	}
+	if r.StepGB <= 0 || r.ReadGBs <= 0 || r.CopyGBs <= 0 || r.FloorMs <= 0 || r.FloorPercent <= 0 || r.TTFA.P50 <= 0 || r.GenRTF.P50 <= 0 || r.MemoryGB <= 0 {
+		t.Errorf("empty figures: %+v", r)
+	}
+	if len(phases) < 4 {
+		t.Errorf("progress phases %v", phases)
+	}
+	var md bytes.Buffer
+	r.Markdown(&md)
+	for _, want := range []string{"decode step", "TTFA", "reference ÷ ours", "floor"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q", want)
+		}
+	}
+	if !strings.HasSuffix(r.FileName(), ".md") || strings.ContainsAny(r.FileName(), " /()") {
+		t.Errorf("file name %q", r.FileName())
+	}
+}

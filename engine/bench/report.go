@@ -1,0 +1,83 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Peer is a PyTorch reference figure measured on H200 test machines
+// (../shared/docs/GPU.md, "The peer to beat": Zonos bc40d98 with its CUDA
+// graph, random weights of the real hybrid shapes, median of the range over
+// three machines — we compare against the range's best, lowest value).
+type Peer struct {
+	What   string
+	Ms     float64 // the best figure of the measured range
+	Range  string
+	Target string
+}
+
+// Peers are the figures `zonos bench` prints beside ours.
+var Peers = map[string]Peer{
+	"decode":  {"decode step, CUDA graph, CFG batch 2", 3.76, "3.76–4.54 ms", "≤ 0.85 ms"},
+	"prefill": {"prefill, 80-token prefix, batch 2", 59, "59–107 ms", "≤ 5 ms"},
+	"loop":    {"generate loop per step (graph + sampler + Python)", 5.1, "≈ 5.1 ms", "≥ 12× real time"},
+	"ttfa":    {"TTFA, Sonata streaming code (chunk 16)", 379, "379–496 ms p50", "≤ 25 ms p50"},
+}
+
+// Markdown writes the report for people (docs/bench/<date>-<device>.md).
+func (r *Report) Markdown(w io.Writer) {
+	fmt.Fprintf(w, "# zonos bench — %s, %s\n\n", r.Device, r.Date)
+	fmt.Fprintf(w, "Backend `%s`, %s backbone with random bf16 weights of the real shapes (%.3f GB read per CFG decode step), DAC 44 kHz; %s. Times from the backend's own clock; p50 / p90 over n runs.\n\n",
+		r.Backend, r.Variant, r.StepGB, r.GoVersion)
+	fmt.Fprintln(w, "| measurement | ours p50 | ours p90 | n | PyTorch reference (H200) | reference ÷ ours |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- |")
+	row := func(name string, s Stat, unit string, peer string) {
+		p, ok := Peers[peer]
+		ref, rat := "—", "—"
+		if ok {
+			ref = p.Range
+			if s.P50 > 0 {
+				rat = fmt.Sprintf("%.2f×", p.Ms/s.P50)
+			}
+		}
+		fmt.Fprintf(w, "| %s | %.3f %s | %.3f %s | %d | %s | %s |\n", name, s.P50, unit, s.P90, unit, s.N, ref, rat)
+	}
+	row("decode step (CFG batch 2)", r.DecodeStep, "ms", "decode")
+	row(fmt.Sprintf("prefill (%d positions)", r.PrefixLen), r.Prefill, "ms", "prefill")
+	row(fmt.Sprintf("TTFA (%d-frame rollout, request → first committed sample)", r.Frames), r.TTFA, "ms", "ttfa")
+	row(fmt.Sprintf("steady per-frame latency (budget %.2f ms)", r.BudgetMs), r.FrameLatency, "ms", "")
+	fmt.Fprintf(w, "| generation real-time factor (audio s / wall s, vocoder included) | %.2f× | %.2f× | %d | 1.4–1.9× | %.2f× |\n",
+		r.GenRTF.P50, r.GenRTF.P90, r.GenRTF.N, r.GenRTF.P50/1.9)
+	fmt.Fprintf(w, "| vocoder real-time factor (streamed, chunk %d) | %.1f× | %.1f× | %d | — | — |\n", 16, r.VocoderRTF.P50, r.VocoderRTF.P90, r.VocoderRTF.N)
+	fmt.Fprintf(w, "\nWeight-read floor: %.3f GB ÷ %.0f GB/s read bandwidth (measured in this run; copy %.0f GB/s) = %.3f ms; the decode step p50 reaches **%.1f %%** of it.\n",
+		r.StepGB, r.ReadGBs, r.CopyGBs, r.FloorMs, r.FloorPercent)
+	fmt.Fprintf(w, "Memory in use: %.2f GB. Model build: %.1f s.\n", r.MemoryGB, r.LoadSeconds)
+}
+
+// Text is the terminal summary.
+func (r *Report) Text(w io.Writer) {
+	var b strings.Builder
+	r.Markdown(&b)
+	io.WriteString(w, b.String())
+}
+
+// FileName is docs/bench/<date>-<device>.md with the device reduced to a
+// filename-safe word.
+func (r *Report) FileName() string {
+	dev := strings.ToLower(r.Device)
+	dev = strings.Map(func(c rune) rune {
+		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
+			return c
+		}
+		return '-'
+	}, dev)
+	for strings.Contains(dev, "--") {
+		dev = strings.ReplaceAll(dev, "--", "-")
+	}
+	dev = strings.Trim(dev, "-")
+	if len(dev) > 40 {
+		dev = dev[:40]
+	}
+	return r.Date + "-" + dev + ".md"
+}
