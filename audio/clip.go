@@ -252,36 +252,61 @@ func (s *clipSink) moreAfterLimit(more bool) {
 	}
 }
 
-// wavFormatTag walks a RIFF file's chunks to its "fmt " chunk and returns
-// the format tag (WAVE_FORMAT_EXTENSIBLE resolved to its sub-format), which
-// go-audio/wav does not resolve.
+// wavFormatTag walks a RIFF file's chunks up to "data" and returns the
+// format tag of its "fmt " chunk (WAVE_FORMAT_EXTENSIBLE resolved to its
+// sub-format), which go-audio/wav does not resolve. It also refuses chunks
+// before "data" that claim more bytes than the file holds or more than
+// 16 MiB, because go-audio/wav allocates what LIST and smpl chunks claim.
 func wavFormatTag(r io.ReadSeeker) (uint16, error) {
+	size, err := r.Seek(0, io.SeekEnd)
+	if err != nil {
+		return 0, err
+	}
 	if _, err := r.Seek(12, io.SeekStart); err != nil {
 		return 0, err
 	}
+	pos := int64(12)
 	var hdr [8]byte
+	tag, haveFmt := uint16(0), false
 	for i := 0; i < 1024; i++ {
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			return 0, fmt.Errorf("no fmt chunk")
+			break
 		}
-		size := int64(binary.LittleEndian.Uint32(hdr[4:]))
-		if string(hdr[:4]) == "fmt " {
-			if size < 16 {
-				return 0, fmt.Errorf("fmt chunk of %d bytes", size)
-			}
-			var fmtb [26]byte
-			n, _ := io.ReadFull(r, fmtb[:min(size, 26)])
-			tag := binary.LittleEndian.Uint16(fmtb[:2])
-			if tag == 0xfffe && n >= 26 {
-				tag = binary.LittleEndian.Uint16(fmtb[24:26])
+		pos += 8
+		n := int64(binary.LittleEndian.Uint32(hdr[4:]))
+		id := string(hdr[:4])
+		if id == "data" {
+			if !haveFmt {
+				return 0, fmt.Errorf("audio data before the fmt chunk")
 			}
 			return tag, nil
 		}
-		if _, err := r.Seek(size+size&1, io.SeekCurrent); err != nil {
+		if n > size-pos || n > 16<<20 {
+			return 0, fmt.Errorf("chunk %q claims %d bytes; the file has %d left (truncated or corrupt)", id, n, size-pos)
+		}
+		if id == "fmt " {
+			if n < 16 {
+				return 0, fmt.Errorf("fmt chunk of %d bytes", n)
+			}
+			var fmtb [26]byte
+			got, _ := io.ReadFull(r, fmtb[:min(n, 26)])
+			tag, haveFmt = binary.LittleEndian.Uint16(fmtb[:2]), true
+			if tag == 0xfffe && got >= 26 {
+				tag = binary.LittleEndian.Uint16(fmtb[24:26])
+			}
+			if _, err := r.Seek(pos, io.SeekStart); err != nil {
+				return 0, err
+			}
+		}
+		pos += n + n&1
+		if _, err := r.Seek(pos, io.SeekStart); err != nil {
 			return 0, err
 		}
 	}
-	return 0, fmt.Errorf("no fmt chunk in the first 1024 chunks")
+	if !haveFmt {
+		return 0, fmt.Errorf("no fmt chunk")
+	}
+	return 0, fmt.Errorf("no data chunk: no audio")
 }
 
 func clipDecodeWAV(r io.ReadSeeker, s *clipSink) error {
