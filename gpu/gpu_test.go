@@ -464,11 +464,11 @@ func TestSteadyStateAllocates(t *testing.T) {
 		}
 		gb.ReadF32(y)
 	}
-	for i := 0; i < 200; i++ {
+	for i := 0; i < 1000; i++ { // 1000 steps hand out 640 MiB: past the GC threshold
 		step()
 	}
 	before := gb.MemStats()
-	for i := 0; i < 500; i++ {
+	for i := 0; i < 1000; i++ {
 		step()
 	}
 	after := gb.MemStats()
@@ -514,4 +514,36 @@ func TestMisusePanicsInCaller(t *testing.T) {
 		}
 	}()
 	gb.Add(gb.Zeros(2, 3), gb.Zeros(3, 2))
+}
+
+// TestGraphReplay: ops captured once replay correctly on new inputs.
+func TestGraphReplay(t *testing.T) {
+	need(t)
+	r := rand.New(rand.NewPCG(25, 26))
+	w := randW(t, r, compute.BF16, 0.05, 512, 512)
+	nw := randW(t, r, compute.BF16, 1, 512)
+	xin := gb.Zeros(2, 512)
+	var out compute.Tensor
+	g, err := gb.Capture(func() {
+		y := gb.Linear(xin, w.g, nil)
+		for i := 0; i < 10; i++ {
+			y = gb.Linear(gb.LayerNorm(y, nw.g, nil, 1e-5), w.g, nil)
+		}
+		out = gb.Add(y, xin)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Destroy()
+	for it := 0; it < 3; it++ {
+		xv := randVals(r, 2*512, 1)
+		gb.CopyInto(xin, 0, 0, gb.FromF32(xv, 2, 512))
+		g.Launch()
+		xc := cb.FromF32(xv, 2, 512)
+		y := cb.Linear(xc, w.c, nil)
+		for i := 0; i < 10; i++ {
+			y = cb.Linear(cb.LayerNorm(y, nw.c, nil, 1e-5), w.c, nil)
+		}
+		checkVals(t, fmt.Sprintf("graph replay %d", it), cb.ReadF32(cb.Add(y, xc)), gb.ReadF32(out), tol)
+	}
 }

@@ -23,7 +23,7 @@ import (
 //
 // Tensors that models drop without Free are found by the garbage
 // collector, which knows nothing of device memory: after gcEvery bytes
-// were handed out, a miss runs runtime.GC and waits briefly for the
+// (256 MiB) were handed out, a miss runs runtime.GC and waits briefly for the
 // cleanups before asking the driver.
 type pool struct {
 	b        *Backend
@@ -33,13 +33,16 @@ type pool struct {
 	inUse    int64 // bytes handed out and not yet returned
 	peak     int64
 	sinceGC  int64
-	driver   int // cuMemAlloc calls
-	gcs      int // forced collections
+	driver   int   // cuMemAlloc calls
+	gcs      int   // forced collections
+	puts     int64 // blocks returned
 	gcEvery  int64
+
+	capturing *[]*storage // storages made during a graph capture (pinned by the Graph)
 }
 
 func newPool(b *Backend) *pool {
-	return &pool{b: b, free: map[int64][]cu.DevicePtr{}, gcEvery: 1 << 30}
+	return &pool{b: b, free: map[int64][]cu.DevicePtr{}, gcEvery: 256 << 20}
 }
 
 // sizeClass rounds n bytes up to its class.
@@ -116,14 +119,24 @@ func (p *pool) collect(c int64) (cu.DevicePtr, bool) {
 	p.mu.Lock()
 	p.sinceGC = 0
 	p.gcs++
+	last := p.puts
 	p.mu.Unlock()
-	for i := 0; i < 50; i++ {
-		if ptr, ok := p.pop(c); ok {
-			return ptr, true
-		}
+	// The cleanups run on one runtime goroutine after the collection: wait
+	// until they stop returning blocks (quiet for 200 µs), at most 20 ms,
+	// so the misses that follow find their blocks too.
+	deadline := time.Now().Add(20 * time.Millisecond)
+	quiet := 0
+	for time.Now().Before(deadline) && quiet < 2 {
 		time.Sleep(100 * time.Microsecond)
+		p.mu.Lock()
+		if p.puts == last {
+			quiet++
+		} else {
+			quiet, last = 0, p.puts
+		}
+		p.mu.Unlock()
 	}
-	return 0, false
+	return p.pop(c)
 }
 
 // put returns a block (any goroutine).
@@ -131,6 +144,7 @@ func (p *pool) put(ptr cu.DevicePtr, c int64) {
 	p.mu.Lock()
 	p.free[c] = append(p.free[c], ptr)
 	p.inUse -= c
+	p.puts++
 	p.mu.Unlock()
 }
 

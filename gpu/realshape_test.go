@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"zonostream/engine/compute"
 	"zonostream/engine/dac"
@@ -207,4 +208,29 @@ func TestHybridRealShape(t *testing.T) {
 	checkVals(t, "hybrid real-shape ssm state after 16 steps", cb.ReadF32(sc.ssm), gb.ReadF32(sg.ssm), 1e-3)
 	checkVals(t, "hybrid real-shape k cache after 16 steps", cb.ReadF32(sc.k), gb.ReadF32(sg.k), 1e-4)
 	t.Logf("worst cosine %.9f", worst)
+
+	// Step time of the two blocks at batch 2 (eager: ops launched one by
+	// one from Go; then the same ops captured in a CUDA graph). Figures
+	// for issue 7, not a gate.
+	x := gb.FromF32(randVals(r, B*d, 1), B, 1, d)
+	const reps = 50
+	weightBytes := 2.0 * (3072*2048 + 2048*2048 + 16384*2048 + 2048*8192 + 8512*2048 + 2048*4096)
+	report := func(what string, run func()) {
+		run()
+		gb.Synchronize()
+		start := time.Now()
+		for i := 0; i < reps; i++ {
+			run()
+		}
+		gb.Synchronize()
+		per := time.Since(start).Seconds() / reps
+		t.Logf("hybrid block pair decode step, %s: %.3f ms (%.0f GB/s of bf16 weights, %.1f MB)", what, per*1e3, weightBytes/per/1e9, weightBytes/1e6)
+	}
+	report("eager", func() { forward(gb, gpuSel, hp.mwg, sg, x, pos) })
+	g, err := gb.Capture(func() { forward(gb, gpuSel, hp.mwg, sg, x, pos) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Destroy()
+	report("CUDA graph", g.Launch)
 }

@@ -82,7 +82,14 @@ func (b *Backend) newTensor(dt compute.DType, shape ...int) *tensor {
 	}
 	n := int64(compute.NumElements(shape)) * int64(dt.Size())
 	ptr, c := b.pool.alloc(n)
-	return b.wrap(&storage{ptr: ptr, class: c, pool: b.pool}, dt, shape)
+	st := &storage{ptr: ptr, class: c, pool: b.pool}
+	b.pool.mu.Lock()
+	if b.pool.capturing != nil {
+		st.refs.Add(1) // the Graph's reference
+		*b.pool.capturing = append(*b.pool.capturing, st)
+	}
+	b.pool.mu.Unlock()
+	return b.wrap(st, dt, shape)
 }
 
 func cast(t compute.Tensor) *tensor {
@@ -274,12 +281,18 @@ func (b *Backend) asF32(t *tensor) *tensor {
 	default:
 		panic(fmt.Sprintf("gpu: %v tensor used as a float weight", t.dt))
 	}
-	if t.f32 == nil {
-		c := b.newTensor(compute.F32, t.shape...)
-		if n := t.n(); n > 0 {
-			b.launch(b.k["to_f32"], grid1(n), block256, t.ptr(), c.ptr(), n, int(t.dt))
-		}
+	if t.f32 != nil {
+		return t.f32
+	}
+	c := b.newTensor(compute.F32, t.shape...)
+	if n := t.n(); n > 0 {
+		b.launch(b.k["to_f32"], grid1(n), block256, t.ptr(), c.ptr(), n, int(t.dt))
+	}
+	b.pool.mu.Lock()
+	capturing := b.pool.capturing != nil
+	b.pool.mu.Unlock()
+	if !capturing { // a copy made inside a graph is only filled by its replays
 		t.f32 = c
 	}
-	return t.f32
+	return c
 }
