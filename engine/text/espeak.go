@@ -9,13 +9,15 @@ package text
 // textPad is slack of zeros after the text, for espeak's look-ahead.
 enum { textPad = 64 };
 
-// stackGuard is zeroed stack above espeak's frames. espeak-ng 1.51 reads
-// past the end of a stack buffer of its own (utf8_in, seen for the word
-// "años" in es): under Python the caller's deep stack absorbs the read, but a
-// cgo call runs near the top of its thread's stack, where the read crossed
-// into unmapped memory (SIGSEGV, found by the -race concurrency test). The
-// guard gives the read zeros, i.e. terminators, to hit instead.
-enum { stackGuard = 64 << 10 };
+// stackGuard is stack reserved above espeak's frames. espeak-ng 1.51 can scan
+// a word past the end of its own stack buffer until it meets a space
+// (utf8_in in a loop, seen for the word "años" in es). Under Python the
+// caller's deep stack holds a space soon enough; a cgo call runs near the
+// top of its thread's stack, where the scan ran off into unmapped memory
+// (SIGSEGV, found by the -race concurrency test). The guard is filled with
+// alternating spaces and NULs so such scans, whether they stop at a space or
+// at a NUL, end inside it.
+enum { stackGuard = 16 << 10 };
 
 // zs_text_to_phonemes runs espeak_TextToPhonemes over a whole UTF-8 text, one
 // clause per call, and returns the non-empty results joined by single spaces
@@ -24,8 +26,8 @@ enum { stackGuard = 64 << 10 };
 // stays alive for the whole loop. A NUL in the text ends it there, as it
 // does for phonemizer's ctypes call.
 static char *zs_text_to_phonemes(_GoString_ text, int phonememode) {
-	volatile char guard[stackGuard];
-	memset((char *)guard, 0, sizeof guard);
+	volatile unsigned long long guard[stackGuard / 8];
+	for (size_t i = 0; i < stackGuard / 8; i++) guard[i] = 0x0020002000200020ULL; // " \0" repeated
 	size_t tn = _GoStringLen(text);
 	char *buf = calloc(tn + textPad, 1);
 	if (buf == NULL) return NULL;
