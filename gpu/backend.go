@@ -65,7 +65,6 @@ func (b *Backend) own(ordinal int, ready chan<- error) {
 			f()
 		case <-b.quit:
 			b.release()
-			close(b.work)
 			return
 		}
 	}
@@ -156,12 +155,16 @@ func (b *Backend) release() {
 func (b *Backend) do(f func()) {
 	var perr any
 	done := make(chan struct{})
-	b.work <- func() {
+	select {
+	case b.work <- func() {
 		defer func() {
 			perr = recover()
 			close(done)
 		}()
 		f()
+	}:
+	case <-b.quit:
+		panic("gpu: CUDA backend used after Close")
 	}
 	<-done
 	if perr != nil {

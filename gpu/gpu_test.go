@@ -277,6 +277,8 @@ func TestShapeOps(t *testing.T) {
 	}
 	w := randW(t, r, compute.BF16, 1, 6, 10)
 	check(t, "Slice BF16", pair{cb.Slice(w.c, 1, 3, 9), gb.Slice(w.g, 1, 3, 9)}, 0)
+	check(t, "ReadF32 BF16", w, 0)
+	check(t, "ReadF32 F16", randW(t, r, compute.F16, 1, 7, 3), 0)
 	ids := []int32{5, 6, 7, 8, 9, 10}
 	gi := gb.Slice(gb.FromI32(ids, 2, 3), 1, 1, 3)
 	if got := gb.ReadI32(gi); fmt.Sprint(got) != "[6 7 9 10]" {
@@ -546,4 +548,23 @@ func TestGraphReplay(t *testing.T) {
 		}
 		checkVals(t, fmt.Sprintf("graph replay %d", it), cb.ReadF32(cb.Add(y, xc)), gb.ReadF32(out), tol)
 	}
+}
+
+// TestUseAfterClose: a closed backend panics in the caller instead of
+// blocking it.
+func TestUseAfterClose(t *testing.T) {
+	need(t)
+	b, err := New(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := b.Zeros(4)
+	b.Close()
+	b.Close() // idempotent
+	defer func() {
+		if r := recover(); r == nil {
+			t.Error("use after Close did not panic")
+		}
+	}()
+	b.ReadF32(x)
 }
