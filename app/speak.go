@@ -34,6 +34,9 @@ type Speaker struct {
 	Wave    *Waveform
 	History *History
 
+	// MaxSeconds bounds each sentence group's audio (0: the engine's 30 s).
+	MaxSeconds float64
+
 	// OnNotice receives messages for the user (never nil after New).
 	OnNotice func(string)
 	// OnEnd is called after an utterance or playback ended (history,
@@ -145,6 +148,7 @@ func (s *Speaker) Speak(job Job) (engine.Request, error) {
 	if err != nil {
 		return req, err
 	}
+	req.MaxSeconds = s.MaxSeconds
 	ctx, finish, err := s.start()
 	if err != nil {
 		return req, err

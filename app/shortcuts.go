@@ -1,0 +1,32 @@
+package app
+
+import (
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/driver/desktop"
+)
+
+// The window's keyboard shortcuts.
+var (
+	speakShortcut      = &desktop.CustomShortcut{KeyName: fyne.KeyReturn, Modifier: fyne.KeyModifierShortcutDefault}
+	speakEnterShortcut = &desktop.CustomShortcut{KeyName: fyne.KeyEnter, Modifier: fyne.KeyModifierShortcutDefault} // keypad Enter
+	saveShortcut       = &desktop.CustomShortcut{KeyName: fyne.KeyS, Modifier: fyne.KeyModifierShortcutDefault}
+)
+
+func isSpeakShortcut(s fyne.Shortcut) bool {
+	n := s.ShortcutName()
+	return n == speakShortcut.ShortcutName() || n == speakEnterShortcut.ShortcutName()
+}
+
+// installShortcuts binds Ctrl+Enter, Ctrl+S and Esc on the canvas (when
+// no text box has the focus; the compose entry handles them itself).
+func (ui *UI) installShortcuts() {
+	c := ui.Win.Canvas()
+	c.AddShortcut(speakShortcut, func(fyne.Shortcut) { ui.Speak() })
+	c.AddShortcut(speakEnterShortcut, func(fyne.Shortcut) { ui.Speak() })
+	c.AddShortcut(saveShortcut, func(fyne.Shortcut) { ui.SaveLast() })
+	c.SetOnTypedKey(func(k *fyne.KeyEvent) {
+		if k.Name == fyne.KeyEscape {
+			ui.Stop()
+		}
+	})
+}

@@ -1,0 +1,272 @@
+package app
+
+import (
+	"fmt"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"zonostream/engine/weights"
+)
+
+// UIRate bounds how often the meters and waveform redraw while speaking.
+const UIRate = 30
+
+// Config is what main hands the window.
+type Config struct {
+	Models Models
+	// Output plays speech; nil when no device could be opened, with
+	// OutputErr saying why (speech then goes to the history only).
+	Output    Output
+	OutputErr error
+	// Voice embeds speaker clips; nil when the speaker model is not
+	// available (the window says so).
+	Voice VoiceEncoder
+	// Cache is the Hugging Face cache the Models tab downloads into; nil
+	// hides the download controls (fixed --model-dir).
+	Cache *weights.Cache
+	// OnCacheChosen is called when the user picks another cache folder.
+	OnCacheChosen func(weights.Cache)
+	// NullMicrophone records from miniaudio's null backend (tests).
+	NullMicrophone bool
+}
+
+// UI is the main window and its state. Fields are touched on the UI
+// goroutine only; the Speaker's goroutines reach it through fyne.Do.
+type UI struct {
+	App     fyne.App
+	Win     fyne.Window
+	cfg     Config
+	Speaker *Speaker
+
+	settings  Settings
+	refreshes []func() // push settings into widgets (after Reset)
+
+	compose *composeView
+	knobs   *knobsView
+	meters  *metersView
+	wave    *waveformView
+	history *historyView
+	models  *weightsView
+	tabs    *container.AppTabs
+
+	speakBtn, stopBtn, saveBtn *widget.Button
+	status                     *widget.Label
+	ticking                    bool
+}
+
+// New builds the main window (not shown yet).
+func New(a fyne.App, cfg Config) *UI {
+	ui := &UI{App: a, cfg: cfg, settings: LoadSettings(a.Preferences())}
+	why := ""
+	if cfg.OutputErr != nil {
+		why = "no sound: " + cfg.OutputErr.Error()
+	}
+	ui.Speaker = NewSpeaker(cfg.Models, cfg.Output, why)
+	ui.Speaker.Voice = cfg.Voice
+	ui.Speaker.OnNotice = func(m string) { fyne.Do(func() { ui.notify(m) }) }
+	ui.Speaker.OnEnd = func(*Utterance) { fyne.Do(ui.ended) }
+
+	ui.Win = a.NewWindow("Zonos Stream")
+	ui.status = widget.NewLabel("Ready. Type some text and press Speak (Ctrl+Enter).")
+	ui.status.Wrapping = fyne.TextWrapWord
+	ui.compose = newComposeView(ui)
+	ui.knobs = newKnobsView(ui)
+	ui.meters = newMetersView()
+	ui.wave = newWaveformView(ui.Speaker.Wave)
+	ui.history = newHistoryView(ui)
+	ui.models = newWeightsView(ui)
+
+	ui.tabs = container.NewAppTabs(
+		container.NewTabItemWithIcon("Compose", theme.DocumentCreateIcon(), ui.compose.obj),
+		container.NewTabItemWithIcon("Knobs", theme.SettingsIcon(), ui.knobs.obj),
+		container.NewTabItemWithIcon("Models", theme.DownloadIcon(), ui.models.obj),
+	)
+	right := container.NewBorder(
+		container.NewVBox(ui.meters.obj, widget.NewCard("", "Streamed audio", ui.wave.obj)),
+		nil, nil, nil,
+		widget.NewCard("", "History", ui.history.obj),
+	)
+	split := container.NewHSplit(ui.tabs, right)
+	split.Offset = 0.5
+	ui.Win.SetContent(container.NewBorder(ui.toolbar(), ui.status, nil, nil, split))
+	ui.Win.Resize(fyne.NewSize(1180, 800))
+	ui.installShortcuts()
+	ui.Win.SetOnDropped(ui.dropped)
+	ui.Win.SetCloseIntercept(func() {
+		ui.Speaker.Stop()
+		ui.SaveSettings()
+		ui.Win.Close()
+	})
+	ui.refreshMeters()
+	ui.refreshModels()
+	if !ui.anyInstalled() {
+		ui.tabs.SelectIndex(2)
+		ui.notify("No model is installed yet: the Models tab explains what is needed and can download it.")
+	}
+	return ui
+}
+
+// toolbar is Speak / Stop / Save.
+func (ui *UI) toolbar() fyne.CanvasObject {
+	ui.speakBtn = widget.NewButtonWithIcon("Speak  (Ctrl+Enter)", theme.MediaPlayIcon(), ui.Speak)
+	ui.speakBtn.Importance = widget.HighImportance
+	ui.stopBtn = widget.NewButtonWithIcon("Stop  (Esc)", theme.MediaStopIcon(), ui.Stop)
+	ui.stopBtn.Disable()
+	ui.saveBtn = widget.NewButtonWithIcon("Save WAV  (Ctrl+S)", theme.DocumentSaveIcon(), ui.SaveLast)
+	ui.saveBtn.Disable()
+	return container.NewHBox(ui.speakBtn, ui.stopBtn, ui.saveBtn)
+}
+
+// Settings returns the current settings.
+func (ui *UI) Settings() Settings { return ui.settings }
+
+// SaveSettings remembers the settings in the app's preferences.
+func (ui *UI) SaveSettings() {
+	if ui.knobs != nil {
+		ui.settings.SamplingOpen = ui.knobs.sampling.Items[0].Open
+	}
+	SaveSettings(ui.App.Preferences(), ui.settings)
+}
+
+// ResetKnobs puts every knob back to its default (text, language and
+// model stay).
+func (ui *UI) ResetKnobs() {
+	d := DefaultSettings()
+	d.Text, d.Language, d.Variant, d.SamplingOpen = ui.settings.Text, ui.settings.Language, ui.settings.Variant, ui.settings.SamplingOpen
+	ui.settings = d
+	for _, r := range ui.refreshes {
+		r()
+	}
+	ui.SaveSettings()
+}
+
+// Speak starts speaking the text (Ctrl+Enter).
+func (ui *UI) Speak() {
+	if ui.Speaker.Busy() {
+		return
+	}
+	if ch, ok := ui.choice(ui.settings.Variant); !ok || !ch.Installed {
+		ui.showError(fmt.Errorf("the %s model is not installed: download it in the Models tab, or pick an installed model", ui.settings.Variant))
+		ui.tabs.SelectIndex(2)
+		return
+	}
+	ui.SaveSettings()
+	req, err := ui.Speaker.Speak(Job{Settings: ui.settings, Speaker: ui.compose.speaker.clip, Prefix: ui.compose.prefix.clip})
+	if err != nil {
+		ui.showError(err)
+		return
+	}
+	if ui.settings.RandomSeed {
+		ui.knobs.showSeed(req.Seed)
+	}
+	ui.notify(fmt.Sprintf("Speaking %d characters (seed %d)…", len([]rune(req.Text)), req.Seed))
+	ui.busy()
+}
+
+// SpeakText puts text in the compose box and speaks it.
+func (ui *UI) SpeakText(text string) {
+	ui.compose.entry.SetText(text)
+	ui.Speak()
+}
+
+// Stop stops speech or playback (Esc).
+func (ui *UI) Stop() { ui.Speaker.Stop() }
+
+// busy switches the buttons and starts the meter ticker.
+func (ui *UI) busy() {
+	ui.speakBtn.Disable()
+	ui.stopBtn.Enable()
+	if ui.ticking {
+		return
+	}
+	ui.ticking = true
+	done := ui.Speaker.Done()
+	go func() {
+		t := time.NewTicker(time.Second / UIRate)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				fyne.Do(ui.refreshMeters)
+			case <-done:
+				fyne.Do(func() { ui.ticking = false; ui.refreshMeters() })
+				return
+			}
+		}
+	}()
+}
+
+// ended runs on the UI goroutine after an utterance or playback.
+func (ui *UI) ended() {
+	ui.speakBtn.Enable()
+	ui.stopBtn.Disable()
+	ui.refreshMeters()
+	ui.history.refresh(ui.Speaker.History)
+	if last := ui.Speaker.History.Last(); last != nil && len(last.PCM) > 0 {
+		ui.saveBtn.Enable()
+	}
+	snap := ui.Speaker.Meters.Snapshot()
+	switch snap.Phase {
+	case PhaseDone:
+		ui.notify(fmt.Sprintf("Done: %.1f s of audio, TTFA %s, RTF %.2f×.", snap.AudioSeconds, ms(snap.TTFA), snap.RTF))
+	case PhaseStopped:
+		ui.notify("Stopped.")
+	}
+}
+
+func (ui *UI) refreshMeters() {
+	ui.meters.show(ui.Speaker.Meters.Snapshot())
+	ui.wave.refresh()
+}
+
+// SaveLast saves the newest utterance (Ctrl+S).
+func (ui *UI) SaveLast() {
+	if u := ui.Speaker.History.Last(); u != nil {
+		ui.saveDialog(u)
+	}
+}
+
+func (ui *UI) notify(m string) { ui.status.SetText(m) }
+
+func (ui *UI) showError(err error) {
+	ui.notify("Error: " + err.Error())
+	dialog.ShowError(err, ui.Win)
+}
+
+// choice finds a model choice by variant.
+func (ui *UI) choice(variant string) (ModelChoice, bool) {
+	if ui.cfg.Models == nil {
+		return ModelChoice{}, false
+	}
+	for _, c := range ui.cfg.Models.Choices() {
+		if c.Variant == variant {
+			return c, true
+		}
+	}
+	return ModelChoice{}, false
+}
+
+func (ui *UI) anyInstalled() bool {
+	if ui.cfg.Models == nil {
+		return false
+	}
+	for _, c := range ui.cfg.Models.Choices() {
+		if c.Installed {
+			return true
+		}
+	}
+	return false
+}
+
+// refreshModels updates the model picker and the Models tab.
+func (ui *UI) refreshModels() {
+	ui.compose.refreshModels()
+	ui.models.refresh()
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/1e6) }

@@ -1,0 +1,320 @@
+package app
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/storage"
+	"fyne.io/fyne/v2/test"
+
+	"zonostream/engine"
+	"zonostream/engine/cpu"
+	"zonostream/internal/golden"
+)
+
+// tinyModels serves the golden tiny packs (random weights, real code
+// paths) as the hybrid and transformer models.
+type tinyModels struct {
+	t         testing.TB
+	installed map[string]bool
+	mu        sync.Mutex
+	eng       map[string]*engine.Engine
+}
+
+func newTinyModels(t testing.TB) *tinyModels {
+	golden.Pack(t, "dac-tiny") // skips without the packs
+	return &tinyModels{t: t, installed: map[string]bool{"hybrid": true, "transformer": true}, eng: map[string]*engine.Engine{}}
+}
+
+func (m *tinyModels) Choices() []ModelChoice {
+	return []ModelChoice{{Variant: "hybrid", Installed: m.installed["hybrid"]}, {Variant: "transformer", Installed: m.installed["transformer"]}}
+}
+
+func (m *tinyModels) Load(_ context.Context, v string) (*engine.Engine, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e := m.eng[v]; e != nil {
+		return e, nil
+	}
+	e, err := engine.Load(cpu.New(0), engine.PathsFromDirs(golden.Pack(m.t, "zonos-"+v+"-tiny"), golden.Pack(m.t, "dac-tiny")))
+	if err != nil {
+		return nil, err
+	}
+	m.eng[v] = e
+	return e, nil
+}
+
+func (m *tinyModels) Backend() string { return "cpu — test" }
+
+type testUI struct {
+	*UI
+	out *PlayerOutput
+}
+
+// newTestUI builds the main window on the test driver; null plays through
+// miniaudio's null backend, else there is no output at all.
+func newTestUI(t *testing.T, null bool) testUI {
+	t.Helper()
+	a := test.NewTempApp(t)
+	cfg := Config{Models: newTinyModels(t), NullMicrophone: true}
+	var out *PlayerOutput
+	if null {
+		var err error
+		if out, err = OpenOutput("", true); err != nil {
+			t.Fatalf("null output: %v", err)
+		}
+		t.Cleanup(func() { out.Close() })
+		cfg.Output = out
+	} else {
+		cfg.OutputErr = os.ErrNotExist
+	}
+	ui := New(a, cfg)
+	ui.Speaker.MaxSeconds = 0.5
+	t.Cleanup(func() { ui.Speaker.Stop(); ui.Speaker.Wait() })
+	return testUI{ui, out}
+}
+
+// waitFor polls cond for up to 60 s (the CPU is shared with other tests).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestMainWindowSmoke(t *testing.T) {
+	ui := newTestUI(t, false)
+	if ui.Win.Title() != "Zonos Stream" || ui.Win.Content() == nil {
+		t.Fatal("no window content")
+	}
+	if got := len(ui.tabs.Items); got != 3 {
+		t.Fatalf("%d tabs", got)
+	}
+	if len(ui.compose.model.Options) != 2 || ui.compose.model.Selected != "hybrid" {
+		t.Fatalf("model picker %v %q", ui.compose.model.Options, ui.compose.model.Selected)
+	}
+	if !strings.Contains(ui.compose.language.Selected, "en-us") {
+		t.Fatalf("language %q", ui.compose.language.Selected)
+	}
+	if ui.Speaker.Meters.Snapshot().Output == "" {
+		t.Fatal("no-output reason not shown")
+	}
+	ui.Win.Resize(fyne.NewSize(1180, 800))
+}
+
+func TestSpeakFillsMetersAndHistory(t *testing.T) {
+	ui := newTestUI(t, true)
+	ui.SpeakText("Hello there.")
+	if !ui.Speaker.Busy() {
+		t.Fatalf("not speaking; status %q", ui.status.Text)
+	}
+	ui.Speaker.Wait()
+	waitFor(t, "history", func() bool { return ui.Speaker.History.Len() == 1 })
+	s := ui.Speaker.Meters.Snapshot()
+	if s.Phase != PhaseDone || !s.HasTTFA || s.RTF <= 0 || s.AudioSeconds <= 0 || s.Frames == 0 {
+		t.Fatalf("meters after speaking: %+v", s)
+	}
+	if !s.HasSound || s.FirstSound < s.TTFA {
+		t.Fatalf("first sound %v (has %v) vs TTFA %v", s.FirstSound, s.HasSound, s.TTFA)
+	}
+	u := ui.Speaker.History.Last()
+	if u.Outcome != PhaseDone || len(u.PCM) == 0 || u.Text != "Hello there." {
+		t.Fatalf("history: %+v", u)
+	}
+	if float64(len(u.PCM))/engine.SampleRate != s.AudioSeconds {
+		t.Fatalf("history holds %d samples, meters say %.3f s", len(u.PCM), s.AudioSeconds)
+	}
+	waitFor(t, "buttons", func() bool { return !ui.speakBtn.Disabled() && !ui.saveBtn.Disabled() })
+	if len(ui.history.items) != 1 {
+		t.Fatalf("history list shows %d rows", len(ui.history.items))
+	}
+	if len(ui.Speaker.Wave.Peaks()) == 0 {
+		t.Fatal("waveform empty")
+	}
+	t.Logf("TTFA %v, first sound %v, RTF %.2f, %d frames", s.TTFA, s.FirstSound, s.RTF, s.Frames)
+}
+
+func TestSpeakWithoutOutputKeepsAudio(t *testing.T) {
+	ui := newTestUI(t, false)
+	ui.settings.Variant = "transformer"
+	ui.SpeakText("No speakers here.")
+	ui.Speaker.Wait()
+	waitFor(t, "history", func() bool { return ui.Speaker.History.Len() == 1 })
+	if u := ui.Speaker.History.Last(); u.Outcome != PhaseDone || len(u.PCM) == 0 {
+		t.Fatalf("utterance %+v", u)
+	}
+}
+
+func TestStopStops(t *testing.T) {
+	ui := newTestUI(t, true)
+	ui.Speaker.MaxSeconds = 30
+	ui.SpeakText("This sentence would take a long while to say on the random tiny model.")
+	waitFor(t, "first audio", func() bool { return ui.Speaker.Meters.Snapshot().AudioSeconds > 0 })
+	start := time.Now()
+	ui.Stop()
+	ui.Speaker.Wait()
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("stop took %v", d)
+	}
+	waitFor(t, "history", func() bool { return ui.Speaker.History.Len() == 1 })
+	u := ui.Speaker.History.Last()
+	if u.Outcome != PhaseStopped {
+		t.Fatalf("outcome %s (%s)", u.Outcome, u.Err)
+	}
+	if u.Duration() > 29*time.Second {
+		t.Fatalf("kept %v after stop", u.Duration())
+	}
+}
+
+func TestSaveWritesStreamedWAV(t *testing.T) {
+	ui := newTestUI(t, false)
+	ui.SpeakText("Save me.")
+	ui.Speaker.Wait()
+	waitFor(t, "history", func() bool { return ui.Speaker.History.Len() == 1 })
+	u := ui.Speaker.History.Last()
+	path := filepath.Join(t.TempDir(), "u.wav")
+	w, err := storage.Writer(storage.NewFileURI(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeUtterance(w, u.PCM); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := DecodeWAV(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Samples) != len(u.PCM) {
+		t.Fatalf("WAV has %d samples, streamed %d", len(c.Samples), len(u.PCM))
+	}
+	for i := range c.Samples {
+		if c.Samples[i] != u.PCM[i] {
+			t.Fatalf("sample %d: %g in WAV, %g streamed", i, c.Samples[i], u.PCM[i])
+		}
+	}
+}
+
+func TestBadClipShowsErrorDialog(t *testing.T) {
+	ui := newTestUI(t, false)
+	path := filepath.Join(t.TempDir(), "voice.wav")
+	if err := os.WriteFile(path, []byte("ID3 this is an mp3 pretending"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ui.compose.speaker.load(storage.NewFileURI(path))
+	waitFor(t, "error dialog", func() bool {
+		var shown bool
+		fyne.DoAndWait(func() { shown = ui.Win.Canvas().Overlays().Top() != nil })
+		return shown
+	})
+	if ui.compose.speaker.clip != nil {
+		t.Fatal("bad clip was accepted")
+	}
+	if !strings.Contains(ui.status.Text, "mp3") {
+		t.Fatalf("status %q does not name the format", ui.status.Text)
+	}
+}
+
+type countingEncoder struct{ calls atomic.Int32 }
+
+func (c *countingEncoder) Embed(_ context.Context, s []float32, rate int) ([]float32, error) {
+	c.calls.Add(1)
+	e := make([]float32, 128)
+	e[0] = 0.1
+	return e, nil
+}
+
+func TestSpeakerClipUsesEncoderOnce(t *testing.T) {
+	ui := newTestUI(t, false)
+	enc := &countingEncoder{}
+	ui.Speaker.Voice = enc
+	ui.compose.speaker.set(&Clip{Name: "v.wav", Samples: make([]float32, 16000*4), Rate: 16000})
+	for i := 0; i < 2; i++ {
+		ui.SpeakText("Voice.")
+		ui.Speaker.Wait()
+	}
+	waitFor(t, "history", func() bool { return ui.Speaker.History.Len() == 2 })
+	if n := enc.calls.Load(); n != 1 {
+		t.Fatalf("encoder called %d times for one clip", n)
+	}
+}
+
+func TestNoEncoderSaysSo(t *testing.T) {
+	ui := newTestUI(t, false)
+	ui.compose.speaker.set(&Clip{Name: "v.wav", Samples: make([]float32, 16000*4), Rate: 16000})
+	ui.SpeakText("Voice.")
+	ui.Speaker.Wait()
+	waitFor(t, "history", func() bool { return ui.Speaker.History.Len() == 1 })
+	u := ui.Speaker.History.Last()
+	if len(u.Notices) == 0 || !strings.Contains(u.Notices[0], "not available") {
+		t.Fatalf("notices %q", u.Notices)
+	}
+}
+
+func TestShortcutsAndUninstalledModel(t *testing.T) {
+	ui := newTestUI(t, false)
+	ui.compose.entry.SetText("Shortcut.")
+	ui.compose.entry.TypedShortcut(speakShortcut)
+	if !ui.Speaker.Busy() && ui.Speaker.History.Len() == 0 {
+		t.Fatal("Ctrl+Enter in the text box did not speak")
+	}
+	ui.compose.entry.TypedKey(&fyne.KeyEvent{Name: fyne.KeyEscape})
+	ui.Speaker.Wait()
+	waitFor(t, "history", func() bool { return ui.Speaker.History.Len() == 1 })
+
+	m := ui.cfg.Models.(*tinyModels)
+	m.installed["transformer"] = false
+	ui.refreshModels()
+	ui.settings.Variant = "transformer"
+	ui.Speak()
+	if ui.Speaker.Busy() || ui.tabs.SelectedIndex() != 2 {
+		t.Fatal("speaking with an uninstalled model")
+	}
+	if top := ui.Win.Canvas().Overlays().Top(); top == nil {
+		t.Fatal("no error dialog for the missing model")
+	}
+}
+
+func TestKnobsResetAndRemembered(t *testing.T) {
+	a := test.NewTempApp(t)
+	ui := New(a, Config{Models: newTinyModels(t)})
+	ui.settings.CFGScale = 4.2
+	ui.settings.Language = "de"
+	ui.SaveSettings()
+	ui2 := New(a, Config{Models: newTinyModels(t)})
+	if ui2.settings.CFGScale != 4.2 || !strings.Contains(ui2.compose.language.Selected, "(de)") && !strings.HasSuffix(ui2.compose.language.Selected, "— de") {
+		t.Fatalf("not remembered: cfg %g language %q", ui2.settings.CFGScale, ui2.compose.language.Selected)
+	}
+	ui2.ResetKnobs()
+	if ui2.settings.CFGScale != DefaultSettings().CFGScale || ui2.settings.Language != "de" {
+		t.Fatalf("reset: %+v", ui2.settings)
+	}
+	if LoadSettings(a.Preferences()).CFGScale != DefaultSettings().CFGScale {
+		t.Fatal("reset not saved")
+	}
+}
+
+func TestRecorderNullBackend(t *testing.T) {
+	r, err := StartRecording(true)
+	if err != nil {
+		t.Skipf("null capture unavailable: %v", err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if _, err := r.Stop(); err == nil || !strings.Contains(err.Error(), "at least") {
+		t.Fatalf("short recording: %v", err)
+	}
+}

@@ -1,0 +1,76 @@
+// Command zonos-stream is the Zonos Stream desktop app: type text, hear it
+// spoken while the model is still generating, and watch the latency.
+//
+//	zonos-stream [--backend cpu|cuda] [--model-dir DIR --dac-dir DIR] [--device NAME] [--say TEXT]
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"fyne.io/fyne/v2"
+	fyneapp "fyne.io/fyne/v2/app"
+
+	"zonostream/app"
+	"zonostream/assets"
+	"zonostream/engine/weights"
+)
+
+func main() {
+	backend := flag.String("backend", app.DefaultBackend(), "compute backend: cpu, or cuda in a build with -tags cuda")
+	modelDir := flag.String("model-dir", "", "use the Zonos config.json and model.safetensors in this folder instead of the Hugging Face cache")
+	dacDir := flag.String("dac-dir", "", "use the DAC (descript/dac_44khz) config.json and model.safetensors in this folder")
+	device := flag.String("device", "", "audio output device: a name, part of one, or an id (default: the system's)")
+	say := flag.String("say", "", "speak this text once the window is up (demos, screenshots)")
+	flag.Parse()
+	if os.Getenv("LANG") == "" || os.Getenv("LANG") == "C" {
+		os.Setenv("LANG", "en_US.UTF-8") // Fyne cannot parse the C locale (docs/PLATFORM.md)
+	}
+	if err := run(*backend, *modelDir, *dacDir, *device, *say); err != nil {
+		fmt.Fprintln(os.Stderr, "zonos-stream:", err)
+		os.Exit(1)
+	}
+}
+
+func run(backend, modelDir, dacDir, device, say string) error {
+	b, err := app.OpenBackend(backend)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	models := &app.HubModels{B: b, ModelDir: modelDir, DACDir: dacDir}
+	cfg := app.Config{Models: models}
+	if modelDir == "" {
+		c, err := weights.DefaultCache()
+		if err != nil {
+			return err
+		}
+		models.Cache = c
+		cfg.Cache = &c
+		cfg.OnCacheChosen = models.SetCache
+	}
+	out, err := app.OpenOutput(device, false)
+	if err != nil {
+		cfg.OutputErr = err
+		fmt.Fprintln(os.Stderr, "zonos-stream:", err, "(speech goes to the history; save it as WAV)")
+	} else {
+		defer out.Close()
+		cfg.Output = out
+	}
+	// cfg.Voice stays nil until engine/speaker provides an encoder; the
+	// window then says plainly that voice cloning is unavailable.
+
+	a := fyneapp.NewWithID("io.zonosstream.app")
+	a.SetIcon(fyne.NewStaticResource("icon.png", assets.Icon))
+	ui := app.New(a, cfg)
+	if say != "" {
+		go func() {
+			time.Sleep(500 * time.Millisecond)
+			fyne.Do(func() { ui.SpeakText(say) })
+		}()
+	}
+	ui.Win.ShowAndRun()
+	return nil
+}
