@@ -7,7 +7,8 @@
 # device tool:
 #   run  command: bash .devbin/run.sh
 #        carry:   [".devbin/bundle.tar.xz", ".devbin/golden", ".devbin/run.sh"]
-# Logs come back in $OUT (env.txt, conformance-cuda.log, gpu-test.log).
+# Logs come back in $OUT (env.txt, conformance-cuda.log, gpu-test.log,
+# memcheck.log when SAN is set).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GOLDEN=${GOLDEN:-../shared/golden}
@@ -37,5 +38,10 @@ G=$(pwd)/golden
 echo "conformance rc=$?"
 (cd /tmp/zb && echo "command: gpu.test -test.v -test.count=1 -test.timeout ${TT:-450}s ${TARGS}" && timeout $(( ${TT:-450} + 20 )) ./gpu.test -test.v -test.count=1 -test.timeout ${TT:-450}s ${TARGS}) 2>&1 | tee $OUT/gpu-test.log | grep -v "^=== RUN" | grep -v " ok$" | tail -120
 echo "gpu.test rc=$?"
+if [ -n "${SAN:-}" ]; then # SAN='regexp of tests' runs them under compute-sanitizer memcheck (-short)
+	CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+	(cd /tmp/zb && timeout 240 $CS --tool memcheck --print-limit 20 ./gpu.test -test.short -test.count=1 -test.run "$SAN") 2>&1 | tee $OUT/memcheck.log | tail -25
+	echo "memcheck rc=$?"
+fi
 RUN
 du -sh .devbin/bundle.tar.xz .devbin/golden
