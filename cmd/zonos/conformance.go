@@ -11,6 +11,7 @@ import (
 	"zonostream/audio"
 	"zonostream/engine/dac"
 	"zonostream/engine/sample"
+	"zonostream/engine/speaker"
 	"zonostream/engine/text"
 	"zonostream/engine/zonos"
 	"zonostream/internal/check"
@@ -58,7 +59,7 @@ func runConformance(args []string) int {
 	}
 	sort.Strings(names)
 	var results []check.Result
-	dacDone := false
+	dacDone, speakerDone := false, false
 	for _, name := range names {
 		if !want(name) {
 			continue
@@ -80,8 +81,10 @@ func runConformance(args []string) int {
 		case name == "resample":
 			results = append(results, audio.ResampleConformance(*dir)...)
 		case strings.HasPrefix(name, "speaker-"):
-			results = append(results, check.Result{Pack: name, Check: "all", Status: check.Skip, Measured: "-", Tol: "-",
-				Detail: "speaker embedding not implemented yet"})
+			if !speakerDone {
+				results = append(results, speaker.Conformance(*dir, b)...)
+				speakerDone = true
+			}
 		}
 	}
 	if len(results) == 0 {

@@ -22,8 +22,9 @@ type modelFlags struct {
 func addModelFlags(fs *flag.FlagSet) *modelFlags {
 	mf := &modelFlags{}
 	fs.StringVar(&mf.variant, "model", "hybrid", "model variant from the Hugging Face cache: hybrid or transformer")
-	fs.StringVar(&mf.modelDir, "model-dir", "", "directory with a Zonos config.json and model.safetensors (overrides --model)")
-	fs.StringVar(&mf.dacDir, "dac-dir", "", "directory with the DAC config.json and model.safetensors (with --model-dir)")
+	fs.StringVar(&mf.modelDir, "zonos-dir", "", "directory with a Zonos config.json and model.safetensors (overrides --model)")
+	fs.StringVar(&mf.modelDir, "model-dir", "", "same as --zonos-dir")
+	fs.StringVar(&mf.dacDir, "dac-dir", "", "directory with the DAC config.json and model.safetensors (with --zonos-dir)")
 	fs.StringVar(&mf.backend, "backend", "cpu", "compute backend: cpu or cuda")
 	return mf
 }
@@ -32,7 +33,7 @@ func addModelFlags(fs *flag.FlagSet) *modelFlags {
 func (mf *modelFlags) paths() (engine.Paths, error) {
 	if mf.modelDir != "" || mf.dacDir != "" {
 		if mf.modelDir == "" || mf.dacDir == "" {
-			return engine.Paths{}, fmt.Errorf("--model-dir and --dac-dir go together")
+			return engine.Paths{}, fmt.Errorf("--zonos-dir and --dac-dir go together")
 		}
 		return engine.PathsFromDirs(mf.modelDir, mf.dacDir), nil
 	}
@@ -44,7 +45,7 @@ func (mf *modelFlags) paths() (engine.Paths, error) {
 	if err != nil {
 		var miss *weights.MissingError
 		if errors.As(err, &miss) {
-			return engine.Paths{}, fmt.Errorf("%v\nrun 'zonos pull %s' to download them", err, v)
+			return engine.Paths{}, &noWeightsError{fmt.Errorf("%v\nrun 'zonos pull %s' to download them, or point --zonos-dir and --dac-dir at model folders", err, v)}
 		}
 		return engine.Paths{}, err
 	}
@@ -71,3 +72,8 @@ func (mf *modelFlags) load(quiet bool) (*engine.Engine, error) {
 	}
 	return e, nil
 }
+
+// noWeightsError marks a missing model bundle (exit code 2).
+type noWeightsError struct{ error }
+
+func (e *noWeightsError) Unwrap() error { return e.error }

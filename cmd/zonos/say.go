@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -22,7 +23,8 @@ func init() {
 type sayFlags struct {
 	text, file, lang, out, format, device string
 	noPlay, playedOnly, listDevices       bool
-	quiet, nullAudio                      bool
+	quiet, nullAudio, asJSON              bool
+	play, speakerPath, speakerDir, prefix string
 	seed                                  int64
 	maxSeconds                            float64
 	firstChunk, chunk                     int
@@ -32,7 +34,7 @@ type sayFlags struct {
 func runSay(args []string) int {
 	fs := flag.NewFlagSet("say", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: zonos say [flags] [text…]\n\nSpeaks text as it is generated. Text comes from the arguments, --text, or --file (- for stdin).")
+		fmt.Fprintln(fs.Output(), "usage: zonos say [flags] [text…]\n\nSpeaks text as it is generated. Text comes from the arguments, --text, --file, or standard input.")
 		fs.PrintDefaults()
 	}
 	var f sayFlags
@@ -42,7 +44,9 @@ func runSay(args []string) int {
 	fs.StringVar(&f.out, "out", "", "also write the audio to this WAV file (- for standard output)")
 	fs.StringVar(&f.format, "format", "pcm16", "WAV sample format: pcm16 or float32")
 	fs.BoolVar(&f.playedOnly, "played-only", false, "on cancel, keep in the WAV only what was actually played")
-	fs.BoolVar(&f.noPlay, "no-play", false, "do not play; only write --out")
+	fs.StringVar(&f.play, "play", "auto", "play through the output device: true, false, or auto (when a terminal and a device exist)")
+	fs.BoolVar(&f.noPlay, "no-play", false, "same as --play=false")
+	fs.BoolVar(&f.asJSON, "json", false, "print the summary as JSON on standard output")
 	fs.StringVar(&f.device, "device", "", "output device (ID, name or part of a name; see --list-devices)")
 	fs.BoolVar(&f.listDevices, "list-devices", false, "list output devices and exit")
 	fs.BoolVar(&f.nullAudio, "null-audio", false, "play into a silent null device (measure first-sound without a sound card)")
@@ -52,6 +56,9 @@ func runSay(args []string) int {
 	fs.IntVar(&f.firstChunk, "first-chunk", 4, "frames committed in the vocoder's first chunk (time to first audio)")
 	fs.IntVar(&f.chunk, "chunk", 16, "frames per later vocoder chunk (throughput)")
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing but errors")
+	fs.StringVar(&f.speakerPath, "speaker", "", "voice to clone: a clip (WAV, FLAC, MP3, Ogg) or a vector from 'zonos embed -o'")
+	fs.StringVar(&f.speakerDir, "speaker-dir", "", "folder with the speaker model's two .pt files (default: the model cache)")
+	fs.StringVar(&f.prefix, "prefix", "", "audio clip the speech continues from (encoded with the DAC)")
 	mf := addModelFlags(fs)
 	kf := addKnobFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -75,8 +82,23 @@ func runSay(args []string) int {
 		fmt.Fprintln(os.Stderr, "zonos say:", err)
 		return 2
 	}
+	switch f.play {
+	case "auto":
+		// Play when a person is at a terminal; a pipe or a script gets a
+		// file only (and must name one).
+		f.noPlay = f.noPlay || (!isTerminal(os.Stderr) && f.out != "")
+	case "true", "false":
+		f.noPlay = f.noPlay || f.play == "false"
+	default:
+		fmt.Fprintf(os.Stderr, "zonos say: --play %q: want true, false or auto\n", f.play)
+		return 2
+	}
 	if f.noPlay && f.out == "" {
-		fmt.Fprintln(os.Stderr, "zonos say: --no-play needs --out (otherwise the audio goes nowhere)")
+		fmt.Fprintln(os.Stderr, "zonos say: not playing and no --out: the audio would go nowhere")
+		return 2
+	}
+	if f.out == "-" && f.asJSON {
+		fmt.Fprintln(os.Stderr, "zonos say: --out - and --json both want standard output")
 		return 2
 	}
 	seed := uint64(f.seed)
@@ -91,11 +113,31 @@ func runSay(args []string) int {
 	e, err := mf.load(f.quiet)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "zonos say:", err)
+		var nw *noWeightsError
+		if errors.As(err, &nw) {
+			return 2
+		}
 		return 1
 	}
 	defer e.Backend().Close()
-	code := speak(ctx, e, req, f, format)
-	return code
+	logf := func(format string, a ...any) {
+		if !f.quiet {
+			fmt.Fprintf(os.Stderr, format+"\n", a...)
+		}
+	}
+	if f.speakerPath != "" {
+		if req.Speaker, err = speakerVector(ctx, e.Backend(), f.speakerPath, f.speakerDir, logf); err != nil {
+			fmt.Fprintln(os.Stderr, "zonos say: speaker:", err)
+			return 1
+		}
+	}
+	if f.prefix != "" {
+		if req.AudioPrefix, err = prefixCodes(e, f.prefix, logf); err != nil {
+			fmt.Fprintln(os.Stderr, "zonos say: prefix:", err)
+			return 1
+		}
+	}
+	return speak(ctx, e, req, f, format)
 }
 
 // sayText picks the text from the arguments, --text or --file.
@@ -114,9 +156,9 @@ func sayText(f sayFlags, args []string) (string, error) {
 		return f.text, nil
 	case len(args) > 0:
 		return strings.Join(args, " "), nil
-	case f.file != "":
+	case f.file != "" || !isTerminal(os.Stdin):
 		var r io.Reader = os.Stdin
-		if f.file != "-" {
+		if f.file != "" && f.file != "-" {
 			fh, err := os.Open(f.file)
 			if err != nil {
 				return "", err
@@ -133,7 +175,7 @@ func sayText(f sayFlags, args []string) (string, error) {
 		}
 		return string(data), nil
 	}
-	return "", fmt.Errorf("no text: pass it as arguments, --text or --file")
+	return "", fmt.Errorf("no text: pass it as arguments, --text, --file or on standard input")
 }
 
 func listDevices(null bool) int {
@@ -197,7 +239,9 @@ func speak(ctx context.Context, e *engine.Engine, req engine.Request, f sayFlags
 	}
 	var final engine.Event
 	var wavErr error
+	meter := newLiveMeter(!f.quiet && isTerminal(os.Stderr))
 	for ev := range s.Events() {
+		meter.show(ev, utt)
 		switch ev.Kind {
 		case engine.Audio:
 			if wav != nil && wavErr == nil {
@@ -213,6 +257,7 @@ func speak(ctx context.Context, e *engine.Engine, req engine.Request, f sayFlags
 				}
 			}
 		case engine.Notice:
+			meter.clear()
 			logf("note: %s", ev.Message)
 		case engine.Done, engine.Failed:
 			final = ev
@@ -235,13 +280,30 @@ func speak(ctx context.Context, e *engine.Engine, req engine.Request, f sayFlags
 			wavErr = err
 		}
 	}
+	meter.clear()
 	m := final.Metrics
+	sum := summary{TTFAms: ms(m.TTFA), PrefillMs: ms(m.Prefill), FirstFrameMs: ms(m.FirstFrame), AudioSeconds: m.AudioSeconds,
+		ElapsedSeconds: m.Elapsed.Seconds(), RTF: m.RTF, FrameP50ms: ms(m.FrameLatencyP50), FrameP90ms: ms(m.FrameLatencyP90),
+		BudgetMs: ms(engine.FrameBudget), StepP50ms: ms(m.StepP50), StepP90ms: ms(m.StepP90), Frames: m.Frames,
+		Backend: e.Backend().Device(), Seed: req.Seed, Out: f.out, Cancelled: cancelled}
+	if utt != nil {
+		sum.Underruns = utt.Underruns()
+		if t, ok := utt.FirstSound(); ok {
+			sum.FirstSoundMs = ms(t.Sub(start))
+		}
+	}
+	if final.Kind == engine.Failed && !cancelled {
+		sum.Error = final.Err.Error()
+	}
+	if f.asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(sum)
+	}
 	if !f.quiet {
 		fs := "—"
-		if utt != nil {
-			if t, ok := utt.FirstSound(); ok {
-				fs = fmt.Sprintf("%.0f ms", ms(t.Sub(start)))
-			}
+		if sum.FirstSoundMs > 0 {
+			fs = fmt.Sprintf("%.0f ms", sum.FirstSoundMs)
 		}
 		logf("TTFA %.0f ms · first sound %s · %.2f s audio in %.2f s (RTF %.2f×) · frame p50/p90 %.2f/%.2f ms (budget %.2f) · step p50 %.1f ms",
 			ms(m.TTFA), fs, m.AudioSeconds, m.Elapsed.Seconds(), m.RTF, ms(m.FrameLatencyP50), ms(m.FrameLatencyP90), ms(engine.FrameBudget), ms(m.StepP50))
@@ -267,3 +329,57 @@ func speak(ctx context.Context, e *engine.Engine, req engine.Request, f sayFlags
 }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+// summary is the end-of-utterance report (--json).
+type summary struct {
+	TTFAms         float64 `json:"ttfa_ms"`
+	FirstSoundMs   float64 `json:"first_sound_ms,omitempty"`
+	PrefillMs      float64 `json:"prefill_ms"`
+	FirstFrameMs   float64 `json:"first_frame_ms"`
+	Frames         int     `json:"frames"`
+	AudioSeconds   float64 `json:"audio_seconds"`
+	ElapsedSeconds float64 `json:"elapsed_seconds"`
+	RTF            float64 `json:"rtf"`
+	FrameP50ms     float64 `json:"frame_latency_p50_ms"`
+	FrameP90ms     float64 `json:"frame_latency_p90_ms"`
+	BudgetMs       float64 `json:"frame_budget_ms"`
+	StepP50ms      float64 `json:"step_p50_ms"`
+	StepP90ms      float64 `json:"step_p90_ms"`
+	Underruns      int64   `json:"underruns"`
+	Backend        string  `json:"backend"`
+	Seed           uint64  `json:"seed"`
+	Out            string  `json:"out,omitempty"`
+	Cancelled      bool    `json:"cancelled"`
+	Error          string  `json:"error,omitempty"`
+}
+
+// liveMeter redraws one status line on a terminal while speaking.
+type liveMeter struct {
+	on    bool
+	last  time.Time
+	drawn bool
+}
+
+func newLiveMeter(on bool) *liveMeter { return &liveMeter{on: on} }
+
+func (l *liveMeter) show(ev engine.Event, u *audio.Utterance) {
+	if !l.on || (time.Since(l.last) < 100*time.Millisecond && ev.Kind != engine.Done) {
+		return
+	}
+	l.last = time.Now()
+	m := ev.Metrics
+	under := int64(0)
+	if u != nil {
+		under = u.Underruns()
+	}
+	fmt.Fprintf(os.Stderr, "\r\x1b[K%5.2f s audio · TTFA %.0f ms · frame p50/p90 %.1f/%.1f ms (budget %.2f) · RTF %.2f× · underruns %d",
+		m.AudioSeconds, ms(m.TTFA), ms(m.FrameLatencyP50), ms(m.FrameLatencyP90), ms(engine.FrameBudget), m.RTF, under)
+	l.drawn = true
+}
+
+func (l *liveMeter) clear() {
+	if l.drawn {
+		fmt.Fprint(os.Stderr, "\r\x1b[K")
+		l.drawn = false
+	}
+}

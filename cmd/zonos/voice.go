@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"zonostream/audio"
+	"zonostream/engine"
+	"zonostream/engine/compute"
+	"zonostream/engine/cpu"
+	"zonostream/engine/speaker"
+	"zonostream/engine/weights"
+	"zonostream/engine/zonos"
+)
+
+// speakerVector turns --speaker into a 128-d voice: a saved vector (.npy
+// from `zonos embed -o`, or .safetensors) is read as is; any other file is
+// a clip, embedded with the speaker model (cached by clip and model hash).
+// The speaker model runs on b when b implements its ops, else on the CPU:
+// it runs once per clip.
+func speakerVector(ctx context.Context, b compute.Backend, path, dir string, logf func(string, ...any)) ([]float32, error) {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".npy":
+		return readNpyVector(path)
+	case ".safetensors":
+		f, err := weights.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		t, err := f.Tensor("speaker")
+		if err != nil {
+			return nil, err
+		}
+		if t.NumElements() != 128 {
+			return nil, fmt.Errorf("%s: speaker vector has %d values, want 128", path, t.NumElements())
+		}
+		return t.Float32s()
+	}
+	clip, err := audio.LoadClip(path, audio.ClipOptions{MaxSeconds: audio.DefaultClipSeconds, Rate: speaker.SampleRate})
+	if err != nil {
+		return nil, err
+	}
+	if clip.Notice != "" {
+		logf("note: %s", clip.Notice)
+	}
+	if err := speaker.CheckSamples(clip.Samples); err != nil {
+		return nil, err
+	}
+	wp, lp := "", ""
+	if dir != "" {
+		wp, lp = filepath.Join(dir, speaker.WeightsFile), filepath.Join(dir, speaker.LDAFile)
+	}
+	wp, lp, err = speakerFiles(wp, lp)
+	if err != nil {
+		return nil, err
+	}
+	sb, ok := b.(compute.SpeakerBackend)
+	if !ok {
+		sb = cpu.New(0)
+	}
+	m, err := speaker.Load(wp, lp, sb)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	cache, err := speaker.DefaultCache()
+	if err != nil {
+		logf("warning: %v (embedding without a cache)", err)
+		cache = nil
+	}
+	logf("embedding the voice of %s (%.1f s)…", path, clip.Seconds())
+	v, _, err := m.EmbedCached(ctx, cache, clip.Samples)
+	return v, err
+}
+
+// readNpyVector reads a float32 vector of 128 values from a .npy file.
+func readNpyVector(path string) ([]float32, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) < 10 || string(data[:6]) != "\x93NUMPY" {
+		return nil, fmt.Errorf("%s: not a .npy file", path)
+	}
+	var hlen, off int
+	if data[6] == 1 {
+		hlen, off = int(binary.LittleEndian.Uint16(data[8:])), 10
+	} else {
+		if len(data) < 12 {
+			return nil, fmt.Errorf("%s: truncated .npy header", path)
+		}
+		hlen, off = int(binary.LittleEndian.Uint32(data[8:])), 12
+	}
+	if off+hlen > len(data) {
+		return nil, fmt.Errorf("%s: truncated .npy header", path)
+	}
+	hdr := string(data[off : off+hlen])
+	if !strings.Contains(hdr, "'<f4'") || strings.Contains(hdr, "'fortran_order': True") {
+		return nil, fmt.Errorf("%s: want a little-endian float32 vector, header %q", path, strings.TrimSpace(hdr))
+	}
+	body := data[off+hlen:]
+	if len(body) != 4*128 {
+		return nil, fmt.Errorf("%s: %d bytes of data, want 128 float32 values", path, len(body))
+	}
+	v := make([]float32, 128)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(body[4*i:]))
+	}
+	return v, nil
+}
+
+// prefixCodes encodes an audio clip with the engine's DAC: Zonos continues
+// speech from these frames (the reference's audio_prefix_codes).
+func prefixCodes(e *engine.Engine, path string, logf func(string, ...any)) ([][zonos.NumCodebooks]int32, error) {
+	clip, err := audio.LoadClip(path, audio.ClipOptions{MaxSeconds: audio.DefaultClipSeconds, Rate: engine.SampleRate})
+	if err != nil {
+		return nil, err
+	}
+	if clip.Notice != "" {
+		logf("note: %s", clip.Notice)
+	}
+	enc, err := e.Codec().Encode(clip.Samples)
+	if err != nil {
+		return nil, err
+	}
+	if len(enc.Codes) != zonos.NumCodebooks {
+		return nil, fmt.Errorf("the DAC makes %d codebooks, Zonos needs %d", len(enc.Codes), zonos.NumCodebooks)
+	}
+	frames := make([][zonos.NumCodebooks]int32, enc.Frames)
+	for k, row := range enc.Codes {
+		for t, c := range row {
+			frames[t][k] = c
+		}
+	}
+	return frames, nil
+}
