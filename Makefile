@@ -10,10 +10,10 @@ export LANG ?= en_US.UTF-8
 
 # Debian packages the build and the tests need:
 #   libespeak-ng-dev  cgo phonemizer (engine/text)
-#   sox               test clips and WAV header checks (audio)
+#   sox libsox-fmt-mp3  test clips in every format and WAV header checks (audio)
 #   libgl1-mesa-dev xorg-dev  Fyne/GLFW (app, cmd/zonos-stream)
 #   xvfb              headless display for GUI smoke tests
-DEB_PKGS := libespeak-ng-dev espeak-ng-data sox libgl1-mesa-dev xorg-dev xvfb pkg-config gcc
+DEB_PKGS := libespeak-ng-dev espeak-ng-data sox libsox-fmt-mp3 libgl1-mesa-dev xorg-dev xvfb imagemagick pkg-config gcc
 
 .PHONY: deps run build test test-race vet bench clean
 
