@@ -37,7 +37,7 @@ func newMetersView() *metersView {
 	v.fill = binding.NewFloat()
 	v.bar = canvas.NewRaster(func(w, h int) image.Image { return drawLatencyBar(w, h, v.snap) })
 	v.bar.SetMinSize(fyne.NewSize(200, 18))
-	v.spark = canvas.NewRaster(func(w, h int) image.Image { return drawSparkline(w, h, v.snap.Spark) })
+	v.spark = canvas.NewRaster(func(w, h int) image.Image { return drawSparkline(w, h, v.snap.Spark, latencyScale(v.snap)) })
 	v.spark.SetMinSize(fyne.NewSize(200, 40))
 	value := func(b binding.String) *widget.Label {
 		l := widget.NewLabelWithData(b)
@@ -49,10 +49,14 @@ func newMetersView() *metersView {
 	v.outputLbl = widget.NewLabelWithData(v.output)
 	v.outputLbl.Wrapping = fyne.TextWrapWord
 	v.outputLbl.Importance = widget.WarningImportance
+	legend := widget.NewLabel(fmt.Sprintf("bar: last frame · orange line: %s budget · ticks: p50 (top), p90 (bottom) · trace: rolling p50 and p90", msf(engine.FrameBudget)))
+	legend.Wrapping = fyne.TextWrapWord
+	legend.SizeName = theme.SizeNameCaptionText
+	legend.Importance = widget.LowImportance
 	form := widget.NewForm(
 		widget.NewFormItem("State", value(v.phase)),
 		widget.NewFormItem("TTFA / first sound", value(v.ttfa)),
-		widget.NewFormItem("Frame latency", container.NewVBox(value(v.frame), v.bar, v.spark)),
+		widget.NewFormItem("Frame latency", container.NewVBox(value(v.frame), v.bar, v.spark, legend)),
 		widget.NewFormItem("Decode step", value(v.steps)),
 		widget.NewFormItem("Real-time factor", value(v.rtf)),
 		widget.NewFormItem("Ring fill", container.NewBorder(nil, nil, nil, value(v.ring), fill)),
@@ -66,7 +70,7 @@ func newMetersView() *metersView {
 // show updates every meter; UI goroutine only.
 func (v *metersView) show(s MeterSnapshot) {
 	v.snap = s
-	v.phase.Set(fmt.Sprintf("%s   %.2f s audio, %d frames, %.1f s elapsed", s.Phase, s.AudioSeconds, s.Frames, s.Elapsed.Seconds()))
+	v.phase.Set(fmt.Sprintf("%s  %.2f s audio in %.1f s", s.Phase, s.AudioSeconds, s.Elapsed.Seconds()))
 	t, snd := "—", "—"
 	if s.HasTTFA {
 		t = ms(s.TTFA)
@@ -75,7 +79,7 @@ func (v *metersView) show(s MeterSnapshot) {
 		snd = ms(s.FirstSound)
 	}
 	v.ttfa.Set(t + " / " + snd)
-	v.frame.Set(fmt.Sprintf("last %s  p50 %s  p90 %s  (budget %s)", msf(s.LastFrame), msf(s.FrameP50), msf(s.FrameP90), msf(engine.FrameBudget)))
+	v.frame.Set(fmt.Sprintf("last %s  p50 %s  p90 %s ms", num(s.LastFrame), num(s.FrameP50), num(s.FrameP90)))
 	v.steps.Set(fmt.Sprintf("p50 %s  p90 %s", msf(s.StepP50), msf(s.StepP90)))
 	v.rtf.Set(fmt.Sprintf("%.2f×", s.RTF))
 	v.ring.Set(fmt.Sprintf("%3.0f%%  %.2f s", 100*s.RingFill, s.Buffered.Seconds()))
@@ -92,10 +96,20 @@ func (v *metersView) show(s MeterSnapshot) {
 	v.spark.Refresh()
 }
 
-func msf(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/1e6) }
+func msf(d time.Duration) string { return num(d) + " ms" }
 
-// latencyScale is the bar's full width: twice the frame budget.
-const latencyScale = 2 * engine.FrameBudget
+// num is d in milliseconds with two decimals.
+func num(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/1e6) }
+
+// latencyScale is the charts' full scale: twice the frame budget, or more
+// when the p90 is beyond it (a slow backend), so the trace stays visible.
+func latencyScale(s MeterSnapshot) time.Duration {
+	top := max(s.FrameP90, s.LastFrame)
+	for _, p := range s.Spark {
+		top = max(top, p.P90)
+	}
+	return max(2*engine.FrameBudget, top*5/4)
+}
 
 // drawLatencyBar draws the last frame latency as a bar (green within the
 // budget, red over it), the budget as a line, and p50/p90 as ticks.
@@ -103,7 +117,8 @@ func drawLatencyBar(w, h int, s MeterSnapshot) image.Image {
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
 	bg := theme.Color(theme.ColorNameInputBackground)
 	fill(img, 0, w, 0, h, bg)
-	x := func(d time.Duration) int { return min(w-1, int(float64(w)*float64(d)/float64(latencyScale))) }
+	scale := latencyScale(s)
+	x := func(d time.Duration) int { return min(w-1, int(float64(w)*float64(d)/float64(scale))) }
 	col := color.NRGBA{0x3c, 0xb3, 0x71, 0xff}
 	if s.LastFrame > engine.FrameBudget {
 		col = color.NRGBA{0xe0, 0x4b, 0x3a, 0xff}
@@ -125,11 +140,11 @@ func drawLatencyBar(w, h int, s MeterSnapshot) image.Image {
 
 // drawSparkline draws the rolling p50 (solid) and p90 (light) history on
 // the same scale as the bar, with the budget as a line.
-func drawSparkline(w, h int, pts []SparkPoint) image.Image {
+func drawSparkline(w, h int, pts []SparkPoint, scale time.Duration) image.Image {
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
 	fill(img, 0, w, 0, h, theme.Color(theme.ColorNameInputBackground))
 	y := func(d time.Duration) int {
-		return max(0, min(h-1, h-1-int(float64(h-1)*float64(d)/float64(latencyScale))))
+		return max(0, min(h-1, h-1-int(float64(h-1)*float64(d)/float64(scale))))
 	}
 	by := y(engine.FrameBudget)
 	fill(img, 0, w, by, by+1, color.NRGBA{0xff, 0xa0, 0x00, 0xff})

@@ -45,7 +45,7 @@ type fileRow struct {
 
 const weightsIntro = `Zonos Stream speaks with Zyphra's Zonos v0.1 model. A model bundle is six files from the Hugging Face hub:
 the Zonos model (hybrid or transformer, about 3.3 GB), the DAC audio codec (descript/dac_44khz, about 300 MB)
-and the speaker-embedding model used for voice cloning (about 300 MB).
+and the speaker-embedding model used for voice cloning.
 Files already in your Hugging Face cache (for example from running Zonos in Python) are used as they are.
 Downloads resume where they stopped and are checked against the hub's hashes.`
 
@@ -85,9 +85,9 @@ func newWeightsView(ui *UI) *weightsView {
 		intro,
 		widget.NewForm(widget.NewFormItem("Model", v.variant)),
 		v.where,
-		v.files,
 		container.NewHBox(v.dl, v.pause, folder),
 		v.state,
+		v.files,
 	))
 	return v
 }

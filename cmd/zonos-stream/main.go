@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -24,17 +25,35 @@ func main() {
 	dacDir := flag.String("dac-dir", "", "use the DAC (descript/dac_44khz) config.json and model.safetensors in this folder")
 	device := flag.String("device", "", "audio output device: a name, part of one, or an id (default: the system's)")
 	say := flag.String("say", "", "speak this text once the window is up (demos, screenshots)")
+	maxSeconds := flag.Float64("max-seconds", 0, "bound each sentence group's audio to this many seconds (0: the engine's 30 s)")
 	flag.Parse()
-	if os.Getenv("LANG") == "" || os.Getenv("LANG") == "C" {
-		os.Setenv("LANG", "en_US.UTF-8") // Fyne cannot parse the C locale (docs/PLATFORM.md)
-	}
-	if err := run(*backend, *modelDir, *dacDir, *device, *say); err != nil {
+	fixLocale()
+	if err := run(*backend, *modelDir, *dacDir, *device, *say, *maxSeconds); err != nil {
 		fmt.Fprintln(os.Stderr, "zonos-stream:", err)
 		os.Exit(1)
 	}
 }
 
-func run(backend, modelDir, dacDir, device, say string) error {
+// fixLocale replaces the C/POSIX locale, which Fyne cannot parse
+// (docs/PLATFORM.md), with en_US.UTF-8 for the process.
+func fixLocale() {
+	for _, v := range []string{"LC_ALL", "LC_MESSAGES", "LANG"} {
+		l := os.Getenv(v)
+		if l == "" {
+			continue
+		}
+		if l == "C" || l == "POSIX" || strings.HasPrefix(l, "C.") {
+			os.Setenv(v, "en_US.UTF-8")
+			continue
+		}
+		return // the first one set decides, and it is a real locale
+	}
+	if os.Getenv("LANG") == "" {
+		os.Setenv("LANG", "en_US.UTF-8")
+	}
+}
+
+func run(backend, modelDir, dacDir, device, say string, maxSeconds float64) error {
 	b, err := app.OpenBackend(backend)
 	if err != nil {
 		return err
@@ -65,6 +84,7 @@ func run(backend, modelDir, dacDir, device, say string) error {
 	a := fyneapp.NewWithID("io.zonosstream.app")
 	a.SetIcon(fyne.NewStaticResource("icon.png", assets.Icon))
 	ui := app.New(a, cfg)
+	ui.Speaker.MaxSeconds = maxSeconds
 	if say != "" {
 		go func() {
 			time.Sleep(500 * time.Millisecond)
