@@ -7,7 +7,7 @@ import (
 	"math/bits"
 	"runtime"
 	"sync"
-	"time"
+	"weak"
 
 	"gorgonia.org/cu"
 )
@@ -23,8 +23,8 @@ import (
 //
 // Tensors that models drop without Free are found by the garbage
 // collector, which knows nothing of device memory: after gcEvery bytes
-// (256 MiB) were handed out, a miss runs runtime.GC and waits briefly for the
-// cleanups before asking the driver.
+// (256 MiB) were handed out, a miss runs runtime.GC and releases the
+// tensors it found dead (weak pointers) before asking the driver.
 type pool struct {
 	b        *Backend
 	mu       sync.Mutex
@@ -33,16 +33,16 @@ type pool struct {
 	inUse    int64 // bytes handed out and not yet returned
 	peak     int64
 	sinceGC  int64
-	driver   int   // cuMemAlloc calls
-	gcs      int   // forced collections
-	puts     int64 // blocks returned
+	driver   int // cuMemAlloc calls
+	gcs      int // forced collections
 	gcEvery  int64
 
 	capturing *[]*storage // storages made during a graph capture (pinned by the Graph)
+	live      map[*handle]weak.Pointer[tensor]
 }
 
 func newPool(b *Backend) *pool {
-	return &pool{b: b, free: map[int64][]cu.DevicePtr{}, gcEvery: 256 << 20}
+	return &pool{b: b, free: map[int64][]cu.DevicePtr{}, gcEvery: 256 << 20, live: map[*handle]weak.Pointer[tensor]{}}
 }
 
 // sizeClass rounds n bytes up to its class.
@@ -112,29 +112,25 @@ func (p *pool) alloc(n int64) (cu.DevicePtr, int64) {
 	return ptr, c
 }
 
-// collect runs the garbage collector and waits up to ~5 ms for the
-// cleanups of unreachable tensors to return a block of class c.
+// collect runs the garbage collector and releases, at once, every tensor
+// it found unreachable: their weak pointers are nil as soon as the
+// collection ends, while their cleanups would only run later on the
+// runtime's cleanup goroutines (releasing twice is harmless: the handle
+// counts once). Then it retries class c.
 func (p *pool) collect(c int64) (cu.DevicePtr, bool) {
 	runtime.GC()
+	var dead []*handle
 	p.mu.Lock()
 	p.sinceGC = 0
 	p.gcs++
-	last := p.puts
-	p.mu.Unlock()
-	// The cleanups run on one runtime goroutine after the collection: wait
-	// until they stop returning blocks (quiet for 200 µs), at most 20 ms,
-	// so the misses that follow find their blocks too.
-	deadline := time.Now().Add(20 * time.Millisecond)
-	quiet := 0
-	for time.Now().Before(deadline) && quiet < 2 {
-		time.Sleep(100 * time.Microsecond)
-		p.mu.Lock()
-		if p.puts == last {
-			quiet++
-		} else {
-			quiet, last = 0, p.puts
+	for h, w := range p.live {
+		if w.Value() == nil {
+			dead = append(dead, h)
 		}
-		p.mu.Unlock()
+	}
+	p.mu.Unlock()
+	for _, h := range dead {
+		h.release()
 	}
 	return p.pop(c)
 }
@@ -144,7 +140,6 @@ func (p *pool) put(ptr cu.DevicePtr, c int64) {
 	p.mu.Lock()
 	p.free[c] = append(p.free[c], ptr)
 	p.inUse -= c
-	p.puts++
 	p.mu.Unlock()
 }
 

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"unsafe"
+	"weak"
 
 	"gorgonia.org/cu"
 
@@ -40,6 +41,10 @@ type handle struct {
 
 func (h *handle) release() {
 	if h.done.CompareAndSwap(false, true) {
+		p := h.st.pool
+		p.mu.Lock()
+		delete(p.live, h)
+		p.mu.Unlock()
 		h.st.unref()
 	}
 }
@@ -70,6 +75,9 @@ func (b *Backend) wrap(st *storage, dt compute.DType, shape []int) *tensor {
 	h := &handle{st: st}
 	t := &tensor{shape: append([]int(nil), shape...), dt: dt, h: h}
 	runtime.AddCleanup(t, func(h *handle) { h.release() }, h)
+	st.pool.mu.Lock()
+	st.pool.live[h] = weak.Make(t)
+	st.pool.mu.Unlock()
 	return t
 }
 
