@@ -101,7 +101,7 @@ func (v *clipView) load(u fyne.URI) {
 	v.info.SetText("Reading " + u.Name() + "…")
 	go func() {
 		c, err := LoadClip(u.Path())
-		fyne.Do(func() {
+		v.ui.do(func() {
 			if err != nil {
 				v.set(v.clip)
 				v.ui.showError(err)
@@ -145,7 +145,7 @@ func (v *clipView) toggleRecord() {
 		for {
 			select {
 			case <-rec.Full():
-				fyne.Do(func() {
+				v.ui.do(func() {
 					if v.rec == rec {
 						v.stopRecord()
 					}
@@ -154,7 +154,7 @@ func (v *clipView) toggleRecord() {
 			case <-t.C:
 				lvl, el := rec.Level(), rec.Elapsed()
 				stopped := false
-				fyne.Do(func() {
+				v.ui.do(func() {
 					if v.rec != rec {
 						stopped = true
 						return

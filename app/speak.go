@@ -153,11 +153,11 @@ func (s *Speaker) Speak(job Job) (engine.Request, error) {
 	if err != nil {
 		return req, err
 	}
-	for _, n := range notices {
-		s.OnNotice(n)
-	}
 	s.Wave.Reset()
 	go func() {
+		for _, n := range notices {
+			s.OnNotice(n)
+		}
 		u := s.run(ctx, job, req, notices)
 		finish()
 		if s.OnEnd != nil {

@@ -165,7 +165,7 @@ func (v *weightsView) download() {
 			return // at most ten updates a second per file
 		}
 		last[p.File] = time.Now()
-		fyne.Do(func() { v.progress(p) })
+		v.ui.do(func() { v.progress(p) })
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	v.cancel = cancel
@@ -175,7 +175,7 @@ func (v *weightsView) download() {
 	v.state.SetText(fmt.Sprintf("Downloading the %s model…", variant))
 	go func() {
 		_, err := d.PullBundle(ctx, variant)
-		fyne.Do(func() {
+		v.ui.do(func() {
 			v.cancel = nil
 			v.pause.Disable()
 			v.variant.Enable()

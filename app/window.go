@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -57,19 +58,27 @@ type UI struct {
 	speakBtn, stopBtn, saveBtn *widget.Button
 	status                     *widget.Label
 	ticking                    bool
+	tickers                    sync.WaitGroup // meter tickers still running
+
+	// do runs f on the UI goroutine: fyne.Do, or a serialising stand-in in
+	// tests (the test driver runs fyne.Do on the calling goroutine).
+	do func(f func())
+	// OnEnded, if set, is called on the UI goroutine after an utterance
+	// or playback has been shown as ended (tests wait on it).
+	OnEnded func()
 }
 
 // New builds the main window (not shown yet).
 func New(a fyne.App, cfg Config) *UI {
-	ui := &UI{App: a, cfg: cfg, settings: LoadSettings(a.Preferences())}
+	ui := &UI{App: a, cfg: cfg, settings: LoadSettings(a.Preferences()), do: fyne.Do}
 	why := ""
 	if cfg.OutputErr != nil {
 		why = "no sound: " + cfg.OutputErr.Error()
 	}
 	ui.Speaker = NewSpeaker(cfg.Models, cfg.Output, why)
 	ui.Speaker.Voice = cfg.Voice
-	ui.Speaker.OnNotice = func(m string) { fyne.Do(func() { ui.notify(m) }) }
-	ui.Speaker.OnEnd = func(*Utterance) { fyne.Do(ui.ended) }
+	ui.Speaker.OnNotice = func(m string) { ui.do(func() { ui.notify(m) }) }
+	ui.Speaker.OnEnd = func(u *Utterance) { ui.do(func() { ui.ended(u) }) }
 
 	ui.Win = a.NewWindow("Zonos Stream")
 	ui.status = widget.NewLabel("Ready. Type some text and press Speak (Ctrl+Enter).")
@@ -186,23 +195,31 @@ func (ui *UI) busy() {
 	}
 	ui.ticking = true
 	done := ui.Speaker.Done()
+	ui.tickers.Add(1)
 	go func() {
+		defer ui.tickers.Done()
 		t := time.NewTicker(time.Second / UIRate)
 		defer t.Stop()
 		for {
 			select {
 			case <-t.C:
-				fyne.Do(ui.refreshMeters)
+				select {
+				case <-done:
+					return // ended() shows the final values
+				default:
+				}
+				ui.do(ui.refreshMeters)
 			case <-done:
-				fyne.Do(func() { ui.ticking = false; ui.refreshMeters() })
 				return
 			}
 		}
 	}()
 }
 
-// ended runs on the UI goroutine after an utterance or playback.
-func (ui *UI) ended() {
+// ended runs on the UI goroutine after an utterance (u) or a playback
+// (u nil).
+func (ui *UI) ended(u *Utterance) {
+	ui.ticking = false
 	ui.speakBtn.Enable()
 	ui.stopBtn.Disable()
 	ui.refreshMeters()
@@ -211,11 +228,15 @@ func (ui *UI) ended() {
 		ui.saveBtn.Enable()
 	}
 	snap := ui.Speaker.Meters.Snapshot()
-	switch snap.Phase {
-	case PhaseDone:
+	switch {
+	case u == nil:
+	case u.Outcome == PhaseDone:
 		ui.notify(fmt.Sprintf("Done: %.1f s of audio, TTFA %s, RTF %.2f×.", snap.AudioSeconds, ms(snap.TTFA), snap.RTF))
-	case PhaseStopped:
+	case u.Outcome == PhaseStopped:
 		ui.notify("Stopped.")
+	}
+	if ui.OnEnded != nil {
+		ui.OnEnded()
 	}
 }
 

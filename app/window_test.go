@@ -55,7 +55,35 @@ func (m *tinyModels) Backend() string { return "cpu — test" }
 
 type testUI struct {
 	*UI
-	out *PlayerOutput
+	out   *PlayerOutput
+	mu    *sync.Mutex
+	ended chan struct{}
+}
+
+// on runs f as the UI goroutine would: the test driver runs fyne.Do on
+// the caller's goroutine, so the tests serialise UI work with a mutex.
+func (u testUI) on(f func()) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	f()
+}
+
+// speak types text and speaks it, then waits until the window has shown
+// the end (history, buttons) and its meter ticker stopped.
+func (u testUI) speak(t *testing.T, text string) {
+	t.Helper()
+	u.on(func() { u.SpeakText(text) })
+	u.waitEnded(t)
+}
+
+func (u testUI) waitEnded(t *testing.T) {
+	t.Helper()
+	select {
+	case <-u.ended:
+	case <-time.After(90 * time.Second):
+		t.Fatal("the utterance did not end within 90 s")
+	}
+	u.tickers.Wait()
 }
 
 // newTestUI builds the main window on the test driver; null plays through
@@ -77,8 +105,16 @@ func newTestUI(t *testing.T, null bool) testUI {
 	}
 	ui := New(a, cfg)
 	ui.Speaker.MaxSeconds = 0.5
-	t.Cleanup(func() { ui.Speaker.Stop(); ui.Speaker.Wait() })
-	return testUI{ui, out}
+	tu := testUI{UI: ui, out: out, mu: &sync.Mutex{}, ended: make(chan struct{}, 16)}
+	ui.do = tu.on
+	ui.OnEnded = func() { tu.ended <- struct{}{} }
+	t.Cleanup(func() {
+		ui.Speaker.Stop()
+		ui.Speaker.Wait()
+		ui.tickers.Wait()
+		tu.on(func() {}) // let a pending UI update finish
+	})
+	return tu
 }
 
 // waitFor polls cond for up to 60 s (the CPU is shared with other tests).
@@ -115,12 +151,7 @@ func TestMainWindowSmoke(t *testing.T) {
 
 func TestSpeakFillsMetersAndHistory(t *testing.T) {
 	ui := newTestUI(t, true)
-	ui.SpeakText("Hello there.")
-	if !ui.Speaker.Busy() {
-		t.Fatalf("not speaking; status %q", ui.status.Text)
-	}
-	ui.Speaker.Wait()
-	waitFor(t, "history", func() bool { return ui.Speaker.History.Len() == 1 })
+	ui.speak(t, "Hello there.")
 	s := ui.Speaker.Meters.Snapshot()
 	if s.Phase != PhaseDone || !s.HasTTFA || s.RTF <= 0 || s.AudioSeconds <= 0 || s.Frames == 0 {
 		t.Fatalf("meters after speaking: %+v", s)
@@ -135,10 +166,14 @@ func TestSpeakFillsMetersAndHistory(t *testing.T) {
 	if float64(len(u.PCM))/engine.SampleRate != s.AudioSeconds {
 		t.Fatalf("history holds %d samples, meters say %.3f s", len(u.PCM), s.AudioSeconds)
 	}
-	waitFor(t, "buttons", func() bool { return !ui.speakBtn.Disabled() && !ui.saveBtn.Disabled() })
-	if len(ui.history.items) != 1 {
-		t.Fatalf("history list shows %d rows", len(ui.history.items))
-	}
+	ui.on(func() {
+		if ui.speakBtn.Disabled() || ui.saveBtn.Disabled() || !ui.stopBtn.Disabled() {
+			t.Error("buttons not back to idle")
+		}
+		if len(ui.history.items) != 1 {
+			t.Errorf("history list shows %d rows", len(ui.history.items))
+		}
+	})
 	if len(ui.Speaker.Wave.Peaks()) == 0 {
 		t.Fatal("waveform empty")
 	}
@@ -148,9 +183,7 @@ func TestSpeakFillsMetersAndHistory(t *testing.T) {
 func TestSpeakWithoutOutputKeepsAudio(t *testing.T) {
 	ui := newTestUI(t, false)
 	ui.settings.Variant = "transformer"
-	ui.SpeakText("No speakers here.")
-	ui.Speaker.Wait()
-	waitFor(t, "history", func() bool { return ui.Speaker.History.Len() == 1 })
+	ui.speak(t, "No speakers here.")
 	if u := ui.Speaker.History.Last(); u.Outcome != PhaseDone || len(u.PCM) == 0 {
 		t.Fatalf("utterance %+v", u)
 	}
@@ -159,15 +192,14 @@ func TestSpeakWithoutOutputKeepsAudio(t *testing.T) {
 func TestStopStops(t *testing.T) {
 	ui := newTestUI(t, true)
 	ui.Speaker.MaxSeconds = 30
-	ui.SpeakText("This sentence would take a long while to say on the random tiny model.")
+	ui.on(func() { ui.SpeakText("This sentence would take a long while to say on the random tiny model.") })
 	waitFor(t, "first audio", func() bool { return ui.Speaker.Meters.Snapshot().AudioSeconds > 0 })
 	start := time.Now()
-	ui.Stop()
-	ui.Speaker.Wait()
+	ui.on(ui.Stop)
+	ui.waitEnded(t)
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("stop took %v", d)
 	}
-	waitFor(t, "history", func() bool { return ui.Speaker.History.Len() == 1 })
 	u := ui.Speaker.History.Last()
 	if u.Outcome != PhaseStopped {
 		t.Fatalf("outcome %s (%s)", u.Outcome, u.Err)
@@ -179,9 +211,7 @@ func TestStopStops(t *testing.T) {
 
 func TestSaveWritesStreamedWAV(t *testing.T) {
 	ui := newTestUI(t, false)
-	ui.SpeakText("Save me.")
-	ui.Speaker.Wait()
-	waitFor(t, "history", func() bool { return ui.Speaker.History.Len() == 1 })
+	ui.speak(t, "Save me.")
 	u := ui.Speaker.History.Last()
 	path := filepath.Join(t.TempDir(), "u.wav")
 	w, err := storage.Writer(storage.NewFileURI(path))
@@ -215,18 +245,20 @@ func TestBadClipShowsErrorDialog(t *testing.T) {
 	if err := os.WriteFile(path, []byte("ID3 this is an mp3 pretending"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ui.compose.speaker.load(storage.NewFileURI(path))
+	ui.on(func() { ui.compose.speaker.load(storage.NewFileURI(path)) })
 	waitFor(t, "error dialog", func() bool {
 		var shown bool
-		fyne.DoAndWait(func() { shown = ui.Win.Canvas().Overlays().Top() != nil })
+		ui.on(func() { shown = ui.Win.Canvas().Overlays().Top() != nil })
 		return shown
 	})
-	if ui.compose.speaker.clip != nil {
-		t.Fatal("bad clip was accepted")
-	}
-	if !strings.Contains(ui.status.Text, "mp3") {
-		t.Fatalf("status %q does not name the format", ui.status.Text)
-	}
+	ui.on(func() {
+		if ui.compose.speaker.clip != nil {
+			t.Error("bad clip was accepted")
+		}
+		if !strings.Contains(ui.status.Text, "mp3") {
+			t.Errorf("status %q does not name the format", ui.status.Text)
+		}
+	})
 }
 
 type countingEncoder struct{ calls atomic.Int32 }
@@ -244,10 +276,8 @@ func TestSpeakerClipUsesEncoderOnce(t *testing.T) {
 	ui.Speaker.Voice = enc
 	ui.compose.speaker.set(&Clip{Name: "v.wav", Samples: make([]float32, 16000*4), Rate: 16000})
 	for i := 0; i < 2; i++ {
-		ui.SpeakText("Voice.")
-		ui.Speaker.Wait()
+		ui.speak(t, "Voice.")
 	}
-	waitFor(t, "history", func() bool { return ui.Speaker.History.Len() == 2 })
 	if n := enc.calls.Load(); n != 1 {
 		t.Fatalf("encoder called %d times for one clip", n)
 	}
@@ -256,9 +286,7 @@ func TestSpeakerClipUsesEncoderOnce(t *testing.T) {
 func TestNoEncoderSaysSo(t *testing.T) {
 	ui := newTestUI(t, false)
 	ui.compose.speaker.set(&Clip{Name: "v.wav", Samples: make([]float32, 16000*4), Rate: 16000})
-	ui.SpeakText("Voice.")
-	ui.Speaker.Wait()
-	waitFor(t, "history", func() bool { return ui.Speaker.History.Len() == 1 })
+	ui.speak(t, "Voice.")
 	u := ui.Speaker.History.Last()
 	if len(u.Notices) == 0 || !strings.Contains(u.Notices[0], "not available") {
 		t.Fatalf("notices %q", u.Notices)
@@ -267,26 +295,39 @@ func TestNoEncoderSaysSo(t *testing.T) {
 
 func TestShortcutsAndUninstalledModel(t *testing.T) {
 	ui := newTestUI(t, false)
-	ui.compose.entry.SetText("Shortcut.")
-	ui.compose.entry.TypedShortcut(speakShortcut)
-	if !ui.Speaker.Busy() && ui.Speaker.History.Len() == 0 {
-		t.Fatal("Ctrl+Enter in the text box did not speak")
+	ui.on(func() {
+		ui.compose.entry.SetText("Shortcut.")
+		ui.compose.entry.TypedShortcut(speakShortcut)
+		if !ui.Speaker.Busy() {
+			t.Error("Ctrl+Enter in the text box did not speak")
+		}
+		ui.compose.entry.TypedKey(&fyne.KeyEvent{Name: fyne.KeyEscape})
+	})
+	ui.waitEnded(t)
+	if u := ui.Speaker.History.Last(); u == nil || u.Outcome != PhaseStopped {
+		t.Fatalf("Esc did not stop: %+v", u)
 	}
-	ui.compose.entry.TypedKey(&fyne.KeyEvent{Name: fyne.KeyEscape})
-	ui.Speaker.Wait()
-	waitFor(t, "history", func() bool { return ui.Speaker.History.Len() == 1 })
+	ui.on(func() {
+		ui.Win.Canvas().(fyne.Shortcutable).TypedShortcut(speakShortcut) // nothing focused: the canvas shortcut
+	})
+	ui.waitEnded(t)
+	if n := ui.Speaker.History.Len(); n != 2 {
+		t.Fatalf("canvas Ctrl+Enter: %d utterances", n)
+	}
 
 	m := ui.cfg.Models.(*tinyModels)
 	m.installed["transformer"] = false
-	ui.refreshModels()
-	ui.settings.Variant = "transformer"
-	ui.Speak()
-	if ui.Speaker.Busy() || ui.tabs.SelectedIndex() != 2 {
-		t.Fatal("speaking with an uninstalled model")
-	}
-	if top := ui.Win.Canvas().Overlays().Top(); top == nil {
-		t.Fatal("no error dialog for the missing model")
-	}
+	ui.on(func() {
+		ui.refreshModels()
+		ui.settings.Variant = "transformer"
+		ui.Speak()
+		if ui.Speaker.Busy() || ui.tabs.SelectedIndex() != 2 {
+			t.Error("speaking with an uninstalled model")
+		}
+		if top := ui.Win.Canvas().Overlays().Top(); top == nil {
+			t.Error("no error dialog for the missing model")
+		}
+	})
 }
 
 func TestKnobsResetAndRemembered(t *testing.T) {
