@@ -67,3 +67,21 @@ kernels:
 build-cuda: deps cuda-deps
 	mkdir -p bin
 	CGO_ENABLED=1 $(GO) build -tags cuda -o bin/zonos ./cmd/zonos
+
+# Fuzz every parser of outside input for FUZZTIME each, one target at a time
+# (docs/reliability.md). Seeds and crashers live in each package's
+# testdata/fuzz; pick targets with FUZZ_TARGETS="pkg:FuzzName …" and pass
+# e.g. FUZZFLAGS=-parallel=1 to keep to one core.
+FUZZTIME ?= 60s
+FUZZFLAGS ?=
+FUZZ_TARGETS ?= engine/weights:FuzzParse engine/weights:FuzzParseTorch \
+  engine/weights:FuzzParseContentRange engine/weights:FuzzRefAndLookupNames \
+  engine/zonos:FuzzParseConfig engine/dac:FuzzParseConfig \
+  engine/text:FuzzPrepare engine/text:FuzzSplit \
+  audio:FuzzDecodeClipWAV audio:FuzzDecodeClipFLAC audio:FuzzDecodeClipMP3 audio:FuzzDecodeClipVorbis
+.PHONY: fuzz
+fuzz: deps
+	@set -e; for pt in $(FUZZ_TARGETS); do \
+	  echo "== $${pt%%:*} $${pt##*:} for $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$${pt##*:}$$" -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./$${pt%%:*}; \
+	done
