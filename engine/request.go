@@ -115,8 +115,8 @@ func (r *Request) normalise() error {
 	k := r.Knobs
 	var sum float32
 	for i, e := range k.Emotion {
-		if e < 0 || e != e {
-			return fmt.Errorf("emotion %s = %g must be ≥ 0", Emotions[i], e)
+		if e < 0 || e != e || math.IsInf(float64(e), 0) {
+			return fmt.Errorf("emotion %s = %g must be a finite number ≥ 0", Emotions[i], e)
 		}
 		sum += e
 	}

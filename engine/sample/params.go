@@ -6,7 +6,10 @@
 // seed reproduces a run and the golden noise reproduces the reference.
 package sample
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Params are the sampler knobs, named as in sample_from_logits.
 type Params struct {
@@ -36,6 +39,15 @@ func Defaults() Params {
 
 // Validate rejects knobs outside the ranges the sampler is defined for.
 func (p Params) Validate() error {
+	for _, f := range []struct {
+		name string
+		v    float32
+	}{{"temperature", p.Temperature}, {"top_p", p.TopP}, {"min_p", p.MinP}, {"repetition_penalty", p.RepetitionPenalty},
+		{"unified linear", p.Linear}, {"unified conf", p.Conf}, {"unified quad", p.Quad}} {
+		if f.v != f.v || math.IsInf(float64(f.v), 0) {
+			return fmt.Errorf("sampling: %s is %g; give a finite number", f.name, f.v)
+		}
+	}
 	switch {
 	case p.Temperature < 0 || p.Temperature != p.Temperature:
 		return fmt.Errorf("sampling: temperature %g must be ≥ 0", p.Temperature)
