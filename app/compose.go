@@ -119,7 +119,7 @@ func newComposeEntry(speak, stop, save func()) *composeEntry {
 	e := &composeEntry{onSpeak: speak, onStop: stop, onSave: save}
 	e.MultiLine = true
 	e.Wrapping = fyne.TextWrapWord
-	e.SetMinRowsVisible(6)
+	e.SetMinRowsVisible(4)
 	e.ExtendBaseWidget(e)
 	return e
 }

@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -24,36 +23,17 @@ func main() {
 	modelDir := flag.String("model-dir", "", "use the Zonos config.json and model.safetensors in this folder instead of the Hugging Face cache")
 	dacDir := flag.String("dac-dir", "", "use the DAC (descript/dac_44khz) config.json and model.safetensors in this folder")
 	device := flag.String("device", "", "audio output device: a name, part of one, or an id (default: the system's)")
+	null := flag.Bool("null-audio", false, "play into miniaudio's null device: no sound card needed, the playback meters still run")
 	say := flag.String("say", "", "speak this text once the window is up (demos, screenshots)")
 	maxSeconds := flag.Float64("max-seconds", 0, "bound each sentence group's audio to this many seconds (0: the engine's 30 s)")
 	flag.Parse()
-	fixLocale()
-	if err := run(*backend, *modelDir, *dacDir, *device, *say, *maxSeconds); err != nil {
+	if err := run(*backend, *modelDir, *dacDir, *device, *null, *say, *maxSeconds); err != nil {
 		fmt.Fprintln(os.Stderr, "zonos-stream:", err)
 		os.Exit(1)
 	}
 }
 
-// fixLocale replaces the C/POSIX locale, which Fyne cannot parse
-// (docs/PLATFORM.md), with en_US.UTF-8 for the process.
-func fixLocale() {
-	for _, v := range []string{"LC_ALL", "LC_MESSAGES", "LANG"} {
-		l := os.Getenv(v)
-		if l == "" {
-			continue
-		}
-		if l == "C" || l == "POSIX" || strings.HasPrefix(l, "C.") {
-			os.Setenv(v, "en_US.UTF-8")
-			continue
-		}
-		return // the first one set decides, and it is a real locale
-	}
-	if os.Getenv("LANG") == "" {
-		os.Setenv("LANG", "en_US.UTF-8")
-	}
-}
-
-func run(backend, modelDir, dacDir, device, say string, maxSeconds float64) error {
+func run(backend, modelDir, dacDir, device string, null bool, say string, maxSeconds float64) error {
 	b, err := app.OpenBackend(backend)
 	if err != nil {
 		return err
@@ -70,7 +50,7 @@ func run(backend, modelDir, dacDir, device, say string, maxSeconds float64) erro
 		cfg.Cache = &c
 		cfg.OnCacheChosen = models.SetCache
 	}
-	out, err := app.OpenOutput(device, false)
+	out, err := app.OpenOutput(device, null)
 	if err != nil {
 		cfg.OutputErr = err
 		fmt.Fprintln(os.Stderr, "zonos-stream:", err, "(speech goes to the history; save it as WAV)")
@@ -85,6 +65,10 @@ func run(backend, modelDir, dacDir, device, say string, maxSeconds float64) erro
 	a.SetIcon(fyne.NewStaticResource("icon.png", assets.Icon))
 	ui := app.New(a, cfg)
 	ui.Speaker.MaxSeconds = maxSeconds
+	if say != "" {
+		// Scripts (screenshot.sh) wait for this line before capturing.
+		ui.OnEnded = func() { fmt.Fprintln(os.Stderr, "zonos-stream: utterance ended") }
+	}
 	if say != "" {
 		go func() {
 			time.Sleep(500 * time.Millisecond)
