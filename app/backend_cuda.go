@@ -8,5 +8,11 @@ import (
 )
 
 func init() {
-	backends["cuda"] = func() (compute.Backend, error) { return gpu.New(0) }
+	backends["cuda"] = func() (compute.Backend, error) {
+		b, err := gpu.New(0)
+		if err != nil {
+			return nil, err // not a typed nil in the interface
+		}
+		return b, nil
+	}
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -358,4 +359,54 @@ func TestRecorderNullBackend(t *testing.T) {
 	if _, err := r.Stop(); err == nil || !strings.Contains(err.Error(), "at least") {
 		t.Fatalf("short recording: %v", err)
 	}
+}
+
+// lossyOutput accepts the first write, then fails as a device that was
+// unplugged mid-utterance does.
+type lossyOutput struct {
+	writes atomic.Int32
+}
+
+type nopPlayback struct{}
+
+func (nopPlayback) FirstSound() (time.Time, bool) { return time.Time{}, false }
+func (nopPlayback) Underruns() int64              { return 0 }
+func (nopPlayback) Played() int64                 { return 0 }
+func (nopPlayback) Done() bool                    { return true }
+
+func (o *lossyOutput) Begin() Playback { return nopPlayback{} }
+func (o *lossyOutput) WriteAll(context.Context, []float32) error {
+	if o.writes.Add(1) > 1 {
+		return errors.New("device unplugged")
+	}
+	return nil
+}
+func (o *lossyOutput) End()             {}
+func (o *lossyOutput) Cancel()          {}
+func (o *lossyOutput) Fill() (int, int) { return 0, 1 }
+func (o *lossyOutput) Err() error       { return nil }
+func (o *lossyOutput) Name() string     { return "lossy" }
+
+// TestPlaybackFailureKeepsAudio: when the device fails mid-utterance the
+// engine keeps generating; the history holds every sample and the window
+// says what happened.
+func TestPlaybackFailureKeepsAudio(t *testing.T) {
+	ui := newTestUI(t, false)
+	ui.Speaker.mu.Lock()
+	ui.Speaker.out = &lossyOutput{}
+	ui.Speaker.mu.Unlock()
+	ui.speak(t, "The speakers fall off the desk.")
+	u := ui.Speaker.History.Last()
+	s := ui.Speaker.Meters.Snapshot()
+	if u.Outcome != PhaseDone || float64(len(u.PCM))/engine.SampleRate != s.AudioSeconds {
+		t.Fatalf("outcome %s, %d samples kept, %.3f s generated", u.Outcome, len(u.PCM), s.AudioSeconds)
+	}
+	if !strings.Contains(s.Output, "device unplugged") || ui.Speaker.Output() != nil {
+		t.Fatalf("output note %q", s.Output)
+	}
+	ui.on(func() {
+		if !strings.Contains(ui.status.Text, "playback failed") && !strings.Contains(ui.status.Text, "Done") {
+			t.Errorf("status %q", ui.status.Text)
+		}
+	})
 }
