@@ -13,7 +13,8 @@ export LANG ?= en_US.UTF-8
 #   sox libsox-fmt-mp3  test clips in every format and WAV header checks (audio)
 #   libgl1-mesa-dev xorg-dev  Fyne/GLFW (app, cmd/zonos-stream)
 #   xvfb              headless display for GUI smoke tests
-DEB_PKGS := libespeak-ng-dev espeak-ng-data sox libsox-fmt-mp3 libgl1-mesa-dev xorg-dev xvfb imagemagick pkg-config gcc
+#   desktop-file-utils appstream xz-utils  release archives: validate the .desktop and metainfo, compress (packaging/)
+DEB_PKGS := libespeak-ng-dev espeak-ng-data sox libsox-fmt-mp3 libgl1-mesa-dev xorg-dev xvfb imagemagick pkg-config gcc desktop-file-utils appstream xz-utils
 
 .PHONY: deps run build test test-race vet bench clean
 
@@ -85,3 +86,22 @@ fuzz: deps
 	  echo "== $${pt%%:*} $${pt##*:} for $(FUZZTIME)"; \
 	  $(GO) test -run '^$$' -fuzz "^$${pt##*:}$$" -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./$${pt%%:*}; \
 	done
+
+# Release archives and installing (packaging/; README "Install"):
+#   make package     dist/zonos-stream-<git describe>-linux-<arch>-{cpu,cuda}.tar.xz
+#                    (installs the CUDA headers first: make cuda-deps)
+#   make install     build the archive of this checkout and install it into
+#                    PREFIX (default ~/.local); FLAVOR=cuda for the CUDA build
+#   make uninstall   remove it from PREFIX again
+# make test checks the CPU archive (packaging/archive_test.go).
+PREFIX ?= $(HOME)/.local
+FLAVOR ?= cpu
+.PHONY: package install uninstall
+package: deps cuda-deps
+	packaging/package.sh cpu cuda
+
+install: deps $(if $(filter cuda,$(FLAVOR)),cuda-deps)
+	packaging/install.sh install $(FLAVOR) "$(PREFIX)"
+
+uninstall:
+	packaging/install.sh uninstall "$(PREFIX)"
