@@ -50,6 +50,7 @@ type MeterSnapshot struct {
 	Buffered  time.Duration
 	Underruns int64
 	Output    string // "" when playing; else why there is no sound
+	Device    string // the output device's name, "" when none
 }
 
 // SparkPoint is one sample of the rolling frame-latency percentiles.
@@ -88,7 +89,7 @@ func (m *Meters) SetPhase(p Phase) {
 func (m *Meters) Begin(start time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.s = MeterSnapshot{Phase: PhaseStarting, Backend: m.s.Backend, Output: m.s.Output}
+	m.s = MeterSnapshot{Phase: PhaseStarting, Backend: m.s.Backend, Output: m.s.Output, Device: m.s.Device}
 	m.lastAt, m.lastAudio = 0, false
 	m.soundStart = start
 }
@@ -146,6 +147,16 @@ func (m *Meters) SetOutput(why string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.s.Output = why
+	if why != "" {
+		m.s.Device = ""
+	}
+}
+
+// SetDevice names the output device.
+func (m *Meters) SetDevice(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.s.Device = name
 }
 
 // Snapshot copies the current values.

@@ -22,7 +22,7 @@ type metersView struct {
 	obj                            fyne.CanvasObject
 	phase, ttfa, sound, rtf, frame binding.String
 	steps, ring, under, backend    binding.String
-	output                         binding.String
+	output, device                 binding.String
 	fill                           binding.Float
 	snap                           MeterSnapshot
 	bar, spark                     *canvas.Raster
@@ -31,7 +31,7 @@ type metersView struct {
 
 func newMetersView() *metersView {
 	v := &metersView{}
-	for _, b := range []*binding.String{&v.phase, &v.ttfa, &v.sound, &v.rtf, &v.frame, &v.steps, &v.ring, &v.under, &v.backend, &v.output} {
+	for _, b := range []*binding.String{&v.phase, &v.ttfa, &v.sound, &v.rtf, &v.frame, &v.steps, &v.ring, &v.under, &v.backend, &v.output, &v.device} {
 		*b = binding.NewString()
 	}
 	v.fill = binding.NewFloat()
@@ -62,6 +62,7 @@ func newMetersView() *metersView {
 		widget.NewFormItem("Ring fill", container.NewBorder(nil, nil, nil, value(v.ring), fill)),
 		widget.NewFormItem("Underruns", value(v.under)),
 		widget.NewFormItem("Backend", value(v.backend)),
+		widget.NewFormItem("Output", value(v.device)),
 	)
 	v.obj = widget.NewCard("", "Meters", container.NewVBox(form, v.outputLbl))
 	return v
@@ -87,6 +88,11 @@ func (v *metersView) show(s MeterSnapshot) {
 	v.under.Set(fmt.Sprint(s.Underruns))
 	v.backend.Set(s.Backend)
 	v.output.Set(s.Output)
+	if s.Device == "" {
+		v.device.Set("none")
+	} else {
+		v.device.Set(s.Device)
+	}
 	if s.Output == "" {
 		v.outputLbl.Hide()
 	} else {

@@ -66,6 +66,9 @@ func NewSpeaker(m Models, out Output, why string) *Speaker {
 	if m != nil {
 		s.Meters.SetBackend(m.Backend())
 	}
+	if out != nil {
+		s.Meters.SetDevice(out.Name())
+	}
 	if out == nil {
 		if why == "" {
 			why = "no audio output"

@@ -410,3 +410,28 @@ func TestPlaybackFailureKeepsAudio(t *testing.T) {
 		}
 	})
 }
+
+// TestDropSetsSpeakerClip: a WAV dropped on the window becomes the speaker
+// clip.
+func TestDropSetsSpeakerClip(t *testing.T) {
+	ui := newTestUI(t, false)
+	path := filepath.Join(t.TempDir(), "voice.wav")
+	if err := SaveWAV(path, make([]float32, 4*engine.SampleRate)); err != nil {
+		t.Fatal(err)
+	}
+	ui.on(func() { ui.dropped(fyne.NewPos(1, 1), []fyne.URI{storage.NewFileURI(path)}) })
+	waitFor(t, "clip", func() bool {
+		var ok bool
+		ui.on(func() { ok = ui.compose.speaker.clip != nil })
+		return ok
+	})
+	ui.on(func() {
+		c := ui.compose.speaker.clip
+		if c.Rate != engine.SampleRate || c.Duration() != 4*time.Second || ui.compose.speaker.playBtn.Disabled() {
+			t.Errorf("clip %s %d Hz %v", c.Name, c.Rate, c.Duration())
+		}
+		if !strings.Contains(ui.compose.speaker.info.Text, "voice.wav") {
+			t.Errorf("info %q", ui.compose.speaker.info.Text)
+		}
+	})
+}
