@@ -328,6 +328,9 @@ func (p *Player) Write(samples []float32) (int, error) {
 // (the engine runs ahead of real time). It returns early with the context's
 // error or ErrDeviceLost. Producer only.
 func (p *Player) WriteAll(ctx context.Context, samples []float32) error {
+	if err := p.Err(); err != nil {
+		return err
+	}
 	for {
 		samples = samples[p.ring.Write(samples):]
 		if len(samples) == 0 {
