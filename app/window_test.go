@@ -435,3 +435,23 @@ func TestDropSetsSpeakerClip(t *testing.T) {
 		}
 	})
 }
+
+// TestNoMicrophoneShowsError: on a machine without a capture device,
+// Record shows an error instead of failing silently.
+func TestNoMicrophoneShowsError(t *testing.T) {
+	if r, err := StartRecording(false); err == nil {
+		r.Stop()
+		t.Skip("this machine has a microphone")
+	}
+	ui := newTestUI(t, false)
+	ui.cfg.NullMicrophone = false
+	ui.on(func() {
+		ui.compose.speaker.toggleRecord()
+		if ui.compose.speaker.rec != nil {
+			t.Error("recording without a microphone")
+		}
+		if ui.Win.Canvas().Overlays().Top() == nil || !strings.Contains(ui.status.Text, "microphone") {
+			t.Errorf("no error shown; status %q", ui.status.Text)
+		}
+	})
+}
