@@ -23,7 +23,7 @@ import (
 //
 // Tensors that models drop without Free are found by the garbage
 // collector, which knows nothing of device memory: after gcEvery bytes
-// (256 MiB) were handed out, a miss runs runtime.GC and releases the
+// (gcMin..gcMax) were handed out, a miss runs runtime.GC and releases the
 // tensors it found dead (weak pointers) before asking the driver.
 type pool struct {
 	b        *Backend
@@ -41,8 +41,18 @@ type pool struct {
 	live      map[*handle]weak.Pointer[tensor]
 }
 
+// Bytes handed out since the last forced collection before a miss forces
+// the next one. In steady state a collection frees about what was handed
+// out since the previous one, and the next miss comes when that is used
+// up: with the threshold at gcMin the pool settles at about gcMin plus the
+// live tensors and stops asking the driver.
+const (
+	gcMin = 128 << 20
+	gcMax = 2 << 30
+)
+
 func newPool(b *Backend) *pool {
-	return &pool{b: b, free: map[int64][]cu.DevicePtr{}, gcEvery: 256 << 20, live: map[*handle]weak.Pointer[tensor]{}}
+	return &pool{b: b, free: map[int64][]cu.DevicePtr{}, gcEvery: gcMin, live: map[*handle]weak.Pointer[tensor]{}}
 }
 
 // sizeClass rounds n bytes up to its class.
@@ -81,10 +91,21 @@ func (p *pool) alloc(n int64) (cu.DevicePtr, int64) {
 		return ptr, c
 	}
 	p.mu.Lock()
-	collect := p.sinceGC > p.gcEvery
+	collect := p.sinceGC >= p.gcEvery
 	p.mu.Unlock()
 	if collect {
-		if ptr, ok := p.collect(c); ok {
+		ptr, ok := p.collect(c)
+		p.mu.Lock()
+		// Adapt: a collection that found nothing (loading weights, growing
+		// caches) makes the next one wait twice as long; a useful one
+		// brings the threshold back down.
+		if ok {
+			p.gcEvery = max(p.gcEvery/2, gcMin)
+		} else {
+			p.gcEvery = min(p.gcEvery*2, gcMax)
+		}
+		p.mu.Unlock()
+		if ok {
 			return ptr, c
 		}
 	}
