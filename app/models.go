@@ -62,6 +62,9 @@ func (h *HubModels) SetCache(c weights.Cache) {
 	h.Cache = c
 }
 
+// CurrentCache is the cache in use (for the speaker files).
+func (h *HubModels) CurrentCache() weights.Cache { return h.cache() }
+
 func (h *HubModels) cache() weights.Cache {
 	h.mu.Lock()
 	defer h.mu.Unlock()

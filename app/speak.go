@@ -197,7 +197,7 @@ func (s *Speaker) run(ctx context.Context, job Job, req engine.Request, notices 
 	if job.Speaker != nil && !job.Settings.IsUnconditional("speaker") {
 		emb, err := s.voices.embed(ctx, s.Voice, job.Speaker)
 		switch {
-		case errors.Is(err, ErrNoVoiceEncoder):
+		case errors.Is(err, ErrNoVoiceEncoder), errors.Is(err, ErrSpeakerModelMissing):
 			notice(err.Error())
 		case err != nil:
 			return fail(fmt.Errorf("speaker clip %s: %w", job.Speaker.Name, err))

@@ -15,6 +15,8 @@ import (
 
 	"zonostream/app"
 	"zonostream/assets"
+	"zonostream/engine/compute"
+	"zonostream/engine/speaker"
 	"zonostream/engine/weights"
 )
 
@@ -58,8 +60,17 @@ func run(backend, modelDir, dacDir, device string, null bool, say string, maxSec
 		defer out.Close()
 		cfg.Output = out
 	}
-	// cfg.Voice stays nil until engine/speaker provides an encoder; the
-	// window then says plainly that voice cloning is unavailable.
+	if sb, ok := b.(compute.SpeakerBackend); ok {
+		enc := &app.SpeakerEncoder{Backend: sb, Files: app.SpeakerFilesIn(models.CurrentCache)}
+		if models.Cache.Dir == "" { // --model-dir: look in the default cache
+			c, _ := weights.DefaultCache()
+			enc.Files = app.SpeakerFilesIn(func() weights.Cache { return c })
+		}
+		if sc, err := speaker.DefaultCache(); err == nil {
+			enc.Cache = sc
+		}
+		cfg.Voice = enc
+	} // else the window says plainly that voice cloning is unavailable
 
 	a := fyneapp.NewWithID("io.zonosstream.app")
 	a.SetIcon(fyne.NewStaticResource("icon.png", assets.Icon))
