@@ -113,6 +113,15 @@ func (r *Request) normalise() error {
 		}
 	}
 	k := r.Knobs
+	for _, f := range []struct {
+		name string
+		v    float32
+	}{{"fmax", k.Fmax}, {"pitch std", k.PitchStd}, {"speaking rate", k.SpeakingRate}, {"vq score", k.VQScore},
+		{"dnsmos", k.DNSMOS}, {"ctc loss", k.CTCLoss}, {"cfg scale", k.CFGScale}} {
+		if f.v != f.v { // ±Inf is clamped into the conditioner's range with a notice
+			return fmt.Errorf("%s is NaN; give a number", f.name)
+		}
+	}
 	var sum float32
 	for i, e := range k.Emotion {
 		if e < 0 || e != e || math.IsInf(float64(e), 0) {

@@ -87,6 +87,11 @@ func (e *Engine) Synthesize(ctx context.Context, req Request) (*Stream, error) {
 	if err := req.Knobs.Sampling.Validate(); err != nil {
 		return nil, err
 	}
+	for _, u := range req.Knobs.Unconditional {
+		if !e.model.HasConditioner(u) {
+			return nil, fmt.Errorf("unconditional %q: the model has no conditioner of that name (e.g. speaker, emotion, vqscore_8, dnsmos_ovrl)", u)
+		}
+	}
 	pieces, err := e.pieces(req)
 	if err != nil {
 		return nil, err

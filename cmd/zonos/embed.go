@@ -54,7 +54,7 @@ func runEmbed(args []string) int {
 		fs.Usage()
 		return 2
 	}
-	if *maxSec <= 0 {
+	if !(*maxSec > 0) || math.IsInf(*maxSec, 0) {
 		fmt.Fprintln(os.Stderr, "zonos embed: -max-seconds must be positive")
 		return 2
 	}

@@ -194,6 +194,24 @@ func listDevices(null bool) int {
 	return 0
 }
 
+// outputDevice is what speak needs of an audio.Player.
+type outputDevice interface {
+	BeginUtterance() *audio.Utterance
+	WriteAll(ctx context.Context, samples []float32) error
+	EndUtterance()
+	Cancel()
+	Close() error
+}
+
+// openPlayer opens the output device (a seam: fault tests wrap the player).
+var openPlayer = func(cfg audio.PlayerConfig) (outputDevice, error) {
+	p, err := audio.NewPlayer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
 // speak runs one request to the player and the WAV writer. Playback
 // trouble never stops generation: the WAV keeps everything.
 func speak(ctx context.Context, e *engine.Engine, req engine.Request, f sayFlags, format audio.WAVFormat) int {
@@ -213,10 +231,10 @@ func speak(ctx context.Context, e *engine.Engine, req engine.Request, f sayFlags
 		fmt.Fprintln(os.Stderr, "zonos say:", err)
 		return 1
 	}
-	var player *audio.Player
+	var player outputDevice
 	var utt *audio.Utterance
 	if !f.noPlay {
-		player, err = audio.NewPlayer(audio.PlayerConfig{Device: f.device, Null: f.nullAudio, PreRoll: f.preRoll, Buffer: 5 * time.Minute})
+		player, err = openPlayer(audio.PlayerConfig{Device: f.device, Null: f.nullAudio, PreRoll: f.preRoll, Buffer: 5 * time.Minute})
 		if err != nil {
 			if wav == nil {
 				fmt.Fprintln(os.Stderr, "zonos say:", err)
@@ -269,7 +287,9 @@ func speak(ctx context.Context, e *engine.Engine, req engine.Request, f sayFlags
 			player.Cancel()
 		} else {
 			player.EndUtterance()
-			utt.Wait(context.Background())
+			if err := utt.Wait(context.Background()); err != nil {
+				logf("playback stopped: %v; %s keeps everything", err, f.out)
+			}
 		}
 	}
 	if wav != nil {

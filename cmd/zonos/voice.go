@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -81,9 +82,18 @@ func speakerVector(ctx context.Context, b compute.Backend, path, dir string, log
 
 // readNpyVector reads a float32 vector of 128 values from a .npy file.
 func readNpyVector(path string) ([]float32, error) {
-	data, err := os.ReadFile(path)
+	fh, err := os.Open(path)
 	if err != nil {
 		return nil, err
+	}
+	defer fh.Close()
+	// A 128-value vector is under 1 KiB; never read a large file whole.
+	data, err := io.ReadAll(io.LimitReader(fh, 64<<10+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > 64<<10 {
+		return nil, fmt.Errorf("%s: over 64 KiB; a speaker vector .npy holds 128 float32 values", path)
 	}
 	if len(data) < 10 || string(data[:6]) != "\x93NUMPY" {
 		return nil, fmt.Errorf("%s: not a .npy file", path)

@@ -77,8 +77,13 @@ func Run(ctx context.Context, b compute.Backend, o Options, progress func(string
 	if !ok {
 		return nil, fmt.Errorf("backend %s cannot time its work (no compute.Timer)", b.Name())
 	}
-	if o.Runs < 1 || o.DecodeSteps < 1 || o.Frames < 9 || o.PrefixLen < 12 {
-		return nil, fmt.Errorf("bench: runs %d, steps %d, frames %d (≥ 9), prefix %d (≥ 12) out of range", o.Runs, o.DecodeSteps, o.Frames, o.PrefixLen)
+	if o.Runs < 1 || o.DecodeSteps < 1 || o.Frames < 9 || o.PrefixLen < 12 ||
+		o.Runs > 1000 || o.DecodeSteps > zonos.MaxFrames || o.Frames > zonos.MaxFrames || o.PrefixLen > 4096 {
+		return nil, fmt.Errorf("bench: runs %d (1–1000), steps %d (1–%d), frames %d (9–%d), prefix %d (12–4096) out of range",
+			o.Runs, o.DecodeSteps, zonos.MaxFrames, o.Frames, zonos.MaxFrames, o.PrefixLen)
+	}
+	if o.FirstChunk < 1 || o.Chunk < 1 || o.FirstChunk > 512 || o.Chunk > 512 {
+		return nil, fmt.Errorf("bench: vocoder chunk sizes %d/%d frames must be in [1, 512]", o.FirstChunk, o.Chunk)
 	}
 	r := &Report{Date: time.Now().Format("2006-01-02"), Backend: b.Name(), Device: b.Device(), Variant: string(o.Variant),
 		GoVersion: runtime.Version(), PrefixLen: o.PrefixLen, Frames: o.Frames, BudgetMs: float64(engine.FrameBudget) / 1e6}
