@@ -17,12 +17,15 @@ type SamplerOps interface {
 	// last s.Window columns are used, entries < 0 ignored, tokens clamped
 	// to W−1, factors multiplying per occurrence), then temperature,
 	// softmax, unified, top-p, top-k, min-p, and the draw argmax(p/q) with
-	// q ~ Exp(1). The noise is Philox4x32-10 keyed by seed: element i of the
-	// row-major [R, W] grid takes lane i%4 of block counter + i/4, and
+	// q ~ Exp(1). When q is given ([R, W] float32) it is the noise (the
+	// golden sampling pack stores the reference's); otherwise the noise is
+	// Philox4x32-10 with key {uint32(seed), uint32(seed>>32)}: element i of
+	// the row-major [R, W] grid takes lane i%4 of block counter + i/4
+	// (counter split into the first two words, low first), and
 	// q = −log((u>>8 + 1)/2²⁴), exactly as engine/sample.Philox.Exp.
-	// Temperature 0 is argmax of the penalised logits and draws no noise.
-	// Returns I32 [R].
-	Sample(logits, history Tensor, s SampleSpec, seed, counter uint64) Tensor
+	// Temperature 0 is argmax (first maximum) of the penalised logits and
+	// draws no noise. Returns I32 [R].
+	Sample(logits, history, q Tensor, s SampleSpec, seed, counter uint64) Tensor
 }
 
 // SampleSpec are engine/sample.Params in the backend's terms.
