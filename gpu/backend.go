@@ -71,6 +71,9 @@ func (b *Backend) own(ordinal int, ready chan<- error) {
 }
 
 func (b *Backend) init(ordinal int) error {
+	if err := driverInit(); err != nil {
+		return err
+	}
 	n, err := cu.NumDevices()
 	if err != nil {
 		return fmt.Errorf("cuda: counting devices: %w (is the NVIDIA driver installed?)", err)
@@ -131,6 +134,9 @@ var kernelNames = map[string][]string{
 	"attention": {"attn_cache", "attn"},
 	"mamba2":    {"mamba_conv", "mamba_scan", "mamba_norm"},
 	"audio":     {"conv_gemm"},
+	"sampler":   {"guide", "sample_rows"},
+	"speaker":   {"conv2d_gemm", "simam_add_relu", "attentive_stats_pool"},
+	"timing":    {"copy_u4", "read_u4"},
 }
 
 // release frees everything (owner goroutine).

@@ -31,6 +31,8 @@ func (b *Backend) launch(k *kernel, grid, block [3]int, args ...any) {
 			slots[i] = uint64(int64(v))
 		case int32:
 			slots[i] = uint64(uint32(v))
+		case uint64:
+			slots[i] = v
 		case float32:
 			slots[i] = uint64(math.Float32bits(v))
 		case float64:
@@ -41,7 +43,7 @@ func (b *Backend) launch(k *kernel, grid, block [3]int, args ...any) {
 		params[i] = unsafe.Pointer(&slots[i])
 	}
 	if err := k.fn.Launch(grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, b.stream, params); err != nil {
-		panic(fmt.Sprintf("gpu: launch %s grid %v block %v: %v", k.name, grid, block, err))
+		panic(fmt.Sprintf("gpu: CUDA kernel launch failed: %s (grid %v, block %v): %v", k.name, grid, block, err))
 	}
 }
 

@@ -119,8 +119,8 @@ func (p *pool) alloc(n int64) (cu.DevicePtr, int64) {
 		p.drain()
 		if ptr, err = cu.MemAlloc(c); err != nil {
 			free, total, _ := cu.MemInfo()
-			panic(fmt.Sprintf("gpu: out of device memory: %d bytes needed, %d free of %d (%d held by live tensors); use the CPU backend or a smaller model",
-				c, free, total, p.inUse))
+			panic(fmt.Sprintf("gpu: out of device memory: %s needed for one more tensor, %s free of %s on the device (cuMemGetInfo; %s already held by this process); close other GPU programs, or run on the CPU with --backend cpu",
+				gib(c), gib(free), gib(total), gib(p.inUse)))
 		}
 	}
 	p.mu.Lock()
@@ -190,4 +190,12 @@ func (b *Backend) MemStats() MemStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return MemStats{Reserved: p.reserved, InUse: p.inUse, Peak: p.peak, DriverAllocs: p.driver, GCs: p.gcs}
+}
+
+// gib formats a byte count for messages.
+func gib(n int64) string {
+	if n >= 1<<30 {
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }

@@ -16,7 +16,8 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(os.Stderr, "zonos: backend cuda on %s\n", b.Device())
+		free, _ := b.MemInfo()
+		fmt.Fprintf(os.Stderr, "zonos: backend cuda on %s, %.1f GiB free\n", b.Device(), float64(free)/(1<<30))
 		return b, nil
 	}
 }

@@ -1,0 +1,263 @@
+// The end of a decode step on the device (compute.SamplerOps): classifier-
+// free guidance and Zonos' sampler, stage by stage as engine/sample does it
+// on the host, with the same float32 roundings (no contraction into FMAs:
+// explicit _rn intrinsics), double-precision exp/log and sums, a stable
+// descending order for top-p (sequential float32 cumulative sum, as the
+// host's loop) and the Philox4x32-10 noise of engine/sample.Philox, so that
+// identical logits give identical tokens.
+#include "common.cuh"
+
+__device__ __forceinline__ float ninf() { return __int_as_float(0xff800000); }
+
+// guide: heads [2, R, W] → out [R, W] = u + (c − u)·scale; columns ≥ padFrom
+// and (eosBias) column eos of rows ≥ 1 are −inf.
+extern "C" __global__ void guide(const float* __restrict__ heads, float* __restrict__ out, int R, int W,
+                                 float scale, int padFrom, int eos, int eosBias) {
+    int n = R * W;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        float c = heads[i], u = heads[n + i];
+        float v = __fadd_rn(u, __fmul_rn(__fsub_rn(c, u), scale));
+        int col = i % W, row = i / W;
+        if (col >= padFrom || (eosBias && row >= 1 && col == eos)) v = ninf();
+        out[i] = v;
+    }
+}
+
+// Philox4x32-10 block for counter c under key (k0, k1), as sample.PhiloxBlock.
+__device__ __forceinline__ uint4 philox(unsigned long long c, unsigned int k0, unsigned int k1) {
+    unsigned int x0 = (unsigned int)c, x1 = (unsigned int)(c >> 32), x2 = 0, x3 = 0;
+#pragma unroll
+    for (int r = 0; r < 10; r++) {
+        unsigned int hi0 = __umulhi(0xD2511F53u, x0), lo0 = 0xD2511F53u * x0;
+        unsigned int hi1 = __umulhi(0xCD9E8D57u, x2), lo1 = 0xCD9E8D57u * x2;
+        unsigned int y0 = hi1 ^ x1 ^ k0, y1 = lo1, y2 = hi0 ^ x3 ^ k1, y3 = lo0;
+        x0 = y0; x1 = y1; x2 = y2; x3 = y3;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    return make_uint4(x0, x1, x2, x3);
+}
+
+// philox_exp: q for element g of the noise grid: lane g%4 of block counter + g/4,
+// −log((u>>8 + 1)/2²⁴) in double, rounded to float.
+__device__ __forceinline__ float philox_exp(unsigned long long seed, unsigned long long counter, long long g) {
+    uint4 b = philox(counter + (unsigned long long)(g >> 2), (unsigned int)seed, (unsigned int)(seed >> 32));
+    unsigned int w = (g & 3) == 0 ? b.x : (g & 3) == 1 ? b.y : (g & 3) == 2 ? b.z : b.w;
+    double u = ((double)(w >> 8) + 1.0) / 16777216.0;
+    return (float)(-log(u));
+}
+
+// Block reductions (256 threads; every thread gets the result).
+__device__ double bsum(double v, double* sd) {
+    __syncthreads();
+    v = warp_sum_d(v);
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) sd[warp] = v;
+    __syncthreads();
+    double t = 0;
+    for (int i = 0; i < (int)(blockDim.x >> 5); i++) t += sd[i];
+    __syncthreads();
+    return t;
+}
+
+__device__ float bmax(float v, float* sf) {
+    __syncthreads();
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) sf[warp] = v;
+    __syncthreads();
+    float t = sf[0];
+    for (int i = 1; i < (int)(blockDim.x >> 5); i++) t = fmaxf(t, sf[i]);
+    __syncthreads();
+    return t;
+}
+
+// better: (v, i) beats (bv, bi) in "first index of the maximum", NaN never wins.
+__device__ __forceinline__ bool better(float v, int i, float bv, int bi) {
+    if (v != v) return false;
+    if (bi < 0 || bv != bv) return true;
+    return v > bv || (v == bv && i < bi);
+}
+
+// bargmax: the host's Argmax: best = 0; v > row[best] → best = i. That is the
+// first index of the largest non-NaN value, or 0 when row[0] is NaN.
+__device__ int bargmax(const float* row, int W, float* sf, int* si) {
+    float bv = 0.f;
+    int bi = -1;
+    for (int i = threadIdx.x; i < W; i += blockDim.x) {
+        float v = row[i];
+        if (better(v, i, bv, bi)) { bv = v; bi = i; }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+        int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+        if (oi >= 0 && better(ov, oi, bv, bi)) { bv = ov; bi = oi; }
+    }
+    __syncthreads();
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) { sf[warp] = bv; si[warp] = bi; }
+    __syncthreads();
+    float tv = 0.f;
+    int ti = -1;
+    for (int w = 0; w < (int)(blockDim.x >> 5); w++)
+        if (si[w] >= 0 && better(sf[w], si[w], tv, ti)) { tv = sf[w]; ti = si[w]; }
+    __syncthreads();
+    if (row[0] != row[0] || ti < 0) return 0;
+    return ti;
+}
+
+// softmax_row: p = softmax(x / t) as sample.Softmax (x may alias p).
+__device__ void softmax_row(const float* x, float* p, int W, float t, double* sd, float* sf) {
+    float mx = ninf();
+    for (int i = threadIdx.x; i < W; i += blockDim.x) mx = fmaxf(mx, __fdiv_rn(x[i], t));
+    mx = bmax(mx, sf);
+    double s = 0;
+    for (int i = threadIdx.x; i < W; i += blockDim.x) {
+        float e = (float)exp((double)__fsub_rn(__fdiv_rn(x[i], t), mx));
+        p[i] = e;
+        s += (double)e;
+    }
+    s = bsum(s, sd);
+    for (int i = threadIdx.x; i < W; i += blockDim.x) p[i] = (float)((double)p[i] / s);
+    __syncthreads();
+}
+
+__device__ void renormalise(float* p, int W, double* sd) {
+    double s = 0;
+    for (int i = threadIdx.x; i < W; i += blockDim.x) s += (double)p[i];
+    s = bsum(s, sd);
+    for (int i = threadIdx.x; i < W; i += blockDim.x) p[i] = (float)((double)p[i] / s);
+    __syncthreads();
+}
+
+// sample_rows: one block of 256 threads per row r of logits [R, W].
+// hist [R, H] (I32) or null; the penalty uses columns [hstart, H).
+// probs [R, W] and order [R, W] (int) are scratch; out [R] the tokens;
+// qn [R, W] is stored noise, or null for Philox noise from (seed, counter).
+extern "C" __global__ void __launch_bounds__(256) sample_rows(
+    float* __restrict__ logits, const int* __restrict__ hist, int H, int hstart, float* __restrict__ probs,
+    int* __restrict__ order, int* __restrict__ out, int W, float temp, float topP, int topK, float minP,
+    float lin, float conf, float quad, float penalty, const float* __restrict__ qn, unsigned long long seed,
+    unsigned long long counter) {
+    __shared__ double sd[32];
+    __shared__ float sf[32];
+    __shared__ int si[32];
+    int r = blockIdx.x;
+    float* x = logits + (long long)r * W;
+    float* p = probs + (long long)r * W;
+    int* ord = order + (long long)r * W;
+
+    // repetition penalty: the thread of a token's first occurrence applies
+    // penalty^n (multiplied once per occurrence, as the host's map does).
+    if (hist) {
+        const int* h = hist + (long long)r * H;
+        for (int j = hstart + threadIdx.x; j < H; j += blockDim.x) {
+            int tok = h[j];
+            if (tok < 0) continue;
+            if (tok > W - 1) tok = W - 1;
+            bool first = true;
+            for (int k = hstart; k < j && first; k++) {
+                int t2 = h[k];
+                if (t2 >= 0 && min(t2, W - 1) == tok) first = false;
+            }
+            if (!first) continue;
+            float f = penalty;
+            for (int k = j + 1; k < H; k++) {
+                int t2 = h[k];
+                if (t2 >= 0 && min(t2, W - 1) == tok) f = __fmul_rn(f, penalty);
+            }
+            float v = x[tok];
+            x[tok] = v <= 0.f ? __fmul_rn(v, f) : __fdiv_rn(v, f);
+        }
+        __syncthreads();
+    }
+    if (!(temp > 0.f)) {
+        int t = bargmax(x, W, sf, si);
+        if (threadIdx.x == 0) out[r] = t;
+        return;
+    }
+    softmax_row(x, p, W, temp, sd, sf);
+
+    if (lin > 0.f) {  // unified: softmax(log p·(linear + H·conf) − (log p)²·quad)
+        double ent = 0;
+        for (int i = threadIdx.x; i < W; i += blockDim.x) {
+            float v = p[i];
+            float lp = (float)log((double)fmaxf(v, 1e-20f));
+            x[i] = lp;
+            ent -= (double)__fmul_rn(v, lp);
+        }
+        ent = bsum(ent, sd);
+        float sc = __fadd_rn(lin, __fmul_rn((float)ent, conf));
+        for (int i = threadIdx.x; i < W; i += blockDim.x) {
+            float lp = x[i];
+            x[i] = __fsub_rn(__fmul_rn(lp, sc), __fmul_rn(__fmul_rn(lp, lp), quad));
+        }
+        __syncthreads();
+        softmax_row(x, p, W, 1.f, sd, sf);
+    }
+
+    if (topP > 0.f) {  // stable descending order, then the host's sequential cumsum
+        for (int i = threadIdx.x; i < W; i += blockDim.x) {
+            float v = p[i];
+            int rank = 0;
+            for (int j = 0; j < W; j++) {
+                float u = p[j];
+                rank += (u > v) || (u == v && j < i);
+            }
+            ord[rank] = i;
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            float cum = 0.f;
+            for (int k = 0; k < W; k++) {
+                int i = ord[k];
+                float v = p[i];
+                cum = __fadd_rn(cum, v);
+                ord[k] = __fsub_rn(cum, v) > topP ? -1 - i : i;  // −1−i: dropped
+            }
+        }
+        __syncthreads();
+        for (int k = threadIdx.x; k < W; k += blockDim.x)
+            if (ord[k] < 0) p[-1 - ord[k]] = 0.f;
+        __syncthreads();
+        renormalise(p, W, sd);
+    }
+
+    if (topK > 0) {  // keep p_i iff fewer than k entries are strictly larger
+        int k = min(topK, W);
+        for (int i = threadIdx.x; i < W; i += blockDim.x) {
+            float v = p[i];
+            int gt = 0;
+            for (int j = 0; j < W; j++) gt += p[j] > v;
+            ord[i] = gt < k;
+        }
+        __syncthreads();
+        for (int i = threadIdx.x; i < W; i += blockDim.x)
+            if (!ord[i]) p[i] = 0.f;
+        __syncthreads();
+        renormalise(p, W, sd);
+    }
+
+    if (minP > 0.f) {
+        float mx = 0.f;
+        for (int i = threadIdx.x; i < W; i += blockDim.x) mx = fmaxf(mx, p[i]);
+        mx = bmax(mx, sf);
+        float cut = __fmul_rn(minP, mx);
+        for (int i = threadIdx.x; i < W; i += blockDim.x)
+            if (p[i] < cut) p[i] = 0.f;
+        __syncthreads();
+        renormalise(p, W, sd);
+    }
+
+    // draw: argmax(p / q), q ~ Exp(1) from Philox
+    for (int i = threadIdx.x; i < W; i += blockDim.x) {
+        long long g = (long long)r * W + i;
+        float q = qn ? qn[g] : philox_exp(seed, counter, g);
+        x[i] = __fdiv_rn(p[i], q);
+    }
+    __syncthreads();
+    int t = bargmax(x, W, sf, si);
+    if (threadIdx.x == 0) out[r] = t;
+}

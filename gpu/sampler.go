@@ -1,0 +1,95 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"fmt"
+	"slices"
+
+	"zonostream/engine/compute"
+)
+
+var _ compute.SamplerOps = (*Backend)(nil)
+
+// Guide is classifier-free guidance on the device (compute.SamplerOps).
+func (b *Backend) Guide(heads compute.Tensor, scale float32, padFrom, eos int, eosBias bool) compute.Tensor {
+	ht := f32Of(heads, "Guide")
+	if len(ht.shape) != 3 || ht.shape[0] != 2 {
+		panic(fmt.Sprintf("gpu.Guide: heads %v, want [2, R, W]", ht.shape))
+	}
+	R, W := ht.shape[1], ht.shape[2]
+	if eosBias && (eos < 0 || eos >= W) {
+		panic(fmt.Sprintf("gpu.Guide: eos column %d outside [0, %d)", eos, W))
+	}
+	eb := 0
+	if eosBias {
+		eb = 1
+	}
+	var out *tensor
+	b.do(func() {
+		out = b.newTensor(compute.F32, R, W)
+		if n := R * W; n > 0 {
+			b.launch(b.k["guide"], grid1(n), block256, ht.ptr(), out.ptr(), R, W, scale, padFrom, eos, eb)
+		}
+	})
+	return out
+}
+
+// Sample runs Zonos' sampler on the device, one block per row
+// (compute.SamplerOps documents the stages and the noise layout).
+func (b *Backend) Sample(logits, history, q compute.Tensor, s compute.SampleSpec, seed, counter uint64) compute.Tensor {
+	lt := f32Of(logits, "Sample")
+	if len(lt.shape) != 2 {
+		panic(fmt.Sprintf("gpu.Sample: logits %v, want [R, W]", lt.shape))
+	}
+	R, W := lt.shape[0], lt.shape[1]
+	if W < 1 {
+		panic(fmt.Sprintf("gpu.Sample: logits %v have no columns", lt.shape))
+	}
+	if s.TopK < 0 || s.Window < 0 {
+		panic(fmt.Sprintf("gpu.Sample: top_k %d, window %d", s.TopK, s.Window))
+	}
+	var ht *tensor
+	H, hstart := 0, 0
+	if history != nil && s.Penalty != 1 {
+		ht = cast(history)
+		if ht.dt != compute.I32 || len(ht.shape) != 2 || ht.shape[0] != R {
+			panic(fmt.Sprintf("gpu.Sample: history %v %v for %d rows", ht.shape, ht.dt, R))
+		}
+		H = ht.shape[1]
+		if s.Window > 0 && H > s.Window {
+			hstart = H - s.Window
+		}
+		if H == 0 {
+			ht = nil
+		}
+	}
+	var qt *tensor
+	if q != nil && s.Temperature > 0 {
+		qt = f32Of(q, "Sample")
+		if !slices.Equal(qt.shape, lt.shape) {
+			panic(fmt.Sprintf("gpu.Sample: noise %v for logits %v", qt.shape, lt.shape))
+		}
+	}
+	var out *tensor
+	b.do(func() {
+		out = b.newTensor(compute.I32, R)
+		if R == 0 {
+			return
+		}
+		probs := b.newTensor(compute.F32, R, W)
+		order := b.newTensor(compute.I32, R, W)
+		hp, qp := nullPtr, nullPtr
+		if ht != nil {
+			hp = ht.ptr()
+		}
+		if qt != nil {
+			qp = qt.ptr()
+		}
+		b.launch(b.k["sample_rows"], [3]int{R, 1, 1}, block256, lt.ptr(), hp, H, hstart, probs.ptr(), order.ptr(), out.ptr(),
+			W, s.Temperature, s.TopP, s.TopK, s.MinP, s.Linear, s.Conf, s.Quad, s.Penalty, qp, seed, counter)
+		probs.h.release()
+		order.h.release()
+	})
+	return out
+}
