@@ -73,6 +73,12 @@ type Request struct {
 // MaxTextBytes bounds the input text (about 30 minutes of speech).
 const MaxTextBytes = 64 << 10
 
+// MaxPartPhonemes bounds the phonemes of one part of the text, the length
+// of the prompt the model prefills: text.Split never cuts inside a word, so
+// a long run without spaces (64 KiB of it gives 13 032 phonemes, a prefill
+// of minutes on the tiny model) is refused instead.
+const MaxPartPhonemes = 1024
+
 func (r *Request) normalise() error {
 	if len(r.Text) > MaxTextBytes {
 		return fmt.Errorf("text of %d bytes exceeds the %d-byte limit; split it into several requests", len(r.Text), MaxTextBytes)
@@ -103,6 +109,9 @@ func (r *Request) normalise() error {
 	}
 	if r.PhonemeBudget == 0 {
 		r.PhonemeBudget = 400
+	}
+	if r.PhonemeBudget < 1 || r.PhonemeBudget > MaxPartPhonemes {
+		return fmt.Errorf("phoneme budget %d must be in [1, %d]", r.PhonemeBudget, MaxPartPhonemes)
 	}
 	if r.Speaker != nil && len(r.Speaker) != 128 {
 		return fmt.Errorf("speaker embedding has %d values, want 128", len(r.Speaker))

@@ -133,6 +133,10 @@ func (e *Engine) pieces(req Request) ([]piece, error) {
 			}
 			return nil, err
 		}
+		if len(ids) > MaxPartPhonemes+2 { // + BOS and EOS
+			return nil, fmt.Errorf("text: %q… gives %d phonemes without a place to split it (limit %d); add spaces or punctuation",
+				truncate(p, 40), len(ids)-2, MaxPartPhonemes)
+		}
 		out = append(out, piece{p, ids})
 	}
 	if len(out) == 0 {
@@ -143,6 +147,17 @@ func (e *Engine) pieces(req Request) ([]piece, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// truncate cuts s to at most n runes, for messages.
+func truncate(s string, n int) string {
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
+	}
+	return s
 }
 
 // failGrace is how long a failed utterance waits for its reader to take
