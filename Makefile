@@ -79,7 +79,8 @@ FUZZ_TARGETS ?= engine/weights:FuzzParse engine/weights:FuzzParseTorch \
   engine/weights:FuzzParseContentRange engine/weights:FuzzRefAndLookupNames \
   engine/zonos:FuzzParseConfig engine/dac:FuzzParseConfig \
   engine/text:FuzzPrepare engine/text:FuzzSplit \
-  audio:FuzzDecodeClipWAV audio:FuzzDecodeClipFLAC audio:FuzzDecodeClipMP3 audio:FuzzDecodeClipVorbis
+  audio:FuzzDecodeClipWAV audio:FuzzDecodeClipFLAC audio:FuzzDecodeClipMP3 audio:FuzzDecodeClipVorbis \
+  cmd/zonos:FuzzReadNpyVector
 .PHONY: fuzz
 fuzz: deps
 	@set -e; for pt in $(FUZZ_TARGETS); do \
