@@ -2,6 +2,10 @@
 
 package gpu
 
+// These tests run after gpu_test.go (file order): the out-of-memory case
+// drains the allocator cache and the probes move its collection threshold,
+// which TestSteadyStateAllocates must not see.
+
 import (
 	"fmt"
 	"strings"
