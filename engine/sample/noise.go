@@ -34,6 +34,15 @@ func PhiloxBlock(c uint64, k [2]uint32) [4]uint32 {
 	return x
 }
 
+// Seed and Counter say where the stream stands (a device sampler continues
+// it exactly: compute.SamplerOps).
+func (p *Philox) Seed() uint64    { return uint64(p.key[0]) | uint64(p.key[1])<<32 }
+func (p *Philox) Counter() uint64 { return p.counter }
+
+// Skip advances the stream past n values (what Exp(dst) with len(dst) = n
+// consumes).
+func (p *Philox) Skip(n int) { p.counter += uint64((n + 3) / 4) }
+
 // Exp fills dst with −log(u), u uniform in (0, 1] from 24-bit mantissas.
 func (p *Philox) Exp(dst []float32) {
 	for i := 0; i < len(dst); i += 4 {

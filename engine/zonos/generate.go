@@ -44,12 +44,56 @@ type Result struct {
 	Notes       []string        // conditioning values clamped into range
 }
 
-// stepper is what the generate loop needs from a model: logits for the
-// prefill columns, then for one column at a time. Tests drive the loop with
-// recorded logits through the same interface.
+// stepper yields host logits: for the prefill columns, then for one column
+// at a time. Tests drive the loop with recorded logits through it; the
+// host sampler (engine/sample) turns them into tokens.
 type stepper interface {
 	prefill(cols [][NumCodebooks]int32) ([]float32, error)
 	step(col [NumCodebooks]int32) ([]float32, error)
+}
+
+// tokenSource is what the generate loop needs: the prefill's tokens
+// (sampled without penalty or EOS bias), then each step's tokens given the
+// repetition window. A host sampler over a stepper or a backend with
+// compute.SamplerOps provides it.
+type tokenSource interface {
+	prefillTokens(cols [][NumCodebooks]int32) ([]int32, error)
+	stepTokens(col [NumCodebooks]int32, history [][]int32) ([]int32, error)
+}
+
+// hostTokens samples a stepper's logits on the host.
+type hostTokens struct {
+	src       stepper
+	sampler   *sample.Sampler
+	forbidEOS bool
+}
+
+func newHostTokens(src stepper, o GenerateOptions) *hostTokens {
+	noise := o.Noise
+	if noise == nil {
+		noise = sample.NewPhilox(o.Seed)
+	}
+	return &hostTokens{src: src, sampler: sample.New(o.Sampling, noise), forbidEOS: o.ForbidEOS}
+}
+
+func (h *hostTokens) prefillTokens(cols [][NumCodebooks]int32) ([]int32, error) {
+	logits, err := h.src.prefill(cols)
+	if err != nil {
+		return nil, err
+	}
+	return h.sampler.Sample(logits, LogitWidth, nil), nil
+}
+
+func (h *hostTokens) stepTokens(col [NumCodebooks]int32, history [][]int32) ([]int32, error) {
+	logits, err := h.src.step(col)
+	if err != nil {
+		return nil, err
+	}
+	biasEOS(logits)
+	if h.forbidEOS {
+		logits[EOS] = float32(negInf())
+	}
+	return h.sampler.Sample(logits, LogitWidth, history), nil
 }
 
 type modelStepper struct {
@@ -65,6 +109,77 @@ func (s *modelStepper) prefill(cols [][NumCodebooks]int32) ([]float32, error) {
 
 func (s *modelStepper) step(col [NumCodebooks]int32) ([]float32, error) {
 	return s.m.Step(s.st, col, s.cfg, nil)
+}
+
+// deviceTokens keeps guidance and sampling on a backend with
+// compute.SamplerOps: only nine tokens per step reach the host. Its noise
+// continues the same Philox stream the host sampler would draw.
+type deviceTokens struct {
+	m       *Model
+	ops     compute.SamplerOps
+	st      *State
+	prefix  compute.Tensor
+	cfg     float32
+	spec    compute.SampleSpec
+	seed    uint64
+	counter uint64
+	forbid  bool
+}
+
+func (d *deviceTokens) draw(heads compute.Tensor, history [][]int32, eosBias bool) []int32 {
+	b := d.m.b
+	padFrom := MASK
+	if d.forbid && eosBias {
+		padFrom = EOS // EOS joins the masked pad: fixed-length rollouts
+	}
+	logits := d.ops.Guide(heads, d.cfg, padFrom, EOS, eosBias)
+	var hist compute.Tensor
+	spec := d.spec
+	if history != nil && spec.Penalty != 1 {
+		w := len(history[0])
+		flat := make([]int32, 0, NumCodebooks*w)
+		for _, h := range history {
+			flat = append(flat, h...)
+		}
+		hist = b.FromI32(flat, NumCodebooks, w)
+	}
+	if history == nil {
+		spec.Penalty = 1
+	}
+	tok := b.ReadI32(d.ops.Sample(logits, hist, nil, spec, d.seed, d.counter))
+	if spec.Temperature > 0 {
+		d.counter += uint64((NumCodebooks*LogitWidth + 3) / 4)
+	}
+	return tok
+}
+
+func (d *deviceTokens) prefillTokens(cols [][NumCodebooks]int32) ([]int32, error) {
+	emb, err := d.m.embedColumns(cols)
+	if err != nil {
+		return nil, err
+	}
+	heads, err := d.m.forwardHeads(d.st, d.m.b.Concat(1, d.prefix, emb), nil)
+	if err != nil {
+		return nil, err
+	}
+	return d.draw(heads, nil, false), nil
+}
+
+func (d *deviceTokens) stepTokens(col [NumCodebooks]int32, history [][]int32) ([]int32, error) {
+	emb, err := d.m.embedColumns([][NumCodebooks]int32{col})
+	if err != nil {
+		return nil, err
+	}
+	heads, err := d.m.forwardHeads(d.st, emb, nil)
+	if err != nil {
+		return nil, err
+	}
+	return d.draw(heads, history, true), nil
+}
+
+func specOf(p sample.Params) compute.SampleSpec {
+	return compute.SampleSpec{Temperature: p.Temperature, TopP: p.TopP, MinP: p.MinP, TopK: p.TopK,
+		Linear: p.Linear, Conf: p.Conf, Quad: p.Quad, Penalty: p.RepetitionPenalty, Window: p.RepetitionWindow}
 }
 
 // MaxFrames bounds one utterance (Zonos' default is 30 s = 86·30 frames;
@@ -108,23 +223,28 @@ func (m *Model) Generate(ctx context.Context, in Inputs, o GenerateOptions, onFr
 	}
 	L := prefix.Shape()[1]
 	st := m.NewState(L + len(o.AudioPrefix) + o.MaxNewTokens + NumCodebooks + 1)
-	res, err := runLoop(ctx, &modelStepper{m: m, st: st, prefix: prefix, cfg: o.CFGScale}, o, onFrame)
+	var ts tokenSource = newHostTokens(&modelStepper{m: m, st: st, prefix: prefix, cfg: o.CFGScale}, o)
+	if ops, ok := m.b.(compute.SamplerOps); ok && o.Noise == nil {
+		ts = &deviceTokens{m: m, ops: ops, st: st, prefix: prefix, cfg: o.CFGScale, spec: specOf(o.Sampling),
+			seed: o.Seed, forbid: o.ForbidEOS}
+	}
+	res, err := runTokens(ctx, ts, o, onFrame)
 	if res != nil {
 		res.Notes = notes
 	}
 	return res, err
 }
 
-// runLoop is generate()'s control flow (zonos/model.py), backend-agnostic.
+// runLoop runs the loop over host logits with the host sampler.
 func runLoop(ctx context.Context, s stepper, o GenerateOptions, onFrame func(Frame) error) (*Result, error) {
+	return runTokens(ctx, newHostTokens(s, o), o, onFrame)
+}
+
+// runTokens is generate()'s control flow (zonos/model.py), backend-agnostic.
+func runTokens(ctx context.Context, s tokenSource, o GenerateOptions, onFrame func(Frame) error) (*Result, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	noise := o.Noise
-	if noise == nil {
-		noise = sample.NewPhilox(o.Seed)
-	}
-	sampler := sample.New(o.Sampling, noise)
 	P := len(o.AudioPrefix)
 	audioLen := P + o.MaxNewTokens
 	codes := make([][NumCodebooks]int32, audioLen)
@@ -177,12 +297,11 @@ func runLoop(ctx context.Context, s stepper, o GenerateOptions, onFrame func(Fra
 	}
 
 	t0 := time.Now()
-	logits, err := s.prefill(grid[:P+1])
+	// Prefill is sampled without repetition penalty and without EOS bias.
+	tok, err := s.prefillTokens(grid[:P+1])
 	if err != nil {
 		return nil, fmt.Errorf("prefill: %w", err)
 	}
-	// Prefill is sampled without repetition penalty and without EOS bias.
-	tok := sampler.Sample(logits, LogitWidth, nil)
 	offset := P + 1
 	write(offset, tok)
 	res.PrefillTime = time.Since(t0)
@@ -199,14 +318,6 @@ func runLoop(ctx context.Context, s stepper, o GenerateOptions, onFrame func(Fra
 		}
 		ts := time.Now()
 		offset++
-		logits, err := s.step(grid[offset-1])
-		if err != nil {
-			return finish(res, offset-1), fmt.Errorf("decode step %d: %w", step, err)
-		}
-		biasEOS(logits)
-		if o.ForbidEOS {
-			logits[EOS] = float32(negInf())
-		}
 		w := o.Sampling.RepetitionWindow
 		lo := 0
 		if w > 0 {
@@ -218,7 +329,10 @@ func runLoop(ctx context.Context, s stepper, o GenerateOptions, onFrame func(Fra
 				history[k] = append(history[k], grid[t][k])
 			}
 		}
-		tok = sampler.Sample(logits, LogitWidth, history)
+		tok, err = s.stepTokens(grid[offset-1], history)
+		if err != nil {
+			return finish(res, offset-1), fmt.Errorf("decode step %d: %w", step, err)
+		}
 		if tok[0] == EOS {
 			remaining = min(remaining, NumCodebooks)
 			stopping = true

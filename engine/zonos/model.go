@@ -155,6 +155,16 @@ func (m *Model) embedColumns(cols [][NumCodebooks]int32) (compute.Tensor, error)
 // forward runs the backbone on hidden [2, T, d] continuing from st and
 // returns the CFG-combined logits of the last position, [9·1026] row-major.
 func (m *Model) forward(st *State, hidden compute.Tensor, cfgScale float32, hook LayerHook) ([]float32, error) {
+	heads, err := m.forwardHeads(st, hidden, hook)
+	if err != nil {
+		return nil, err
+	}
+	return guide(m.b.ReadF32(heads), cfgScale), nil
+}
+
+// forwardHeads runs the backbone and the heads, leaving the logits of the
+// last position on the device: [2, 9, 1026] (row 0 conditional).
+func (m *Model) forwardHeads(st *State, hidden compute.Tensor, hook LayerHook) (compute.Tensor, error) {
 	T := hidden.Shape()[1]
 	if st.pos+T > st.maxLen {
 		return nil, fmt.Errorf("sequence of %d positions exceeds the %d the state was made for", st.pos+T, st.maxLen)
@@ -169,8 +179,7 @@ func (m *Model) forward(st *State, hidden compute.Tensor, cfgScale float32, hook
 	out, _ := m.b.AddLayerNorm(hidden, residual, m.normF.w, m.normF.b, m.eps)
 	st.pos += T
 	last := m.b.Slice(out, 1, T-1, T)
-	logits := m.b.ReadF32(m.b.Linear(last, m.heads, nil)) // [2, 1, 9·1026]
-	return guide(logits, cfgScale), nil
+	return m.b.Reshape(m.b.Linear(last, m.heads, nil), 2, NumCodebooks, LogitWidth), nil
 }
 
 // guide applies classifier-free guidance, uncond + (cond − uncond)·scale,
