@@ -5,11 +5,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"time"
+
+	"zonostream/audio"
 )
 
 // Clip is a mono recording: a speaker sample or an audio prefix.
@@ -36,27 +37,23 @@ const (
 // ErrUnsupportedClip is wrapped by errors for formats LoadClip cannot read.
 var ErrUnsupportedClip = errors.New("unsupported clip format")
 
-// LoadClip reads a WAV file (PCM 8/16/24/32-bit or float 32/64, any
-// channel count, mixed to mono). Other formats get an error naming them.
+// LoadClip reads a clip in any format the audio package decodes (WAV,
+// FLAC, MP3, Ogg Vorbis), mixed to mono at the engine's 44.1 kHz; clips
+// longer than MaxClipDuration are trimmed. Unsupported files get an error
+// naming their format and the supported ones.
 func LoadClip(path string) (*Clip, error) {
-	f, err := os.Open(path)
+	st, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("clip %s: %w", filepath.Base(path), err)
 	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxClipBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("clip %s: %w", filepath.Base(path), err)
-	}
-	if len(b) > MaxClipBytes {
+	if st.Size() > MaxClipBytes {
 		return nil, fmt.Errorf("clip %s is larger than %d MiB; use a clip of a few seconds", filepath.Base(path), MaxClipBytes>>20)
 	}
-	c, err := DecodeWAV(b)
+	c, err := audio.LoadClip(path, audio.ClipOptions{MaxSeconds: MaxClipDuration.Seconds(), Rate: audio.SampleRate})
 	if err != nil {
 		return nil, fmt.Errorf("clip %s: %w", filepath.Base(path), err)
 	}
-	c.Name = filepath.Base(path)
-	return c, nil
+	return &Clip{Name: filepath.Base(path), Samples: c.Samples, Rate: c.Rate}, nil
 }
 
 // sniff names a few common audio formats by their magic bytes.

@@ -256,7 +256,7 @@ func TestBadClipShowsErrorDialog(t *testing.T) {
 		if ui.compose.speaker.clip != nil {
 			t.Error("bad clip was accepted")
 		}
-		if !strings.Contains(ui.status.Text, "mp3") {
+		if !strings.Contains(strings.ToLower(ui.status.Text), "mp3") {
 			t.Errorf("status %q does not name the format", ui.status.Text)
 		}
 	})

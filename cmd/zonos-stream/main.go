@@ -20,7 +20,11 @@ import (
 	"zonostream/engine/weights"
 )
 
+// version is stamped by the build (-ldflags "-X main.version=…").
+var version = "dev"
+
 func main() {
+	showVersion := flag.Bool("version", false, "print the version and exit")
 	backend := flag.String("backend", app.DefaultBackend(), "compute backend: cpu, or cuda in a build with -tags cuda")
 	modelDir := flag.String("model-dir", "", "use the Zonos config.json and model.safetensors in this folder instead of the Hugging Face cache")
 	dacDir := flag.String("dac-dir", "", "use the DAC (descript/dac_44khz) config.json and model.safetensors in this folder")
@@ -29,6 +33,10 @@ func main() {
 	say := flag.String("say", "", "speak this text once the window is up (demos, screenshots)")
 	maxSeconds := flag.Float64("max-seconds", 0, "bound each sentence group's audio to this many seconds (0: the engine's 30 s)")
 	flag.Parse()
+	if *showVersion {
+		fmt.Println("zonos-stream", version)
+		return
+	}
 	if err := run(*backend, *modelDir, *dacDir, *device, *null, *say, *maxSeconds); err != nil {
 		fmt.Fprintln(os.Stderr, "zonos-stream:", err)
 		os.Exit(1)
