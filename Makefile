@@ -16,7 +16,7 @@ export LANG ?= en_US.UTF-8
 #   desktop-file-utils appstream xz-utils  release archives: validate the .desktop and metainfo, compress (packaging/)
 DEB_PKGS := libespeak-ng-dev espeak-ng-data sox libsox-fmt-mp3 libgl1-mesa-dev xorg-dev xvfb imagemagick pkg-config gcc desktop-file-utils appstream xz-utils
 
-.PHONY: deps run build test test-race vet bench clean
+.PHONY: deps run build test test-race vet bench clean screenshot
 
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
@@ -34,7 +34,13 @@ build: deps
 	$(GO) build -o bin/zonos-stream ./cmd/zonos-stream
 
 run: build
-	./bin/zonos-stream
+	@# Fyne reads the locale from LANG and rejects C/POSIX ones.
+	case "$${LANG:-C}" in C|C.*|POSIX) export LANG=en_US.UTF-8;; esac; ./bin/zonos-stream
+
+# A screenshot of the real window under Xvfb after one utterance on the tiny
+# golden models (docs/screenshots/main.png).
+screenshot: build
+	./cmd/zonos-stream/screenshot.sh
 
 vet: deps
 	$(GO) vet ./...
@@ -42,7 +48,7 @@ vet: deps
 
 test: deps vet
 	$(GO) test -count=1 -timeout 60m ./...
-	$(GO) test -count=1 -race -short -timeout 30m ./engine/... ./audio/...
+	$(GO) test -count=1 -race -short -timeout 30m ./engine/... ./audio/... ./app/...
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 5x ./engine/...
