@@ -33,7 +33,10 @@ build: deps
 	$(GO) build -o bin/zonos ./cmd/zonos
 	$(GO) build -o bin/zonos-stream ./cmd/zonos-stream
 
-run: build
+# make run builds with CUDA when nvidia-smi lists a GPU (a cuda build needs
+# the driver's libcuda.so.1 to start at all: gpu/doc.go), else without.
+HAVE_GPU := $(shell nvidia-smi -L 2>/dev/null | grep -q '^GPU ' && echo 1)
+run: $(if $(HAVE_GPU),build-cuda,build)
 	@# Fyne reads the locale from LANG and rejects C/POSIX ones.
 	case "$${LANG:-C}" in C|C.*|POSIX) export LANG=en_US.UTF-8;; esac; ./bin/zonos-stream
 
@@ -74,6 +77,7 @@ kernels:
 build-cuda: deps cuda-deps
 	mkdir -p bin
 	CGO_ENABLED=1 $(GO) build -tags cuda -o bin/zonos ./cmd/zonos
+	CGO_ENABLED=1 $(GO) build -tags cuda -o bin/zonos-stream ./cmd/zonos-stream
 
 # Fuzz every parser of outside input for FUZZTIME each, one target at a time
 # (docs/reliability.md). Seeds and crashers live in each package's

@@ -1,47 +1,67 @@
 #!/bin/bash
 # Prepares .devbin/ (git-ignored) for a run on the GPU test machine, which
 # has no Go toolchain (../shared/docs/GPU.md): builds the cuda test binary
-# and the zonos CLI here, bundles them with the shared libraries they need
-# (libespeak-ng, audio libraries; not libcuda, which the driver provides),
-# copies the golden packs, and writes .devbin/run.sh. Then, through the
-# device tool:
+# and the zonos CLI here, from the committed HEAD (git archive, so edits in
+# progress in a shared working tree stay out), bundles them with the shared
+# libraries they need (libespeak-ng and its data, audio libraries; not
+# libcuda, which the driver provides), copies every golden pack, and writes
+# .devbin/run.sh. Then, through the device tool:
 #   run  command: bash .devbin/run.sh
 #        carry:   [".devbin/bundle.tar.xz", ".devbin/golden", ".devbin/run.sh"]
-# Logs come back in $OUT (env.txt, conformance-cuda.log, gpu-test.log,
-# memcheck.log when SAN is set).
+# Logs come back in $OUT: env.txt, conformance-cuda.log, gpu-test.log,
+# bench.log and bench/<date>-<gpu>.md (memcheck.log when SAN is set).
+# WORKTREE=1 builds the working tree as it is instead of HEAD.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-GOLDEN=${GOLDEN:-../shared/golden}
-mkdir -p .devbin/lib .devbin/golden
-CGO_ENABLED=1 go test -c -tags cuda -ldflags='-s -w' -o .devbin/gpu.test ./gpu/
-CGO_ENABLED=1 go build -tags cuda -ldflags='-s -w' -o .devbin/zonos ./cmd/zonos
+GOLDEN=${GOLDEN:-$(cd ../shared/golden && pwd)}
+ROOT=$(pwd)
+SRC=$ROOT
+COMMIT=$(git rev-parse --short HEAD)
+if [ -z "${WORKTREE:-}" ]; then
+	SRC=$(mktemp -d /tmp/zonos-devrun.XXXXXX)
+	git archive HEAD | tar -x -C "$SRC"
+else
+	COMMIT="$COMMIT+worktree"
+fi
+rm -rf .devbin && mkdir -p .devbin/lib .devbin/golden
+(cd "$SRC" && CGO_ENABLED=1 go test -c -tags cuda -ldflags='-s -w' -o "$ROOT/.devbin/gpu.test" ./gpu/ &&
+	CGO_ENABLED=1 go build -tags cuda -ldflags='-s -w' -o "$ROOT/.devbin/zonos" ./cmd/zonos)
+[ "$SRC" = "$ROOT" ] || rm -rf "$SRC"
 for l in $(ldd .devbin/zonos .devbin/gpu.test | awk '/=>/{print $3}' | sort -u); do
 	case $(basename "$l") in
 	libcuda* | libc.so* | libm.so* | libdl.so* | libpthread* | librt.so*) ;;
 	*) cp -L "$l" .devbin/lib/ ;;
 	esac
 done
-for p in zonos-hybrid-tiny zonos-transformer-tiny dac-tiny; do
-	rm -rf ".devbin/golden/$p" && cp -r "$GOLDEN/$p" .devbin/golden/ && chmod -R u+w ".devbin/golden/$p"
+cp -r /usr/lib/x86_64-linux-gnu/espeak-ng-data .devbin/
+for p in "$GOLDEN"/*/; do
+	p=$(basename "$p")
+	cp -r "$GOLDEN/$p" .devbin/golden/ && chmod -R u+w ".devbin/golden/$p"
 done
-(cd .devbin && rm -f bundle.tar.xz && tar cJf bundle.tar.xz gpu.test zonos lib)
+cp "$GOLDEN/README.md" .devbin/golden/ 2>/dev/null || true
+echo "$COMMIT" >.devbin/commit
+(cd .devbin && tar cJf bundle.tar.xz gpu.test zonos lib espeak-ng-data commit && rm -rf gpu.test zonos lib espeak-ng-data)
 cat >.devbin/run.sh <<'RUN'
 #!/bin/bash
-# device run: unpack, conformance on the cuda backend, GPU tests
+# device run: unpack; GPU tests; conformance over every golden pack on the
+# cuda backend; zonos bench --backend cuda. Each step under its own timeout.
 cd "$(dirname "$0")"
 mkdir -p /tmp/zb && tar xJf bundle.tar.xz -C /tmp/zb
-export LD_LIBRARY_PATH=/tmp/zb/lib
-{ date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nvcc --version | tail -2; } 2>&1 | tee $OUT/env.txt
-set -o pipefail
+export LD_LIBRARY_PATH=/tmp/zb/lib ESPEAK_DATA_PATH=/tmp/zb
 G=$(pwd)/golden
-(cd /tmp/zb && echo "command: ZONOS_GOLDEN_DIR=$G zonos conformance --backend cuda --golden $G --only zonos-,dac-" && ZONOS_GOLDEN_DIR=$G timeout 200 ./zonos conformance --backend cuda --golden $G --only zonos-,dac-) 2>&1 | tee $OUT/conformance-cuda.log | tail -3
-echo "conformance rc=$?"
-(cd /tmp/zb && echo "command: gpu.test -test.v -test.count=1 -test.timeout ${TT:-450}s ${TARGS}" && timeout $(( ${TT:-450} + 20 )) ./gpu.test -test.v -test.count=1 -test.timeout ${TT:-450}s ${TARGS}) 2>&1 | tee $OUT/gpu-test.log | grep -v "^=== RUN" | grep -v " ok$" | tail -120
-echo "gpu.test rc=$?"
+{ date -u; echo "commit: $(cat /tmp/zb/commit)"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nvcc --version | tail -2; } 2>&1 | tee $OUT/env.txt
+set -o pipefail
+step() { # step NAME SECONDS LOG CMD…: run CMD in /tmp/zb, log with its command line
+	local name=$1 secs=$2 log=$3; shift 3
+	(cd /tmp/zb && echo "command: $*" && echo "date: $(date -u)" && timeout $secs "$@") 2>&1 | tee $OUT/$log | grep -v "^=== RUN" | grep -v " ok$" | tail -${TAILN:-40}
+	echo "$name rc=$?"
+}
+[ -z "${NOTEST:-}" ] && step gpu.test ${TT:-200} gpu-test.log ./gpu.test -test.v -test.count=1 -test.timeout ${TT:-200}s ${TARGS}
+[ -z "${NOCONF:-}" ] && step conformance ${TC:-150} conformance-cuda.log env ZONOS_GOLDEN_DIR=$G ./zonos conformance --backend cuda --golden $G
+[ -z "${NOBENCH:-}" ] && step bench ${TB:-220} bench.log ./zonos bench --backend cuda --write $OUT/bench
 if [ -n "${SAN:-}" ]; then # SAN='regexp of tests' runs them under compute-sanitizer memcheck (-short)
 	CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-	(cd /tmp/zb && timeout 240 $CS --tool memcheck --print-limit 20 ./gpu.test -test.short -test.count=1 -test.run "$SAN") 2>&1 | tee $OUT/memcheck.log | tail -25
-	echo "memcheck rc=$?"
+	step memcheck 240 memcheck.log $CS --tool memcheck --print-limit 20 ./gpu.test -test.short -test.count=1 -test.run "$SAN"
 fi
 RUN
 du -sh .devbin/bundle.tar.xz .devbin/golden

@@ -2,7 +2,10 @@
 // every state tensor lives in device memory; kernels (gpu/kernels, PTX
 // embedded) compute each op of engine/compute with bf16/f16/f32 weights,
 // fp32 activations and state, and fp32 (or wider) accumulation. engine/cpu
-// is the reference every kernel is tested against.
+// is the reference every kernel is tested against. Beyond compute.Backend
+// it implements compute.SpeakerOps (the speaker model), compute.SamplerOps
+// (CFG and the sampler on the device, token-identical to engine/sample)
+// and compute.Timer (CUDA events, bandwidth probes, device memory held).
 //
 // One goroutine owns the CUDA context (runtime.LockOSThread) and executes
 // every driver call, so the Backend is safe to call from any goroutine.
@@ -10,6 +13,21 @@
 // or the cleanup of an unreachable tensor) return to per-size free lists and
 // are reused in stream order, so steady-state decoding allocates nothing
 // from the driver.
+//
+// # Machines without a usable GPU
+//
+// gorgonia.org/cu calls cuInit in its package init and calls os.Exit(1)
+// when it fails, which would end any cuda build on a machine whose driver
+// finds no GPU. This package defines cuInit in the executable (cuinit.go):
+// the dynamic linker resolves cu's call to it, it forwards to the driver's
+// cuInit (dlsym RTLD_NEXT) and records the result, and New returns that
+// result as an error ("use --backend cpu") while the process goes on with
+// the CPU backend. What it cannot avoid: a cuda build links libcuda.so.1,
+// so on a machine without the NVIDIA driver library the program does not
+// start at all (the dynamic loader refuses it before Go runs). Hence
+// `make run` builds with CUDA only when `nvidia-smi -L` lists a GPU (the
+// headers come from `make cuda-deps`), and the release archives ship a CPU
+// build beside the CUDA one.
 //
 // Without the cuda tag the package holds only this documentation; the
 // default build needs no CUDA.

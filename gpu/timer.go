@@ -63,26 +63,38 @@ func (b *Backend) probe(name string, n int, factor float64) float64 {
 		panic(fmt.Sprintf("gpu: bandwidth probe over %d bytes", n))
 	}
 	blocks := 132 * 16 // enough resident blocks for any current GPU
-	var src, dst *tensor
+	// The buffers come from the driver and go back to it (not through the
+	// caching allocator), so MemoryInUse does not count them afterwards.
+	var src, dst cu.DevicePtr
 	b.do(func() {
-		src = b.newTensor(compute.I32, words*4)
-		if err := cu.MemsetD32Async(src.ptr(), 0x3f800000, int64(words*4), b.stream); err != nil {
+		var err error
+		dstBytes := int64(blocks) * 4
+		if name == "copy_u4" {
+			dstBytes = int64(words) * 16
+		}
+		if src, err = cu.MemAlloc(int64(words) * 16); err != nil {
+			panic(fmt.Sprintf("gpu: bandwidth probe over %d bytes: %v", n, err))
+		}
+		if dst, err = cu.MemAlloc(dstBytes); err != nil {
+			_ = cu.MemFree(src)
+			panic(fmt.Sprintf("gpu: bandwidth probe over %d bytes: %v", n, err))
+		}
+		if err = cu.MemsetD32Async(src, 0x3f800000, int64(words*4), b.stream); err == nil {
+			err = cu.MemsetD32Async(dst, 0, dstBytes/4, b.stream)
+		}
+		if err != nil {
 			panic(fmt.Sprintf("gpu: bandwidth probe: %v", err))
 		}
-		if name == "copy_u4" {
-			dst = b.newTensor(compute.I32, words*4)
-		} else {
-			dst = b.newTensor(compute.I32, blocks)
-			if err := cu.MemsetD32Async(dst.ptr(), 0, int64(blocks), b.stream); err != nil {
-				panic(fmt.Sprintf("gpu: bandwidth probe: %v", err))
-			}
-		}
 	})
-	defer func() { src.h.release(); dst.h.release() }()
+	defer b.do(func() {
+		b.sync("bandwidth probe")
+		_ = cu.MemFree(src)
+		_ = cu.MemFree(dst)
+	})
 	best := time.Duration(0)
 	for rep := 0; rep <= bandwidthReps; rep++ {
 		d := b.Time(func() {
-			b.do(func() { b.launch(b.k[name], [3]int{blocks, 1, 1}, block256, src.ptr(), dst.ptr(), words) })
+			b.do(func() { b.launch(b.k[name], [3]int{blocks, 1, 1}, block256, src, dst, words) })
 		})
 		if rep > 0 && (best == 0 || d < best) {
 			best = d
