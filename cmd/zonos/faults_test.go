@@ -76,6 +76,7 @@ func TestFaultSayDeviceFailsToStart(t *testing.T) {
 		t.Fatalf("exit %d, stderr:\n%s", code, msg)
 	}
 	sameSamples(t, "WAV with a failed device", floatWAV(t, out), want)
+	t.Logf("device failed to start: exit 0, WAV of %d samples equal to the reference; told %q", len(want), lineWith(msg, "playback"))
 	msg = captureStderr(t, func() {
 		code = runSay(append(tinyArgs(t)[:4], "--play", "true", "--null-audio", "--device", "no such device 7f3a", "Hi."))
 	})
@@ -124,6 +125,7 @@ func TestFaultSayDeviceVanishes(t *testing.T) {
 		t.Fatalf("exit %d, players %d, stderr:\n%s", code, opened, msg)
 	}
 	sameSamples(t, "WAV after the device vanished", floatWAV(t, out), want)
+	t.Logf("device lost after 2 writes: exit 0, WAV of %d samples equal to the reference; told %q", len(want), lineWith(msg, "playback"))
 }
 
 // TestFaultSayDiskFull: the file system refuses more bytes mid-utterance
@@ -163,6 +165,16 @@ func TestFaultSayDiskFull(t *testing.T) {
 		sameSamples(t, "WAV cut by a full disk", got, want[:len(got)])
 		t.Logf("limit %d bytes: exit 1, %d samples kept; %s", limit, len(got), strings.TrimSpace(lastLine(msg)))
 	}
+}
+
+// lineWith is the first line of s containing sub.
+func lineWith(s, sub string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			return l
+		}
+	}
+	return ""
 }
 
 func lastLine(s string) string {
