@@ -25,7 +25,7 @@ var version = "dev"
 
 func main() {
 	showVersion := flag.Bool("version", false, "print the version and exit")
-	backend := flag.String("backend", app.DefaultBackend(), "compute backend: cpu, or cuda in a build with -tags cuda")
+	backend := flag.String("backend", app.DefaultBackend(), "compute backend: auto (CUDA when built in and a GPU answers, else CPU), cpu, or cuda")
 	modelDir := flag.String("model-dir", "", "use the Zonos config.json and model.safetensors in this folder instead of the Hugging Face cache")
 	dacDir := flag.String("dac-dir", "", "use the DAC (descript/dac_44khz) config.json and model.safetensors in this folder")
 	device := flag.String("device", "", "audio output device: a name, part of one, or an id (default: the system's)")
@@ -44,9 +44,12 @@ func main() {
 }
 
 func run(backend, modelDir, dacDir, device string, null bool, say string, maxSeconds float64) error {
-	b, err := app.OpenBackend(backend)
+	b, note, err := app.OpenBackend(backend)
 	if err != nil {
 		return err
+	}
+	if note != "" {
+		fmt.Fprintln(os.Stderr, "zonos-stream:", note)
 	}
 	defer b.Close()
 	models := &app.HubModels{B: b, ModelDir: modelDir, DACDir: dacDir}

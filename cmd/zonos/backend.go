@@ -2,31 +2,21 @@ package main
 
 import (
 	"fmt"
-	"sort"
-	"strings"
+	"os"
 
+	"zonostream/engine/backend"
 	"zonostream/engine/compute"
-	"zonostream/engine/cpu"
 )
 
-// backends maps a --backend name to its constructor. The CUDA backend adds
-// itself from a file built only with -tags cuda.
-var backends = map[string]func() (compute.Backend, error){
-	"cpu": func() (compute.Backend, error) { return cpu.New(0), nil },
-}
-
+// openBackend opens --backend (default auto: CUDA when built in and a
+// device answers, else the CPU) and says on stderr what was chosen.
 func openBackend(name string) (compute.Backend, error) {
-	mk, ok := backends[name]
-	if !ok {
-		if name == "cuda" {
-			return nil, fmt.Errorf("this zonos was built without the CUDA backend: rebuild with 'make build-cuda' (go build -tags cuda)")
-		}
-		var names []string
-		for n := range backends {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		return nil, fmt.Errorf("unknown backend %q (available: %s)", name, strings.Join(names, ", "))
+	b, note, err := backend.Open(name)
+	if err != nil {
+		return nil, err
 	}
-	return mk()
+	if note != "" {
+		fmt.Fprintln(os.Stderr, "zonos:", note)
+	}
+	return b, nil
 }

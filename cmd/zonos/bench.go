@@ -20,7 +20,7 @@ func init() {
 func runBench(args []string) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	o := bench.DefaultOptions()
-	backend := fs.String("backend", "cpu", "compute backend: cpu or cuda")
+	backend := fs.String("backend", "auto", "compute backend: auto (CUDA when built in and present, else CPU), cpu or cuda")
 	variant := fs.String("model", "hybrid", "backbone: hybrid or transformer")
 	fs.IntVar(&o.Runs, "runs", 0, "repetitions of prefill, TTFA and vocoder (default 10 on cuda, 2 on cpu)")
 	fs.IntVar(&o.DecodeSteps, "steps", 0, "decode steps timed (default 200 on cuda, 5 on cpu)")
@@ -40,7 +40,13 @@ func runBench(args []string) int {
 		fmt.Fprintf(os.Stderr, "zonos bench: --model %q: want hybrid or transformer\n", *variant)
 		return 2
 	}
-	small := *backend == "cpu"
+	b, err := openBackend(*backend)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "zonos bench:", err)
+		return 2
+	}
+	defer b.Close()
+	small := b.Name() == "cpu"
 	def := func(p *int, gpu, cpu int) {
 		if *p == 0 {
 			*p = gpu
@@ -55,12 +61,6 @@ func runBench(args []string) int {
 	if small {
 		o.BandwidthMB = 512
 	}
-	b, err := openBackend(*backend)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "zonos bench:", err)
-		return 2
-	}
-	defer b.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	r, err := bench.Run(ctx, b, o, func(s string) { fmt.Fprintln(os.Stderr, "·", s) })

@@ -70,6 +70,7 @@ func runConformance(args []string) int {
 			results = append(results, zonos.Conformance(pack, b)...)
 		case name == "sampling":
 			results = append(results, sample.Conformance(pack)...)
+			results = append(results, sample.DeviceConformance(pack, b)...)
 			results = append(results, zonos.LoopConformance(pack)...)
 		case strings.HasPrefix(name, "dac-"):
 			if !dacDone {

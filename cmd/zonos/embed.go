@@ -42,7 +42,7 @@ func runEmbed(args []string) int {
 	out := fs.String("o", "", "write the vector here: .npy (float32 [128]) or .safetensors (tensor \"speaker\" [1, 128])")
 	wpath := fs.String("weights", "", "speaker ResNet checkpoint (default: "+speaker.WeightsFile+" of "+weights.SpeakerRepo+" in the Hugging Face cache)")
 	lpath := fs.String("lda", "", "speaker LDA checkpoint (default: "+speaker.LDAFile+" next to the ResNet checkpoint or in the cache)")
-	backend := fs.String("backend", "cpu", "compute backend: cpu or cuda")
+	backend := fs.String("backend", "auto", "compute backend: auto (CUDA when built in and present, else CPU), cpu or cuda")
 	maxSec := fs.Float64("max-seconds", audio.DefaultClipSeconds, "use at most this many seconds of the clip")
 	noCache := fs.Bool("no-cache", false, "do not read or write the embedding cache")
 	cacheDir := fs.String("cache-dir", "", "embedding cache directory (default: the user cache dir's zonos-stream/speaker)")

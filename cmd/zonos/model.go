@@ -25,7 +25,7 @@ func addModelFlags(fs *flag.FlagSet) *modelFlags {
 	fs.StringVar(&mf.modelDir, "zonos-dir", "", "directory with a Zonos config.json and model.safetensors (overrides --model)")
 	fs.StringVar(&mf.modelDir, "model-dir", "", "same as --zonos-dir")
 	fs.StringVar(&mf.dacDir, "dac-dir", "", "directory with the DAC config.json and model.safetensors (with --zonos-dir)")
-	fs.StringVar(&mf.backend, "backend", "cpu", "compute backend: cpu or cuda")
+	fs.StringVar(&mf.backend, "backend", "auto", "compute backend: auto (CUDA when built in and present, else CPU), cpu or cuda")
 	return mf
 }
 

@@ -77,7 +77,7 @@ func (r *Report) FileName() string {
 	}
 	dev = strings.Trim(dev, "-")
 	if len(dev) > 40 {
-		dev = dev[:40]
+		dev = strings.TrimRight(dev[:40], "-")
 	}
 	return r.Date + "-" + dev + ".md"
 }

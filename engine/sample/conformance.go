@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"zonostream/engine/compute"
 	"zonostream/engine/weights"
 	"zonostream/internal/check"
 )
@@ -113,6 +114,86 @@ func ints(f *weights.File, name string) ([]int64, error) {
 		return nil, err
 	}
 	return t.Int64s()
+}
+
+// DeviceConformance runs the single-step cases through a backend's own
+// sampler (compute.SamplerOps) fed the reference's stored noise: tokens must
+// be identical. Backends without device sampling get one SKIP line.
+func DeviceConformance(packDir string, b compute.Backend) []check.Result {
+	pack := filepath.Base(packDir)
+	ops, ok := b.(compute.SamplerOps)
+	if !ok {
+		return []check.Result{{Pack: pack, Check: "device", Status: check.Skip, Measured: "-", Tol: "-",
+			Detail: b.Name() + " samples on the host (the checks above)"}}
+	}
+	raw, err := os.ReadFile(filepath.Join(packDir, "sampling.json"))
+	if err != nil {
+		return []check.Result{check.Failure(pack, "device", err)}
+	}
+	var meta struct {
+		Cases []goldenCase `json:"cases"`
+	}
+	if err := json.Unmarshal(raw, &meta); err != nil {
+		return []check.Result{check.Failure(pack, "device", err)}
+	}
+	f, err := weights.Open(filepath.Join(packDir, "sampling.safetensors"))
+	if err != nil {
+		return []check.Result{check.Failure(pack, "device", err)}
+	}
+	defer f.Close()
+	var out []check.Result
+	for _, c := range meta.Cases {
+		name := c.Prefix + c.Name + ".device"
+		p, err := ParamsFromMap(c.Params)
+		if err != nil {
+			out = append(out, check.Failure(pack, name, err))
+			continue
+		}
+		logits, err := floats(f, c.Prefix+"logits")
+		if err != nil {
+			out = append(out, check.Failure(pack, name, err))
+			continue
+		}
+		ref, err := ints(f, c.Prefix+"tokens")
+		if err != nil {
+			out = append(out, check.Failure(pack, name, err))
+			continue
+		}
+		V := c.Width
+		C := len(logits) / V
+		var hist, q compute.Tensor
+		if c.History && p.RepetitionPenalty != 1 {
+			h, err := ints(f, c.Prefix+"history")
+			if err != nil {
+				out = append(out, check.Failure(pack, name, err))
+				continue
+			}
+			hv := make([]int32, len(h))
+			for i, v := range h {
+				hv[i] = int32(v)
+			}
+			hist = b.FromI32(hv, C, len(h)/C)
+		}
+		if p.Temperature > 0 {
+			qv, err := floats(f, c.Prefix+"q")
+			if err != nil {
+				out = append(out, check.Failure(pack, name, err))
+				continue
+			}
+			q = b.FromF32(qv, C, V)
+		}
+		spec := compute.SampleSpec{Temperature: p.Temperature, TopP: p.TopP, MinP: p.MinP, TopK: p.TopK, Linear: p.Linear,
+			Conf: p.Conf, Quad: p.Quad, Penalty: p.RepetitionPenalty, Window: p.RepetitionWindow}
+		got := b.ReadI32(ops.Sample(b.FromF32(logits, C, V), hist, q, spec, 0, 0))
+		match := 0
+		for i := range ref {
+			if i < len(got) && int64(got[i]) == ref[i] {
+				match++
+			}
+		}
+		out = append(out, check.Count(pack, name, match, len(ref)))
+	}
+	return out
 }
 
 // runCase samples one golden case and returns our tokens and final

@@ -1,6 +1,6 @@
 //go:build cuda
 
-package app
+package backend
 
 import (
 	"zonostream/engine/compute"
@@ -8,10 +8,10 @@ import (
 )
 
 func init() {
-	backends["cuda"] = func() (compute.Backend, error) {
+	constructors["cuda"] = func() (compute.Backend, error) {
 		b, err := gpu.New(0)
 		if err != nil {
-			return nil, err // not a typed nil in the interface
+			return nil, err // never a typed nil inside the interface
 		}
 		return b, nil
 	}

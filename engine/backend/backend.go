@@ -1,0 +1,61 @@
+// Package backend opens a compute backend by name for the app and the CLI:
+// "cpu" (always built), "cuda" (built with -tags cuda), or "auto" — CUDA
+// when it is built in and a device answers, otherwise the CPU backend, with
+// a note saying which was chosen and why.
+package backend
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"zonostream/engine/compute"
+	"zonostream/engine/cpu"
+)
+
+// Auto picks the fastest backend that works on this machine.
+const Auto = "auto"
+
+// constructors maps a name to its constructor; cuda.go adds "cuda".
+var constructors = map[string]func() (compute.Backend, error){
+	"cpu": func() (compute.Backend, error) { return cpu.New(0), nil },
+}
+
+// Names lists the backends built into this binary, plus "auto".
+func Names() []string {
+	names := []string{Auto}
+	for n := range constructors {
+		names = append(names, n)
+	}
+	sort.Strings(names[1:])
+	return names
+}
+
+// Built reports whether a backend is compiled in.
+func Built(name string) bool { _, ok := constructors[name]; return ok }
+
+// Open creates the named backend. For "auto" the note says what was chosen
+// (and why CUDA was not, when it is built in but failed).
+func Open(name string) (b compute.Backend, note string, err error) {
+	if name == Auto || name == "" {
+		if mk, ok := constructors["cuda"]; ok {
+			b, err := mk()
+			if err == nil {
+				return b, "using the CUDA backend on " + b.Device(), nil
+			}
+			cb, _ := constructors["cpu"]()
+			return cb, fmt.Sprintf("CUDA unavailable (%v); using the CPU backend", err), nil
+		}
+		b, err := constructors["cpu"]()
+		return b, "", err
+	}
+	mk, ok := constructors[name]
+	if !ok {
+		if name == "cuda" {
+			return nil, "", fmt.Errorf("this build has no CUDA backend: rebuild with 'make build-cuda' (go build -tags cuda)")
+		}
+		return nil, "", fmt.Errorf("unknown backend %q (available: %s)", name, strings.Join(Names(), ", "))
+	}
+	b, err = mk()
+	return b, "", err
+}
