@@ -51,8 +51,15 @@ type Engine struct {
 	mu      sync.Mutex // one utterance at a time
 }
 
-// Load reads the bundle onto backend b.
-func Load(b compute.Backend, p Paths) (*Engine, error) {
+// Load reads the bundle onto backend b. A backend that panics while the
+// weights go onto it (the CUDA allocator does when the device is out of
+// memory) makes Load return that as an error.
+func Load(b compute.Backend, p Paths) (e *Engine, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			e, err = nil, fmt.Errorf("loading %s and %s on %s: %v", p.ModelWeights, p.DACWeights, b.Device(), r)
+		}
+	}()
 	m, err := zonos.Load(b, p.ModelConfig, p.ModelWeights)
 	if err != nil {
 		return nil, err

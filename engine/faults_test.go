@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"zonostream/engine/compute"
 	"zonostream/engine/cpu"
 	"zonostream/internal/golden"
 )
@@ -361,4 +363,121 @@ func TestFaultWeightValuesCorrupted(t *testing.T) {
 	if c.final.Kind != Done && c.final.Kind != Failed {
 		t.Fatalf("stream ended without Done or Failed")
 	}
+}
+
+// oomBackend is the CPU backend with the CUDA allocator's out-of-memory
+// behaviour injected (gpu/memory.go): once its allocation budget is spent,
+// Upload returns the error and every other allocating call panics with it.
+// It stands in for "GPU out of memory" on machines without one.
+type oomBackend struct {
+	compute.Backend
+	armed  atomic.Bool
+	budget atomic.Int64
+}
+
+const oomMessage = "gpu: out of device memory: 1.00 GiB needed for one more tensor, 0.10 GiB free of 80.00 GiB on the device (simulated); close other GPU programs, or run on the CPU with --backend cpu"
+
+func (b *oomBackend) full() bool { return b.armed.Load() && b.budget.Add(-1) < 0 }
+
+func (b *oomBackend) Upload(dt compute.DType, shape []int, raw []byte) (compute.Tensor, error) {
+	if b.full() {
+		return nil, errors.New(oomMessage)
+	}
+	return b.Backend.Upload(dt, shape, raw)
+}
+
+func (b *oomBackend) FromF32(data []float32, shape ...int) compute.Tensor {
+	if b.full() {
+		panic(oomMessage)
+	}
+	return b.Backend.FromF32(data, shape...)
+}
+
+func (b *oomBackend) Zeros(shape ...int) compute.Tensor {
+	if b.full() {
+		panic(oomMessage)
+	}
+	return b.Backend.Zeros(shape...)
+}
+
+func (b *oomBackend) Linear(x, w, bias compute.Tensor) compute.Tensor {
+	if b.full() {
+		panic(oomMessage)
+	}
+	return b.Backend.Linear(x, w, bias)
+}
+
+// TestFaultOutOfMemoryAtLoad: the device fills up while the Zonos weights
+// (Upload: an error) or the DAC weights (FromF32: a panic) go onto it. Load
+// returns an error carrying the allocator's message, at every point of the
+// load; nothing panics out of Load.
+func TestFaultOutOfMemoryAtLoad(t *testing.T) {
+	paths := PathsFromDirs(golden.Pack(t, "zonos-hybrid-tiny"), golden.Pack(t, "dac-tiny"))
+	for _, budget := range []int64{0, 10, 50, 100, 200, 400} {
+		b := &oomBackend{Backend: cpu.New(0)}
+		b.armed.Store(true)
+		b.budget.Store(budget)
+		e, err := Load(b, paths)
+		if err == nil {
+			t.Logf("budget %d allocations: loaded", budget)
+			if e == nil {
+				t.Fatal("nil engine without an error")
+			}
+			continue
+		}
+		if l := firstLine(err); !strings.Contains(l, "out of device memory") || !strings.Contains(l, "--backend cpu") {
+			t.Errorf("budget %d: %v", budget, err)
+		}
+		t.Logf("budget %d allocations: %s", budget, firstLine(err))
+	}
+}
+
+// TestFaultOutOfMemoryMidUtterance: the device fills up during generation
+// (caches, activations). The utterance ends with Failed carrying the
+// allocator's message instead of the process dying; the engine then serves
+// the next request exactly as a fresh one would.
+func TestFaultOutOfMemoryMidUtterance(t *testing.T) {
+	paths := PathsFromDirs(golden.Pack(t, "zonos-hybrid-tiny"), golden.Pack(t, "dac-tiny"))
+	b := &oomBackend{Backend: cpu.New(0)}
+	e, err := Load(b, paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, budget := range []int64{0, 3, 40, 400} {
+		b.budget.Store(budget)
+		b.armed.Store(true)
+		s, err := e.Synthesize(context.Background(), shortRequest())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := drain(s)
+		b.armed.Store(false)
+		if c.final.Kind != Failed || !strings.Contains(c.final.Err.Error(), "out of device memory") || s.Wait() == nil {
+			t.Fatalf("budget %d: %v %v after %d frames", budget, c.final.Kind, c.final.Err, c.frames)
+		}
+		t.Logf("budget %d: failed after %d frames, %d samples: %s", budget, c.frames, len(c.pcm), firstLine(c.final.Err))
+	}
+	got := drain(mustSynthesize(t, e, shortRequest()))
+	fresh, err := Load(&oomBackend{Backend: cpu.New(0)}, paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := drain(mustSynthesize(t, fresh, shortRequest()))
+	if got.final.Kind != Done || len(got.pcm) != len(want.pcm) {
+		t.Fatalf("after the faults: %v, %d samples; fresh engine %d", got.final.Kind, len(got.pcm), len(want.pcm))
+	}
+	for i := range want.pcm {
+		if got.pcm[i] != want.pcm[i] {
+			t.Fatalf("sample %d after the faults %g, fresh engine %g", i, got.pcm[i], want.pcm[i])
+		}
+	}
+}
+
+func mustSynthesize(t *testing.T, e *Engine, r Request) *Stream {
+	t.Helper()
+	s, err := e.Synthesize(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

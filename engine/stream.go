@@ -203,6 +203,14 @@ func (r *run) run(pieces []piece) (err error) {
 			}
 		}
 	}()
+	// A backend panic (the CUDA allocator's out-of-memory, a failed kernel
+	// launch) ends this utterance with Failed instead of the process; the
+	// next utterance builds its state afresh.
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("engine: the %s backend failed during generation: %v", r.e.backend.Name(), p)
+		}
+	}()
 	streamer, err := r.e.codec.NewStreamer(dac.StreamConfig{FirstChunk: r.req.FirstChunk, Chunk: r.req.Chunk})
 	if err != nil {
 		return err

@@ -17,6 +17,9 @@ type binder struct {
 	backend  compute.Backend
 	used     map[string]bool
 	problems []string
+	// upload is the backend's first refusal (device out of memory): not a
+	// problem of the checkpoint, so it is reported on its own.
+	upload error
 }
 
 func newBinder(f *weights.File, b compute.Backend) *binder {
@@ -73,7 +76,9 @@ func (bd *binder) tensor(name string, shape ...int) compute.Tensor {
 	}
 	u, err := bd.backend.Upload(*dtypeOf(t.DType), t.Shape, t.Data)
 	if err != nil {
-		bd.problems = append(bd.problems, fmt.Sprintf("%s: %v", name, err))
+		if bd.upload == nil {
+			bd.upload = fmt.Errorf("zonos weights %s: uploading %s: %w", bd.file.Path, name, err)
+		}
 		return nil
 	}
 	return u
@@ -95,6 +100,9 @@ func (bd *binder) floats(name string, shape ...int) []float32 {
 
 // err reports every problem plus the tensors nobody asked for.
 func (bd *binder) err() error {
+	if bd.upload != nil {
+		return bd.upload
+	}
 	var unexpected []string
 	for _, n := range bd.file.Names() {
 		if !bd.used[n] {
