@@ -18,7 +18,10 @@
 // visible; Backend embeds them all.
 package compute
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // DType is the element type of a tensor.
 type DType uint8
@@ -130,4 +133,45 @@ type Core interface {
 	// SwiGLU splits the last axis in halves [y | gate] and returns
 	// y·silu(gate) (the gated MLP of Zonos and mamba_ssm).
 	SwiGLU(x Tensor) Tensor
+}
+
+// BF16ToFloat32 widens a bfloat16 bit pattern (its top 16 bits are a
+// float32's).
+func BF16ToFloat32(u uint16) float32 { return math.Float32frombits(uint32(u) << 16) }
+
+// F16ToFloat32 widens an IEEE 754 half-precision value, subnormals and
+// specials included.
+func F16ToFloat32(h uint16) float32 {
+	sign := uint32(h>>15) & 1
+	exp := uint32(h>>10) & 0x1f
+	mant := uint32(h) & 0x3ff
+	switch {
+	case exp == 0 && mant == 0:
+		return math.Float32frombits(sign << 31)
+	case exp == 0: // subnormal
+		e := int32(-14)
+		for mant&0x400 == 0 {
+			mant <<= 1
+			e--
+		}
+		mant &= 0x3ff
+		return math.Float32frombits(sign<<31 | uint32(e+127)<<23 | mant<<13)
+	case exp == 0x1f:
+		return math.Float32frombits(sign<<31 | 0xff<<23 | mant<<13)
+	}
+	return math.Float32frombits(sign<<31 | (exp-15+127)<<23 | mant<<13)
+}
+
+// AxisGeometry views a row-major shape as [outer, shape[axis], inner].
+func AxisGeometry(shape []int, axis int) (outer, dim, inner int) {
+	outer, inner = 1, 1
+	for i, d := range shape {
+		switch {
+		case i < axis:
+			outer *= d
+		case i > axis:
+			inner *= d
+		}
+	}
+	return outer, shape[axis], inner
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"zonostream/engine/compute"
@@ -54,7 +55,7 @@ func TestConv1dMatchesReference(t *testing.T) {
 			got := b.Conv1d(x, w, bias, tc.s)
 			s := tc.s.Normalized()
 			ref := b.conv1dRef(cast(x).f32, cast(x).shape, cast(w).f32, cast(w).shape, cast(bias).f32, s)
-			if !sameShape(got.Shape(), ref.Shape()) {
+			if !slices.Equal(got.Shape(), ref.Shape()) {
 				t.Fatalf("shape %v, reference %v", got.Shape(), ref.Shape())
 			}
 			if e := relErr(cast(got).f32, cast(ref).f32); e > 1e-5 {
@@ -88,7 +89,7 @@ func TestConvTranspose1dMatchesReference(t *testing.T) {
 			got := b.ConvTranspose1d(x, w, bias, tc.s)
 			s := tc.s.Normalized()
 			ref := b.convTranspose1dRef(cast(x).f32, cast(x).shape, cast(w).f32, cast(w).shape, cast(bias).f32, s)
-			if !sameShape(got.Shape(), ref.Shape()) {
+			if !slices.Equal(got.Shape(), ref.Shape()) {
 				t.Fatalf("shape %v, reference %v", got.Shape(), ref.Shape())
 			}
 			if e := relErr(cast(got).f32, cast(ref).f32); e > 1e-5 {

@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"zonostream/engine/compute"
 )
@@ -78,21 +79,9 @@ func (b *Backend) Embedding(table, ids compute.Tensor) compute.Tensor {
 	return out
 }
 
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 func (b *Backend) Add(x, y compute.Tensor) compute.Tensor {
 	xs, ys := f32Of(x, "Add"), f32Of(y, "Add")
-	if !sameShape(cast(x).shape, cast(y).shape) {
+	if !slices.Equal(cast(x).shape, cast(y).shape) {
 		panic(fmt.Sprintf("cpu.Add: %v + %v", cast(x).shape, cast(y).shape))
 	}
 	out := newF32(cast(x).shape...)

@@ -34,18 +34,7 @@ func (b *Backend) parallelFor(n int, fn func(lo, hi int)) {
 }
 
 // axisGeometry views a shape as [outer, dim, inner] around axis.
-func axisGeometry(shape []int, axis int) (outer, dim, inner int) {
-	outer, inner = 1, 1
-	for i, d := range shape {
-		switch {
-		case i < axis:
-			outer *= d
-		case i > axis:
-			inner *= d
-		}
-	}
-	return outer, shape[axis], inner
-}
+var axisGeometry = compute.AxisGeometry
 
 func (b *Backend) Reshape(t compute.Tensor, shape ...int) compute.Tensor {
 	ct := cast(t)

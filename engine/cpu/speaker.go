@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"zonostream/engine/compute"
 )
@@ -187,7 +188,7 @@ func (b *Backend) conv2dRef(x, w, bias compute.Tensor, c compute.Conv2dSpec) com
 func (b *Backend) SimAMAddReLU(x, residual compute.Tensor, lambda float32) compute.Tensor {
 	xs, rs := f32Of(x, "SimAMAddReLU"), f32Of(residual, "SimAMAddReLU")
 	xt := cast(x).shape
-	if len(xt) != 4 || !sameShape(xt, cast(residual).shape) {
+	if len(xt) != 4 || !slices.Equal(xt, cast(residual).shape) {
 		panic(fmt.Sprintf("cpu.SimAMAddReLU: x %v residual %v", xt, cast(residual).shape))
 	}
 	hw := xt[2] * xt[3]
@@ -223,7 +224,7 @@ func (b *Backend) SimAMAddReLU(x, residual compute.Tensor, lambda float32) compu
 func (b *Backend) AttentiveStatsPool(x, logits compute.Tensor, eps float32) compute.Tensor {
 	xs, ls := f32Of(x, "AttentiveStatsPool"), f32Of(logits, "AttentiveStatsPool")
 	xt := cast(x).shape
-	if len(xt) != 3 || !sameShape(xt, cast(logits).shape) {
+	if len(xt) != 3 || !slices.Equal(xt, cast(logits).shape) {
 		panic(fmt.Sprintf("cpu.AttentiveStatsPool: x %v logits %v", xt, cast(logits).shape))
 	}
 	B, C, T := xt[0], xt[1], xt[2]

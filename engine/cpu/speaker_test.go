@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"zonostream/engine/compute"
@@ -35,7 +36,7 @@ func TestConv2dMatchesReference(t *testing.T) {
 			for _, bb := range []compute.Tensor{bias, nil} {
 				got := b.Conv2d(x, w, bb, tc.s)
 				ref := b.conv2dRef(x, w, bb, tc.s)
-				if !sameShape(got.Shape(), ref.Shape()) {
+				if !slices.Equal(got.Shape(), ref.Shape()) {
 					t.Fatalf("shape %v, reference %v", got.Shape(), ref.Shape())
 				}
 				if e := relErr(cast(got).f32, cast(ref).f32); e > 1e-5 {

@@ -70,30 +70,11 @@ func f32Of(t compute.Tensor, op string) []float32 {
 	return ct.f32
 }
 
-// bf16ToF32 widens a bfloat16 bit pattern.
-func bf16ToF32(u uint16) float32 { return math.Float32frombits(uint32(u) << 16) }
-
-// f16ToF32 widens an IEEE half.
-func f16ToF32(h uint16) float32 {
-	sign := uint32(h>>15) & 1
-	exp := uint32(h>>10) & 0x1f
-	mant := uint32(h) & 0x3ff
-	switch {
-	case exp == 0 && mant == 0:
-		return math.Float32frombits(sign << 31)
-	case exp == 0: // subnormal
-		e := int32(-14)
-		for mant&0x400 == 0 {
-			mant <<= 1
-			e--
-		}
-		mant &= 0x3ff
-		return math.Float32frombits(sign<<31 | uint32(e+127)<<23 | mant<<13)
-	case exp == 0x1f:
-		return math.Float32frombits(sign<<31 | 0xff<<23 | mant<<13)
-	}
-	return math.Float32frombits(sign<<31 | (exp-15+127)<<23 | mant<<13)
-}
+// bf16ToF32 and f16ToF32 widen 16-bit floats.
+var (
+	bf16ToF32 = compute.BF16ToFloat32
+	f16ToF32  = compute.F16ToFloat32
+)
 
 // row writes row r of a [N, K] weight of any float dtype into dst as float32
 // and returns dst (or the stored row itself for F32, without copying).

@@ -3,6 +3,7 @@ package dac
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -58,7 +59,7 @@ func (b *binder) read(name string, want []int) []float32 {
 		b.problem("%s: %v", name, err)
 		return nil
 	}
-	if !equalShape(t.Shape, want) {
+	if !slices.Equal(t.Shape, want) {
 		b.problem("%s has shape %v, want %v", name, t.Shape, want)
 		return nil
 	}
@@ -68,18 +69,6 @@ func (b *binder) read(name string, want []int) []float32 {
 		return nil
 	}
 	return v
-}
-
-func equalShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // upload copies host values to the backend (nil when reading failed, in

@@ -13,33 +13,9 @@ import (
 // header), atomically: it writes path+".tmp" and renames it. It is used to
 // build randomly initialised models of the real shapes and test fixtures.
 func Write(path string, tensors []*Tensor, metadata map[string]string) error {
-	sorted := append([]*Tensor(nil), tensors...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	header := map[string]any{}
-	if len(metadata) > 0 {
-		header["__metadata__"] = metadata
-	}
-	var off int64
-	for _, t := range sorted {
-		if t.DType.Size() == 0 {
-			return fmt.Errorf("safetensors write %s: tensor %q: unsupported dtype %q", path, t.Name, t.DType)
-		}
-		if int64(len(t.Data)) != int64(t.NumElements()*t.DType.Size()) {
-			return fmt.Errorf("safetensors write %s: tensor %q: %d bytes for shape %v %s", path, t.Name, len(t.Data), t.Shape, t.DType)
-		}
-		shape := t.Shape
-		if shape == nil {
-			shape = []int{}
-		}
-		header[t.Name] = headerEntry{DType: t.DType, Shape: shape, Offsets: [2]int64{off, off + int64(len(t.Data))}}
-		off += int64(len(t.Data))
-	}
-	hj, err := json.Marshal(header)
+	sorted, hj, err := layout(tensors, metadata)
 	if err != nil {
 		return fmt.Errorf("safetensors write %s: %w", path, err)
-	}
-	for len(hj)%8 != 0 {
-		hj = append(hj, ' ')
 	}
 	tmp := path + ".tmp"
 	f, err := os.Create(tmp)
@@ -69,6 +45,26 @@ func Write(path string, tensors []*Tensor, metadata map[string]string) error {
 // Encode builds a safetensors image in memory (for randomly initialised
 // models that never touch the disk); Parse reads it back.
 func Encode(tensors []*Tensor, metadata map[string]string) ([]byte, error) {
+	sorted, hj, err := layout(tensors, metadata)
+	if err != nil {
+		return nil, fmt.Errorf("safetensors encode: %w", err)
+	}
+	size := 8 + len(hj)
+	for _, t := range sorted {
+		size += len(t.Data)
+	}
+	out := make([]byte, 8, size)
+	binary.LittleEndian.PutUint64(out, uint64(len(hj)))
+	out = append(out, hj...)
+	for _, t := range sorted {
+		out = append(out, t.Data...)
+	}
+	return out, nil
+}
+
+// layout sorts tensors by name and builds the JSON header (padded to 8
+// bytes) that places them back to back.
+func layout(tensors []*Tensor, metadata map[string]string) ([]*Tensor, []byte, error) {
 	sorted := append([]*Tensor(nil), tensors...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	header := map[string]any{}
@@ -77,8 +73,11 @@ func Encode(tensors []*Tensor, metadata map[string]string) ([]byte, error) {
 	}
 	var off int64
 	for _, t := range sorted {
-		if int64(len(t.Data)) != int64(t.NumElements()*t.DType.Size()) || t.DType.Size() == 0 {
-			return nil, fmt.Errorf("safetensors encode: tensor %q: %d bytes for shape %v %s", t.Name, len(t.Data), t.Shape, t.DType)
+		if t.DType.Size() == 0 {
+			return nil, nil, fmt.Errorf("tensor %q: unsupported dtype %q", t.Name, t.DType)
+		}
+		if int64(len(t.Data)) != int64(t.NumElements()*t.DType.Size()) {
+			return nil, nil, fmt.Errorf("tensor %q: %d bytes for shape %v %s", t.Name, len(t.Data), t.Shape, t.DType)
 		}
 		shape := t.Shape
 		if shape == nil {
@@ -89,16 +88,10 @@ func Encode(tensors []*Tensor, metadata map[string]string) ([]byte, error) {
 	}
 	hj, err := json.Marshal(header)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for len(hj)%8 != 0 {
 		hj = append(hj, ' ')
 	}
-	out := make([]byte, 8, 8+int64(len(hj))+off)
-	binary.LittleEndian.PutUint64(out, uint64(len(hj)))
-	out = append(out, hj...)
-	for _, t := range sorted {
-		out = append(out, t.Data...)
-	}
-	return out, nil
+	return sorted, hj, nil
 }
