@@ -5,8 +5,10 @@ package gpu
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
+	"syscall"
 
 	"gorgonia.org/cu"
 
@@ -27,6 +29,11 @@ type Backend struct {
 	k      map[string]*kernel
 
 	pool *pool
+	sms  int // multiprocessors (GEMV plans)
+
+	// ownerTID is the OS thread the owner goroutine is locked to: do runs
+	// a closure directly when called on it (inside Run).
+	ownerTID int
 
 	desc   string
 	mu     sync.Mutex
@@ -53,6 +60,7 @@ func New(ordinal int) (*Backend, error) {
 func (b *Backend) own(ordinal int, ready chan<- error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	b.ownerTID = syscall.Gettid()
 	if err := b.init(ordinal); err != nil {
 		b.release()
 		ready <- err
@@ -100,6 +108,9 @@ func (b *Backend) init(ordinal int) error {
 	total, _ := b.dev.TotalMem()
 	major, _ := b.dev.Attribute(cu.ComputeCapabilityMajor)
 	minor, _ := b.dev.Attribute(cu.ComputeCapabilityMinor)
+	if b.sms, _ = b.dev.Attribute(cu.MultiprocessorCount); b.sms <= 0 {
+		b.sms = 132
+	}
 	if major < 8 {
 		return fmt.Errorf("cuda: %s has compute capability %d.%d; the kernels need 8.0 (Ampere) or newer", name, major, minor)
 	}
@@ -129,7 +140,7 @@ func (b *Backend) init(ordinal int) error {
 
 // kernelNames lists the functions each PTX module must provide.
 var kernelNames = map[string][]string{
-	"core": {"linear_gemv", "linear_gemm", "embedding", "to_f32", "add_f32", "scale_f32", "tanh_f32",
+	"core": {"linear_gemv", "gemv_m2_r1u4", "gemv_m2_r2u2", "gemv_m2_r4u1", "fill_bf16", "linear_gemm", "embedding", "to_f32", "add_f32", "scale_f32", "tanh_f32",
 		"cossin", "swiglu", "snake", "layernorm", "copy_axis4", "copy_axis2"},
 	"attention": {"attn_cache", "attn"},
 	"mamba2":    {"mamba_conv", "mamba_scan", "mamba_norm"},
@@ -159,6 +170,13 @@ func (b *Backend) release() {
 // do runs f on the owner goroutine and waits; a panic in f (a malformed
 // call or a CUDA error) is re-raised in the caller's goroutine.
 func (b *Backend) do(f func()) {
+	if syscall.Gettid() == b.ownerTID {
+		// Already on the owner goroutine (inside Run, or an op called by
+		// another op's closure): a locked thread runs no other goroutine,
+		// so the thread id identifies it.
+		f()
+		return
+	}
 	var perr any
 	done := make(chan struct{})
 	select {
@@ -176,6 +194,25 @@ func (b *Backend) do(f func()) {
 	if perr != nil {
 		panic(perr)
 	}
+}
+
+var _ compute.Runner = (*Backend)(nil)
+
+// runnerOff (ZONOS_CUDA_RUNNER=0) makes Run a plain call, so each op hands
+// itself to the owner goroutine as before (for before/after measurements).
+var runnerOff = os.Getenv("ZONOS_CUDA_RUNNER") == "0"
+
+// Run implements compute.Runner: f runs on the owner goroutine in one
+// hand-off, and every backend op it calls runs directly there (no channel
+// round trip, no cross-thread wake-ups). Other goroutines' ops wait until
+// f returns. A panic in f is re-raised in the caller. f must not wait for
+// another goroutine that uses this backend.
+func (b *Backend) Run(f func()) {
+	if runnerOff {
+		f()
+		return
+	}
+	b.do(f)
 }
 
 func (b *Backend) Name() string   { return "cuda" }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 
 	"zonostream/engine/bench"
 	"zonostream/engine/zonos"
@@ -30,6 +31,7 @@ func runBench(args []string) int {
 	fs.IntVar(&o.Chunk, "chunk", o.Chunk, "vocoder steady chunk, frames")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	write := fs.String("write", "", "also write the markdown report into this directory (e.g. docs/bench)")
+	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the measurements to this file (host-side costs)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -63,6 +65,19 @@ func runBench(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if *cpuProfile != "" {
+		pf, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "zonos bench:", err)
+			return 1
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			fmt.Fprintln(os.Stderr, "zonos bench:", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
+	}
 	r, err := bench.Run(ctx, b, o, func(s string) { fmt.Fprintln(os.Stderr, "·", s) })
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "zonos bench:", err)

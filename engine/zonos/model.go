@@ -133,23 +133,42 @@ type LayerHook func(layer int, stream compute.Tensor)
 // repeats the result for both CFG rows: [2, T, d].
 func (m *Model) embedColumns(cols [][NumCodebooks]int32) (compute.Tensor, error) {
 	T := len(cols)
-	var sum compute.Tensor
-	for k := 0; k < NumCodebooks; k++ {
-		ids := make([]int32, T)
-		for t, c := range cols {
+	for t, c := range cols {
+		for k := range c {
 			if c[k] < 0 || c[k] >= embedRows {
 				return nil, fmt.Errorf("code %d of codebook %d (column %d) outside [0, %d]", c[k], k, t, embedRows-1)
 			}
-			ids[t] = c[k]
-		}
-		e := m.b.Embedding(m.embeddings[k], m.b.FromI32(ids, 1, T))
-		if sum == nil {
-			sum = e
-		} else {
-			sum = m.b.Add(sum, e)
 		}
 	}
-	return m.b.Concat(0, sum, sum), nil
+	var out compute.Tensor
+	m.onDevice(func() {
+		var sum compute.Tensor
+		for k := 0; k < NumCodebooks; k++ {
+			ids := make([]int32, T)
+			for t, c := range cols {
+				ids[t] = c[k]
+			}
+			e := m.b.Embedding(m.embeddings[k], m.b.FromI32(ids, 1, T))
+			if sum == nil {
+				sum = e
+			} else {
+				sum = m.b.Add(sum, e)
+			}
+		}
+		out = m.b.Concat(0, sum, sum)
+	})
+	return out, nil
+}
+
+// onDevice runs f through the backend's compute.Runner when it has one (a
+// decode step's few hundred ops in one hand-off to the CUDA owner thread),
+// else calls f.
+func (m *Model) onDevice(f func()) {
+	if r, ok := m.b.(compute.Runner); ok {
+		r.Run(f)
+		return
+	}
+	f()
 }
 
 // forward runs the backbone on hidden [2, T, d] continuing from st and
@@ -169,17 +188,26 @@ func (m *Model) forwardHeads(st *State, hidden compute.Tensor, hook LayerHook) (
 	if st.pos+T > st.maxLen {
 		return nil, fmt.Errorf("sequence of %d positions exceeds the %d the state was made for", st.pos+T, st.maxLen)
 	}
-	var residual compute.Tensor
-	for i, l := range m.layers {
-		hidden, residual = l.forward(m.b, hidden, residual, st.layers[i], st.pos, m.eps)
-		if hook != nil {
-			hook(i, m.b.Add(hidden, residual))
+	var heads compute.Tensor
+	body := func() {
+		var residual compute.Tensor
+		for i, l := range m.layers {
+			hidden, residual = l.forward(m.b, hidden, residual, st.layers[i], st.pos, m.eps)
+			if hook != nil {
+				hook(i, m.b.Add(hidden, residual))
+			}
 		}
+		out, _ := m.b.AddLayerNorm(hidden, residual, m.normF.w, m.normF.b, m.eps)
+		last := m.b.Slice(out, 1, T-1, T)
+		heads = m.b.Reshape(m.b.Linear(last, m.heads, nil), 2, NumCodebooks, LogitWidth)
 	}
-	out, _ := m.b.AddLayerNorm(hidden, residual, m.normF.w, m.normF.b, m.eps)
+	if hook == nil { // a hook is the caller's code: keep it off the owner thread
+		m.onDevice(body)
+	} else {
+		body()
+	}
 	st.pos += T
-	last := m.b.Slice(out, 1, T-1, T)
-	return m.b.Reshape(m.b.Linear(last, m.heads, nil), 2, NumCodebooks, LogitWidth), nil
+	return heads, nil
 }
 
 // guide applies classifier-free guidance, uncond + (cond − uncond)·scale,

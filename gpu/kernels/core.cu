@@ -240,3 +240,149 @@ extern "C" __global__ void copy_axis2(const unsigned short* __restrict__ src, un
         dst[(o * dstDim + dstOff) * inner + r] = src[(o * srcDim + srcOff) * inner + r];
     }
 }
+
+// ---------------------------------------------------------------------------
+// Weight-read GEMV for the CFG decode step (issue 7): y[m, n] = x[m, :]·w[n, :]
+// (+ b[n]) for M ≤ 2 rows and BF16 weights with K % 8 == 0. Each BF16 weight
+// is read exactly once, 16 bytes at a time, by cp.async into shared memory
+// (bypassing L1, where the activations stay; 256-byte L2 sectors), in two
+// stages per lane: a lane has up to 2·R·U copies in flight while it does
+// the arithmetic of the previous batch, so the narrow N = 2048 shapes keep
+// enough bytes in flight (ptxas interleaves plain register loads with the
+// FMAs that use them, leaving only ~2 loads per lane in flight; the copies
+// cannot be reordered that way). A block of 8 warps holds (8/KS)·R output
+// rows: KS warps share one group of R rows, each reading its own contiguous
+// slice of K. Every lane copies and reads back only its own shared-memory
+// slots, so no barrier is needed until the slices are combined. Partial
+// sums are reduced in a fixed order (warp shuffle, then the KS slices in
+// index order): results are deterministic. R and U are compile-time
+// (R·U ≤ 4: 32 KiB of static shared memory); KS ∈ {1, 2, 4, 8} is an argument.
+__device__ __forceinline__ void cp_async16(void* smem, const void* g) {
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(s), "l"(g));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(N));
+}
+
+__device__ __forceinline__ void fma_bf16x8(float& acc, uint4 v, float4 a, float4 b) {
+    acc += a.x * __uint_as_float(v.x << 16) + a.y * __uint_as_float(v.x & 0xffff0000u) +
+           a.z * __uint_as_float(v.y << 16) + a.w * __uint_as_float(v.y & 0xffff0000u) +
+           b.x * __uint_as_float(v.z << 16) + b.y * __uint_as_float(v.z & 0xffff0000u) +
+           b.z * __uint_as_float(v.w << 16) + b.w * __uint_as_float(v.w & 0xffff0000u);
+}
+
+template <int R, int U>
+__device__ __forceinline__ void gemv_m2_body(const float* __restrict__ x, const unsigned short* __restrict__ w,
+                                             const float* __restrict__ bias, float* __restrict__ y, int M, int N,
+                                             int K, int KS) {
+    __shared__ uint4 buf[2][8][R * U][32];
+    __shared__ float part[8][R][2];
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    int group = warp / KS, slice = warp % KS;
+    int groups = 8 / KS;
+    int n0 = (blockIdx.x * groups + group) * R;
+    int K8 = K >> 3;
+    int per = (K8 + KS - 1) / KS;
+    int lo = slice * per, hi = min(K8, lo + per);
+    const float4* x0 = (const float4*)x;
+    const float4* x1 = (const float4*)(x + (M > 1 ? K : 0));
+    const uint4* wr[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) wr[r] = (const uint4*)(w + (long long)min(n0 + r, N - 1) * K);
+    float a0[R], a1[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) a0[r] = a1[r] = 0.f;
+    const int B = 32 * U; // k8 elements per batch per warp
+    int nb = hi > lo ? (hi - lo + B - 1) / B : 0;
+    auto issue = [&](int b) {
+        int st = b & 1;
+#pragma unroll
+        for (int j = 0; j < U; j++) {
+            int k = lo + b * B + 32 * j + lane;
+            if (k < hi) {
+#pragma unroll
+                for (int r = 0; r < R; r++) cp_async16(&buf[st][warp][j * R + r][lane], wr[r] + k);
+            }
+        }
+        cp_async_commit();
+    };
+    if (nb > 0) issue(0);
+    for (int b = 0; b < nb; b++) {
+        if (b + 1 < nb) {
+            issue(b + 1);
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
+        }
+        int st = b & 1;
+#pragma unroll
+        for (int j = 0; j < U; j++) {
+            int k = lo + b * B + 32 * j + lane;
+            if (k < hi) {
+                float4 p = __ldg(x0 + 2 * k), q = __ldg(x0 + 2 * k + 1);
+                float4 s = __ldg(x1 + 2 * k), t = __ldg(x1 + 2 * k + 1);
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    uint4 v = buf[st][warp][j * R + r][lane];
+                    fma_bf16x8(a0[r], v, p, q);
+                    fma_bf16x8(a1[r], v, s, t);
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        a0[r] = warp_sum(a0[r]);
+        a1[r] = warp_sum(a1[r]);
+    }
+    if (lane == 0) {
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            part[warp][r][0] = a0[r];
+            part[warp][r][1] = a1[r];
+        }
+    }
+    __syncthreads();
+    if (slice == 0 && lane < R) {
+        float s0 = 0.f, s1 = 0.f;
+        for (int s = 0; s < KS; s++) {
+            s0 += part[warp + s][lane][0];
+            s1 += part[warp + s][lane][1];
+        }
+        int n = n0 + lane;
+        if (n < N) {
+            float bv = bias ? bias[n] : 0.f;
+            y[n] = s0 + bv;
+            if (M > 1) y[(long long)N + n] = s1 + bv;
+        }
+    }
+}
+
+#define GEMV_M2(name, R, U)                                                                                \
+    extern "C" __global__ void __launch_bounds__(256)                                                     \
+        name(const float* __restrict__ x, const unsigned short* __restrict__ w, const float* __restrict__ b, \
+             float* __restrict__ y, int M, int N, int K, int KS) {                                        \
+        gemv_m2_body<R, U>(x, w, b, y, M, N, K, KS);                                                      \
+    }
+GEMV_M2(gemv_m2_r1u4, 1, 4)
+GEMV_M2(gemv_m2_r2u2, 2, 2)
+GEMV_M2(gemv_m2_r4u1, 4, 1)
+
+// fill_bf16: deterministic pseudo-random BF16 values in ±scale (benchmark
+// weights without a host upload; never zeros).
+extern "C" __global__ void fill_bf16(unsigned short* __restrict__ w, long long n, unsigned int seed, float scale) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x) {
+        unsigned int h = (unsigned int)i * 2654435761u ^ seed;
+        h ^= h >> 15;
+        h *= 2246822519u;
+        h ^= h >> 13;
+        h *= 3266489917u;
+        h ^= h >> 16;
+        float f = ((float)(h >> 8) * (1.0f / 16777216.0f) * 2.f - 1.f) * scale;
+        w[i] = (unsigned short)(__float_as_uint(f) >> 16);
+    }
+}

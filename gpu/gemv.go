@@ -1,0 +1,109 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	"gorgonia.org/cu"
+)
+
+// The weight-read GEMV (gemv_m2_* in kernels/core.cu) serves Linear for
+// M ≤ 2 rows with BF16 weights and K % 8 == 0: every projection of the CFG
+// decode step. A plan names the kernel variant (R output rows per warp
+// group, U copies per lane and stage) and KS, the warps that split K.
+//
+// Environment (for measurements; the defaults need none):
+//
+//	ZONOS_GEMV=old        use the previous kernel (linear_gemv) instead
+//	ZONOS_GEMV_PLAN=file  per-shape plans, lines "N K kernel KS" (written
+//	                      by TestGemvBandwidth with ZONOS_GEMV_PLAN_OUT)
+type gemvPlan struct {
+	kernel string // gemv_m2_r1u4, gemv_m2_r2u2 or gemv_m2_r4u1
+	rows   int    // R
+	ks     int    // 1, 2, 4 or 8
+}
+
+// gemvKernels are the compiled variants and their R.
+var gemvKernels = map[string]int{"gemv_m2_r1u4": 1, "gemv_m2_r2u2": 2, "gemv_m2_r4u1": 4}
+
+func (p gemvPlan) rowsPerBlock() int { return 8 / p.ks * p.rows }
+
+func (p gemvPlan) String() string { return fmt.Sprintf("%s/ks%d", p.kernel, p.ks) }
+
+var (
+	gemvOld      = os.Getenv("ZONOS_GEMV") == "old"
+	gemvFileOnce sync.Once
+	gemvFile     map[[2]int]gemvPlan
+)
+
+// loadGemvPlans reads ZONOS_GEMV_PLAN once; a malformed file is ignored
+// with a message on stderr (the defaults are always correct).
+func loadGemvPlans() map[[2]int]gemvPlan {
+	gemvFileOnce.Do(func() {
+		path := os.Getenv("ZONOS_GEMV_PLAN")
+		if path == "" {
+			return
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "gpu: ZONOS_GEMV_PLAN:", err)
+			return
+		}
+		defer f.Close()
+		m := map[[2]int]gemvPlan{}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			fs := strings.Fields(sc.Text())
+			if len(fs) != 4 || strings.HasPrefix(fs[0], "#") {
+				continue
+			}
+			n, e1 := strconv.Atoi(fs[0])
+			k, e2 := strconv.Atoi(fs[1])
+			ks, e3 := strconv.Atoi(fs[3])
+			r, ok := gemvKernels[fs[2]]
+			if e1 != nil || e2 != nil || e3 != nil || !ok || (ks != 1 && ks != 2 && ks != 4 && ks != 8) {
+				fmt.Fprintf(os.Stderr, "gpu: ZONOS_GEMV_PLAN: ignoring line %q\n", sc.Text())
+				continue
+			}
+			m[[2]int{n, k}] = gemvPlan{fs[2], r, ks}
+		}
+		gemvFile = m
+		fmt.Fprintf(os.Stderr, "gpu: %d GEMV plans from %s\n", len(m), path)
+	})
+	return gemvFile
+}
+
+// defaultGemvPlan: two rows per warp group (activation reuse), and K split
+// over as few warps as still give every SM about three blocks.
+func defaultGemvPlan(n, k, sms int) gemvPlan {
+	p := gemvPlan{kernel: "gemv_m2_r2u2", rows: 2, ks: 1}
+	for p.ks < 8 && (n+p.rowsPerBlock()-1)/p.rowsPerBlock() < 3*sms && (k/8)/(2*p.ks) >= 32 {
+		p.ks *= 2
+	}
+	return p
+}
+
+// gemvPlanFor picks the plan for an N×K weight.
+func (b *Backend) gemvPlanFor(n, k int) gemvPlan {
+	if p, ok := loadGemvPlans()[[2]int{n, k}]; ok {
+		return p
+	}
+	return defaultGemvPlan(n, k, b.sms)
+}
+
+// useGemvM2 reports whether Linear takes the weight-read GEMV.
+func useGemvM2(m, k int, w *tensor) bool {
+	return !gemvOld && m >= 1 && m <= 2 && w.dt == 1 /* BF16 */ && k%8 == 0 && k > 0
+}
+
+// gemvM2 launches plan p: y[m, n] = x·wᵀ + bias (owner goroutine).
+func (b *Backend) gemvM2(p gemvPlan, x, w *tensor, bias, y cu.DevicePtr, m, n, k int) {
+	blocks := (n + p.rowsPerBlock() - 1) / p.rowsPerBlock()
+	b.launch(b.k[p.kernel], [3]int{blocks, 1, 1}, block256, x.ptr(), w.ptr(), bias, y, int32(m), int32(n), int32(k), int32(p.ks))
+}

@@ -1,0 +1,260 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"gorgonia.org/cu"
+
+	"zonostream/engine/compute"
+)
+
+// gemvPlans lists every variant the kernels provide.
+func gemvPlans() []gemvPlan {
+	var ps []gemvPlan
+	for _, k := range []string{"gemv_m2_r1u4", "gemv_m2_r2u2", "gemv_m2_r4u1"} {
+		for _, ks := range []int{1, 2, 4, 8} {
+			ps = append(ps, gemvPlan{k, gemvKernels[k], ks})
+		}
+	}
+	return ps
+}
+
+// TestGemvM2 checks every weight-read GEMV variant against a float64 host
+// product on random data: real decode shapes, ragged N, K slices that do
+// not fill a batch, one and two rows, with and without bias; the output is
+// poisoned first so an unwritten element fails.
+func TestGemvM2(t *testing.T) {
+	need(t)
+	r := rand.New(rand.NewPCG(71, 72))
+	shapes := []struct{ m, n, k int }{
+		{2, 2048, 4096}, {2, 8512, 2048}, {1, 9234, 2048}, {2, 333, 2056}, {1, 37, 64}, {2, 5, 8}, {2, 2049, 8192},
+	}
+	for _, s := range shapes {
+		w := randW(t, r, compute.BF16, 1/math.Sqrt(float64(s.k)), s.n, s.k)
+		xv := randVals(r, s.m*s.k, 1)
+		bv := randVals(r, s.n, 0.1)
+		wv := gb.ReadF32(w.g)
+		ref := make([]float32, s.m*s.n)
+		refB := make([]float32, s.m*s.n)
+		for m := 0; m < s.m; m++ {
+			for n := 0; n < s.n; n++ {
+				var acc float64
+				for k := 0; k < s.k; k++ {
+					acc += float64(xv[m*s.k+k]) * float64(wv[n*s.k+k])
+				}
+				ref[m*s.n+n] = float32(acc)
+				refB[m*s.n+n] = float32(acc + float64(bv[n]))
+			}
+		}
+		x := cast(gb.FromF32(xv, s.m, s.k))
+		bias := cast(gb.FromF32(bv, s.n))
+		poison := make([]float32, s.m*s.n)
+		for i := range poison {
+			poison[i] = float32(math.NaN())
+		}
+		for _, p := range gemvPlans() {
+			for _, withBias := range []bool{false, true} {
+				y := cast(gb.FromF32(poison, s.m, s.n))
+				gb.do(func() {
+					bp := nullPtr
+					if withBias {
+						bp = bias.ptr()
+					}
+					gb.gemvM2(p, x, cast(w.g), bp, y.ptr(), s.m, s.n, s.k)
+				})
+				want := ref
+				if withBias {
+					want = refB
+				}
+				checkVals(t, fmt.Sprintf("gemv %v M%d N%d K%d bias %v", p, s.m, s.n, s.k, withBias), want, gb.ReadF32(y), tol)
+			}
+		}
+	}
+	// Linear takes the new path for M ≤ 2 BF16 (and the old one under
+	// ZONOS_GEMV=old); TestLinear covers it against engine/cpu too.
+	if !useGemvM2(2, 2048, &tensor{dt: compute.BF16}) && !gemvOld {
+		t.Error("Linear does not take the weight-read GEMV for M=2 BF16")
+	}
+}
+
+// decodeShapes are the batch-2 projections of one hybrid decode step
+// (N, K, how many per step): 34 Mamba2 layers, 12 attention layers, heads.
+var decodeShapes = []struct {
+	name       string
+	n, k, each int
+}{
+	{"mamba in_proj", 8512, 2048, 34},
+	{"mamba out_proj", 2048, 4096, 34},
+	{"attn qkv", 3072, 2048, 12},
+	{"attn out", 2048, 2048, 12},
+	{"mlp fc1", 16384, 2048, 12},
+	{"mlp fc2", 2048, 8192, 12},
+	{"heads", 9234, 2048, 1},
+}
+
+// fillBF16 fills a device buffer of n bf16 values with pseudo-random
+// values (owner goroutine).
+func (b *Backend) fillBF16(p cu.DevicePtr, n int, seed uint32) {
+	b.launch(b.k["fill_bf16"], grid1(n), block256, p, n, seed, float32(0.03))
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// TestGemvBandwidth (ZONOS_GEMV_BENCH=1) times the old and every new GEMV
+// variant at the decode shapes, M = 2, as bytes of weight read per second
+// against the read and copy bandwidth measured in the same run, rotating
+// over copies of each weight that together exceed the L2 cache. Then it
+// times a GEMV-only decode step (all 117 projections on distinct weights,
+// 3.25 GB) eagerly and as a replayed CUDA graph, old kernel vs new plans.
+// With ZONOS_GEMV_PLAN_OUT it writes the best plan per shape there.
+func TestGemvBandwidth(t *testing.T) {
+	need(t)
+	if os.Getenv("ZONOS_GEMV_BENCH") == "" {
+		t.Skip("set ZONOS_GEMV_BENCH=1")
+	}
+	read := gb.ReadBandwidth(2 << 30)
+	copyBW := gb.CopyBandwidth(2 << 30)
+	t.Logf("read bandwidth %.0f GB/s, copy %.0f GB/s (read+write), %d SMs", read/1e9, copyBW/1e9, gb.sms)
+	var planOut strings.Builder
+	fmt.Fprintf(&planOut, "# best GEMV plan per decode shape, M=2, %s\n", gb.Device())
+	var summary strings.Builder
+	for _, s := range decodeShapes {
+		bytes := s.n * s.k * 2
+		copies := max(2, (320<<20)/bytes+1)
+		ws := make([]*tensor, copies)
+		for i := range ws {
+			gb.do(func() {
+				ws[i] = gb.newTensor(compute.BF16, s.n, s.k)
+				gb.fillBF16(ws[i].ptr(), s.n*s.k, uint32(i*7919+s.n))
+			})
+		}
+		x := cast(gb.FromF32(randVals(rand.New(rand.NewPCG(1, uint64(s.k))), 2*s.k, 1), 2, s.k))
+		y := cast(gb.Zeros(2, s.n))
+		timeIt := func(launch func(w *tensor)) float64 {
+			var ds []time.Duration
+			for rep := 0; rep < 5; rep++ {
+				d := gb.Time(func() {
+					gb.Run(func() {
+						for i := 0; i < 3*copies; i++ {
+							launch(ws[i%copies])
+						}
+					})
+				})
+				ds = append(ds, d/time.Duration(3*copies))
+			}
+			return float64(bytes) / median(ds).Seconds()
+		}
+		old := timeIt(func(w *tensor) {
+			gb.launch(gb.k["linear_gemv"], [3]int{(s.n + 7) / 8, 1, 1}, block256, x.ptr(), w.ptr(), nullPtr, y.ptr(), 2, s.n, s.k, 1)
+		})
+		line := fmt.Sprintf("%-15s N%5d K%5d (%5.1f MB ×%d): old %6.0f GB/s (%4.1f %%)", s.name, s.n, s.k, float64(bytes)/1e6, copies, old/1e9, 100*old/read)
+		best, bestBW := gemvPlan{}, 0.0
+		var all []string
+		for _, p := range gemvPlans() {
+			bw := timeIt(func(w *tensor) { gb.gemvM2(p, x, w, nullPtr, y.ptr(), 2, s.n, s.k) })
+			all = append(all, fmt.Sprintf("%v %.0f", p, bw/1e9))
+			if bw > bestBW {
+				best, bestBW = p, bw
+			}
+		}
+		def := defaultGemvPlan(s.n, s.k, gb.sms)
+		defBW := timeIt(func(w *tensor) { gb.gemvM2(def, x, w, nullPtr, y.ptr(), 2, s.n, s.k) })
+		line += fmt.Sprintf(" | default %v %6.0f GB/s (%4.1f %%) | best %v %6.0f GB/s (%4.1f %%)", def, defBW/1e9, 100*defBW/read, best, bestBW/1e9, 100*bestBW/read)
+		t.Log(line)
+		t.Logf("  all variants (GB/s): %s", strings.Join(all, ", "))
+		fmt.Fprintln(&summary, line)
+		fmt.Fprintf(&planOut, "%d %d %s %d\n", s.n, s.k, best.kernel, best.ks)
+		for _, w := range ws {
+			gb.Free(w)
+		}
+	}
+	if p := os.Getenv("ZONOS_GEMV_PLAN_OUT"); p != "" {
+		if err := os.WriteFile(p, []byte(planOut.String()), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	fmt.Print("GEMV microbenchmark (M=2, bytes of weight per second; % of read bandwidth)\n" + summary.String())
+	gemvStep(t, read)
+}
+
+// gemvStep times the 117 projections of one decode step on distinct
+// weights (no other op), eager and as a graph, old vs new.
+func gemvStep(t *testing.T, read float64) {
+	type proj struct {
+		w    *tensor
+		x, y *tensor
+		n, k int
+	}
+	var ps []proj
+	total := 0
+	xs, ys := map[int]*tensor{}, map[int]*tensor{}
+	for _, s := range decodeShapes {
+		if xs[s.k] == nil {
+			xs[s.k] = cast(gb.FromF32(randVals(rand.New(rand.NewPCG(2, uint64(s.k))), 2*s.k, 1), 2, s.k))
+		}
+		if ys[s.n] == nil {
+			ys[s.n] = cast(gb.Zeros(2, s.n))
+		}
+		for i := 0; i < s.each; i++ {
+			var w *tensor
+			gb.do(func() {
+				w = gb.newTensor(compute.BF16, s.n, s.k)
+				gb.fillBF16(w.ptr(), s.n*s.k, uint32(len(ps)*31+1))
+			})
+			ps = append(ps, proj{w, xs[s.k], ys[s.n], s.n, s.k})
+			total += s.n * s.k * 2
+		}
+	}
+	floor := float64(total) / read
+	run := func(old bool) {
+		for _, p := range ps {
+			if old {
+				gb.launch(gb.k["linear_gemv"], [3]int{(p.n + 7) / 8, 1, 1}, block256, p.x.ptr(), p.w.ptr(), nullPtr, p.y.ptr(), 2, p.n, p.k, 1)
+			} else {
+				gb.gemvM2(gb.gemvPlanFor(p.n, p.k), p.x, p.w, nullPtr, p.y.ptr(), 2, p.n, p.k)
+			}
+		}
+	}
+	var out strings.Builder
+	fmt.Fprintf(&out, "GEMV-only decode step: %d projections, %.3f GB, floor %.3f ms at %.0f GB/s read\n", len(ps), float64(total)/1e9, floor*1e3, read/1e9)
+	for _, old := range []bool{true, false} {
+		name := "new"
+		if old {
+			name = "old"
+		}
+		var eager []time.Duration
+		for rep := 0; rep < 11; rep++ {
+			eager = append(eager, gb.Time(func() { gb.Run(func() { run(old) }) }))
+		}
+		g, err := gb.Capture(func() { gb.Run(func() { run(old) }) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		var graph []time.Duration
+		for rep := 0; rep < 11; rep++ {
+			graph = append(graph, gb.Time(g.Launch))
+		}
+		g.Destroy()
+		e, gr := median(eager), median(graph)
+		fmt.Fprintf(&out, "  %s kernel: eager %.3f ms (%.1f %% of floor), graph %.3f ms (%.1f %% of floor)\n",
+			name, e.Seconds()*1e3, 100*floor/e.Seconds(), gr.Seconds()*1e3, 100*floor/gr.Seconds())
+	}
+	t.Log(out.String())
+	fmt.Print(out.String())
+	for _, p := range ps {
+		gb.Free(p.w)
+	}
+}
