@@ -104,7 +104,7 @@ var decodeShapes = []struct {
 // fillBF16 fills a device buffer of n bf16 values with pseudo-random
 // values (owner goroutine).
 func (b *Backend) fillBF16(p cu.DevicePtr, n int, seed uint32) {
-	b.launch(b.k["fill_bf16"], grid1(n), block256, p, n, seed, float32(0.03))
+	b.launch(b.k["fill_bf16"], grid1(n), block256, p, n, int32(seed), float32(0.03))
 }
 
 func median(ds []time.Duration) time.Duration {
