@@ -79,11 +79,14 @@ func loadGemvPlans() map[[2]int]gemvPlan {
 	return gemvFile
 }
 
-// defaultGemvPlan: two rows per warp group (activation reuse), and K split
-// over as few warps as still give every SM about three blocks.
+// defaultGemvPlan: four rows per warp group (activation reuse), and K
+// split over as few warps as still give the grid about 1.4 blocks per SM.
+// On the H200 (2026-11-29, TestGemvBandwidth) this is the best of the 12
+// variants at every decode shape: r4u1 with KS 1 for N ≥ 8512, KS 2 for
+// N = 3072, KS 4 for N = 2048.
 func defaultGemvPlan(n, k, sms int) gemvPlan {
-	p := gemvPlan{kernel: "gemv_m2_r2u2", rows: 2, ks: 1}
-	for p.ks < 8 && (n+p.rowsPerBlock()-1)/p.rowsPerBlock() < 3*sms && (k/8)/(2*p.ks) >= 32 {
+	p := gemvPlan{kernel: "gemv_m2_r4u1", rows: 4, ks: 1}
+	for p.ks < 8 && 5*((n+p.rowsPerBlock()-1)/p.rowsPerBlock()) < 7*sms && (k/8)/(2*p.ks) >= 32 {
 		p.ks *= 2
 	}
 	return p
