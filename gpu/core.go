@@ -14,18 +14,7 @@ import (
 // nullPtr is a null device pointer for optional kernel arguments.
 const nullPtr = cu.DevicePtr(0)
 
-func axisGeometry(shape []int, axis int) (outer, dim, inner int) {
-	outer, inner = 1, 1
-	for i, d := range shape {
-		switch {
-		case i < axis:
-			outer *= d
-		case i > axis:
-			inner *= d
-		}
-	}
-	return outer, shape[axis], inner
-}
+var axisGeometry = compute.AxisGeometry
 
 func (b *Backend) Reshape(t compute.Tensor, shape ...int) compute.Tensor {
 	ct := cast(t)

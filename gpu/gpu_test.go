@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 
@@ -129,7 +130,7 @@ func diff(ref, got []float32) (maxd, maxr, cos float64) {
 
 func check(t *testing.T, name string, p pair, tol float64) {
 	t.Helper()
-	if !sameShape(p.c.Shape(), p.g.Shape()) {
+	if !slices.Equal(p.c.Shape(), p.g.Shape()) {
 		t.Fatalf("%s: shape cpu %v gpu %v", name, p.c.Shape(), p.g.Shape())
 	}
 	checkVals(t, name, cb.ReadF32(p.c), gb.ReadF32(p.g), tol)

@@ -5,6 +5,7 @@ package gpu
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"zonostream/engine/compute"
 )
@@ -22,7 +23,7 @@ func (b *Backend) Attention(q, k, v, kCache, vCache compute.Tensor, pos int, a c
 	}
 	B, T := qs[0], qs[1]
 	if qs[2] != H*Dh || kt.shape[2] != Hk*Dh || vt.shape[2] != Hk*Dh || kt.shape[0] != B || kt.shape[1] != T ||
-		cs[0] != B || cs[2] != Hk || cs[3] != Dh || !sameShape(vc.shape, cs) {
+		cs[0] != B || cs[2] != Hk || cs[3] != Dh || !slices.Equal(vc.shape, cs) {
 		panic(fmt.Sprintf("gpu.Attention: q %v k %v cache %v spec %+v", qs, kt.shape, cs, a))
 	}
 	maxT := cs[1]
@@ -54,18 +55,6 @@ func (b *Backend) Attention(q, k, v, kCache, vCache compute.Tensor, pos int, a c
 			T, H, Hk, Dh, maxT, pos, dr, inter, a.RotaryBase, scale)
 	})
 	return out
-}
-
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Mamba2 limits of the kernels (CONV_MAXK, SCAN_MAXN).

@@ -258,26 +258,7 @@ func (b *Backend) ReadI32(t compute.Tensor) []int32 {
 func (b *Backend) Free(t compute.Tensor) { cast(t).h.release() }
 
 // f16ToF32 widens an IEEE half.
-func f16ToF32(h uint16) float32 {
-	sign := uint32(h>>15) & 1
-	exp := uint32(h>>10) & 0x1f
-	mant := uint32(h) & 0x3ff
-	switch {
-	case exp == 0 && mant == 0:
-		return math.Float32frombits(sign << 31)
-	case exp == 0:
-		e := int32(-14)
-		for mant&0x400 == 0 {
-			mant <<= 1
-			e--
-		}
-		mant &= 0x3ff
-		return math.Float32frombits(sign<<31 | uint32(e+127)<<23 | mant<<13)
-	case exp == 0x1f:
-		return math.Float32frombits(sign<<31 | 0xff<<23 | mant<<13)
-	}
-	return math.Float32frombits(sign<<31 | (exp-15+127)<<23 | mant<<13)
-}
+var f16ToF32 = compute.F16ToFloat32
 
 // asF32 returns an fp32 version of a (small) weight, converting a 16-bit
 // one once and caching the copy on the tensor (owner goroutine).
