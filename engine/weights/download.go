@@ -1061,7 +1061,7 @@ func parseContentRange(s string) (start, total int64, ok bool) {
 	}
 	total = -1
 	if tot != "*" {
-		if total, err = strconv.ParseInt(tot, 10, 64); err != nil {
+		if total, err = strconv.ParseInt(tot, 10, 64); err != nil || total < 0 {
 			return 0, 0, false
 		}
 	}
