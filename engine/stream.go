@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sync"
 	"time"
 
 	"zonostream/engine/dac"
@@ -45,7 +44,7 @@ type Event struct {
 	PCM     []float32     // Audio: committed 44.1 kHz mono samples
 	Frame   int           // FrameDone: frame index in the stream
 	Codes   [zonos.NumCodebooks]int32
-	Step    time.Duration // FrameDone: decode step wall time
+	Step    time.Duration // FrameDone: wall time since the previous frame (one decode step once streaming)
 	Message string        // Notice
 	Err     error         // Failed
 	Metrics Metrics       // snapshot at the event
@@ -172,7 +171,6 @@ type run struct {
 	ctx    context.Context
 	mt     *meter
 	langID int
-	mu     sync.Mutex
 	frames int
 }
 
@@ -236,22 +234,22 @@ func (r *run) run(pieces []piece) (err error) {
 		if i == 0 {
 			o.AudioPrefix = r.req.AudioPrefix
 		}
-		prefilled := false
-		lastStep := time.Now()
+		o.OnPrefill = func(time.Duration) error {
+			if i > 0 {
+				return nil // later pieces of a long text: prefill is mid-stream
+			}
+			r.mt.m.Prefill = time.Since(r.mt.start)
+			return r.send(Event{Kind: PrefillDone})
+		}
+		o.OnStep = func(_ int, d time.Duration) error {
+			r.mt.step(d)
+			return nil
+		}
+		lastFrame := time.Now()
 		res, err := r.e.model.Generate(r.ctx, in, o, func(f zonos.Frame) error {
 			now := time.Now()
-			if !prefilled {
-				prefilled = true
-				r.mt.m.Prefill = now.Sub(r.mt.start)
-				if err := r.send(Event{Kind: PrefillDone}); err != nil {
-					return err
-				}
-			}
-			step := now.Sub(lastStep)
-			lastStep = now
-			if f.Step > 0 {
-				r.mt.step(step)
-			}
+			step := now.Sub(lastFrame)
+			lastFrame = now
 			r.frames++
 			r.mt.m.Frames = r.frames
 			if r.frames == 1 {

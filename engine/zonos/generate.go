@@ -23,6 +23,11 @@ type GenerateOptions struct {
 	// ForbidEOS suppresses EOS on codebook 0 too, so exactly MaxNewTokens
 	// frames come out: fixed-length rollouts for benchmarks.
 	ForbidEOS bool
+	// OnPrefill and OnStep, when set, are told the wall time of the prefill
+	// and of each decode step (tokens included) as they finish; an error
+	// ends generation like one from onFrame.
+	OnPrefill func(d time.Duration) error
+	OnStep    func(step int, d time.Duration) error
 }
 
 // Frame is one complete 9-code frame, released the moment the delay pattern
@@ -305,6 +310,11 @@ func runTokens(ctx context.Context, s tokenSource, o GenerateOptions, onFrame fu
 	offset := P + 1
 	write(offset, tok)
 	res.PrefillTime = time.Since(t0)
+	if o.OnPrefill != nil {
+		if err := o.OnPrefill(res.PrefillTime); err != nil {
+			return finish(res, offset), err
+		}
+	}
 	if err := emit(offset, 0, false); err != nil {
 		return finish(res, offset), err
 	}
@@ -348,6 +358,11 @@ func runTokens(ctx context.Context, s tokenSource, o GenerateOptions, onFrame fu
 		write(offset, tok)
 		remaining--
 		res.StepTimes = append(res.StepTimes, time.Since(ts))
+		if o.OnStep != nil {
+			if err := o.OnStep(step, res.StepTimes[len(res.StepTimes)-1]); err != nil {
+				return finish(res, offset), err
+			}
+		}
 		if err := emit(offset, step, remaining == 0); err != nil {
 			return finish(res, offset), err
 		}
