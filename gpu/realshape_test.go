@@ -3,77 +3,20 @@
 package gpu
 
 import (
-	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"math/rand/v2"
-	"sort"
-	"strings"
 	"testing"
 	"time"
 
 	"zonostream/engine/compute"
 	"zonostream/engine/dac"
-	"zonostream/engine/weights"
 )
 
 // Full-width checks: the tiny golden packs cannot reveal errors that only
 // appear at real widths, so a randomly initialised real-shape DAC and a
 // real-shape hybrid block pair (attention + MLP, Mamba2) run on both
 // backends and are compared.
-
-// dacSource is a random dac_44khz checkpoint with the golden packs' init
-// (golden/dac-tiny/io.json "init", as engine/dac's own random tests).
-type dacSource struct {
-	seed   uint64
-	shapes map[string][]int
-	names  []string
-}
-
-func (s *dacSource) Names() []string { return s.names }
-
-func (s *dacSource) Tensor(name string) (*weights.Tensor, error) {
-	shape, ok := s.shapes[name]
-	if !ok {
-		return nil, fmt.Errorf("no tensor %q", name)
-	}
-	h := fnv.New64a()
-	h.Write([]byte(name))
-	r := rand.New(rand.NewPCG(s.seed, h.Sum64()))
-	v := make([]float32, compute.NumElements(shape))
-	switch {
-	case strings.HasSuffix(name, ".alpha"):
-		for i := range v {
-			v[i] = float32(0.5 + 1.5*r.Float64())
-		}
-	case strings.HasSuffix(name, ".bias"):
-		for i := range v {
-			v[i] = float32(0.05 * r.NormFloat64())
-		}
-	case strings.HasSuffix(name, "codebook.weight"):
-		for i := range v {
-			v[i] = float32(r.NormFloat64())
-		}
-	default:
-		fanIn := shape[1] * shape[2]
-		if strings.Contains(name, "conv_t1") {
-			fanIn = shape[0] * shape[2]
-		}
-		std := 1 / math.Sqrt(float64(fanIn))
-		if name == "decoder.conv2.weight" {
-			std /= 256
-		}
-		for i := range v {
-			v[i] = float32(std * r.NormFloat64())
-		}
-	}
-	data := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(x))
-	}
-	return &weights.Tensor{Name: name, DType: weights.F32, Shape: append([]int(nil), shape...), Data: data}, nil
-}
 
 func snr(ref, got []float32) float64 {
 	var s, n float64
@@ -94,15 +37,10 @@ func TestDACRealShape(t *testing.T) {
 		t.Skip("full-width DAC in -short")
 	}
 	cfg := dac.Dac44kHz()
-	shapes, err := dac.TensorShapes(cfg)
+	src, err := dac.RandomSource(cfg, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := &dacSource{seed: 7, shapes: shapes}
-	for n := range shapes {
-		src.names = append(src.names, n)
-	}
-	sort.Strings(src.names)
 	mc, err := dac.New(cfg, src, cb)
 	if err != nil {
 		t.Fatal(err)

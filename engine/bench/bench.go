@@ -108,7 +108,7 @@ func Run(ctx context.Context, b compute.Backend, o Options, progress func(string
 	if o.DAC != nil {
 		dcfg = *o.DAC
 	}
-	df, err := randomDAC(dcfg, o.Seed)
+	df, err := dac.RandomSource(dcfg, o.Seed)
 	if err != nil {
 		return nil, err
 	}
