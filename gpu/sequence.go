@@ -34,9 +34,8 @@ func (b *Backend) Attention(q, k, v, kCache, vCache compute.Tensor, pos int, a c
 		panic(fmt.Sprintf("gpu.Attention: head dim %d > %d", Dh, attnMaxHeadDim))
 	}
 	dr := a.RotaryDim
-	if a.Rotary == compute.RotaryInterleaved || dr == 0 {
-		dr = Dh
-	}
+	// RotaryDim 0 means no rotary embedding (mamba_ssm MHA with
+	// rotary_emb_dim = 0); the transformer backbone passes HeadDim.
 	inter := 0
 	if a.Rotary == compute.RotaryInterleaved {
 		inter = 1

@@ -39,7 +39,7 @@ const (
 // AttentionSpec describes one attention layer's geometry.
 type AttentionSpec struct {
 	Heads, KVHeads, HeadDim int
-	RotaryDim               int // dims rotated (≤ HeadDim)
+	RotaryDim               int // dims rotated (≤ HeadDim; 0: no rotary embedding)
 	Rotary                  Rotary
 	RotaryBase              float64 // 10000 in Zonos
 }

@@ -59,9 +59,8 @@ func (b *Backend) Attention(q, k, v, kCache, vCache compute.Tensor, pos int, a c
 		panic(fmt.Sprintf("cpu.Attention: positions [%d,%d) outside cache of %d", pos, pos+T, maxT))
 	}
 	dr := a.RotaryDim
-	if a.Rotary == compute.RotaryInterleaved || dr == 0 {
-		dr = Dh
-	}
+	// RotaryDim 0 means no rotary embedding (mamba_ssm MHA with
+	// rotary_emb_dim = 0); the transformer backbone passes HeadDim.
 	cos, sin := rotaryTable(pos, T, dr, a.RotaryBase)
 	half := dr / 2
 	// Rotate k and write k, v into the caches.
