@@ -71,9 +71,7 @@ func loadLayer(bd *binder, cfg *Config, i int) *layer {
 			outProj: bd.tensor(p+"mixer.out_proj.weight", d, a.NumHeads*hd),
 			spec:    spec,
 		}
-		m := b.AttnMLPDIntermediat
-		l.norm2 = loadNorm(bd, p+"norm2", d)
-		l.mlp = &gatedMLP{bd.tensor(p+"mlp.fc1.weight", 2*m, d), bd.tensor(p+"mlp.fc2.weight", d, m)}
+		l.loadMLP(bd, cfg, p, b.AttnMLPDIntermediat)
 		return l
 	}
 	di := mambaExpand * d
@@ -93,7 +91,36 @@ func loadLayer(bd *binder, cfg *Config, i int) *layer {
 		},
 		spec: s,
 	}
+	l.loadMLP(bd, cfg, p, b.DIntermediate)
 	return l
+}
+
+// mlpHidden is the gated MLP's hidden width for a configured size m:
+// mamba_ssm's GatedMLP rounds it up to a multiple of 128 (its multiple_of
+// default); Zonos' torch FeedForward uses m as is. 0 means no MLP.
+func mlpHidden(cfg *Config, m int) int {
+	if cfg.Variant() == Hybrid && m > 0 {
+		return (m + 127) / 128 * 128
+	}
+	return m
+}
+
+// loadMLP binds norm2 and the gated MLP of a block. mamba_ssm builds them
+// only for a non-zero size; Zonos' transformer block always has them, and
+// with size 0 its MLP adds exactly zero, so it is bound but not run.
+func (l *layer) loadMLP(bd *binder, cfg *Config, p string, m int) {
+	h := mlpHidden(cfg, m)
+	d := cfg.Backbone.DModel
+	if h == 0 {
+		if cfg.Variant() == Transformer {
+			loadNorm(bd, p+"norm2", d)
+			bd.raw(p+"mlp.fc1.weight", 0, d)
+			bd.raw(p+"mlp.fc2.weight", d, 0)
+		}
+		return
+	}
+	l.norm2 = loadNorm(bd, p+"norm2", d)
+	l.mlp = &gatedMLP{bd.tensor(p+"mlp.fc1.weight", 2*h, d), bd.tensor(p+"mlp.fc2.weight", d, h)}
 }
 
 // layerState is one layer's inference cache: the KV cache of an attention

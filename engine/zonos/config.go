@@ -152,8 +152,8 @@ func (c *Config) validate() error {
 				return fmt.Errorf("backbone.attn_layer_idx %d outside [0, %d)", i, b.NLayer)
 			}
 		}
-		if b.DIntermediate != 0 {
-			return fmt.Errorf("backbone.d_intermediate %d: Mamba2 layers with an MLP are not supported", b.DIntermediate)
+		if b.DIntermediate < 0 || b.DIntermediate > 1<<18 {
+			return fmt.Errorf("backbone.d_intermediate %d out of range", b.DIntermediate)
 		}
 	}
 	hasAttn := c.Variant() == Transformer || len(b.AttnLayerIdx) > 0
@@ -172,8 +172,8 @@ func (c *Config) validate() error {
 		if a.Causal != nil && !*a.Causal {
 			return fmt.Errorf("attn_cfg.causal false is not supported")
 		}
-		if b.AttnMLPDIntermediat <= 0 {
-			return fmt.Errorf("backbone.attn_mlp_d_intermediate %d must be > 0", b.AttnMLPDIntermediat)
+		if b.AttnMLPDIntermediat < 0 || b.AttnMLPDIntermediat > 1<<18 {
+			return fmt.Errorf("backbone.attn_mlp_d_intermediate %d out of range", b.AttnMLPDIntermediat)
 		}
 	}
 	p := c.PrefixConditioner

@@ -120,11 +120,12 @@ func RandomWeights(cfg *Config, seed uint64) (*weights.File, error) {
 			hd := d / a.NumHeads
 			lin(p+"mixer.in_proj.weight", (a.NumHeads+2*a.NumHeadsKV)*hd, d)
 			lin(p+"mixer.out_proj.weight", d, a.NumHeads*hd)
-			add(p+"norm2.weight", ones, d)
-			add(p+"norm2.bias", zeros, d)
-			m := b.AttnMLPDIntermediat
-			lin(p+"mlp.fc1.weight", 2*m, d)
-			lin(p+"mlp.fc2.weight", d, m)
+			if m := mlpHidden(cfg, b.AttnMLPDIntermediat); m > 0 || cfg.Variant() == Transformer {
+				add(p+"norm2.weight", ones, d)
+				add(p+"norm2.bias", zeros, d)
+				add(p+"mlp.fc1.weight", uniform(float32(math.Sqrt(3/float64(d)))), 2*m, d)
+				add(p+"mlp.fc2.weight", uniform(float32(math.Sqrt(3/float64(max(m, 1))))), d, m)
+			}
 			continue
 		}
 		di := mambaExpand * d
@@ -142,6 +143,12 @@ func RandomWeights(cfg *Config, seed uint64) (*weights.File, error) {
 		add(p+"mixer.A_log", func(int) float32 { return float32(math.Log(1 + 15*g.float64())) }, h)
 		add(p+"mixer.D", ones, h)
 		add(p+"mixer.norm.weight", ones, di)
+		if m := mlpHidden(cfg, b.DIntermediate); m > 0 {
+			add(p+"norm2.weight", ones, d)
+			add(p+"norm2.bias", zeros, d)
+			lin(p+"mlp.fc1.weight", 2*m, d)
+			lin(p+"mlp.fc2.weight", d, m)
+		}
 	}
 	add("backbone.norm_f.weight", ones, d)
 	add("backbone.norm_f.bias", zeros, d)
