@@ -56,7 +56,7 @@ step() { # step NAME SECONDS LOG CMD…: run CMD in /tmp/zb, log with its comman
 	(cd /tmp/zb && echo "command: $*" && echo "date: $(date -u)" && timeout $secs "$@") 2>&1 | tee $OUT/$log | grep -v "^=== RUN" | grep -v " ok$" | tail -${TAILN:-40}
 	echo "$name rc=$?"
 }
-[ -z "${NOTEST:-}" ] && step gpu.test ${TT:-200} gpu-test.log ./gpu.test -test.v -test.count=1 -test.timeout ${TT:-200}s ${TARGS}
+[ -z "${NOTEST:-}" ] && step gpu.test ${TT:-400} gpu-test.log env ZONOS_GOLDEN_DIR=$G ./gpu.test -test.v -test.count=1 -test.timeout ${TT:-400}s ${TARGS}
 [ -z "${NOCONF:-}" ] && step conformance ${TC:-150} conformance-cuda.log env ZONOS_GOLDEN_DIR=$G ./zonos conformance --backend cuda --golden $G
 [ -z "${NOBENCH:-}" ] && step bench ${TB:-220} bench.log ./zonos bench --backend cuda --write $OUT/bench
 if [ -n "${SAN:-}" ]; then # SAN='regexp of tests' runs them under compute-sanitizer memcheck (-short)
