@@ -12,6 +12,7 @@ type composeView struct {
 	entry    *composeEntry
 	language *widget.Select
 	model    *widget.Select
+	output   *widget.Select // nil without device access
 	modelMsg *widget.Label
 	speaker  *clipView
 	prefix   *clipView
@@ -73,6 +74,9 @@ func newComposeView(ui *UI) *composeView {
 		widget.NewFormItem("Language", v.language),
 		widget.NewFormItem("Model", container.NewVBox(v.model, v.modelMsg)),
 	)
+	if v.output = newOutputPicker(ui); v.output != nil {
+		form.Append("Sound output", v.output)
+	}
 	v.obj = container.NewBorder(form,
 		container.NewVBox(v.speaker.obj, v.prefix.obj), nil, nil,
 		v.entry)

@@ -39,6 +39,8 @@ type Settings struct {
 	// unconditional value (Zonos' unconditional_keys).
 	Unconditional []string `json:"unconditional"`
 	SamplingOpen  bool     `json:"sampling_open"`
+	// OutputDevice is the chosen sound output ("" : the system default).
+	OutputDevice string `json:"output_device"`
 }
 
 // UnconditionalKeys are the conditioners Zonos' interface lets the user

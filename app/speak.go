@@ -78,6 +78,26 @@ func NewSpeaker(m Models, out Output, why string) *Speaker {
 	return s
 }
 
+// SetOutput switches to another sound output between utterances; the old
+// one is closed. It refuses while speech is running or playing.
+func (s *Speaker) SetOutput(out Output) error {
+	if s.Busy() {
+		return fmt.Errorf("stop the current speech before changing the sound output")
+	}
+	s.mu.Lock()
+	old := s.out
+	s.out = out
+	s.mu.Unlock()
+	if c, ok := old.(interface{ Close() error }); ok && old != out {
+		c.Close()
+	}
+	s.Meters.SetOutput("")
+	if out != nil {
+		s.Meters.SetDevice(out.Name())
+	}
+	return nil
+}
+
 // Output is the current output, nil when there is none.
 func (s *Speaker) Output() Output {
 	s.mu.Lock()

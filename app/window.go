@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"time"
+	"zonostream/audio"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -34,6 +35,10 @@ type Config struct {
 	OnCacheChosen func(weights.Cache)
 	// NullMicrophone records from miniaudio's null backend (tests).
 	NullMicrophone bool
+	// Devices lists the sound outputs and OpenOutput opens one by ID (""
+	// for the system default); both nil hide the output picker.
+	Devices    func() ([]audio.Device, error)
+	OpenOutput func(id string) (Output, error)
 }
 
 // UI is the main window and its state. Fields are touched on the UI

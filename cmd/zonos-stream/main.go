@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"time"
+	"zonostream/audio"
 
 	"fyne.io/fyne/v2"
 	fyneapp "fyne.io/fyne/v2/app"
@@ -63,6 +64,21 @@ func run(backend, modelDir, dacDir, device string, null bool, say string, maxSec
 		cfg.Cache = &c
 		cfg.OnCacheChosen = models.SetCache
 	}
+	a := fyneapp.NewWithID("io.zonosstream.app")
+	a.SetIcon(fyne.NewStaticResource("icon.png", assets.Icon))
+	if device == "" && !null {
+		device = app.LoadSettings(a.Preferences()).OutputDevice // the picker's last choice
+	}
+	if !null {
+		cfg.Devices = func() ([]audio.Device, error) { return audio.ListDevices(false) }
+		cfg.OpenOutput = func(id string) (app.Output, error) {
+			o, err := app.OpenOutput(id, false)
+			if err != nil {
+				return nil, err // never a typed nil inside the interface
+			}
+			return o, nil
+		}
+	}
 	out, err := app.OpenOutput(device, null)
 	if err != nil {
 		cfg.OutputErr = err
@@ -83,8 +99,6 @@ func run(backend, modelDir, dacDir, device string, null bool, say string, maxSec
 		cfg.Voice = enc
 	} // else the window says plainly that voice cloning is unavailable
 
-	a := fyneapp.NewWithID("io.zonosstream.app")
-	a.SetIcon(fyne.NewStaticResource("icon.png", assets.Icon))
 	ui := app.New(a, cfg)
 	ui.Speaker.MaxSeconds = maxSeconds
 	if say != "" {
