@@ -92,7 +92,7 @@ func (h *HubModels) Choices() []ModelChoice {
 }
 
 // Load returns the variant's engine, loading it the first time.
-func (h *HubModels) Load(_ context.Context, variant string) (*engine.Engine, error) {
+func (h *HubModels) Load(ctx context.Context, variant string) (*engine.Engine, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.eng != nil && h.cur == variant {
@@ -122,7 +122,7 @@ func (h *HubModels) Load(_ context.Context, variant string) (*engine.Engine, err
 			p.DACConfig, p.DACWeights = d.DACConfig, d.DACWeights
 		}
 	}
-	e, err := engine.Load(h.B, p)
+	e, err := engine.LoadContext(ctx, h.B, p)
 	if err != nil {
 		return nil, err
 	}

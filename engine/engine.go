@@ -8,6 +8,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -54,13 +55,19 @@ type Engine struct {
 // Load reads the bundle onto backend b. A backend that panics while the
 // weights go onto it (the CUDA allocator does when the device is out of
 // memory) makes Load return that as an error.
-func Load(b compute.Backend, p Paths) (e *Engine, err error) {
+func Load(b compute.Backend, p Paths) (*Engine, error) {
+	return LoadContext(context.Background(), b, p)
+}
+
+// LoadContext is Load that gives up once ctx is done (between the
+// backbone's layers), returning ctx's error.
+func LoadContext(ctx context.Context, b compute.Backend, p Paths) (e *Engine, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			e, err = nil, fmt.Errorf("loading %s and %s on %s: %v", p.ModelWeights, p.DACWeights, b.Device(), r)
 		}
 	}()
-	m, err := zonos.Load(b, p.ModelConfig, p.ModelWeights)
+	m, err := zonos.LoadContext(ctx, b, p.ModelConfig, p.ModelWeights)
 	if err != nil {
 		return nil, err
 	}

@@ -205,3 +205,14 @@ func TestPathsFromDirs(t *testing.T) {
 		t.Fatalf("%+v", p)
 	}
 }
+
+// TestLoadCancelled: a load whose context is already done gives up with
+// the context's error instead of finishing.
+func TestLoadCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := LoadContext(ctx, cpu.New(1), PathsFromDirs(golden.Pack(t, "zonos-hybrid-tiny"), golden.Pack(t, "dac-tiny")))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+}

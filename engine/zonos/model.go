@@ -1,6 +1,7 @@
 package zonos
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -35,6 +36,12 @@ type Model struct {
 
 // Load reads config.json and model.safetensors onto backend b.
 func Load(b compute.Backend, configPath, weightsPath string) (*Model, error) {
+	return LoadContext(context.Background(), b, configPath, weightsPath)
+}
+
+// LoadContext is Load that gives up between layers once ctx is done (a
+// full-size load takes seconds; the app's Stop cancels it).
+func LoadContext(ctx context.Context, b compute.Backend, configPath, weightsPath string) (*Model, error) {
 	cfg, err := LoadConfig(configPath)
 	if err != nil {
 		return nil, err
@@ -44,12 +51,17 @@ func Load(b compute.Backend, configPath, weightsPath string) (*Model, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return New(b, cfg, f)
+	return NewContext(ctx, b, cfg, f)
 }
 
 // New binds a checkpoint's tensors; every missing, unexpected or mis-shaped
 // tensor is reported in one error.
 func New(b compute.Backend, cfg *Config, f *weights.File) (*Model, error) {
+	return NewContext(context.Background(), b, cfg, f)
+}
+
+// NewContext is New that stops between layers once ctx is done.
+func NewContext(ctx context.Context, b compute.Backend, cfg *Config, f *weights.File) (*Model, error) {
 	d := cfg.Backbone.DModel
 	bd := newBinder(f, b)
 	m := &Model{Config: cfg, b: b, eps: float32(cfg.Backbone.NormEpsilon)}
@@ -59,6 +71,9 @@ func New(b compute.Backend, cfg *Config, f *weights.File) (*Model, error) {
 	}
 	m.heads = loadHeads(bd, d)
 	for i := 0; i < cfg.Backbone.NLayer; i++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		m.layers = append(m.layers, loadLayer(bd, cfg, i))
 	}
 	m.normF = loadNorm(bd, "backbone.norm_f", d)
