@@ -27,6 +27,35 @@ func dot(a, b []float32) float32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
+// dot2BF16 is x0·w and x1·w for a bf16 row w, widening each weight once
+// (four partial sums per product, as dot).
+func dot2BF16(x0, x1 []float32, w []uint16) (float32, float32) {
+	var a0, a1, a2, a3, b0, b1, b2, b3 float32
+	n := len(w)
+	x0, x1 = x0[:n], x1[:n]
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		w0 := math.Float32frombits(uint32(w[i]) << 16)
+		w1 := math.Float32frombits(uint32(w[i+1]) << 16)
+		w2 := math.Float32frombits(uint32(w[i+2]) << 16)
+		w3 := math.Float32frombits(uint32(w[i+3]) << 16)
+		a0 += x0[i] * w0
+		a1 += x0[i+1] * w1
+		a2 += x0[i+2] * w2
+		a3 += x0[i+3] * w3
+		b0 += x1[i] * w0
+		b1 += x1[i+1] * w1
+		b2 += x1[i+2] * w2
+		b3 += x1[i+3] * w3
+	}
+	for ; i < n; i++ {
+		wi := math.Float32frombits(uint32(w[i]) << 16)
+		a0 += x0[i] * wi
+		b0 += x1[i] * wi
+	}
+	return (a0 + a1) + (a2 + a3), (b0 + b1) + (b2 + b3)
+}
+
 func (b *Backend) Linear(x, w, bias compute.Tensor) compute.Tensor {
 	xt, wt := cast(x), cast(w)
 	xs := f32Of(x, "Linear")
@@ -47,6 +76,27 @@ func (b *Backend) Linear(x, w, bias compute.Tensor) compute.Tensor {
 	}
 	shape := append(append([]int(nil), xt.shape[:len(xt.shape)-1]...), n)
 	out := newF32(shape...)
+	if wt.dt == compute.BF16 && m <= 2 {
+		// Decode steps (one row per CFG branch): widen each bf16 weight
+		// once, inside the dot, for every activation row at the same time.
+		b.parallelFor(n, func(lo, hi int) {
+			for r := lo; r < hi; r++ {
+				w := wt.u16[r*k : (r+1)*k]
+				var br float32
+				if bs != nil {
+					br = bs[r]
+				}
+				if m == 2 {
+					d0, d1 := dot2BF16(xs[:k], xs[k:2*k], w)
+					out.f32[r], out.f32[n+r] = d0+br, d1+br
+				} else if m == 1 {
+					d0, _ := dot2BF16(xs[:k], xs[:k], w)
+					out.f32[r] = d0 + br
+				}
+			}
+		})
+		return out
+	}
 	b.parallelFor(n, func(lo, hi int) {
 		buf := make([]float32, k)
 		for r := lo; r < hi; r++ {

@@ -70,11 +70,11 @@ func f32Of(t compute.Tensor, op string) []float32 {
 	return ct.f32
 }
 
-// bf16ToF32 and f16ToF32 widen 16-bit floats.
-var (
-	bf16ToF32 = compute.BF16ToFloat32
-	f16ToF32  = compute.F16ToFloat32
-)
+// bf16ToF32 and f16ToF32 widen 16-bit floats. Functions, not variables
+// holding compute's: a call through a variable is never inlined, and the
+// bf16 widening sits in the innermost loop of every projection.
+func bf16ToF32(u uint16) float32 { return compute.BF16ToFloat32(u) }
+func f16ToF32(h uint16) float32  { return compute.F16ToFloat32(h) }
 
 // row writes row r of a [N, K] weight of any float dtype into dst as float32
 // and returns dst (or the stored row itself for F32, without copying).
