@@ -4,10 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 
 	"zonostream/engine/compute"
 	"zonostream/engine/weights"
@@ -20,17 +17,10 @@ import (
 // enc.codes (identical), enc.quantized, and stream (chunked vs one-shot SNR,
 // which needs no golden). Float checks use check.RelTol, 1e-4·max(1, max|ref|).
 func Conformance(goldenDir string, b compute.Backend) []check.Result {
-	entries, err := os.ReadDir(goldenDir)
+	packs, err := check.Packs(goldenDir, "dac-")
 	if err != nil {
-		return []check.Result{check.Failure("dac-*", "load", fmt.Errorf("golden dir: %w", err))}
+		return []check.Result{check.Failure("dac-*", "load", err)}
 	}
-	var packs []string
-	for _, e := range entries {
-		if e.IsDir() && strings.HasPrefix(e.Name(), "dac-") {
-			packs = append(packs, e.Name())
-		}
-	}
-	sort.Strings(packs)
 	if len(packs) == 0 {
 		return []check.Result{{Pack: "dac-*", Check: "load", Status: check.Skip, Measured: "-", Tol: "-",
 			Detail: "no dac-* pack in " + goldenDir}}

@@ -7,8 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 
 	"zonostream/engine/compute"
 	"zonostream/engine/weights"
@@ -31,17 +29,10 @@ const (
 // from the golden fbank so each stage is judged on its own. A backend
 // without the speaker ops gets SKIP results.
 func Conformance(goldenDir string, b compute.Backend) []check.Result {
-	entries, err := os.ReadDir(goldenDir)
+	packs, err := check.Packs(goldenDir, "speaker-")
 	if err != nil {
-		return []check.Result{check.Failure("speaker-*", "load", fmt.Errorf("golden dir: %w", err))}
+		return []check.Result{check.Failure("speaker-*", "load", err)}
 	}
-	var packs []string
-	for _, e := range entries {
-		if e.IsDir() && strings.HasPrefix(e.Name(), "speaker-") {
-			packs = append(packs, e.Name())
-		}
-	}
-	sort.Strings(packs)
 	if len(packs) == 0 {
 		return []check.Result{skip("speaker-*", "load", "no speaker-* pack in "+goldenDir)}
 	}

@@ -6,6 +6,9 @@ package check
 import (
 	"fmt"
 	"io"
+	"os"
+	"sort"
+	"strings"
 )
 
 // Status of one check.
@@ -117,3 +120,20 @@ func isInf(v float64) bool { return v > 1e308 || v < -1e308 }
 
 // RelTol is the golden bar for fp32 ports: 1e-4 · max(1, max|ref|).
 func RelTol(refMax float64) float64 { return 1e-4 * max(1, refMax) }
+
+// Packs lists the pack directories of goldenDir whose names start with
+// prefix, sorted.
+func Packs(goldenDir, prefix string) ([]string, error) {
+	entries, err := os.ReadDir(goldenDir)
+	if err != nil {
+		return nil, fmt.Errorf("golden dir: %w", err)
+	}
+	var packs []string
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), prefix) {
+			packs = append(packs, e.Name())
+		}
+	}
+	sort.Strings(packs)
+	return packs, nil
+}
