@@ -85,17 +85,7 @@ func (b *Backend) Conv1d(x, w, bias compute.Tensor, c compute.Conv1dSpec) comput
 						}
 						dot4x2(&acc, x0, x1, taps[0], taps[1], taps[2], taps[3])
 					}
-					for j := 0; j < n; j++ {
-						row := o[(co0+j)*Tout : (co0+j+1)*Tout]
-						var bv float64
-						if bs != nil {
-							bv = float64(bs[co0+j])
-						}
-						row[t] = float32(acc[2*j] + bv)
-						if pair {
-							row[t+1] = float32(acc[2*j+1] + bv)
-						}
-					}
+					storeTile(o, Tout, co0, n, bs, &acc, t, t+1, pair)
 				}
 			}
 		})
@@ -257,17 +247,7 @@ func (b *Backend) ConvTranspose1d(x, w, bias compute.Tensor, c compute.Conv1dSpe
 							}
 							dot4x2(&acc, x0, x1, taps[0], taps[1], taps[2], taps[3])
 						}
-						for q := 0; q < n; q++ {
-							dst := o[(co0+q)*Tout : (co0+q+1)*Tout]
-							var bv float64
-							if bs != nil {
-								bv = float64(bs[co0+q])
-							}
-							dst[oo] = float32(acc[2*q] + bv)
-							if pair {
-								dst[oo+s] = float32(acc[2*q+1] + bv)
-							}
-						}
+						storeTile(o, Tout, co0, n, bs, &acc, oo, oo+s, pair)
 					}
 				}
 			}
@@ -376,4 +356,21 @@ func sin32(x float64) float64 {
 		v = -v
 	}
 	return v
+}
+
+// storeTile writes a 4-channel × 2-position accumulator tile (n ≤ 4
+// channels from co0) plus bias into the output rows at positions t0 and,
+// when pair, t1 — the epilogue of both convolutions.
+func storeTile(o []float32, Tout, co0, n int, bs []float32, acc *[8]float64, t0, t1 int, pair bool) {
+	for j := 0; j < n; j++ {
+		row := o[(co0+j)*Tout : (co0+j+1)*Tout]
+		var bv float64
+		if bs != nil {
+			bv = float64(bs[co0+j])
+		}
+		row[t0] = float32(acc[2*j] + bv)
+		if pair {
+			row[t1] = float32(acc[2*j+1] + bv)
+		}
+	}
 }
