@@ -245,7 +245,11 @@ func gemvStep(t *testing.T, read float64) {
 		}
 		var graph []time.Duration
 		for rep := 0; rep < 11; rep++ {
-			graph = append(graph, gb.Time(g.Launch))
+			graph = append(graph, gb.Time(func() {
+				if err := g.Launch(); err != nil {
+					t.Fatal(err)
+				}
+			}))
 		}
 		g.Destroy()
 		e, gr := median(eager), median(graph)

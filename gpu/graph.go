@@ -28,6 +28,10 @@ import "C"
 import (
 	"fmt"
 	"unsafe"
+
+	"gorgonia.org/cu"
+
+	"zonostream/engine/compute"
 )
 
 // Graph is a captured sequence of kernels on the backend's stream, replayed
@@ -50,9 +54,20 @@ func cuErr(r C.CUresult) error {
 	return fmt.Errorf("%s (%d)", C.GoString(C.zs_error_name(r)), int(r))
 }
 
+var _ compute.GraphOps = (*Backend)(nil)
+
 // Capture records the device work f enqueues (backend ops only: no
-// uploads, reads or Synchronize inside f) into a Graph.
-func (b *Backend) Capture(f func()) (g *Graph, err error) {
+// uploads, reads or Synchronize inside f) into a Graph (compute.GraphOps).
+// f runs on the owner thread in one hand-off, like Run.
+func (b *Backend) Capture(f func()) (compute.Graph, error) {
+	g, err := b.capture(func() { b.Run(f) })
+	if err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+func (b *Backend) capture(f func()) (g *Graph, err error) {
 	stream := unsafe.Pointer(b.stream.C())
 	b.do(func() {
 		if e := cuErr(C.zs_begin_capture(stream)); e != nil {
@@ -104,16 +119,24 @@ func (b *Backend) Capture(f func()) (g *Graph, err error) {
 
 // Launch replays the graph on the backend's stream (asynchronously: the
 // next read waits for it).
-func (g *Graph) Launch() {
+func (g *Graph) Launch() (err error) {
 	g.b.do(func() {
+		if g.e == nil {
+			err = fmt.Errorf("cuda: launch of a destroyed graph")
+			return
+		}
 		if e := cuErr(C.zs_graph_launch(g.e, unsafe.Pointer(g.b.stream.C()))); e != nil {
-			panic(fmt.Sprintf("gpu: graph launch: %v", e))
+			err = fmt.Errorf("cuda: graph launch: %w", e)
 		}
 	})
+	return err
 }
 
-// Destroy frees the graph and unpins its tensors.
+// Destroy frees the graph and unpins its tensors (idempotent).
 func (g *Graph) Destroy() {
+	if g.e == nil && g.g == nil && g.pinned == nil {
+		return
+	}
 	g.b.do(func() {
 		g.b.sync("graph destroy")
 		C.zs_graph_destroy(g.g, g.e)
@@ -123,4 +146,36 @@ func (g *Graph) Destroy() {
 		st.unref()
 	}
 	g.pinned = nil
+}
+
+// WriteI32 copies host values into an existing I32 tensor in stream order
+// (compute.GraphOps): a replayed graph's inputs.
+func (b *Backend) WriteI32(dst compute.Tensor, data []int32) {
+	t := cast(dst)
+	if t.dt != compute.I32 || t.n() != len(data) {
+		panic(fmt.Sprintf("gpu.WriteI32: %d values into %v %v", len(data), t.dt, t.shape))
+	}
+	if len(data) == 0 {
+		return
+	}
+	b.do(func() {
+		if err := cu.MemcpyHtoDAsync(t.ptr(), unsafe.Pointer(&data[0]), int64(4*len(data)), b.stream); err != nil {
+			panic(fmt.Sprintf("gpu.WriteI32: %v", err))
+		}
+	})
+	t.h.st.host = nil // the device copy no longer matches any host one
+}
+
+// Clear zeroes a tensor in place (compute.GraphOps).
+func (b *Backend) Clear(dst compute.Tensor) {
+	t := cast(dst)
+	n := t.n() * t.dt.Size()
+	if n == 0 {
+		return
+	}
+	b.do(func() {
+		if err := cu.MemsetD8Async(t.ptr(), 0, int64(n), b.stream); err != nil {
+			panic(fmt.Sprintf("gpu.Clear %v: %v", t.shape, err))
+		}
+	})
 }

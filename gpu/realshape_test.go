@@ -170,5 +170,9 @@ func TestHybridRealShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Destroy()
-	report("CUDA graph", g.Launch)
+	report("CUDA graph", func() {
+		if err := g.Launch(); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

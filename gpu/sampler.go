@@ -38,6 +38,19 @@ func (b *Backend) Guide(heads compute.Tensor, scale float32, padFrom, eos int, e
 // Sample runs Zonos' sampler on the device, one block per row
 // (compute.SamplerOps documents the stages and the noise layout).
 func (b *Backend) Sample(logits, history, q compute.Tensor, s compute.SampleSpec, seed, counter uint64) compute.Tensor {
+	return b.sample(logits, history, q, s, seed, counter, nil)
+}
+
+// SampleAt reads seed and counter from rng, I32 [4] (compute.GraphOps).
+func (b *Backend) SampleAt(logits, history compute.Tensor, s compute.SampleSpec, rng compute.Tensor) compute.Tensor {
+	rt := cast(rng)
+	if rt.dt != compute.I32 || rt.n() != 4 {
+		panic(fmt.Sprintf("gpu.SampleAt: rng tensor %v %v, want I32 [4]", rt.dt, rt.shape))
+	}
+	return b.sample(logits, history, nil, s, 0, 0, rt)
+}
+
+func (b *Backend) sample(logits, history, q compute.Tensor, s compute.SampleSpec, seed, counter uint64, rt *tensor) compute.Tensor {
 	lt := f32Of(logits, "Sample")
 	if len(lt.shape) != 2 {
 		panic(fmt.Sprintf("gpu.Sample: logits %v, want [R, W]", lt.shape))
@@ -79,7 +92,10 @@ func (b *Backend) Sample(logits, history, q compute.Tensor, s compute.SampleSpec
 		}
 		probs := b.newTensor(compute.F32, R, W)
 		order := b.newTensor(compute.I32, R, W)
-		hp, qp := nullPtr, nullPtr
+		hp, qp, rp := nullPtr, nullPtr, nullPtr
+		if rt != nil {
+			rp = rt.ptr()
+		}
 		if ht != nil {
 			hp = ht.ptr()
 		}
@@ -87,7 +103,7 @@ func (b *Backend) Sample(logits, history, q compute.Tensor, s compute.SampleSpec
 			qp = qt.ptr()
 		}
 		b.launch(b.k["sample_rows"], [3]int{R, 1, 1}, block256, lt.ptr(), hp, H, hstart, probs.ptr(), order.ptr(), out.ptr(),
-			W, s.Temperature, s.TopP, s.TopK, s.MinP, s.Linear, s.Conf, s.Quad, s.Penalty, qp, seed, counter)
+			W, s.Temperature, s.TopP, s.TopK, s.MinP, s.Linear, s.Conf, s.Quad, s.Penalty, qp, seed, counter, rp)
 		probs.h.release()
 		order.h.release()
 	})

@@ -14,6 +14,23 @@ import (
 const attnMaxHeadDim = 256
 
 func (b *Backend) Attention(q, k, v, kCache, vCache compute.Tensor, pos int, a compute.AttentionSpec) compute.Tensor {
+	return b.attention(q, k, v, kCache, vCache, pos, nil, a)
+}
+
+// AttentionAt reads the first position from the device (compute.GraphOps).
+// Its range is the caller's to check; the single-step shape is checked here.
+func (b *Backend) AttentionAt(q, k, v, kCache, vCache, pos compute.Tensor, a compute.AttentionSpec) compute.Tensor {
+	pt := cast(pos)
+	if pt.dt != compute.I32 || pt.n() != 1 {
+		panic(fmt.Sprintf("gpu.AttentionAt: position tensor %v %v, want I32 [1]", pt.dt, pt.shape))
+	}
+	return b.attention(q, k, v, kCache, vCache, 0, pt, a)
+}
+
+// attention checks shapes and launches the cache write and the attention;
+// with pt set the position comes from the device and only T = 1 is checked
+// against the cache here.
+func (b *Backend) attention(q, k, v, kCache, vCache compute.Tensor, pos int, pt *tensor, a compute.AttentionSpec) compute.Tensor {
 	qt, kt, vt := f32Of(q, "Attention"), f32Of(k, "Attention"), f32Of(v, "Attention")
 	kc, vc := f32Of(kCache, "Attention"), f32Of(vCache, "Attention")
 	qs, cs := qt.shape, kc.shape
@@ -27,6 +44,9 @@ func (b *Backend) Attention(q, k, v, kCache, vCache compute.Tensor, pos int, a c
 		panic(fmt.Sprintf("gpu.Attention: q %v k %v cache %v spec %+v", qs, kt.shape, cs, a))
 	}
 	maxT := cs[1]
+	if pt != nil && T != 1 {
+		panic(fmt.Sprintf("gpu.AttentionAt: %d positions, want 1", T))
+	}
 	if pos < 0 || pos+T > maxT {
 		panic(fmt.Sprintf("gpu.Attention: positions [%d,%d) outside cache of %d", pos, pos+T, maxT))
 	}
@@ -47,11 +67,15 @@ func (b *Backend) Attention(q, k, v, kCache, vCache compute.Tensor, pos int, a c
 		if B*T == 0 {
 			return
 		}
+		pp := nullPtr
+		if pt != nil {
+			pp = pt.ptr()
+		}
 		n := B * T * Hk * Dh
 		b.launch(b.k["attn_cache"], grid1(n), block256, kt.ptr(), vt.ptr(), kc.ptr(), vc.ptr(),
-			B, T, Hk, Dh, maxT, pos, dr, inter, a.RotaryBase)
+			B, T, Hk, Dh, maxT, pos, pp, dr, inter, a.RotaryBase)
 		b.launch(b.k["attn"], [3]int{B * T * H, 1, 1}, [3]int{128, 1, 1}, qt.ptr(), kc.ptr(), vc.ptr(), out.ptr(),
-			T, H, Hk, Dh, maxT, pos, dr, inter, a.RotaryBase, scale)
+			T, H, Hk, Dh, maxT, pos, pp, dr, inter, a.RotaryBase, scale)
 	})
 	return out
 }

@@ -54,7 +54,9 @@ type Report struct {
 	CopyGBs      float64 `json:"copy_bandwidth_gbs"`
 	ReadGBs      float64 `json:"read_bandwidth_gbs"`
 	FloorMs      float64 `json:"weight_read_floor_ms"`
-	DecodeStep   Stat    `json:"decode_step"`
+	DecodeStep   Stat    `json:"decode_step"`            // as generation runs it (a replayed graph where the backend records one)
+	EagerStep    Stat    `json:"decode_step_eager"`      // the same step op by op (GenerateOptions.EagerSteps)
+	FirstStepMs  float64 `json:"first_step_ms"`          // the first step of the first utterance (records the graph)
 	FloorPercent float64 `json:"floor_fraction_percent"` // floor / p50 step
 	Prefill      Stat    `json:"prefill"`
 	PrefixLen    int     `json:"prefill_positions"`
@@ -174,24 +176,65 @@ func measureModel(ctx context.Context, timer compute.Timer, m *zonos.Model, o Op
 		}
 	}
 	r.Prefill = stat(pre)
-	progress(fmt.Sprintf("%d decode steps", o.DecodeSteps))
-	var steps []time.Duration
-	col := [zonos.NumCodebooks]int32{11, 22, 33, 44, 55, 66, 77, 88, 99}
-	for i := 0; i < o.DecodeSteps; i++ {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		var serr error
-		steps = append(steps, timer.Time(func() { _, serr = m.Step(st, col, 2, nil) }))
-		if serr != nil {
-			return serr
-		}
+	progress(fmt.Sprintf("%d decode steps as generation runs them, then %d op by op", o.DecodeSteps, o.DecodeSteps))
+	first, steps, err := measureSteps(ctx, timer, m, prefix, o, false)
+	if err != nil {
+		return err
 	}
+	r.FirstStepMs = float64(first) / 1e6
 	r.DecodeStep = stat(steps)
 	if r.DecodeStep.P50 > 0 {
 		r.FloorPercent = 100 * r.FloorMs / r.DecodeStep.P50
 	}
+	if _, steps, err = measureSteps(ctx, timer, m, prefix, o, true); err != nil {
+		return err
+	}
+	r.EagerStep = stat(steps)
 	return nil
+}
+
+// measureSteps times o.DecodeSteps decode steps through zonos.Decoder —
+// guidance, sampling (Zonos' defaults, repetition window included) and the
+// nine tokens back on the host, each step fed the previous step's tokens —
+// after an untimed prefill. The first step is returned apart: on a fresh
+// state it records the step graph.
+func measureSteps(ctx context.Context, timer compute.Timer, m *zonos.Model, prefix compute.Tensor, o Options, eager bool) (time.Duration, []time.Duration, error) {
+	gopt := zonos.GenerateOptions{MaxNewTokens: o.DecodeSteps + 1, CFGScale: 2, Sampling: sample.Defaults(), Seed: o.Seed,
+		ForbidEOS: true, EagerSteps: eager}
+	dec := m.NewDecoder(prefix, prefix.Shape()[1]+1+o.DecodeSteps+2, gopt)
+	defer dec.Close()
+	tok, err := dec.Prefill([][zonos.NumCodebooks]int32{maskColumn})
+	if err != nil {
+		return 0, nil, err
+	}
+	w := gopt.Sampling.RepetitionWindow
+	history := make([][]int32, zonos.NumCodebooks)
+	var first time.Duration
+	var steps []time.Duration
+	for i := 0; i <= o.DecodeSteps; i++ {
+		if err := ctx.Err(); err != nil {
+			return 0, nil, err
+		}
+		var col [zonos.NumCodebooks]int32
+		copy(col[:], tok)
+		for k := range history {
+			history[k] = append(history[k], col[k])
+			if w > 0 && len(history[k]) > w {
+				history[k] = history[k][len(history[k])-w:]
+			}
+		}
+		var serr error
+		d := timer.Time(func() { tok, serr = dec.Step(col, history) })
+		if serr != nil {
+			return 0, nil, serr
+		}
+		if i == 0 {
+			first = d
+		} else {
+			steps = append(steps, d)
+		}
+	}
+	return first, steps, nil
 }
 
 func measureStreaming(ctx context.Context, timer compute.Timer, e *engine.Engine, codec *dac.Model, o Options, r *Report, progress func(string)) error {

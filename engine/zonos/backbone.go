@@ -142,10 +142,18 @@ func (l *layer) newState(b compute.Backend, batch, maxT int) layerState {
 	}
 }
 
+// position is where a forward pass starts in the cache: a host index, or
+// (dev != nil) an I32 [1] tensor read on the device at run time, which is
+// what a decode step recorded as a graph needs (compute.GraphOps).
+type position struct {
+	host int
+	dev  compute.Tensor
+}
+
 // forward runs the block on hidden [B, T, d] with the incoming residual
 // stream (nil before the first block) and returns the new (hidden,
 // residual) pair; the stream after the block is hidden + residual.
-func (l *layer) forward(b compute.Backend, hidden, residual compute.Tensor, st layerState, pos int, eps float32) (compute.Tensor, compute.Tensor) {
+func (l *layer) forward(b compute.Backend, hidden, residual compute.Tensor, st layerState, pos position, eps float32) (compute.Tensor, compute.Tensor) {
 	x, residual := b.AddLayerNorm(hidden, residual, l.norm.w, l.norm.b, eps)
 	if l.attn != nil {
 		hidden = l.attn.forward(b, x, st, pos)
@@ -159,14 +167,20 @@ func (l *layer) forward(b compute.Backend, hidden, residual compute.Tensor, st l
 	return hidden, residual
 }
 
-func (a *attention) forward(b compute.Backend, x compute.Tensor, st layerState, pos int) compute.Tensor {
+func (a *attention) forward(b compute.Backend, x compute.Tensor, st layerState, pos position) compute.Tensor {
 	s := a.spec
 	qkv := b.Linear(x, a.inProj, nil)
 	qn, kn := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
 	q := b.Slice(qkv, 2, 0, qn)
 	k := b.Slice(qkv, 2, qn, qn+kn)
 	v := b.Slice(qkv, 2, qn+kn, qn+2*kn)
-	return b.Linear(b.Attention(q, k, v, st.k, st.v, pos, s), a.outProj, nil)
+	var o compute.Tensor
+	if pos.dev != nil {
+		o = b.(compute.GraphOps).AttentionAt(q, k, v, st.k, st.v, pos.dev, s)
+	} else {
+		o = b.Attention(q, k, v, st.k, st.v, pos.host, s)
+	}
+	return b.Linear(o, a.outProj, nil)
 }
 
 func (m *mamba2) forward(b compute.Backend, x compute.Tensor, st layerState) compute.Tensor {

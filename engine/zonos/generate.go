@@ -23,6 +23,9 @@ type GenerateOptions struct {
 	// ForbidEOS suppresses EOS on codebook 0 too, so exactly MaxNewTokens
 	// frames come out: fixed-length rollouts for benchmarks.
 	ForbidEOS bool
+	// EagerSteps runs every decode step op by op even where the backend
+	// could replay a recorded step (compute.GraphOps): benchmarks' baseline.
+	EagerSteps bool
 	// OnPrefill and OnStep, when set, are told the wall time of the prefill
 	// and of each decode step (tokens included) as they finish; an error
 	// ends generation like one from onFrame.
@@ -129,6 +132,7 @@ type deviceTokens struct {
 	seed    uint64
 	counter uint64
 	forbid  bool
+	eager   bool // GenerateOptions.EagerSteps
 }
 
 func (d *deviceTokens) draw(heads compute.Tensor, history [][]int32, eosBias bool) []int32 {
@@ -171,6 +175,15 @@ func (d *deviceTokens) prefillTokens(cols [][NumCodebooks]int32) ([]int32, error
 }
 
 func (d *deviceTokens) stepTokens(col [NumCodebooks]int32, history [][]int32) ([]int32, error) {
+	if sg, err := d.stepGraph(); err != nil {
+		return nil, err
+	} else if sg != nil {
+		tok, err := sg.replay(d.m, d.st, col, history, d.seed, d.counter)
+		if err == nil && d.spec.Temperature > 0 {
+			d.counter += uint64((NumCodebooks*LogitWidth + 3) / 4)
+		}
+		return tok, err
+	}
 	emb, err := d.m.embedColumns([][NumCodebooks]int32{col})
 	if err != nil {
 		return nil, err
@@ -180,6 +193,33 @@ func (d *deviceTokens) stepTokens(col [NumCodebooks]int32, history [][]int32) ([
 		return nil, err
 	}
 	return d.draw(heads, history, true), nil
+}
+
+// stepGraph returns the state's recorded decode step for this
+// utterance's knobs, recording it (again) when the state has none or one
+// for other knobs; nil when the backend or the knobs rule graphs out.
+func (d *deviceTokens) stepGraph() (*stepGraph, error) {
+	if _, ok := d.m.b.(compute.GraphOps); !ok || d.eager || !graphable(d.spec) {
+		return nil, nil
+	}
+	padFrom := MASK
+	if d.forbid {
+		padFrom = EOS
+	}
+	k := stepKey{cfg: d.cfg, spec: d.spec, padFrom: padFrom}
+	if d.st.graph != nil && d.st.graph.key == k {
+		return d.st.graph, nil
+	}
+	if d.st.graph != nil {
+		d.st.graph.destroy(d.m.b)
+		d.st.graph = nil
+	}
+	sg, err := d.m.recordStep(d.st, d.ops, k)
+	if err != nil {
+		return nil, err
+	}
+	d.st.graph = sg
+	return sg, nil
 }
 
 func specOf(p sample.Params) compute.SampleSpec {
@@ -226,18 +266,56 @@ func (m *Model) Generate(ctx context.Context, in Inputs, o GenerateOptions, onFr
 	if err != nil {
 		return nil, err
 	}
-	L := prefix.Shape()[1]
-	st := m.NewState(L + len(o.AudioPrefix) + o.MaxNewTokens + NumCodebooks + 1)
-	var ts tokenSource = newHostTokens(&modelStepper{m: m, st: st, prefix: prefix, cfg: o.CFGScale}, o)
-	if ops, ok := m.b.(compute.SamplerOps); ok && o.Noise == nil {
-		ts = &deviceTokens{m: m, ops: ops, st: st, prefix: prefix, cfg: o.CFGScale, spec: specOf(o.Sampling),
-			seed: o.Seed, forbid: o.ForbidEOS}
-	}
-	res, err := runTokens(ctx, ts, o, onFrame)
+	dec := m.NewDecoder(prefix, prefix.Shape()[1]+len(o.AudioPrefix)+o.MaxNewTokens+NumCodebooks+1, o)
+	defer dec.Close()
+	res, err := runTokens(ctx, dec.ts, o, onFrame)
 	if res != nil {
 		res.Notes = notes
 	}
 	return res, err
+}
+
+// Decoder is one utterance's token source as Generate drives it: guidance
+// and sampling on the device where the backend has compute.SamplerOps, the
+// decode step replayed as a recorded graph where it has compute.GraphOps,
+// else logits sampled on the host. Benchmarks time its steps.
+type Decoder struct {
+	m  *Model
+	st *State
+	ts tokenSource
+}
+
+// NewDecoder prepares decoding after the [2, L, d] prefix for up to maxLen
+// positions in all (prefix, fed columns and steps). o's sampler knobs,
+// seed, guidance scale and ForbidEOS apply. Close it when done.
+func (m *Model) NewDecoder(prefix compute.Tensor, maxLen int, o GenerateOptions) *Decoder {
+	st := m.acquireState(maxLen)
+	d := &Decoder{m: m, st: st, ts: newHostTokens(&modelStepper{m: m, st: st, prefix: prefix, cfg: o.CFGScale}, o)}
+	if ops, ok := m.b.(compute.SamplerOps); ok && o.Noise == nil {
+		d.ts = &deviceTokens{m: m, ops: ops, st: st, prefix: prefix, cfg: o.CFGScale, spec: specOf(o.Sampling),
+			seed: o.Seed, forbid: o.ForbidEOS, eager: o.EagerSteps}
+	}
+	return d
+}
+
+// Prefill feeds the prefix and the first delayed columns and returns the
+// nine sampled tokens (no repetition penalty, no EOS bias).
+func (d *Decoder) Prefill(cols [][NumCodebooks]int32) ([]int32, error) {
+	return d.ts.prefillTokens(cols)
+}
+
+// Step feeds one delayed column and returns the next nine tokens, with
+// history the last columns of each codebook for the repetition penalty.
+func (d *Decoder) Step(col [NumCodebooks]int32, history [][]int32) ([]int32, error) {
+	return d.ts.stepTokens(col, history)
+}
+
+// Close gives the decoder's state back to the model's pool.
+func (d *Decoder) Close() {
+	if d.st != nil {
+		d.m.releaseState(d.st)
+		d.st = nil
+	}
 }
 
 // runLoop runs the loop over host logits with the host sampler.

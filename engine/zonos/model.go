@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync"
 
 	"zonostream/engine/compute"
 	"zonostream/engine/weights"
@@ -32,6 +33,9 @@ type Model struct {
 	layers     []*layer
 	normF      norm
 	eps        float32
+
+	mu     sync.Mutex
+	states statePool // idle states and their recorded decode steps (GraphOps backends)
 }
 
 // Load reads config.json and model.safetensors onto backend b.
@@ -121,11 +125,15 @@ func (m *Model) Prefix(in Inputs) (compute.Tensor, []string, error) {
 	return m.prefix.Prefix(in)
 }
 
-// State is the inference cache of one utterance (CFG batch of two).
+// State is the inference cache of one utterance (CFG batch of two). On a
+// backend with compute.GraphOps, Generate takes states from the model's
+// pool (states.go) and keeps the decode step recorded for each, so later
+// utterances replay it without recording again.
 type State struct {
 	layers []layerState
 	pos    int // positions already in the cache
 	maxLen int
+	graph  *stepGraph // the recorded decode step for this state's caches, or nil
 }
 
 // Pos is the number of positions already in the cache.
@@ -148,12 +156,8 @@ type LayerHook func(layer int, stream compute.Tensor)
 // repeats the result for both CFG rows: [2, T, d].
 func (m *Model) embedColumns(cols [][NumCodebooks]int32) (compute.Tensor, error) {
 	T := len(cols)
-	for t, c := range cols {
-		for k := range c {
-			if c[k] < 0 || c[k] >= embedRows {
-				return nil, fmt.Errorf("code %d of codebook %d (column %d) outside [0, %d]", c[k], k, t, embedRows-1)
-			}
-		}
+	if err := checkColumns(cols); err != nil {
+		return nil, err
 	}
 	var out compute.Tensor
 	m.onDevice(func() {
@@ -173,6 +177,33 @@ func (m *Model) embedColumns(cols [][NumCodebooks]int32) (compute.Tensor, error)
 		out = m.b.Concat(0, sum, sum)
 	})
 	return out, nil
+}
+
+// checkColumns refuses codes the embeddings have no row for.
+func checkColumns(cols [][NumCodebooks]int32) error {
+	for t, c := range cols {
+		for k := range c {
+			if c[k] < 0 || c[k] >= embedRows {
+				return fmt.Errorf("code %d of codebook %d (column %d) outside [0, %d]", c[k], k, t, embedRows-1)
+			}
+		}
+	}
+	return nil
+}
+
+// embedColumn is embedColumns for one column whose nine ids are an I32 [9]
+// device tensor (a recorded step graph's input): [2, 1, d].
+func (m *Model) embedColumn(ids compute.Tensor) compute.Tensor {
+	var sum compute.Tensor
+	for k := 0; k < NumCodebooks; k++ {
+		e := m.b.Embedding(m.embeddings[k], m.b.Reshape(m.b.Slice(ids, 0, k, k+1), 1, 1))
+		if sum == nil {
+			sum = e
+		} else {
+			sum = m.b.Add(sum, e)
+		}
+	}
+	return m.b.Concat(0, sum, sum)
 }
 
 // onDevice runs f through the backend's compute.Runner when it has one (a
@@ -204,18 +235,7 @@ func (m *Model) forwardHeads(st *State, hidden compute.Tensor, hook LayerHook) (
 		return nil, fmt.Errorf("sequence of %d positions exceeds the %d the state was made for", st.pos+T, st.maxLen)
 	}
 	var heads compute.Tensor
-	body := func() {
-		var residual compute.Tensor
-		for i, l := range m.layers {
-			hidden, residual = l.forward(m.b, hidden, residual, st.layers[i], st.pos, m.eps)
-			if hook != nil {
-				hook(i, m.b.Add(hidden, residual))
-			}
-		}
-		out, _ := m.b.AddLayerNorm(hidden, residual, m.normF.w, m.normF.b, m.eps)
-		last := m.b.Slice(out, 1, T-1, T)
-		heads = m.b.Reshape(m.b.Linear(last, m.heads, nil), 2, NumCodebooks, LogitWidth)
-	}
+	body := func() { heads = m.backbone(st, hidden, position{host: st.pos}, hook) }
 	if hook == nil { // a hook is the caller's code: keep it off the owner thread
 		m.onDevice(body)
 	} else {
@@ -223,6 +243,23 @@ func (m *Model) forwardHeads(st *State, hidden compute.Tensor, hook LayerHook) (
 	}
 	st.pos += T
 	return heads, nil
+}
+
+// backbone enqueues the 46 blocks, the final norm and the heads for hidden
+// [2, T, d] starting at pos; it neither checks nor advances st.pos (a
+// recorded step graph replays it at every position).
+func (m *Model) backbone(st *State, hidden compute.Tensor, pos position, hook LayerHook) compute.Tensor {
+	T := hidden.Shape()[1]
+	var residual compute.Tensor
+	for i, l := range m.layers {
+		hidden, residual = l.forward(m.b, hidden, residual, st.layers[i], pos, m.eps)
+		if hook != nil {
+			hook(i, m.b.Add(hidden, residual))
+		}
+	}
+	out, _ := m.b.AddLayerNorm(hidden, residual, m.normF.w, m.normF.b, m.eps)
+	last := m.b.Slice(out, 1, T-1, T)
+	return m.b.Reshape(m.b.Linear(last, m.heads, nil), 2, NumCodebooks, LogitWidth)
 }
 
 // guide applies classifier-free guidance, uncond + (cond − uncond)·scale,

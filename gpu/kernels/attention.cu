@@ -28,11 +28,14 @@ __device__ __forceinline__ float rotated(const float* v, int d, int p, int dr, i
 }
 
 // attn_cache writes rotated k and plain v for positions pos…pos+T−1 into the
-// caches [B, maxT, Hk, Dh]; k, v are [B, T, Hk·Dh].
+// caches [B, maxT, Hk, Dh]; k, v are [B, T, Hk·Dh]. When posp is not null
+// the first position is read from it instead (a decode step replayed as a
+// CUDA graph keeps its position on the device).
 extern "C" __global__ void attn_cache(const float* __restrict__ k, const float* __restrict__ v,
                                       float* __restrict__ kc, float* __restrict__ vc,
-                                      int B, int T, int Hk, int Dh, int maxT, int pos, int dr,
-                                      int interleaved, double base) {
+                                      int B, int T, int Hk, int Dh, int maxT, int pos, const int* __restrict__ posp,
+                                      int dr, int interleaved, double base) {
+    if (posp) pos = *posp;
     long long total = (long long)B * T * Hk * Dh;
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
          i += (long long)gridDim.x * blockDim.x) {
@@ -52,11 +55,13 @@ extern "C" __global__ void attn_cache(const float* __restrict__ k, const float* 
 #define ATT_MAXD 256
 
 // attn: one block per (b, t, h); each warp takes every ATT_WARPS-th cache
-// position with an online softmax, then the warps merge. Dh ≤ 256.
+// position with an online softmax, then the warps merge. Dh ≤ 256. posp as
+// in attn_cache.
 extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32) attn(const float* __restrict__ q, const float* __restrict__ kc,
                                 const float* __restrict__ vc, float* __restrict__ out,
-                                int T, int H, int Hk, int Dh, int maxT, int pos, int dr,
-                                int interleaved, double base, float scale) {
+                                int T, int H, int Hk, int Dh, int maxT, int pos, const int* __restrict__ posp,
+                                int dr, int interleaved, double base, float scale) {
+    if (posp) pos = *posp;
     __shared__ float qs[ATT_MAXD];
     __shared__ float om[ATT_WARPS][ATT_MAXD];
     __shared__ float ml[ATT_WARPS][2];

@@ -135,12 +135,18 @@ __device__ void renormalise(float* p, int W, double* sd) {
 // sample_rows: one block of 256 threads per row r of logits [R, W].
 // hist [R, H] (I32) or null; the penalty uses columns [hstart, H).
 // probs [R, W] and order [R, W] (int) are scratch; out [R] the tokens;
-// qn [R, W] is stored noise, or null for Philox noise from (seed, counter).
+// qn [R, W] is stored noise, or null for Philox noise from (seed, counter);
+// when rng is not null, seed and counter are read from it instead
+// ({seed lo, seed hi, counter lo, counter hi}: a graph replay's inputs).
 extern "C" __global__ void __launch_bounds__(256) sample_rows(
     float* __restrict__ logits, const int* __restrict__ hist, int H, int hstart, float* __restrict__ probs,
     int* __restrict__ order, int* __restrict__ out, int W, float temp, float topP, int topK, float minP,
     float lin, float conf, float quad, float penalty, const float* __restrict__ qn, unsigned long long seed,
-    unsigned long long counter) {
+    unsigned long long counter, const unsigned int* __restrict__ rng) {
+    if (rng) {
+        seed = (unsigned long long)rng[0] | (unsigned long long)rng[1] << 32;
+        counter = (unsigned long long)rng[2] | (unsigned long long)rng[3] << 32;
+    }
     __shared__ double sd[32];
     __shared__ float sf[32];
     __shared__ int si[32];

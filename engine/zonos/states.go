@@ -1,0 +1,93 @@
+package zonos
+
+import "zonostream/engine/compute"
+
+// statePool keeps the inference states of finished utterances on backends
+// with compute.GraphOps. A recorded decode step reads and writes one
+// state's caches at fixed device addresses, so reusing the state is what
+// lets the next utterance replay the step instead of recording it again
+// (recording costs an eager step plus the graph's instantiation). States
+// are made with room for stateQuantum-rounded lengths so utterances of
+// similar length share one; at most statePoolSize idle states are kept.
+type statePool struct {
+	idle []*State
+}
+
+const (
+	stateQuantum  = 1024
+	statePoolSize = 2
+)
+
+// acquireState returns a state with room for n positions, empty: from the
+// pool when one is big enough (the smallest such), else a new one.
+func (m *Model) acquireState(n int) *State {
+	if _, ok := m.b.(compute.GraphOps); !ok {
+		return m.NewState(n)
+	}
+	m.mu.Lock()
+	best := -1
+	for i, s := range m.states.idle {
+		if s.maxLen >= n && (best < 0 || s.maxLen < m.states.idle[best].maxLen) {
+			best = i
+		}
+	}
+	var st *State
+	if best >= 0 {
+		st = m.states.idle[best]
+		m.states.idle = append(m.states.idle[:best], m.states.idle[best+1:]...)
+	}
+	m.mu.Unlock()
+	if st == nil {
+		return m.NewState((n + stateQuantum - 1) / stateQuantum * stateQuantum)
+	}
+	st.reset(m.b.(compute.GraphOps))
+	return st
+}
+
+// releaseState gives a state back after its utterance; the pool keeps the
+// most recent ones and frees the rest.
+func (m *Model) releaseState(st *State) {
+	if _, ok := m.b.(compute.GraphOps); !ok {
+		return
+	}
+	m.mu.Lock()
+	m.states.idle = append(m.states.idle, st)
+	var drop []*State
+	if n := len(m.states.idle); n > statePoolSize {
+		drop = append(drop, m.states.idle[:n-statePoolSize]...)
+		m.states.idle = append([]*State(nil), m.states.idle[n-statePoolSize:]...)
+	}
+	m.mu.Unlock()
+	for _, s := range drop {
+		s.free(m.b)
+	}
+}
+
+// reset empties a state for a new utterance: the recurrent Mamba2 states
+// are zeroed; the KV caches need not be, since attention only reads the
+// positions the new utterance writes.
+func (s *State) reset(g compute.GraphOps) {
+	for _, l := range s.layers {
+		if l.conv != nil {
+			g.Clear(l.conv)
+			g.Clear(l.ssm)
+		}
+	}
+	s.pos = 0
+}
+
+// free releases the state's device memory and its recorded step.
+func (s *State) free(b compute.Backend) {
+	if s.graph != nil {
+		s.graph.destroy(b)
+		s.graph = nil
+	}
+	for _, l := range s.layers {
+		for _, t := range []compute.Tensor{l.k, l.v, l.conv, l.ssm} {
+			if t != nil {
+				b.Free(t)
+			}
+		}
+	}
+	s.layers = nil
+}
