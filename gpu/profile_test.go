@@ -1,0 +1,73 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"os"
+	"testing"
+
+	"zonostream/engine/sample"
+	"zonostream/engine/zonos"
+)
+
+// TestProfileDecodeStep runs one decode step of the real-shape hybrid (random
+// weights) inside a profiler range, as generation runs it (the replayed
+// step graph) and op by op, for a kernel profile:
+//
+//	ZONOS_PROFILE=1 ncu --clock-control none --profile-from-start off \
+//	  --metrics gpu__time_duration.sum --csv ./gpu.test -test.run TestProfileDecodeStep
+//
+// Without ZONOS_PROFILE it is skipped (it asserts nothing but that the
+// steps run).
+func TestProfileDecodeStep(t *testing.T) {
+	need(t)
+	if os.Getenv("ZONOS_PROFILE") == "" {
+		t.Skip("set ZONOS_PROFILE=1 and run under a profiler")
+	}
+	cfg := zonos.RealConfig(zonos.Hybrid)
+	f, err := zonos.RandomWeights(cfg, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := zonos.New(gb, cfg, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]int32, 60)
+	ids[0], ids[59] = 2, 3
+	for i := 1; i < 59; i++ {
+		ids[i] = int32(4 + i%150)
+	}
+	prefix, _, err := m.Prefix(zonos.Inputs{PhonemeIDs: ids, Values: map[string][]float32{"language_id": {24}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, eager := range []bool{false, true} {
+		o := zonos.GenerateOptions{MaxNewTokens: 16, CFGScale: 2, Sampling: sample.Defaults(), Seed: 1, ForbidEOS: true, EagerSteps: eager}
+		dec := m.NewDecoder(prefix, prefix.Shape()[1]+32, o)
+		mask := [zonos.NumCodebooks]int32{}
+		for k := range mask {
+			mask[k] = zonos.MASK
+		}
+		tok, err := dec.Prefill([][zonos.NumCodebooks]int32{mask})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hist := make([][]int32, zonos.NumCodebooks)
+		step := func() {
+			var col [zonos.NumCodebooks]int32
+			copy(col[:], tok)
+			for k := range hist {
+				hist[k] = append(hist[k], col[k])
+			}
+			if tok, err = dec.Step(col, hist); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := 0; i < 3; i++ {
+			step()
+		}
+		gb.ProfileRange(step)
+		dec.Close()
+	}
+}
