@@ -264,7 +264,25 @@ func (b *Backend) layerNorm(x, res, w, bias, out, sum *tensor, eps float32) {
 	if sum != nil {
 		sp = sum.ptr()
 	}
+	if th, ok := v4Threads(d); ok {
+		b.launch(b.k["layernorm_v4"], [3]int{rows, 1, 1}, [3]int{th, 1, 1}, x.ptr(), rp, b.asF32(w).ptr(), bp, out.ptr(), sp, d/4, eps)
+		return
+	}
 	b.launch(b.k["layernorm"], [3]int{rows, 1, 1}, block256, x.ptr(), rp, b.asF32(w).ptr(), bp, out.ptr(), sp, d, eps)
+}
+
+// v4Threads is the block size of the register-resident row kernels
+// (layernorm_v4, mamba_norm_v4: up to 4 float4s per thread) for rows of
+// d floats, and whether they apply (d a multiple of 4, at most 16384).
+func v4Threads(d int) (int, bool) {
+	if d%4 != 0 || d == 0 || d > 4*4*1024 {
+		return 0, false
+	}
+	th := min(1024, (d/4+31)/32*32)
+	for d/4 > 4*th {
+		th += 32
+	}
+	return th, true
 }
 
 func (b *Backend) LayerNorm(x, w, bias compute.Tensor, eps float32) compute.Tensor {

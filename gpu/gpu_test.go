@@ -247,7 +247,7 @@ func TestLayerNorm(t *testing.T) {
 		rows, d int
 		dt      compute.DType
 		bias    bool
-	}{{2, 2048, compute.BF16, true}, {160, 2048, compute.F32, true}, {3, 257, compute.BF16, false}, {1, 8, compute.F16, true}} {
+	}{{2, 2048, compute.BF16, true}, {160, 2048, compute.F32, true}, {3, 257, compute.BF16, false}, {1, 8, compute.F16, true}, {2, 12000, compute.F32, true}, {1, 4100, compute.BF16, false}} {
 		x, res := randF32(r, 3, c.rows, c.d), randF32(r, 1, c.rows, c.d)
 		w := randW(t, r, c.dt, 1, c.d)
 		var bc, bg compute.Tensor

@@ -13,6 +13,11 @@ import (
 // attnMaxHeadDim is the widest head the attention kernel holds (ATT_MAXD).
 const attnMaxHeadDim = 256
 
+// attnSplits is how many blocks share one head's cache in a decode step
+// (attn_split). Fixed, since a replayed step learns its length on the
+// device; blocks past the length write empty partials.
+const attnSplits = 32
+
 func (b *Backend) Attention(q, k, v, kCache, vCache compute.Tensor, pos int, a compute.AttentionSpec) compute.Tensor {
 	return b.attention(q, k, v, kCache, vCache, pos, nil, a)
 }
@@ -74,6 +79,14 @@ func (b *Backend) attention(q, k, v, kCache, vCache compute.Tensor, pos int, pt 
 		n := B * T * Hk * Dh
 		b.launch(b.k["attn_cache"], grid1(n), block256, kt.ptr(), vt.ptr(), kc.ptr(), vc.ptr(),
 			B, T, Hk, Dh, maxT, pos, pp, dr, inter, a.RotaryBase)
+		if T == 1 { // decode: spread the cache over attnSplits blocks per head
+			part := b.newTensor(compute.F32, B*H*attnSplits*(Dh+2))
+			b.launch(b.k["attn_split"], [3]int{B * H, attnSplits, 1}, [3]int{128, 1, 1}, qt.ptr(), kc.ptr(), vc.ptr(), part.ptr(),
+				H, Hk, Dh, maxT, pos, pp, dr, inter, a.RotaryBase, scale, attnSplits)
+			b.launch(b.k["attn_merge"], [3]int{B * H, 1, 1}, [3]int{128, 1, 1}, part.ptr(), out.ptr(), Dh, attnSplits)
+			part.h.release()
+			return
+		}
 		b.launch(b.k["attn"], [3]int{B * T * H, 1, 1}, [3]int{128, 1, 1}, qt.ptr(), kc.ptr(), vc.ptr(), out.ptr(),
 			T, H, Hk, Dh, maxT, pos, pp, dr, inter, a.RotaryBase, scale)
 	})
@@ -121,8 +134,13 @@ func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 			cst.ptr(), xbc.ptr(), B, T, E, Di, C, Kc)
 		b.launch(b.k["mamba_scan"], [3]int{B * H, (P + 7) / 8, 1}, block256, in.ptr(), xbc.ptr(),
 			b.asF32(dtb).ptr(), b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), y.ptr(), T, E, Di, C, H, P, N, G)
-		b.launch(b.k["mamba_norm"], [3]int{B * T * G, 1, 1}, block256, y.ptr(), in.ptr(), b.asF32(nw).ptr(), out.ptr(),
-			Di, G, E, s.Eps)
+		if th, ok := v4Threads(Di / G); ok && Di%4 == 0 && E%4 == 0 {
+			b.launch(b.k["mamba_norm_v4"], [3]int{B * T * G, 1, 1}, [3]int{th, 1, 1}, y.ptr(), in.ptr(), b.asF32(nw).ptr(), out.ptr(),
+				Di, G, E, s.Eps)
+		} else {
+			b.launch(b.k["mamba_norm"], [3]int{B * T * G, 1, 1}, block256, y.ptr(), in.ptr(), b.asF32(nw).ptr(), out.ptr(),
+				Di, G, E, s.Eps)
+		}
 		xbc.h.release()
 		y.h.release()
 	})

@@ -116,3 +116,98 @@ extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32) attn(const float* _
         orow[d] = acc / L;
     }
 }
+
+// attn_split is attn for one query position per (b, h) spread over S
+// blocks (flash-decoding): block (r, s) takes a contiguous share of the
+// cache positions [0, n) and writes its unnormalised partial — running max
+// m, sum l and o[Dh] — to part[(r·S + s)·(Dh + 2)]; attn_merge combines
+// them. A decode step has only B·H = 32 (b, h) pairs: one block each left
+// 100+ SMs idle and walked the cache serially (31 µs at 100 positions,
+// growing with the utterance). T must be 1.
+extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32) attn_split(const float* __restrict__ q, const float* __restrict__ kc,
+                                const float* __restrict__ vc, float* __restrict__ part,
+                                int H, int Hk, int Dh, int maxT, int pos, const int* __restrict__ posp,
+                                int dr, int interleaved, double base, float scale, int S) {
+    __shared__ float qs[ATT_MAXD];
+    __shared__ float om[ATT_WARPS][ATT_MAXD];
+    __shared__ float ml[ATT_WARPS][2];
+    if (posp) pos = *posp;
+    int r = blockIdx.x, sidx = blockIdx.y;
+    int h = r % H, b = r / H;
+    int kh = h / (H / Hk);
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const float* qv = q + ((long long)b * H + h) * Dh;
+    for (int d = threadIdx.x; d < Dh; d += blockDim.x) qs[d] = rotated(qv, d, pos, dr, interleaved, base);
+    __syncthreads();
+    int n = pos + 1;
+    int chunk = (n + S - 1) / S;
+    int lo = sidx * chunk, hi = min(n, lo + chunk);
+    float m = -INFINITY, l = 0.f;
+    float o[ATT_MAXD / 32];
+#pragma unroll
+    for (int i = 0; i < ATT_MAXD / 32; i++) o[i] = 0.f;
+    for (int j = lo + warp; j < hi; j += ATT_WARPS) {
+        const float* kr = kc + (((long long)b * maxT + j) * Hk + kh) * Dh;
+        const float* vr = vc + (((long long)b * maxT + j) * Hk + kh) * Dh;
+        float p = 0.f;
+        for (int d = lane; d < Dh; d += 32) p += qs[d] * kr[d];
+        float sc = warp_sum(p) * scale;
+        float mn = fmaxf(m, sc);
+        float corr = expf(m - mn);
+        float e = expf(sc - mn);
+        l = l * corr + e;
+#pragma unroll
+        for (int i = 0; i < ATT_MAXD / 32; i++) {
+            int d = lane + 32 * i;
+            if (d < Dh) o[i] = o[i] * corr + e * vr[d];
+        }
+        m = mn;
+    }
+#pragma unroll
+    for (int i = 0; i < ATT_MAXD / 32; i++) {
+        int d = lane + 32 * i;
+        if (d < Dh) om[warp][d] = o[i];
+    }
+    if (lane == 0) { ml[warp][0] = m; ml[warp][1] = l; }
+    __syncthreads();
+    float M = -INFINITY;
+    for (int w = 0; w < ATT_WARPS; w++) M = fmaxf(M, ml[w][0]);
+    float L = 0.f;
+    float f[ATT_WARPS];
+    for (int w = 0; w < ATT_WARPS; w++) {
+        f[w] = ml[w][1] > 0.f ? expf(ml[w][0] - M) : 0.f;
+        L += ml[w][1] * f[w];
+    }
+    float* pr = part + ((long long)r * S + sidx) * (Dh + 2);
+    for (int d = threadIdx.x; d < Dh; d += blockDim.x) {
+        float acc = 0.f;
+        for (int w = 0; w < ATT_WARPS; w++) acc += om[w][d] * f[w];
+        pr[d] = acc;
+    }
+    if (threadIdx.x == 0) { pr[Dh] = M; pr[Dh + 1] = L; }
+}
+
+// attn_merge combines attn_split's S partials of each (b, h) into out
+// [B, 1, H·Dh]; a partial with l = 0 (no positions) counts for nothing.
+extern "C" __global__ void attn_merge(const float* __restrict__ part, float* __restrict__ out, int Dh, int S) {
+    int r = blockIdx.x;
+    const float* pr = part + (long long)r * S * (Dh + 2);
+    float M = -INFINITY;
+    for (int s = 0; s < S; s++) {
+        const float* p = pr + (long long)s * (Dh + 2);
+        if (p[Dh + 1] > 0.f) M = fmaxf(M, p[Dh]);
+    }
+    float L = 0.f;
+    for (int s = 0; s < S; s++) {
+        const float* p = pr + (long long)s * (Dh + 2);
+        if (p[Dh + 1] > 0.f) L += p[Dh + 1] * expf(p[Dh] - M);
+    }
+    for (int d = threadIdx.x; d < Dh; d += blockDim.x) {
+        float acc = 0.f;
+        for (int s = 0; s < S; s++) {
+            const float* p = pr + (long long)s * (Dh + 2);
+            if (p[Dh + 1] > 0.f) acc += p[d] * expf(p[Dh] - M);
+        }
+        out[(long long)r * Dh + d] = acc / L;
+    }
+}
