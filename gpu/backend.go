@@ -126,7 +126,7 @@ func (b *Backend) init(ordinal int) error {
 			return fmt.Errorf("cuda: loading kernels %q: %w (driver CUDA %d.%d may be too old for this PTX; update the NVIDIA driver)", m, err, drv/1000, drv%1000/10)
 		}
 		b.mods = append(b.mods, mod)
-		for _, fn := range kernelNames[m] {
+		for _, fn := range kernels.Entries(m) {
 			f, err := mod.Function(fn)
 			if err != nil {
 				return fmt.Errorf("cuda: kernel %s.%s: %w", m, fn, err)
@@ -136,18 +136,6 @@ func (b *Backend) init(ordinal int) error {
 	}
 	b.pool = newPool(b)
 	return nil
-}
-
-// kernelNames lists the functions each PTX module must provide.
-var kernelNames = map[string][]string{
-	"core": {"linear_gemv", "gemv_m2_r1u4", "gemv_m2_r2u2", "gemv_m2_r4u1", "fill_bf16", "linear_gemm", "embedding", "to_f32", "add_f32", "scale_f32", "tanh_f32",
-		"cossin", "swiglu", "snake", "layernorm", "copy_axis4", "copy_axis2"},
-	"attention": {"attn_cache", "attn"},
-	"mamba2":    {"mamba_conv", "mamba_scan", "mamba_norm"},
-	"audio":     {"conv_gemm"},
-	"sampler":   {"guide", "sample_rows"},
-	"speaker":   {"conv2d_gemm", "simam_add_relu", "attentive_stats_pool"},
-	"timing":    {"copy_u4", "read_u4"},
 }
 
 // release frees everything (owner goroutine).

@@ -54,3 +54,21 @@ func Header(module string) []string {
 	}
 	return h
 }
+
+// Entries lists the kernels (`.visible .entry` functions) a module defines,
+// in file order: the backend loads every one of them.
+func Entries(module string) []string {
+	text, err := PTX(module)
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, line := range strings.Split(text, "\n") {
+		if rest, ok := strings.CutPrefix(line, ".visible .entry "); ok {
+			if i := strings.IndexByte(rest, '('); i > 0 {
+				names = append(names, rest[:i])
+			}
+		}
+	}
+	return names
+}

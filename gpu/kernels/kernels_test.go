@@ -44,3 +44,36 @@ func TestPTXUpToDate(t *testing.T) {
 		t.Errorf("%d PTX modules embedded for %d .cu sources", n, m)
 	}
 }
+
+// TestKernelsUsedExist: every kernel the backend launches by name
+// (b.k["name"] in ../*.go) is an entry of some module, so a kernel added
+// to Go but missing from the PTX fails here instead of on the GPU.
+func TestKernelsUsedExist(t *testing.T) {
+	have := map[string]bool{}
+	for _, m := range Modules() {
+		for _, e := range Entries(m) {
+			have[e] = true
+		}
+	}
+	if !have["layernorm"] || !have["attn"] {
+		t.Fatalf("Entries found %d kernels, not the known ones", len(have))
+	}
+	files, _ := filepath.Glob("../*.go")
+	used := 0
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, part := range strings.Split(string(src), `b.k["`)[1:] {
+			name := part[:strings.IndexByte(part, '"')]
+			used++
+			if !have[name] {
+				t.Errorf("%s launches kernel %q, which no module defines (run make kernels?)", filepath.Base(f), name)
+			}
+		}
+	}
+	if used < 20 {
+		t.Fatalf("found only %d kernel uses in ../*.go", used)
+	}
+}
