@@ -3,16 +3,20 @@
 package gpu
 
 import (
+	"math/rand/v2"
 	"os"
 	"testing"
 
+	"zonostream/engine/dac"
 	"zonostream/engine/sample"
 	"zonostream/engine/zonos"
 )
 
-// TestProfileDecodeStep runs one decode step of the real-shape hybrid (random
-// weights) inside a profiler range, as generation runs it (the replayed
-// step graph) and op by op, for a kernel profile:
+// TestProfileDecodeStep runs, each inside a profiler range, one decode step
+// of the real-shape hybrid (random weights) as generation runs it (the
+// replayed step graph) and op by op, then the prefill of a 61-position
+// prompt, then one steady 16-frame chunk of the streamed 44 kHz DAC, for
+// a kernel profile (ranges in that order):
 //
 //	ZONOS_PROFILE=1 ncu --clock-control none --profile-from-start off \
 //	  --metrics gpu__time_duration.sum --csv ./gpu.test -test.run TestProfileDecodeStep
@@ -42,13 +46,13 @@ func TestProfileDecodeStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	mask := [zonos.NumCodebooks]int32{}
+	for k := range mask {
+		mask[k] = zonos.MASK
+	}
 	for _, eager := range []bool{false, true} {
 		o := zonos.GenerateOptions{MaxNewTokens: 16, CFGScale: 2, Sampling: sample.Defaults(), Seed: 1, ForbidEOS: true, EagerSteps: eager}
 		dec := m.NewDecoder(prefix, prefix.Shape()[1]+32, o)
-		mask := [zonos.NumCodebooks]int32{}
-		for k := range mask {
-			mask[k] = zonos.MASK
-		}
 		tok, err := dec.Prefill([][zonos.NumCodebooks]int32{mask})
 		if err != nil {
 			t.Fatal(err)
@@ -70,4 +74,45 @@ func TestProfileDecodeStep(t *testing.T) {
 		gb.ProfileRange(step)
 		dec.Close()
 	}
+	st := m.NewState(prefix.Shape()[1] + 4)
+	gb.ProfileRange(func() {
+		if _, err := m.Prefill(st, prefix, [][zonos.NumCodebooks]int32{mask}, 2, nil); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	dcfg := dac.Dac44kHz()
+	src, err := dac.RandomSource(dcfg, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codec, err := dac.New(dcfg, src, gb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sm, err := codec.NewStreamer(dac.StreamConfig{FirstChunk: 4, Chunk: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	frame := func() (f [dac.Codebooks]int32) {
+		for k := range f {
+			f[k] = int32(r.IntN(dcfg.CodebookSize))
+		}
+		return f
+	}
+	for i := 0; i < 40; i++ { // past the first chunk and the look-ahead
+		if _, err := sm.Push(frame()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs := make([][dac.Codebooks]int32, 16)
+	for i := range fs {
+		fs[i] = frame()
+	}
+	gb.ProfileRange(func() {
+		if _, err := sm.Push(fs...); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

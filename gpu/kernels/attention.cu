@@ -187,27 +187,38 @@ extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32) attn_split(const fl
     if (threadIdx.x == 0) { pr[Dh] = M; pr[Dh + 1] = L; }
 }
 
-// attn_merge combines attn_split's S partials of each (b, h) into out
-// [B, 1, H·Dh]; a partial with l = 0 (no positions) counts for nothing.
+// attn_merge combines attn_split's S ≤ ATT_MAXS partials of each (b, h)
+// into out [B, 1, H·Dh]; a partial with l = 0 (no positions) counts for
+// nothing. The S weights exp(m_s − M) are computed once into shared memory.
+#define ATT_MAXS 64
 extern "C" __global__ void attn_merge(const float* __restrict__ part, float* __restrict__ out, int Dh, int S) {
+    __shared__ float wt[ATT_MAXS];
+    __shared__ float red[2];
     int r = blockIdx.x;
     const float* pr = part + (long long)r * S * (Dh + 2);
-    float M = -INFINITY;
-    for (int s = 0; s < S; s++) {
-        const float* p = pr + (long long)s * (Dh + 2);
-        if (p[Dh + 1] > 0.f) M = fmaxf(M, p[Dh]);
+    if (threadIdx.x < 32) {
+        float M = -INFINITY;
+        for (int s = threadIdx.x; s < S; s += 32) {
+            const float* p = pr + (long long)s * (Dh + 2);
+            if (p[Dh + 1] > 0.f) M = fmaxf(M, p[Dh]);
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
+        float L = 0.f;
+        for (int s = threadIdx.x; s < S; s += 32) {
+            const float* p = pr + (long long)s * (Dh + 2);
+            float w = p[Dh + 1] > 0.f ? expf(p[Dh] - M) : 0.f;
+            wt[s] = w;
+            L += p[Dh + 1] * w;
+        }
+        L = warp_sum(L);
+        if (threadIdx.x == 0) red[0] = L;
     }
-    float L = 0.f;
-    for (int s = 0; s < S; s++) {
-        const float* p = pr + (long long)s * (Dh + 2);
-        if (p[Dh + 1] > 0.f) L += p[Dh + 1] * expf(p[Dh] - M);
-    }
+    __syncthreads();
+    float L = red[0];
     for (int d = threadIdx.x; d < Dh; d += blockDim.x) {
         float acc = 0.f;
-        for (int s = 0; s < S; s++) {
-            const float* p = pr + (long long)s * (Dh + 2);
-            if (p[Dh + 1] > 0.f) acc += p[d] * expf(p[Dh] - M);
-        }
+        for (int s = 0; s < S; s++) acc += pr[(long long)s * (Dh + 2) + d] * wt[s];
         out[(long long)r * Dh + d] = acc / L;
     }
 }
