@@ -23,6 +23,18 @@ func (b *Backend) conv(x, w, bias, out *tensor, c compute.Conv1dSpec, K, Tout in
 	if transposed {
 		tr = 1
 	}
+	if !tcOff && c.Groups == 1 {
+		wf := b.asF32(w)
+		cv := tcShape{batch: B, cin: Cin, t: T, cout: Cout, kw: K, tout: Tout, stride: c.Stride, pad: c.Padding, dil: c.Dilation}
+		switch {
+		case !transposed:
+			b.tcGemm(tcConvMode, x, wf, bp, out, Cout, Tout, Cin*K, cv)
+			return
+		case c.Dilation == 1 && K%c.Stride == 0:
+			b.tcGemm(tcConvT, x, wf, bp, out, Cout, (Tout+c.Stride-1)/c.Stride+1, Cin*(K/c.Stride), cv)
+			return
+		}
+	}
 	opg := Cout / c.Groups
 	b.launch(b.k["conv_gemm"], [3]int{(Tout + 63) / 64, (opg + 63) / 64, B * c.Groups}, block256,
 		x.ptr(), b.asF32(w).ptr(), bp, out.ptr(), Cin, T, Cout, K, Tout, c.Stride, c.Padding, c.Dilation, c.Groups, tr)

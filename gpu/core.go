@@ -153,6 +153,8 @@ func (b *Backend) Linear(x, w, bias compute.Tensor) compute.Tensor {
 		} else if m <= gemvMaxRows {
 			b.launch(b.k["linear_gemv"], [3]int{(n + 7) / 8, 1, 1}, block256,
 				xt.ptr(), wt.ptr(), bp, out.ptr(), m, n, k, int(wt.dt))
+		} else if !tcOff {
+			b.tcGemm(tcLinear, xt, wt, bp, out, m, n, k, tcShape{})
 		} else {
 			b.launch(b.k["linear_gemm"], [3]int{(n + 63) / 64, (m + 63) / 64, 1}, block256,
 				xt.ptr(), wt.ptr(), bp, out.ptr(), m, n, k, int(wt.dt))

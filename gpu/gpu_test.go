@@ -175,6 +175,8 @@ func TestLinear(t *testing.T) {
 		{160, 2048, 3072, compute.BF16, false},
 		{2 * 91, 256, 300, compute.F32, true},
 		{77, 130, 65, compute.F16, false},
+		{160, 8192, 2048, compute.BF16, true}, // prefill fc2: 8 K splits
+		{100, 1500, 200, compute.F32, true},   // fp32 weight, ragged K chunks
 	}
 	for _, c := range cases {
 		x := randF32(r, 1, c.m, c.k)

@@ -1,0 +1,65 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"os"
+
+	"gorgonia.org/cu"
+
+	"zonostream/engine/compute"
+)
+
+// Modes of tc_gemm (gpu/kernels/tc.cu).
+const (
+	tcLinear   = 0
+	tcConvMode = 1
+	tcConvT    = 2
+)
+
+// tcOff is ZONOS_TC=0: the large products run on the older SIMT kernels
+// (linear_gemm, conv_gemm), for before/after measurements and bisecting.
+var tcOff = os.Getenv("ZONOS_TC") == "0"
+
+// tcSplits chooses split-K for a reduction of length kr: about one split
+// per 512, at most 8, chunks a multiple of the 32-wide k step. It depends
+// on kr alone, so every window of a signal reduces in the same order.
+func tcSplits(kr int) (splits, chunk int) {
+	s := min(8, max(1, kr/512))
+	chunk = max(32, ((kr+s-1)/s+31)/32*32)
+	return max(1, (kr+chunk-1)/chunk), chunk
+}
+
+// tcShape describes the convolution of a conv-mode tc_gemm.
+type tcShape struct {
+	batch, cin, t, cout, kw, tout, stride, pad, dil int
+}
+
+// tcGemm launches tc_gemm (and tc_reduce when split) computing the M × N
+// product reduced over kr into out (owner goroutine). phases is the
+// transposed convolution's stride (1 otherwise); n counts columns per
+// phase.
+func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor, m, n, kr int, c tcShape) {
+	splits, chunk := tcSplits(kr)
+	phases, batch := 1, 1
+	if mode != tcLinear {
+		batch = c.batch
+	}
+	if mode == tcConvT {
+		phases = c.stride
+	}
+	wp, wdt := w.ptr(), int(w.dt)
+	work, total := nullPtr, out.n()
+	var wk *tensor
+	if splits > 1 {
+		wk = b.newTensor(compute.F32, splits*total)
+		work = wk.ptr()
+	}
+	b.launch(b.k["tc_gemm"], [3]int{(n + 63) / 64, (m + 63) / 64, batch * phases * splits}, [3]int{128, 1, 1},
+		x.ptr(), wp, bias, out.ptr(), work, mode, m, n, kr, wdt, splits, chunk,
+		c.cin, c.t, c.cout, c.kw, c.tout, c.stride, c.pad, c.dil)
+	if wk != nil {
+		b.launch(b.k["tc_reduce"], grid1(total), block256, work, bias, out.ptr(), total, splits, mode, n, c.cout, c.tout)
+		wk.h.release()
+	}
+}
