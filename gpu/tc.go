@@ -17,8 +17,10 @@ const (
 	tcConvT    = 2
 )
 
-// tcOff is ZONOS_TC=0: the large products run on the older SIMT kernels
-// (linear_gemm, conv_gemm), for before/after measurements and bisecting.
+// tcOff is ZONOS_TC=0: the large products run on the older kernels
+// (linear_gemm, conv_gemm: one block per 64×64 output tile, no split-K,
+// transposed convolutions over every tap), for before/after measurements
+// and bisecting.
 var tcOff = os.Getenv("ZONOS_TC") == "0"
 
 // tcSplits chooses split-K for a reduction of length kr: about one split
@@ -35,7 +37,7 @@ type tcShape struct {
 	batch, cin, t, cout, kw, tout, stride, pad, dil int
 }
 
-// tcGemm launches tc_gemm (and tc_reduce when split) computing the M × N
+// tcGemm launches tc_gemm or simt_gemm (and tc_reduce when split) computing the M × N
 // product reduced over kr into out (owner goroutine). phases is the
 // transposed convolution's stride (1 otherwise); n counts columns per
 // phase.
@@ -55,7 +57,11 @@ func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor,
 		wk = b.newTensor(compute.F32, splits*total)
 		work = wk.ptr()
 	}
-	b.launch(b.k["tc_gemm"], [3]int{(n + 63) / 64, (m + 63) / 64, batch * phases * splits}, [3]int{128, 1, 1},
+	kernel := "simt_gemm" // fp32 FMAs: convolutions and fp32 weights
+	if mode == tcLinear && w.dt != compute.F32 {
+		kernel = "tc_gemm" // BF16/F16 weights: exact in TF32
+	}
+	b.launch(b.k[kernel], [3]int{(n + 63) / 64, (m + 63) / 64, batch * phases * splits}, [3]int{128, 1, 1},
 		x.ptr(), wp, bias, out.ptr(), work, mode, m, n, kr, wdt, splits, chunk,
 		c.cin, c.t, c.cout, c.kw, c.tout, c.stride, c.pad, c.dil)
 	if wk != nil {

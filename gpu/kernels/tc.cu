@@ -1,16 +1,20 @@
-// Tensor-core GEMMs for the large products: prefill projections (Linear
-// with many rows) and the DAC's convolutions as implicit GEMMs.
+// Tiled GEMMs for the large products: prefill projections (Linear with many
+// rows) on tensor cores, the DAC's convolutions as implicit GEMMs on the
+// CUDA cores. One tile routine serves both (gemm_tile<TC>): the operand
+// gathering, split-K and output placement are shared, only the inner
+// product differs.
 //
-// Precision: fp32 operands are split into two TF32 parts, x = big + small
-// (big = tf32(x), small = tf32(x − big)), and the product is
-// big·big + big·small + small·big with fp32 accumulation ("3xTF32"), which
-// keeps about 21 bits of every product: close to fp32 SIMT arithmetic and
-// far inside the conformance bars, at tensor-core speed. A BF16 or F16
-// weight is exact in TF32, so only its activation is split (two products).
+// Tensor cores (tc_gemm, Linear only): the fp32 activation is split into
+// two TF32 parts, x = big + small, and multiplied by the BF16/F16 weight,
+// which TF32 holds exactly: big·w + small·w with fp32 accumulation keeps
+// about 21 bits of every product. The same trick with fp32 weights (3
+// products) measured only ~60 dB on the DAC (the tensor cores' fp32
+// accumulation is not IEEE), so the convolutions stay on fp32 FMAs
+// (simt_gemm), which also keeps the CPU reference's precision.
 //
-// Order: each output is reduced over k in the same sequence of
-// 32-wide steps wherever its tile lies, and split-K partials are summed in
-// split order by tc_reduce; the split count depends only on the reduction
+// Order: each output is reduced over k in the same sequence of 32-wide
+// steps wherever its tile lies, and split-K partials are summed in split
+// order by tc_reduce; the split count depends only on the reduction
 // length. So a window of a longer signal reproduces the long result bit
 // for bit, which the DAC streamer's exactness rests on.
 #include <mma.h>
@@ -20,174 +24,251 @@ using namespace nvcuda;
 #define TC_M 64
 #define TC_N 64
 #define TC_K 32
-#define TC_LD (TC_K + 4)   // smem row stride of the A and B tiles (floats)
-#define TC_LDC (TC_N + 4)  // smem row stride of the output tile
+#define TC_LD (TC_K + 4)   // tensor-core smem tiles: [64][TC_LD], k contiguous
+#define TC_LDC (TC_N + 4)  // tensor-core output staging
+#define SI_LD (TC_M + 4)   // SIMT smem tiles: [TC_K][SI_LD], m or n contiguous
+#define TC_THREADS 128
+#define TC_PER (TC_M * TC_K / TC_THREADS)  // tile elements each thread gathers (16)
 
-// Modes: how A (M × K) and B (K × N, stored in shared memory as [n][k]) are
-// gathered and where C lands.
+// Modes: how A (M × K) and B (K × N) are gathered and where C lands.
 #define TC_LINEAR 0  // A = x [M, K]; B(k, n) = w[n, k] (any float dtype); C = y [M, N] + bias[n]
 #define TC_CONV 1    // A = w [Cout, Cin·Kw] (fp32); B(k, t) = x[ci, t·stride + kw·dil − pad]; C = out[b, co, t] + bias[co]
-#define TC_CONVT 2   // transposed conv, dil 1, Kw % stride == 0, one output phase per grid slice (see tc_gemm)
+#define TC_CONVT 2   // transposed conv, dil 1, Kw % stride == 0, one output phase per grid slice (see below)
 
-// tc_gemm: grid (⌈N/64⌉, ⌈M/64⌉, batch·phases·splits), 128 threads (2×2
-// warps of 32×32). Split s reduces k in [s·kchunk, min(Kr, (s+1)·kchunk));
-// with splits > 1 it writes raw partials to work[s·total + index] for
-// tc_reduce, else the output with its bias.
-//
+// Problem is everything the gather and the placement need.
+struct Problem {
+    const float* x;
+    const void* w;
+    int mode, M, N, Kr, wdt;
+    int Cin, T, Cout, Kw, Tout, stride, pad, dil;
+    // per block
+    int rho, bat, t0, cph, Nph, J;
+    const float* xb;
+};
+
 // TC_CONVT computes out[co, t] = Σ_{ci, k} w[ci, co, k]·x[ci, (t + pad − k)/stride]
 // over the taps where the division is exact. For t with (t + pad) ≡ ρ
 // (mod stride) those are k = ρ + j·stride, j < J = Kw/stride, so each
 // phase ρ is a GEMM over Kr = Cin·J (index r = ci·J + j) instead of
-// Cin·Kw mostly-zero taps: t = t0 + n·stride, input n + c − j with
+// Cin·Kw mostly-zero taps: t = t0 + n·stride reads input n + c − j with
 // t0 = (ρ − pad) mod stride and c = (t0 + pad − ρ)/stride.
-extern "C" __global__ void __launch_bounds__(128) tc_gemm(
-    const float* __restrict__ x, const void* __restrict__ w, const float* __restrict__ bias,
-    float* __restrict__ out, float* __restrict__ work, int mode, int M, int N, int Kr, int wdt,
-    int splits, int kchunk, int Cin, int T, int Cout, int Kw, int Tout, int stride, int pad, int dil) {
-    __shared__ __align__(128) float smem[TC_M * TC_LD + TC_N * TC_LD];
-    float* As = smem;                // [64][TC_LD]: A(m, k)
-    float* Bs = smem + TC_M * TC_LD;  // [64][TC_LD]: B(k, n) at [n][k]
-    float* Cs = smem;                // [64][TC_LDC], after the main loop
-
-    int phases = mode == TC_CONVT ? stride : 1;
-    int z = blockIdx.z;
-    int s = z % splits;
-    int rho = (z / splits) % phases;
-    int bat = z / (splits * phases);
-    int m0 = blockIdx.y * TC_M, n0 = blockIdx.x * TC_N;
-    int k_lo = s * kchunk, k_hi = min(Kr, k_lo + kchunk);
-
-    int J = mode == TC_CONVT ? Kw / stride : 1;
-    int t0 = 0, cph = 0, Nph = N;
-    if (mode == TC_CONVT) {
-        t0 = ((rho - pad) % stride + stride) % stride;
-        cph = (t0 + pad - rho) / stride;
-        Nph = t0 < Tout ? (Tout - t0 + stride - 1) / stride : 0;
-        if (n0 >= Nph) return;
-    }
-    const float* xb = mode == TC_LINEAR ? x : x + (long long)bat * Cin * T;
-    bool splitB = mode != TC_LINEAR || wdt == 0;  // B is an activation, or an fp32 weight
-    // In TC_LINEAR, A is the activation (always split); in the conv modes
-    // A is the fp32 weight (split too).
-
-    int warp = threadIdx.x >> 5;
-    int wm = (warp >> 1) * 32, wn = (warp & 1) * 32;
-    wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc[2][2];
-#pragma unroll
-    for (int i = 0; i < 2; i++)
-#pragma unroll
-        for (int j = 0; j < 2; j++) wmma::fill_fragment(acc[i][j], 0.f);
-
-    for (int k0 = k_lo; k0 < k_hi; k0 += TC_K) {
-        // A tile: 64 × 32, consecutive threads along k.
-#pragma unroll 4
-        for (int i = threadIdx.x; i < TC_M * TC_K; i += 128) {
-            int r = i / TC_K, c = i % TC_K;
-            int gm = m0 + r, gk = k0 + c;
-            float v = 0.f;
-            if (gm < M && gk < k_hi) {
-                if (mode == TC_LINEAR) v = x[(long long)gm * Kr + gk];
-                else if (mode == TC_CONV) v = ((const float*)w)[(long long)gm * Kr + gk];
-                else {
-                    int ci = gk / J, j = gk % J;
-                    v = ((const float*)w)[((long long)ci * Cout + gm) * Kw + rho + j * stride];
-                }
-            }
-            As[r * TC_LD + c] = v;
-        }
-        // B tile: 64 (n) × 32 (k), stored [n][k].
-#pragma unroll 4
-        for (int i = threadIdx.x; i < TC_N * TC_K; i += 128) {
-            int n = i / TC_K, c = i % TC_K;
-            int gn = n0 + n, gk = k0 + c;
-            float v = 0.f;
-            if (gk < k_hi) {
-                if (mode == TC_LINEAR) {
-                    if (gn < N) v = ldw(w, (long long)gn * Kr + gk, wdt);
-                } else if (mode == TC_CONV) {
-                    if (gn < Tout) {
-                        int ci = gk / Kw, kw = gk % Kw;
-                        int p = gn * stride + kw * dil - pad;
-                        if (p >= 0 && p < T) v = xb[(long long)ci * T + p];
-                    }
-                } else if (gn < Nph) {
-                    int ci = gk / J, j = gk % J;
-                    int p = gn + cph - j;
-                    if (p >= 0 && p < T) v = xb[(long long)ci * T + p];
-                }
-            }
-            Bs[n * TC_LD + c] = v;
-        }
-        __syncthreads();
-#pragma unroll
-        for (int kk = 0; kk < TC_K; kk += 8) {
-            wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> ab[2], as[2];
-            wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::col_major> bb[2], bs[2];
-#pragma unroll
-            for (int i = 0; i < 2; i++) {
-                wmma::load_matrix_sync(ab[i], As + (wm + 16 * i) * TC_LD + kk, TC_LD);
-#pragma unroll
-                for (int e = 0; e < ab[i].num_elements; e++) {
-                    float v = ab[i].x[e];
-                    float big = wmma::__float_to_tf32(v);
-                    ab[i].x[e] = big;
-                    as[i].x[e] = wmma::__float_to_tf32(v - big);
-                }
-            }
-#pragma unroll
-            for (int j = 0; j < 2; j++) {
-                wmma::load_matrix_sync(bb[j], Bs + (wn + 16 * j) * TC_LD + kk, TC_LD);
-#pragma unroll
-                for (int e = 0; e < bb[j].num_elements; e++) {
-                    float v = bb[j].x[e];
-                    float big = wmma::__float_to_tf32(v);
-                    bb[j].x[e] = big;
-                    bs[j].x[e] = wmma::__float_to_tf32(v - big);
-                }
-            }
-#pragma unroll
-            for (int i = 0; i < 2; i++)
-#pragma unroll
-                for (int j = 0; j < 2; j++) {
-                    wmma::mma_sync(acc[i][j], as[i], bb[j], acc[i][j]);
-                    if (splitB) wmma::mma_sync(acc[i][j], ab[i], bs[j], acc[i][j]);
-                    wmma::mma_sync(acc[i][j], ab[i], bb[j], acc[i][j]);
-                }
-        }
-        __syncthreads();
-    }
-#pragma unroll
-    for (int i = 0; i < 2; i++)
-#pragma unroll
-        for (int j = 0; j < 2; j++)
-            wmma::store_matrix_sync(Cs + (wm + 16 * i) * TC_LDC + wn + 16 * j, acc[i][j], TC_LDC, wmma::mem_row_major);
-    __syncthreads();
-    long long total = mode == TC_LINEAR ? (long long)M * N : 0;
-    if (mode != TC_LINEAR) total = (long long)(gridDim.z / (splits * phases)) * Cout * Tout;
-    for (int i = threadIdx.x; i < TC_M * TC_N; i += 128) {
-        int r = i / TC_N, c = i % TC_N;
-        int gm = m0 + r, gn = n0 + c;
-        if (gm >= M) continue;
-        long long idx;
-        float bv;
-        if (mode == TC_LINEAR) {
-            if (gn >= N) continue;
-            idx = (long long)gm * N + gn;
-            bv = bias ? bias[gn] : 0.f;
-        } else {
-            int t = mode == TC_CONV ? gn : t0 + gn * stride;
-            if (mode == TC_CONV ? gn >= Tout : gn >= Nph) continue;
-            idx = ((long long)bat * Cout + gm) * Tout + t;
-            bv = bias ? bias[gm] : 0.f;
-        }
-        float v = Cs[r * TC_LDC + c];
-        if (splits > 1) work[(long long)s * total + idx] = v;
-        else out[idx] = v + bv;
-    }
+__device__ __forceinline__ float gather_a(const Problem& p, int gm, int gk, int k_hi) {
+    if (gm >= p.M || gk >= k_hi) return 0.f;
+    if (p.mode == TC_LINEAR) return p.x[(long long)gm * p.Kr + gk];
+    if (p.mode == TC_CONV) return ((const float*)p.w)[(long long)gm * p.Kr + gk];
+    int ci = gk / p.J, j = gk % p.J;
+    return ((const float*)p.w)[((long long)ci * p.Cout + gm) * p.Kw + p.rho + j * p.stride];
 }
 
-// tc_reduce sums tc_gemm's split partials in split order and adds the bias
-// (per column n for TC_LINEAR with N columns, per channel for the convs).
+__device__ __forceinline__ float gather_b(const Problem& p, int gn, int gk, int k_hi) {
+    if (gk >= k_hi) return 0.f;
+    if (p.mode == TC_LINEAR) return gn < p.N ? ldw(p.w, (long long)gn * p.Kr + gk, p.wdt) : 0.f;
+    if (p.mode == TC_CONV) {
+        if (gn >= p.Tout) return 0.f;
+        int ci = gk / p.Kw, kw = gk % p.Kw;
+        int q = gn * p.stride + kw * p.dil - p.pad;
+        return q >= 0 && q < p.T ? p.xb[(long long)ci * p.T + q] : 0.f;
+    }
+    if (gn >= p.Nph) return 0.f;
+    int ci = gk / p.J, j = gk % p.J;
+    int q = gn + p.cph - j;
+    return q >= 0 && q < p.T ? p.xb[(long long)ci * p.T + q] : 0.f;
+}
+
+// place writes output (gm, gn): the value with its bias, or the raw split
+// partial into work.
+__device__ __forceinline__ void place(const Problem& p, const float* bias, float* out, float* work, int splits, int s,
+                                      long long total, int gm, int gn, float v) {
+    if (gm >= p.M) return;
+    long long idx;
+    float bv;
+    if (p.mode == TC_LINEAR) {
+        if (gn >= p.N) return;
+        idx = (long long)gm * p.N + gn;
+        bv = bias ? bias[gn] : 0.f;
+    } else {
+        if (p.mode == TC_CONV ? gn >= p.Tout : gn >= p.Nph) return;
+        int t = p.mode == TC_CONV ? gn : p.t0 + gn * p.stride;
+        idx = ((long long)p.bat * p.Cout + gm) * p.Tout + t;
+        bv = bias ? bias[gm] : 0.f;
+    }
+    if (splits > 1) work[(long long)s * total + idx] = v;
+    else out[idx] = v + bv;
+}
+
+// gemm_tile: grid (⌈N/64⌉, ⌈M/64⌉, batch·phases·splits), 128 threads.
+// Split s reduces k in [s·kchunk, min(Kr, (s+1)·kchunk)); with splits > 1
+// it writes raw partials to work[s·total + index] for tc_reduce. The next
+// k step's operands are fetched into registers while the current one is
+// multiplied.
+template <bool TC>
+__device__ __forceinline__ void gemm_tile(Problem p, const float* __restrict__ bias, float* __restrict__ out,
+                                          float* __restrict__ work, int splits, int kchunk) {
+    __shared__ __align__(128) float smem[TC ? TC_M * TC_LD + TC_N * TC_LD : 2 * TC_K * SI_LD];
+    float* As = smem;
+    float* Bs = smem + (TC ? TC_M * TC_LD : TC_K * SI_LD);
+
+    int phases = p.mode == TC_CONVT ? p.stride : 1;
+    int z = blockIdx.z;
+    int s = z % splits;
+    p.rho = (z / splits) % phases;
+    p.bat = z / (splits * phases);
+    int m0 = blockIdx.y * TC_M, n0 = blockIdx.x * TC_N;
+    int k_lo = s * kchunk, k_hi = min(p.Kr, k_lo + kchunk);
+    p.J = p.mode == TC_CONVT ? p.Kw / p.stride : 1;
+    p.t0 = 0, p.cph = 0, p.Nph = p.N;
+    if (p.mode == TC_CONVT) {
+        p.t0 = ((p.rho - p.pad) % p.stride + p.stride) % p.stride;
+        p.cph = (p.t0 + p.pad - p.rho) / p.stride;
+        p.Nph = p.t0 < p.Tout ? (p.Tout - p.t0 + p.stride - 1) / p.stride : 0;
+        if (n0 >= p.Nph) return;
+    }
+    p.xb = p.mode == TC_LINEAR ? p.x : p.x + (long long)p.bat * p.Cin * p.T;
+    long long total = p.mode == TC_LINEAR ? (long long)p.M * p.N
+                                          : (long long)(gridDim.z / (splits * phases)) * p.Cout * p.Tout;
+
+    // Each thread gathers TC_PER elements of each tile: element e of the
+    // 64 × 32 tile is (row e / 32, k e % 32), consecutive threads along k.
+    float ra[TC_PER], rb[TC_PER];
+    auto fetch = [&](int k0) {
+#pragma unroll
+        for (int i = 0; i < TC_PER; i++) {
+            int e = threadIdx.x + i * TC_THREADS;
+            int r = e / TC_K, c = e % TC_K;
+            ra[i] = gather_a(p, m0 + r, k0 + c, k_hi);
+            rb[i] = gather_b(p, n0 + r, k0 + c, k_hi);
+        }
+    };
+    auto stash = [&]() {
+#pragma unroll
+        for (int i = 0; i < TC_PER; i++) {
+            int e = threadIdx.x + i * TC_THREADS;
+            int r = e / TC_K, c = e % TC_K;
+            if (TC) {
+                As[r * TC_LD + c] = ra[i];
+                Bs[r * TC_LD + c] = rb[i];
+            } else {
+                As[c * SI_LD + r] = ra[i];
+                Bs[c * SI_LD + r] = rb[i];
+            }
+        }
+    };
+
+    if (TC) {
+        int warp = threadIdx.x >> 5;
+        int wm = (warp >> 1) * 32, wn = (warp & 1) * 32;
+        wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc[2][2];
+#pragma unroll
+        for (int i = 0; i < 2; i++)
+#pragma unroll
+            for (int j = 0; j < 2; j++) wmma::fill_fragment(acc[i][j], 0.f);
+        if (k_lo < k_hi) fetch(k_lo);
+        for (int k0 = k_lo; k0 < k_hi; k0 += TC_K) {
+            stash();
+            __syncthreads();
+            if (k0 + TC_K < k_hi) fetch(k0 + TC_K);
+#pragma unroll
+            for (int kk = 0; kk < TC_K; kk += 8) {
+                wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> ab[2], as[2];
+                wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::col_major> bb[2];
+#pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    wmma::load_matrix_sync(ab[i], As + (wm + 16 * i) * TC_LD + kk, TC_LD);
+#pragma unroll
+                    for (int e = 0; e < ab[i].num_elements; e++) {
+                        float v = ab[i].x[e];
+                        float big = wmma::__float_to_tf32(v);
+                        ab[i].x[e] = big;
+                        as[i].x[e] = wmma::__float_to_tf32(v - big);
+                    }
+                }
+#pragma unroll
+                for (int j = 0; j < 2; j++) {
+                    wmma::load_matrix_sync(bb[j], Bs + (wn + 16 * j) * TC_LD + kk, TC_LD);
+#pragma unroll
+                    for (int e = 0; e < bb[j].num_elements; e++) bb[j].x[e] = wmma::__float_to_tf32(bb[j].x[e]);
+                }
+#pragma unroll
+                for (int i = 0; i < 2; i++)
+#pragma unroll
+                    for (int j = 0; j < 2; j++) {
+                        wmma::mma_sync(acc[i][j], as[i], bb[j], acc[i][j]);
+                        wmma::mma_sync(acc[i][j], ab[i], bb[j], acc[i][j]);
+                    }
+            }
+            __syncthreads();
+        }
+        float* Cs = smem;  // the tiles are done with
+#pragma unroll
+        for (int i = 0; i < 2; i++)
+#pragma unroll
+            for (int j = 0; j < 2; j++)
+                wmma::store_matrix_sync(Cs + (wm + 16 * i) * TC_LDC + wn + 16 * j, acc[i][j], TC_LDC, wmma::mem_row_major);
+        __syncthreads();
+        for (int i = threadIdx.x; i < TC_M * TC_N; i += TC_THREADS) {
+            int r = i / TC_N, c = i % TC_N;
+            place(p, bias, out, work, splits, s, total, m0 + r, n0 + c, Cs[r * TC_LDC + c]);
+        }
+        return;
+    }
+
+    // SIMT: thread (tx, ty) owns rows ty·8 … ty·8+7 and columns tx·4 … tx·4+3.
+    int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+    float acc[8][4];
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) acc[i][j] = 0.f;
+    if (k_lo < k_hi) fetch(k_lo);
+    for (int k0 = k_lo; k0 < k_hi; k0 += TC_K) {
+        stash();
+        __syncthreads();
+        if (k0 + TC_K < k_hi) fetch(k0 + TC_K);
+#pragma unroll 8
+        for (int kk = 0; kk < TC_K; kk++) {
+            float4 a0 = *(const float4*)(As + kk * SI_LD + ty * 8);
+            float4 a1 = *(const float4*)(As + kk * SI_LD + ty * 8 + 4);
+            float4 b4 = *(const float4*)(Bs + kk * SI_LD + tx * 4);
+            float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+            float b[4] = {b4.x, b4.y, b4.z, b4.w};
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) place(p, bias, out, work, splits, s, total, m0 + ty * 8 + i, n0 + tx * 4 + j, acc[i][j]);
+}
+
+#define GEMM_PARAMS                                                                                                \
+    const float *__restrict__ x, const void *__restrict__ w, const float *__restrict__ bias, float *__restrict__ out, \
+        float *__restrict__ work, int mode, int M, int N, int Kr, int wdt, int splits, int kchunk, int Cin, int T,  \
+        int Cout, int Kw, int Tout, int stride, int pad, int dil
+
+#define GEMM_PROBLEM                                                                                    \
+    Problem p;                                                                                          \
+    p.x = x, p.w = w, p.mode = mode, p.M = M, p.N = N, p.Kr = Kr, p.wdt = wdt, p.Cin = Cin, p.T = T;   \
+    p.Cout = Cout, p.Kw = Kw, p.Tout = Tout, p.stride = stride, p.pad = pad, p.dil = dil;
+
+// tc_gemm: TC_LINEAR on tensor cores (BF16/F16 weights only: an fp32
+// weight would need a third product).
+extern "C" __global__ void __launch_bounds__(TC_THREADS) tc_gemm(GEMM_PARAMS) {
+    GEMM_PROBLEM
+    gemm_tile<true>(p, bias, out, work, splits, kchunk);
+}
+
+// simt_gemm: any mode on fp32 FMAs.
+extern "C" __global__ void __launch_bounds__(TC_THREADS) simt_gemm(GEMM_PARAMS) {
+    GEMM_PROBLEM
+    gemm_tile<false>(p, bias, out, work, splits, kchunk);
+}
+
+// tc_reduce sums the split partials in split order and adds the bias (per
+// column n for TC_LINEAR with N columns, per channel for the convs).
 extern "C" __global__ void tc_reduce(const float* __restrict__ work, const float* __restrict__ bias,
                                      float* __restrict__ out, long long total, int splits, int mode,
                                      int N, int Cout, int Tout) {
