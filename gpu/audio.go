@@ -27,6 +27,10 @@ func (b *Backend) conv(x, w, bias, out *tensor, c compute.Conv1dSpec, K, Tout in
 		wf := b.asF32(w)
 		cv := tcShape{batch: B, cin: Cin, t: T, cout: Cout, kw: K, tout: Tout, stride: c.Stride, pad: c.Padding, dil: c.Dilation}
 		switch {
+		case !transposed && Cout <= 8: // a 64-row tile would be mostly empty
+			b.launch(b.k["conv_direct"], grid1(out.n()), block256, x.ptr(), wf.ptr(), bp, out.ptr(),
+				B, Cin, T, Cout, K, Tout, c.Stride, c.Padding, c.Dilation)
+			return
 		case !transposed:
 			b.tcGemm(tcConvMode, x, wf, bp, out, Cout, Tout, Cin*K, cv)
 			return

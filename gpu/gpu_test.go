@@ -438,18 +438,47 @@ func TestConv(t *testing.T) {
 func TestConvWindowExact(t *testing.T) {
 	need(t)
 	r := rand.New(rand.NewPCG(17, 18))
-	const cin, cout, T = 48, 40, 300
-	xv := randVals(r, cin*T, 1)
-	w := randW(t, r, compute.F32, 0.1, cout, cin, 7)
-	spec := compute.Conv1dSpec{Padding: 9, Dilation: 3}
-	long := gb.ReadF32(gb.Conv1d(gb.FromF32(xv, 1, cin, T), w.g, nil, spec))
-	x := gb.FromF32(xv, 1, cin, T)
-	win := gb.ReadF32(gb.Conv1d(gb.Slice(x, 2, 100, 200), w.g, nil, spec))
-	// Output t of the window (valid region, away from its padding) is long output 100+t.
-	for c := 0; c < cout; c++ {
-		for tt := 9; tt < 100-9; tt++ {
-			if a, b := win[c*100+tt], long[c*T+100+tt]; a != b {
-				t.Fatalf("channel %d t %d: window %v long %v", c, tt, a, b)
+	type cs = compute.Conv1dSpec
+	const T = 300
+	for _, c := range []struct {
+		cin, cout, k int
+		spec         cs
+		transposed   bool
+	}{
+		{48, 40, 7, cs{Padding: 9, Dilation: 3}, false},
+		{512, 512, 7, cs{Padding: 9, Dilation: 3}, false}, // many K splits
+		{96, 1, 7, cs{Padding: 3}, false},                 // conv_direct
+		{384, 192, 8, cs{Stride: 4, Padding: 2}, true},    // per-phase transposed
+	} {
+		xv := randVals(r, c.cin*T, 1)
+		var w pair
+		conv := func(x compute.Tensor) []float32 {
+			if c.transposed {
+				return gb.ReadF32(gb.ConvTranspose1d(x, w.g, nil, c.spec))
+			}
+			return gb.ReadF32(gb.Conv1d(x, w.g, nil, c.spec))
+		}
+		if c.transposed {
+			w = randW(t, r, compute.F32, 0.1, c.cin, c.cout, c.k)
+		} else {
+			w = randW(t, r, compute.F32, 0.1, c.cout, c.cin, c.k)
+		}
+		x := gb.FromF32(xv, 1, c.cin, T)
+		long := conv(x)
+		win := conv(gb.Slice(x, 2, 100, 200))
+		// Output t of the window (valid region, away from its edges) is
+		// long output off+t.
+		up, margin := 1, c.spec.Padding+c.spec.Dilation*c.k
+		if c.transposed {
+			up = c.spec.Stride
+		}
+		lw, ll := len(win)/c.cout, len(long)/c.cout
+		off := 100 * up
+		for ch := 0; ch < c.cout; ch++ {
+			for tt := margin; tt < lw-margin; tt++ {
+				if a, b := win[ch*lw+tt], long[ch*ll+off+tt]; a != b {
+					t.Fatalf("%+v: channel %d t %d: window %v long %v", c, ch, tt, a, b)
+				}
 			}
 		}
 	}

@@ -23,11 +23,18 @@ const (
 // and bisecting.
 var tcOff = os.Getenv("ZONOS_TC") == "0"
 
-// tcSplits chooses split-K for a reduction of length kr: about one split
-// per 512, at most 8, chunks a multiple of the 32-wide k step. It depends
-// on kr alone, so every window of a signal reduces in the same order.
-func tcSplits(kr int) (splits, chunk int) {
+// tcSplits chooses split-K for a reduction of length kr with m output
+// rows (a Linear's rows vary, a convolution's m is its channel count):
+// about one split per 512 of kr, at most 8; for convolutions with many
+// channels (the DAC's early stages, whose streamed chunks are short) one
+// per 256, at most 16. Chunks are a multiple of the 32-wide k step. A
+// convolution's choice depends on the layer alone, never on the signal
+// length, so every window of a signal reduces in the same order.
+func tcSplits(mode, kr, m int) (splits, chunk int) {
 	s := min(8, max(1, kr/512))
+	if mode != tcLinear && m >= 384 {
+		s = min(16, max(1, kr/256))
+	}
 	chunk = max(32, ((kr+s-1)/s+31)/32*32)
 	return max(1, (kr+chunk-1)/chunk), chunk
 }
@@ -42,7 +49,7 @@ type tcShape struct {
 // transposed convolution's stride (1 otherwise); n counts columns per
 // phase.
 func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor, m, n, kr int, c tcShape) {
-	splits, chunk := tcSplits(kr)
+	splits, chunk := tcSplits(mode, kr, m)
 	phases, batch := 1, 1
 	if mode != tcLinear {
 		batch = c.batch
@@ -58,8 +65,8 @@ func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor,
 		work = wk.ptr()
 	}
 	kernel := "simt_gemm" // fp32 FMAs: convolutions and fp32 weights
-	if mode == tcLinear && w.dt != compute.F32 {
-		kernel = "tc_gemm" // BF16/F16 weights: exact in TF32
+	if mode == tcLinear && w.dt != compute.F32 && kr%8 == 0 {
+		kernel = "tc_gemm" // BF16/F16 weights: exact in TF32; rows in 16-byte pieces
 	}
 	b.launch(b.k[kernel], [3]int{(n + 63) / 64, (m + 63) / 64, batch * phases * splits}, [3]int{128, 1, 1},
 		x.ptr(), wp, bias, out.ptr(), work, mode, m, n, kr, wdt, splits, chunk,

@@ -95,3 +95,28 @@ extern "C" __global__ void __launch_bounds__(256) conv_gemm(const float* __restr
         }
     }
 }
+
+// conv_direct: one thread per output of a (non-transposed, groups 1)
+// convolution with few output channels (the DAC's last conv has one),
+// where a 64-row GEMM tile would be mostly empty. Reduction over (ci, k)
+// in order, the same for every output wherever it lies.
+extern "C" __global__ void conv_direct(const float* __restrict__ x, const float* __restrict__ w,
+                                       const float* __restrict__ bias, float* __restrict__ out,
+                                       int B, int Cin, int T, int Cout, int K, int Tout, int stride, int pad, int dil) {
+    long long total = (long long)B * Cout * Tout;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+         i += (long long)gridDim.x * blockDim.x) {
+        int t = (int)(i % Tout);
+        long long bc = i / Tout;
+        int co = (int)(bc % Cout), b = (int)(bc / Cout);
+        const float* xb = x + (long long)b * Cin * T;
+        const float* wr = w + (long long)co * Cin * K;
+        float acc = 0.f;
+        for (int ci = 0; ci < Cin; ci++)
+            for (int k = 0; k < K; k++) {
+                int p = t * stride + k * dil - pad;
+                if (p >= 0 && p < T) acc = fmaf(wr[ci * K + k], xb[(long long)ci * T + p], acc);
+            }
+        out[i] = acc + (bias ? bias[co] : 0.f);
+    }
+}

@@ -155,6 +155,49 @@ __device__ __forceinline__ void gemm_tile(Problem p, const float* __restrict__ b
     };
 
     if (TC) {
+        // TC_LINEAR with K % 8 == 0 and a 16-bit weight (the host checks):
+        // the tiles move in 16-byte pieces, four float4 of x and two
+        // 8-element weight vectors per thread and k step.
+        float4 xa[4];
+        uint4 wv[2];
+        auto fetch16 = [&](int k0) {
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                int e = threadIdx.x + i * TC_THREADS;
+                int r = e >> 3, c = (e & 7) * 4;
+                int gm = m0 + r, gk = k0 + c;
+                xa[i] = gm < p.M && gk < k_hi ? *(const float4*)(p.x + (long long)gm * p.Kr + gk) : make_float4(0.f, 0.f, 0.f, 0.f);
+            }
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                int e = threadIdx.x + i * TC_THREADS;
+                int r = e >> 2, c = (e & 3) * 8;
+                int gn = n0 + r, gk = k0 + c;
+                wv[i] = gn < p.N && gk < k_hi ? *(const uint4*)((const unsigned short*)p.w + (long long)gn * p.Kr + gk) : make_uint4(0, 0, 0, 0);
+            }
+        };
+        auto stash16 = [&]() {
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                int e = threadIdx.x + i * TC_THREADS;
+                *(float4*)(As + (e >> 3) * TC_LD + (e & 7) * 4) = xa[i];
+            }
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                int e = threadIdx.x + i * TC_THREADS;
+                float* d = Bs + (e >> 2) * TC_LD + (e & 3) * 8;
+                unsigned int u[4] = {wv[i].x, wv[i].y, wv[i].z, wv[i].w};
+                float f[8];
+#pragma unroll
+                for (int h = 0; h < 4; h++) {
+                    unsigned short lo = (unsigned short)(u[h] & 0xffffu), hi = (unsigned short)(u[h] >> 16);
+                    f[2 * h] = p.wdt == 1 ? bf16_to_f32(lo) : f16_to_f32(lo);
+                    f[2 * h + 1] = p.wdt == 1 ? bf16_to_f32(hi) : f16_to_f32(hi);
+                }
+                *(float4*)d = make_float4(f[0], f[1], f[2], f[3]);
+                *(float4*)(d + 4) = make_float4(f[4], f[5], f[6], f[7]);
+            }
+        };
         int warp = threadIdx.x >> 5;
         int wm = (warp >> 1) * 32, wn = (warp & 1) * 32;
         wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc[2][2];
@@ -162,11 +205,11 @@ __device__ __forceinline__ void gemm_tile(Problem p, const float* __restrict__ b
         for (int i = 0; i < 2; i++)
 #pragma unroll
             for (int j = 0; j < 2; j++) wmma::fill_fragment(acc[i][j], 0.f);
-        if (k_lo < k_hi) fetch(k_lo);
+        if (k_lo < k_hi) fetch16(k_lo);
         for (int k0 = k_lo; k0 < k_hi; k0 += TC_K) {
-            stash();
+            stash16();
             __syncthreads();
-            if (k0 + TC_K < k_hi) fetch(k0 + TC_K);
+            if (k0 + TC_K < k_hi) fetch16(k0 + TC_K);
 #pragma unroll
             for (int kk = 0; kk < TC_K; kk += 8) {
                 wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> ab[2], as[2];
@@ -254,8 +297,8 @@ __device__ __forceinline__ void gemm_tile(Problem p, const float* __restrict__ b
     p.x = x, p.w = w, p.mode = mode, p.M = M, p.N = N, p.Kr = Kr, p.wdt = wdt, p.Cin = Cin, p.T = T;   \
     p.Cout = Cout, p.Kw = Kw, p.Tout = Tout, p.stride = stride, p.pad = pad, p.dil = dil;
 
-// tc_gemm: TC_LINEAR on tensor cores (BF16/F16 weights only: an fp32
-// weight would need a third product).
+// tc_gemm: TC_LINEAR on tensor cores, for BF16/F16 weights (an fp32
+// weight would need a third product) and K % 8 == 0 (16-byte loads).
 extern "C" __global__ void __launch_bounds__(TC_THREADS) tc_gemm(GEMM_PARAMS) {
     GEMM_PROBLEM
     gemm_tile<true>(p, bias, out, work, splits, kchunk);
