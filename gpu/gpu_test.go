@@ -368,7 +368,7 @@ func TestMamba2(t *testing.T) {
 		conv := pair{cb.Zeros(B, C, s.DConv), gb.Zeros(B, C, s.DConv)}
 		ssm := pair{cb.Zeros(B, s.Heads, s.HeadDim, s.DState), gb.Zeros(B, s.Heads, s.HeadDim, s.DState)}
 		pos := 0
-		for _, T := range []int{300, 1, 1, 2, 1} {
+		for _, T := range []int{300, 1, 1, 2, 1, 7} {
 			in := randF32(r, 1, B, T, E)
 			oc := cb.Mamba2(in.c, wc, conv.c, ssm.c, s)
 			og := gb.Mamba2(in.g, wg, conv.g, ssm.g, s)

@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 
+	"gorgonia.org/cu"
+
 	"zonostream/engine/compute"
 )
 
@@ -19,34 +21,72 @@ const attnMaxHeadDim = 256
 const attnSplits = 32
 
 func (b *Backend) Attention(q, k, v, kCache, vCache compute.Tensor, pos int, a compute.AttentionSpec) compute.Tensor {
-	return b.attention(q, k, v, kCache, vCache, pos, nil, a)
+	return b.attention(separateQKV(q, k, v, a), kCache, vCache, pos, nil, a)
 }
 
 // AttentionAt reads the first position from the device (compute.GraphOps).
 // Its range is the caller's to check; the single-step shape is checked here.
 func (b *Backend) AttentionAt(q, k, v, kCache, vCache, pos compute.Tensor, a compute.AttentionSpec) compute.Tensor {
+	return b.attention(separateQKV(q, k, v, a), kCache, vCache, 0, posTensor(pos), a)
+}
+
+var _ compute.PackedAttention = (*Backend)(nil)
+
+// AttentionPacked reads q, k and v straight out of the fused projection
+// (compute.PackedAttention): three copies fewer per attention layer.
+func (b *Backend) AttentionPacked(qkv, kCache, vCache compute.Tensor, pos int, posT compute.Tensor, a compute.AttentionSpec) compute.Tensor {
+	t := f32Of(qkv, "AttentionPacked")
+	H, Hk, Dh := a.Heads, a.KVHeads, a.HeadDim
+	w := (H + 2*Hk) * Dh
+	if len(t.shape) != 3 || t.shape[2] != w {
+		panic(fmt.Sprintf("gpu.AttentionPacked: qkv %v for spec %+v (want [B, T, %d])", t.shape, a, w))
+	}
+	op := qkvOperands{q: t, k: t, v: t, kOff: H * Dh, vOff: (H + Hk) * Dh, ldq: w, ldkv: w, B: t.shape[0], T: t.shape[1]}
+	var pt *tensor
+	if posT != nil {
+		pt = posTensor(posT)
+	}
+	return b.attention(op, kCache, vCache, pos, pt, a)
+}
+
+func posTensor(pos compute.Tensor) *tensor {
 	pt := cast(pos)
 	if pt.dt != compute.I32 || pt.n() != 1 {
 		panic(fmt.Sprintf("gpu.AttentionAt: position tensor %v %v, want I32 [1]", pt.dt, pt.shape))
 	}
-	return b.attention(q, k, v, kCache, vCache, 0, pt, a)
+	return pt
 }
 
-// attention checks shapes and launches the cache write and the attention;
-// with pt set the position comes from the device and only T = 1 is checked
-// against the cache here.
-func (b *Backend) attention(q, k, v, kCache, vCache compute.Tensor, pos int, pt *tensor, a compute.AttentionSpec) compute.Tensor {
+// qkvOperands locate q, k and v: tensors, element offsets into them and
+// the floats between consecutive (b, t) rows.
+type qkvOperands struct {
+	q, k, v    *tensor
+	kOff, vOff int
+	ldq, ldkv  int
+	B, T       int
+}
+
+func separateQKV(q, k, v compute.Tensor, a compute.AttentionSpec) qkvOperands {
 	qt, kt, vt := f32Of(q, "Attention"), f32Of(k, "Attention"), f32Of(v, "Attention")
-	kc, vc := f32Of(kCache, "Attention"), f32Of(vCache, "Attention")
-	qs, cs := qt.shape, kc.shape
 	H, Hk, Dh := a.Heads, a.KVHeads, a.HeadDim
-	if len(qs) != 3 || len(kt.shape) != 3 || len(vt.shape) != 3 || len(cs) != 4 || Hk <= 0 || H%Hk != 0 {
-		panic(fmt.Sprintf("gpu.Attention: q %v k %v cache %v spec %+v", qs, kt.shape, cs, a))
+	qs := qt.shape
+	if len(qs) != 3 || len(kt.shape) != 3 || len(vt.shape) != 3 || qs[2] != H*Dh || kt.shape[2] != Hk*Dh ||
+		!slices.Equal(kt.shape, vt.shape) || kt.shape[0] != qs[0] || kt.shape[1] != qs[1] {
+		panic(fmt.Sprintf("gpu.Attention: q %v k %v v %v spec %+v", qs, kt.shape, vt.shape, a))
 	}
-	B, T := qs[0], qs[1]
-	if qs[2] != H*Dh || kt.shape[2] != Hk*Dh || vt.shape[2] != Hk*Dh || kt.shape[0] != B || kt.shape[1] != T ||
-		cs[0] != B || cs[2] != Hk || cs[3] != Dh || !slices.Equal(vc.shape, cs) {
-		panic(fmt.Sprintf("gpu.Attention: q %v k %v cache %v spec %+v", qs, kt.shape, cs, a))
+	return qkvOperands{q: qt, k: kt, v: vt, ldq: H * Dh, ldkv: Hk * Dh, B: qs[0], T: qs[1]}
+}
+
+// attention checks the cache and launches the cache write and the
+// attention; with pt set the position comes from the device and only
+// T = 1 is checked against the cache here.
+func (b *Backend) attention(op qkvOperands, kCache, vCache compute.Tensor, pos int, pt *tensor, a compute.AttentionSpec) compute.Tensor {
+	kc, vc := f32Of(kCache, "Attention"), f32Of(vCache, "Attention")
+	cs := kc.shape
+	H, Hk, Dh := a.Heads, a.KVHeads, a.HeadDim
+	B, T := op.B, op.T
+	if len(cs) != 4 || Hk <= 0 || H%Hk != 0 || cs[0] != B || cs[2] != Hk || cs[3] != Dh || !slices.Equal(vc.shape, cs) {
+		panic(fmt.Sprintf("gpu.Attention: [B %d, T %d] with cache %v spec %+v", B, T, cs, a))
 	}
 	maxT := cs[1]
 	if pt != nil && T != 1 {
@@ -76,19 +116,22 @@ func (b *Backend) attention(q, k, v, kCache, vCache compute.Tensor, pos int, pt 
 		if pt != nil {
 			pp = pt.ptr()
 		}
+		qp := op.q.ptr()
+		kp := op.k.ptr() + cu.DevicePtr(4*op.kOff)
+		vp := op.v.ptr() + cu.DevicePtr(4*op.vOff)
 		n := B * T * Hk * Dh
-		b.launch(b.k["attn_cache"], grid1(n), block256, kt.ptr(), vt.ptr(), kc.ptr(), vc.ptr(),
-			B, T, Hk, Dh, maxT, pos, pp, dr, inter, a.RotaryBase)
+		b.launch(b.k["attn_cache"], grid1(n), block256, kp, vp, kc.ptr(), vc.ptr(),
+			B, T, Hk, Dh, maxT, pos, pp, dr, inter, a.RotaryBase, op.ldkv)
 		if T == 1 { // decode: spread the cache over attnSplits blocks per head
 			part := b.newTensor(compute.F32, B*H*attnSplits*(Dh+2))
-			b.launch(b.k["attn_split"], [3]int{B * H, attnSplits, 1}, [3]int{128, 1, 1}, qt.ptr(), kc.ptr(), vc.ptr(), part.ptr(),
-				H, Hk, Dh, maxT, pos, pp, dr, inter, a.RotaryBase, scale, attnSplits)
+			b.launch(b.k["attn_split"], [3]int{B * H, attnSplits, 1}, [3]int{128, 1, 1}, qp, kc.ptr(), vc.ptr(), part.ptr(),
+				H, Hk, Dh, maxT, pos, pp, dr, inter, a.RotaryBase, scale, attnSplits, op.ldq)
 			b.launch(b.k["attn_merge"], [3]int{B * H, 1, 1}, [3]int{128, 1, 1}, part.ptr(), out.ptr(), Dh, attnSplits)
 			part.h.release()
 			return
 		}
-		b.launch(b.k["attn"], [3]int{B * T * H, 1, 1}, [3]int{128, 1, 1}, qt.ptr(), kc.ptr(), vc.ptr(), out.ptr(),
-			T, H, Hk, Dh, maxT, pos, pp, dr, inter, a.RotaryBase, scale)
+		b.launch(b.k["attn"], [3]int{B * T * H, 1, 1}, [3]int{128, 1, 1}, qp, kc.ptr(), vc.ptr(), out.ptr(),
+			T, H, Hk, Dh, maxT, pos, pp, dr, inter, a.RotaryBase, scale, op.ldq)
 	})
 	return out
 }
@@ -130,10 +173,22 @@ func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 		}
 		xbc := b.newTensor(compute.F32, B, T, C)
 		y := b.newTensor(compute.F32, B, T, Di)
-		b.launch(b.k["mamba_conv"], grid1(B*C), block256, in.ptr(), b.asF32(cw).ptr(), b.asF32(cb).ptr(),
-			cst.ptr(), xbc.ptr(), B, T, E, Di, C, Kc)
-		b.launch(b.k["mamba_scan"], [3]int{B * H, (P + 7) / 8, 1}, block256, in.ptr(), xbc.ptr(),
-			b.asF32(dtb).ptr(), b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), y.ptr(), T, E, Di, C, H, P, N, G)
+		if T == 1 { // decode: one pass each
+			b.launch(b.k["mamba_conv"], grid1(B*C), block256, in.ptr(), b.asF32(cw).ptr(), b.asF32(cb).ptr(),
+				cst.ptr(), xbc.ptr(), B, T, E, Di, C, Kc)
+			b.launch(b.k["mamba_scan"], [3]int{B * H, (P + 7) / 8, 1}, block256, in.ptr(), xbc.ptr(),
+				b.asF32(dtb).ptr(), b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), y.ptr(), T, E, Di, C, H, P, N, G)
+		} else { // prefill: the parallel parts out of the recurrence
+			b.launch(b.k["mamba_conv_par"], grid1(B*T*C), block256, in.ptr(), b.asF32(cw).ptr(), b.asF32(cb).ptr(),
+				cst.ptr(), xbc.ptr(), B, T, E, Di, C, Kc)
+			b.launch(b.k["mamba_conv_state"], grid1(B*C), block256, in.ptr(), cst.ptr(), B, T, E, Di, C, Kc)
+			dt := b.newTensor(compute.F32, B, T, H, 2)
+			b.launch(b.k["mamba_dt"], grid1(B*T*H), block256, in.ptr(), b.asF32(dtb).ptr(), b.asF32(alog).ptr(), dt.ptr(),
+				B, T, E, Di, C, H)
+			b.launch(b.k["mamba_scan_pre"], [3]int{B * H, (P + 7) / 8, 1}, block256, dt.ptr(), xbc.ptr(),
+				b.asF32(dd).ptr(), sst.ptr(), y.ptr(), T, Di, C, H, P, N, G)
+			dt.h.release()
+		}
 		if th, ok := v4Threads(Di / G); ok && Di%4 == 0 && E%4 == 0 {
 			b.launch(b.k["mamba_norm_v4"], [3]int{B * T * G, 1, 1}, [3]int{th, 1, 1}, y.ptr(), in.ptr(), b.asF32(nw).ptr(), out.ptr(),
 				Di, G, E, s.Eps)

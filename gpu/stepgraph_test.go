@@ -4,10 +4,13 @@ package gpu
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"testing"
 
+	"zonostream/engine/compute"
 	"zonostream/engine/sample"
 	"zonostream/engine/zonos"
 	"zonostream/internal/golden"
@@ -71,5 +74,34 @@ func TestStepGraphMatchesEager(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAttentionPacked: attention reading q, k, v out of the fused
+// projection equals the CPU's attention over sliced copies, for a prefill
+// then single steps (eager and with the position on the device).
+func TestAttentionPacked(t *testing.T) {
+	need(t)
+	r := rand.New(rand.NewPCG(41, 42))
+	a := compute.AttentionSpec{Heads: 8, KVHeads: 2, HeadDim: 64, RotaryDim: 32, Rotary: compute.RotaryHalves, RotaryBase: 10000}
+	const B, maxT = 2, 64
+	w := (a.Heads + 2*a.KVHeads) * a.HeadDim
+	qn, kn := a.Heads*a.HeadDim, a.KVHeads*a.HeadDim
+	kc := pair{cb.Zeros(B, maxT, a.KVHeads, a.HeadDim), gb.Zeros(B, maxT, a.KVHeads, a.HeadDim)}
+	vc := pair{cb.Zeros(B, maxT, a.KVHeads, a.HeadDim), gb.Zeros(B, maxT, a.KVHeads, a.HeadDim)}
+	pos := 0
+	for i, T := range []int{20, 1, 1, 1} {
+		qkv := randF32(r, 1, B, T, w)
+		oc := cb.Attention(cb.Slice(qkv.c, 2, 0, qn), cb.Slice(qkv.c, 2, qn, qn+kn), cb.Slice(qkv.c, 2, qn+kn, w), kc.c, vc.c, pos, a)
+		var posT compute.Tensor
+		if i == 3 {
+			posT = gb.FromI32([]int32{int32(pos)}, 1)
+		}
+		og := gb.AttentionPacked(qkv.g, kc.g, vc.g, pos, posT, a)
+		name := fmt.Sprintf("AttentionPacked pos %d T %d device position %v", pos, T, posT != nil)
+		check(t, name, pair{oc, og}, tol)
+		check(t, name+" k cache", kc, tol)
+		check(t, name+" v cache", vc, 0)
+		pos += T
 	}
 }

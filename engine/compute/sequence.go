@@ -65,3 +65,12 @@ type Mamba2Weights struct {
 	D          Tensor // [H]             (D)
 	NormWeight Tensor // [Di]            (norm.weight)
 }
+
+// PackedAttention is an optional SequenceOps extension: Attention reading
+// q, k and v straight out of the fused in_proj output qkv [B, T,
+// (H + 2·Hkv)·Dh] (q first, then k, then v) instead of three sliced
+// copies. posT, when not nil, is the first position as an I32 [1] device
+// tensor (GraphOps.AttentionAt) and pos is ignored.
+type PackedAttention interface {
+	AttentionPacked(qkv, kCache, vCache Tensor, pos int, posT Tensor, a AttentionSpec) Tensor
+}

@@ -170,6 +170,9 @@ func (l *layer) forward(b compute.Backend, hidden, residual compute.Tensor, st l
 func (a *attention) forward(b compute.Backend, x compute.Tensor, st layerState, pos position) compute.Tensor {
 	s := a.spec
 	qkv := b.Linear(x, a.inProj, nil)
+	if pa, ok := b.(compute.PackedAttention); ok {
+		return b.Linear(pa.AttentionPacked(qkv, st.k, st.v, pos.host, pos.dev, s), a.outProj, nil)
+	}
 	qn, kn := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
 	q := b.Slice(qkv, 2, 0, qn)
 	k := b.Slice(qkv, 2, qn, qn+kn)

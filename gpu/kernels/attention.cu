@@ -28,13 +28,14 @@ __device__ __forceinline__ float rotated(const float* v, int d, int p, int dr, i
 }
 
 // attn_cache writes rotated k and plain v for positions pos…pos+T−1 into the
-// caches [B, maxT, Hk, Dh]; k, v are [B, T, Hk·Dh]. When posp is not null
+// caches [B, maxT, Hk, Dh]; k, v are [B, T, Hk·Dh] with rows ldkv floats
+// apart (Hk·Dh, or the packed qkv width). When posp is not null
 // the first position is read from it instead (a decode step replayed as a
 // CUDA graph keeps its position on the device).
 extern "C" __global__ void attn_cache(const float* __restrict__ k, const float* __restrict__ v,
                                       float* __restrict__ kc, float* __restrict__ vc,
                                       int B, int T, int Hk, int Dh, int maxT, int pos, const int* __restrict__ posp,
-                                      int dr, int interleaved, double base) {
+                                      int dr, int interleaved, double base, int ldkv) {
     if (posp) pos = *posp;
     long long total = (long long)B * T * Hk * Dh;
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
@@ -44,10 +45,11 @@ extern "C" __global__ void attn_cache(const float* __restrict__ k, const float* 
         int h = (int)(r % Hk);
         int t = (int)((r / Hk) % T);
         int b = (int)(r / ((long long)Hk * T));
-        const float* kv = k + r * Dh;
+        long long bt = r / Hk;  // k and v rows are ldkv floats apart (packed qkv)
+        const float* kv = k + bt * ldkv + (long long)h * Dh;
         long long dst = (((long long)b * maxT + pos + t) * Hk + h) * Dh + d;
         kc[dst] = rotated(kv, d, pos + t, dr, interleaved, base);
-        vc[dst] = v[r * Dh + d];
+        vc[dst] = v[bt * ldkv + (long long)h * Dh + d];
     }
 }
 
@@ -56,11 +58,11 @@ extern "C" __global__ void attn_cache(const float* __restrict__ k, const float* 
 
 // attn: one block per (b, t, h); each warp takes every ATT_WARPS-th cache
 // position with an online softmax, then the warps merge. Dh ≤ 256. posp as
-// in attn_cache.
+// in attn_cache; q rows are ldq floats apart.
 extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32) attn(const float* __restrict__ q, const float* __restrict__ kc,
                                 const float* __restrict__ vc, float* __restrict__ out,
                                 int T, int H, int Hk, int Dh, int maxT, int pos, const int* __restrict__ posp,
-                                int dr, int interleaved, double base, float scale) {
+                                int dr, int interleaved, double base, float scale, int ldq) {
     if (posp) pos = *posp;
     __shared__ float qs[ATT_MAXD];
     __shared__ float om[ATT_WARPS][ATT_MAXD];
@@ -69,7 +71,7 @@ extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32) attn(const float* _
     int h = idx % H, t = (idx / H) % T, b = idx / (H * T);
     int kh = h / (H / Hk);
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const float* qv = q + (((long long)b * T + t) * H + h) * Dh;
+    const float* qv = q + ((long long)b * T + t) * ldq + (long long)h * Dh;
     for (int d = threadIdx.x; d < Dh; d += blockDim.x) qs[d] = rotated(qv, d, pos + t, dr, interleaved, base);
     __syncthreads();
     int n = pos + t + 1;
@@ -127,7 +129,7 @@ extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32) attn(const float* _
 extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32) attn_split(const float* __restrict__ q, const float* __restrict__ kc,
                                 const float* __restrict__ vc, float* __restrict__ part,
                                 int H, int Hk, int Dh, int maxT, int pos, const int* __restrict__ posp,
-                                int dr, int interleaved, double base, float scale, int S) {
+                                int dr, int interleaved, double base, float scale, int S, int ldq) {
     __shared__ float qs[ATT_MAXD];
     __shared__ float om[ATT_WARPS][ATT_MAXD];
     __shared__ float ml[ATT_WARPS][2];
@@ -136,7 +138,7 @@ extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32) attn_split(const fl
     int h = r % H, b = r / H;
     int kh = h / (H / Hk);
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const float* qv = q + ((long long)b * H + h) * Dh;
+    const float* qv = q + (long long)b * ldq + (long long)h * Dh;
     for (int d = threadIdx.x; d < Dh; d += blockDim.x) qs[d] = rotated(qv, d, pos, dr, interleaved, base);
     __syncthreads();
     int n = pos + 1;
