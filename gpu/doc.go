@@ -4,8 +4,23 @@
 // fp32 activations and state, and fp32 (or wider) accumulation. engine/cpu
 // is the reference every kernel is tested against. Beyond compute.Backend
 // it implements compute.SpeakerOps (the speaker model), compute.SamplerOps
-// (CFG and the sampler on the device, token-identical to engine/sample)
-// and compute.Timer (CUDA events, bandwidth probes, device memory held).
+// (CFG and the sampler on the device, token-identical to engine/sample),
+// compute.GraphOps (stream capture into CUDA graphs, positions and sampler
+// counters read from device memory, so engine/zonos replays a whole decode
+// step with one launch), compute.PackedAttention and compute.Timer (CUDA
+// events, bandwidth probes, device memory held).
+//
+// Kernels by job (gpu/kernels/*.cu): the decode step's weight-read GEMV
+// for one or two rows (gemv_m2_*, core.cu); tiled GEMMs with split-K for
+// many rows (tc.cu: TF32 tensor cores for 16-bit-weight Linear, fp32 FMAs
+// for the DAC's convolutions, whose precision the tensor cores' 3xTF32 did
+// not keep); row kernels that hold a row in registers (LayerNorm, gated
+// RMSNorm); attention with a cache, split over blocks for one query; the
+// Mamba2 conv and scan, sequential for a step and with the independent
+// work hoisted out for prefill. `ZONOS_CUDA_GRAPH=0` (op by op),
+// `ZONOS_TC=0` (the older GEMM kernels), `ZONOS_GEMV=old` and
+// `ZONOS_CUDA_RUNNER=0` switch the newer paths off for before/after
+// measurements; docs/gpu/ holds the runs and profiles.
 //
 // One goroutine owns the CUDA context (runtime.LockOSThread) and executes
 // every driver call, so the Backend is safe to call from any goroutine.

@@ -5,6 +5,15 @@
 // guidance, the delay pattern and the generate loop. Numbers and
 // conventions come from the reference (Zyphra/Zonos bc40d98) and the golden
 // packs (../shared/golden/README.md).
+//
+// How a decode step runs depends on what the backend offers: on a plain
+// compute.Backend (the CPU) the logits come to the host and engine/sample
+// draws the tokens; with compute.SamplerOps guidance and sampling stay on
+// the device; with compute.GraphOps the whole step is recorded once per
+// inference State as a device graph and replayed (stepgraph.go), and
+// States are pooled per model so later utterances replay it too
+// (states.go). Generate and Decoder choose; the results are token-
+// identical (gpu TestStepGraphMatchesEager).
 package zonos
 
 import (
