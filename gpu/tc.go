@@ -44,10 +44,10 @@ type tcShape struct {
 	batch, cin, t, cout, kw, tout, stride, pad, dil int
 }
 
-// tcGemm launches tc_gemm or simt_gemm (and tc_reduce when split) computing the M × N
-// product reduced over kr into out (owner goroutine). phases is the
-// transposed convolution's stride (1 otherwise); n counts columns per
-// phase.
+// tcGemm launches tc_gemm or simt_gemm (and tc_reduce when split),
+// computing the m × n product reduced over kr into out (owner goroutine).
+// For tcConvT the grid also runs one slice per output phase (stride of
+// them) and n bounds the columns of one phase.
 func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor, m, n, kr int, c tcShape) {
 	splits, chunk := tcSplits(mode, kr, m)
 	phases, batch := 1, 1
