@@ -56,32 +56,26 @@ extern "C" __global__ void attn_cache(const float* __restrict__ k, const float* 
 #define ATT_WARPS 4
 #define ATT_MAXD 256
 
-// attn: one block per (b, t, h); each warp takes every ATT_WARPS-th cache
-// position with an online softmax, then the warps merge. Dh ≤ 256. posp as
-// in attn_cache; q rows are ldq floats apart.
-extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32) attn(const float* __restrict__ q, const float* __restrict__ kc,
-                                const float* __restrict__ vc, float* __restrict__ out,
-                                int T, int H, int Hk, int Dh, int maxT, int pos, const int* __restrict__ posp,
-                                int dr, int interleaved, double base, float scale, int ldq) {
-    if (posp) pos = *posp;
-    __shared__ float qs[ATT_MAXD];
+// attend walks the cache positions [lo, hi) of batch b and KV head kh
+// against the rotated query qs (shared, Dh ≤ 256) with an online softmax —
+// warp w takes lo + w, lo + w + ATT_WARPS, … — then merges the warps and
+// writes Σ o·weight to dst[0, Dh): divided by the sum (the attention
+// output) when normalise is set, else raw, with the block's running max
+// and sum in *M and *L (a split partial). Warps without positions count
+// for nothing.
+__device__ __forceinline__ void attend(const float* qs, const float* __restrict__ kc, const float* __restrict__ vc,
+                                       long long b, int kh, int Hk, int Dh, int maxT, int lo, int hi, float scale,
+                                       float* dst, bool normalise, float* Mout, float* Lout) {
     __shared__ float om[ATT_WARPS][ATT_MAXD];
     __shared__ float ml[ATT_WARPS][2];
-    int idx = blockIdx.x;
-    int h = idx % H, t = (idx / H) % T, b = idx / (H * T);
-    int kh = h / (H / Hk);
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const float* qv = q + ((long long)b * T + t) * ldq + (long long)h * Dh;
-    for (int d = threadIdx.x; d < Dh; d += blockDim.x) qs[d] = rotated(qv, d, pos + t, dr, interleaved, base);
-    __syncthreads();
-    int n = pos + t + 1;
     float m = -INFINITY, l = 0.f;
     float o[ATT_MAXD / 32];
 #pragma unroll
     for (int i = 0; i < ATT_MAXD / 32; i++) o[i] = 0.f;
-    for (int j = warp; j < n; j += ATT_WARPS) {
-        const float* kr = kc + (((long long)b * maxT + j) * Hk + kh) * Dh;
-        const float* vr = vc + (((long long)b * maxT + j) * Hk + kh) * Dh;
+    for (int j = lo + warp; j < hi; j += ATT_WARPS) {
+        const float* kr = kc + ((b * maxT + j) * Hk + kh) * Dh;
+        const float* vr = vc + ((b * maxT + j) * Hk + kh) * Dh;
         float p = 0.f;
         for (int d = lane; d < Dh; d += 32) p += qs[d] * kr[d];
         float s = warp_sum(p) * scale;
@@ -111,81 +105,57 @@ extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32) attn(const float* _
         f[w] = ml[w][1] > 0.f ? expf(ml[w][0] - M) : 0.f;
         L += ml[w][1] * f[w];
     }
-    float* orow = out + (((long long)b * T + t) * H + h) * Dh;
     for (int d = threadIdx.x; d < Dh; d += blockDim.x) {
         float acc = 0.f;
         for (int w = 0; w < ATT_WARPS; w++) acc += om[w][d] * f[w];
-        orow[d] = acc / L;
+        dst[d] = normalise ? acc / L : acc;
     }
+    *Mout = M;
+    *Lout = L;
+}
+
+// attn: one block per (b, t, h) over cache positions [0, pos + t]. Dh ≤ 256.
+// posp as in attn_cache; q rows are ldq floats apart.
+extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32) attn(const float* __restrict__ q, const float* __restrict__ kc,
+                                const float* __restrict__ vc, float* __restrict__ out,
+                                int T, int H, int Hk, int Dh, int maxT, int pos, const int* __restrict__ posp,
+                                int dr, int interleaved, double base, float scale, int ldq) {
+    if (posp) pos = *posp;
+    __shared__ float qs[ATT_MAXD];
+    int idx = blockIdx.x;
+    int h = idx % H, t = (idx / H) % T, b = idx / (H * T);
+    const float* qv = q + ((long long)b * T + t) * ldq + (long long)h * Dh;
+    for (int d = threadIdx.x; d < Dh; d += blockDim.x) qs[d] = rotated(qv, d, pos + t, dr, interleaved, base);
+    __syncthreads();
+    float M, L;
+    attend(qs, kc, vc, b, h / (H / Hk), Hk, Dh, maxT, 0, pos + t + 1, scale,
+           out + (((long long)b * T + t) * H + h) * Dh, true, &M, &L);
 }
 
 // attn_split is attn for one query position per (b, h) spread over S
 // blocks (flash-decoding): block (r, s) takes a contiguous share of the
-// cache positions [0, n) and writes its unnormalised partial — running max
-// m, sum l and o[Dh] — to part[(r·S + s)·(Dh + 2)]; attn_merge combines
-// them. A decode step has only B·H = 32 (b, h) pairs: one block each left
-// 100+ SMs idle and walked the cache serially (31 µs at 100 positions,
-// growing with the utterance). T must be 1.
+// cache positions [0, n) and writes its unnormalised partial — o[Dh], then
+// the running max m and sum l — to part[(r·S + s)·(Dh + 2)]; attn_merge
+// combines them. A decode step has only B·H = 32 (b, h) pairs: one block
+// each left 100+ SMs idle and walked the cache serially (31 µs at 100
+// positions, growing with the utterance). T must be 1.
 extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32) attn_split(const float* __restrict__ q, const float* __restrict__ kc,
                                 const float* __restrict__ vc, float* __restrict__ part,
                                 int H, int Hk, int Dh, int maxT, int pos, const int* __restrict__ posp,
                                 int dr, int interleaved, double base, float scale, int S, int ldq) {
     __shared__ float qs[ATT_MAXD];
-    __shared__ float om[ATT_WARPS][ATT_MAXD];
-    __shared__ float ml[ATT_WARPS][2];
     if (posp) pos = *posp;
     int r = blockIdx.x, sidx = blockIdx.y;
     int h = r % H, b = r / H;
-    int kh = h / (H / Hk);
-    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const float* qv = q + (long long)b * ldq + (long long)h * Dh;
     for (int d = threadIdx.x; d < Dh; d += blockDim.x) qs[d] = rotated(qv, d, pos, dr, interleaved, base);
     __syncthreads();
     int n = pos + 1;
     int chunk = (n + S - 1) / S;
     int lo = sidx * chunk, hi = min(n, lo + chunk);
-    float m = -INFINITY, l = 0.f;
-    float o[ATT_MAXD / 32];
-#pragma unroll
-    for (int i = 0; i < ATT_MAXD / 32; i++) o[i] = 0.f;
-    for (int j = lo + warp; j < hi; j += ATT_WARPS) {
-        const float* kr = kc + (((long long)b * maxT + j) * Hk + kh) * Dh;
-        const float* vr = vc + (((long long)b * maxT + j) * Hk + kh) * Dh;
-        float p = 0.f;
-        for (int d = lane; d < Dh; d += 32) p += qs[d] * kr[d];
-        float sc = warp_sum(p) * scale;
-        float mn = fmaxf(m, sc);
-        float corr = expf(m - mn);
-        float e = expf(sc - mn);
-        l = l * corr + e;
-#pragma unroll
-        for (int i = 0; i < ATT_MAXD / 32; i++) {
-            int d = lane + 32 * i;
-            if (d < Dh) o[i] = o[i] * corr + e * vr[d];
-        }
-        m = mn;
-    }
-#pragma unroll
-    for (int i = 0; i < ATT_MAXD / 32; i++) {
-        int d = lane + 32 * i;
-        if (d < Dh) om[warp][d] = o[i];
-    }
-    if (lane == 0) { ml[warp][0] = m; ml[warp][1] = l; }
-    __syncthreads();
-    float M = -INFINITY;
-    for (int w = 0; w < ATT_WARPS; w++) M = fmaxf(M, ml[w][0]);
-    float L = 0.f;
-    float f[ATT_WARPS];
-    for (int w = 0; w < ATT_WARPS; w++) {
-        f[w] = ml[w][1] > 0.f ? expf(ml[w][0] - M) : 0.f;
-        L += ml[w][1] * f[w];
-    }
     float* pr = part + ((long long)r * S + sidx) * (Dh + 2);
-    for (int d = threadIdx.x; d < Dh; d += blockDim.x) {
-        float acc = 0.f;
-        for (int w = 0; w < ATT_WARPS; w++) acc += om[w][d] * f[w];
-        pr[d] = acc;
-    }
+    float M, L;
+    attend(qs, kc, vc, b, h / (H / Hk), Hk, Dh, maxT, lo, hi, scale, pr, false, &M, &L);
     if (threadIdx.x == 0) { pr[Dh] = M; pr[Dh + 1] = L; }
 }
 

@@ -31,6 +31,60 @@ extern "C" __global__ void mamba_conv(const float* __restrict__ in, const float*
 #define SCAN_WARPS 8
 #define SCAN_MAXN 256
 
+// The scan's pieces, shared by the step kernel (mamba_scan) and the
+// prefill kernels (mamba_dt, mamba_scan_pre) so both do the same
+// arithmetic. Lanes hold d_state entries n = lane + 32·i.
+
+// softplus_decay: delta = softplus(draw) as mamba_ssm (identity above 20),
+// decay = exp(delta·A).
+__device__ __forceinline__ void softplus_decay(float draw, float A, float* delta, float* decay) {
+    *delta = draw > 20.f ? draw : (float)log1p(exp((double)draw));
+    *decay = (float)exp((double)__fmul_rn(*delta, A));
+}
+
+// scan_bc loads B and C of one position (xr: its xBC row) for group g.
+__device__ __forceinline__ void scan_bc(const float* xr, int Di, int G, int g, int N, int lane, float* Bv, float* Cv) {
+#pragma unroll
+    for (int i = 0; i < SCAN_MAXN / 32; i++) {
+        int n = lane + 32 * i;
+        Bv[i] = n < N ? xr[Di + g * N + n] : 0.f;
+        Cv[i] = n < N ? xr[Di + G * N + g * N + n] : 0.f;
+    }
+}
+
+// scan_step advances the state row st by one position and returns C·state
+// summed over the warp.
+__device__ __forceinline__ float scan_step(float* st, float decay, float dx, const float* Bv, const float* Cv, int N, int lane) {
+    float acc = 0.f;
+#pragma unroll
+    for (int i = 0; i < SCAN_MAXN / 32; i++) {
+        int n = lane + 32 * i;
+        if (n < N) {
+            float v = __fadd_rn(__fmul_rn(st[i], decay), __fmul_rn(dx, Bv[i]));
+            st[i] = v;
+            acc += v * Cv[i];
+        }
+    }
+    return warp_sum(acc);
+}
+
+// scan_state moves a state row between memory and the lanes' registers.
+__device__ __forceinline__ void scan_state_load(float* st, const float* sp, int N, int lane) {
+#pragma unroll
+    for (int i = 0; i < SCAN_MAXN / 32; i++) {
+        int n = lane + 32 * i;
+        st[i] = n < N ? sp[n] : 0.f;
+    }
+}
+
+__device__ __forceinline__ void scan_state_store(const float* st, float* sp, int N, int lane) {
+#pragma unroll
+    for (int i = 0; i < SCAN_MAXN / 32; i++) {
+        int n = lane + 32 * i;
+        if (n < N) sp[n] = st[i];
+    }
+}
+
 // mamba_scan: grid (B·H, ⌈P/8⌉), one warp per headdim row p; lanes hold
 // d_state entries n = lane + 32·i of the state [B, H, P, N].
 extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_scan(const float* __restrict__ in, const float* __restrict__ xbc,
@@ -46,41 +100,20 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_scan(const f
     int g = h / (H / G);
     float A = -(float)exp((double)alog[h]);
     float dbias = dtb[h], dskip = Dw[h];
-    float st[SCAN_MAXN / 32];
+    float st[SCAN_MAXN / 32], Bv[SCAN_MAXN / 32], Cv[SCAN_MAXN / 32];
     float* sp = state + (((long long)b * H + h) * P + p) * N;
-#pragma unroll
-    for (int i = 0; i < SCAN_MAXN / 32; i++) {
-        int n = lane + 32 * i;
-        st[i] = n < N ? sp[n] : 0.f;
-    }
+    scan_state_load(st, sp, N, lane);
     for (int t = 0; t < T; t++) {
         long long row = (long long)b * T + t;
-        float draw = in[row * E + Di + C + h] + dbias;
-        float delta = draw > 20.f ? draw : (float)log1p(exp((double)draw));
-        float decay = (float)exp((double)__fmul_rn(delta, A));
+        float delta, decay;
+        softplus_decay(in[row * E + Di + C + h] + dbias, A, &delta, &decay);
         const float* xr = xbc + row * C;
         float xv = xr[h * P + p];
-        float dx = __fmul_rn(delta, xv);
-        const float* Bm = xr + Di + g * N;
-        const float* Cm = xr + Di + G * N + g * N;
-        float acc = 0.f;
-#pragma unroll
-        for (int i = 0; i < SCAN_MAXN / 32; i++) {
-            int n = lane + 32 * i;
-            if (n < N) {
-                float v = __fadd_rn(__fmul_rn(st[i], decay), __fmul_rn(dx, Bm[n]));
-                st[i] = v;
-                acc += v * Cm[n];
-            }
-        }
-        acc = warp_sum(acc);
+        scan_bc(xr, Di, G, g, N, lane, Bv, Cv);
+        float acc = scan_step(st, decay, __fmul_rn(delta, xv), Bv, Cv, N, lane);
         if (lane == 0) y[row * Di + h * P + p] = acc + dskip * xv;
     }
-#pragma unroll
-    for (int i = 0; i < SCAN_MAXN / 32; i++) {
-        int n = lane + 32 * i;
-        if (n < N) sp[n] = st[i];
-    }
+    scan_state_store(st, sp, N, lane);
 }
 
 // mamba_norm: one block per (row, group) of y [rows, Di]:
@@ -198,10 +231,7 @@ extern "C" __global__ void mamba_dt(const float* __restrict__ in, const float* _
         int h = (int)(i % H);
         long long row = i / H;
         float A = -(float)exp((double)alog[h]);
-        float draw = in[row * E + Di + C + h] + dtb[h];
-        float delta = draw > 20.f ? draw : (float)log1p(exp((double)draw));
-        dd[2 * i] = delta;
-        dd[2 * i + 1] = (float)exp((double)__fmul_rn(delta, A));
+        softplus_decay(in[row * E + Di + C + h] + dtb[h], A, &dd[2 * i], &dd[2 * i + 1]);
     }
 }
 
@@ -219,11 +249,7 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_scan_pre(con
     float dskip = Dw[h];
     float st[SCAN_MAXN / 32];
     float* sp = state + (((long long)b * H + h) * P + p) * N;
-#pragma unroll
-    for (int i = 0; i < SCAN_MAXN / 32; i++) {
-        int n = lane + 32 * i;
-        st[i] = n < N ? sp[n] : 0.f;
-    }
+    scan_state_load(st, sp, N, lane);
     float delta, decay, xv, Bv[SCAN_MAXN / 32], Cv[SCAN_MAXN / 32];
     auto load = [&](int t) {
         long long row = (long long)b * T + t;
@@ -231,12 +257,7 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_scan_pre(con
         decay = dd[2 * (row * H + h) + 1];
         const float* xr = xbc + row * C;
         xv = xr[h * P + p];
-#pragma unroll
-        for (int i = 0; i < SCAN_MAXN / 32; i++) {
-            int n = lane + 32 * i;
-            Bv[i] = n < N ? xr[Di + g * N + n] : 0.f;
-            Cv[i] = n < N ? xr[Di + G * N + g * N + n] : 0.f;
-        }
+        scan_bc(xr, Di, G, g, N, lane, Bv, Cv);
     };
     if (T > 0) load(0);
     for (int t = 0; t < T; t++) {
@@ -244,23 +265,8 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_scan_pre(con
 #pragma unroll
         for (int i = 0; i < SCAN_MAXN / 32; i++) cB[i] = Bv[i], cC[i] = Cv[i];
         if (t + 1 < T) load(t + 1);
-        float dx = __fmul_rn(cd, cx);
-        float acc = 0.f;
-#pragma unroll
-        for (int i = 0; i < SCAN_MAXN / 32; i++) {
-            int n = lane + 32 * i;
-            if (n < N) {
-                float v = __fadd_rn(__fmul_rn(st[i], cdec), __fmul_rn(dx, cB[i]));
-                st[i] = v;
-                acc += v * cC[i];
-            }
-        }
-        acc = warp_sum(acc);
+        float acc = scan_step(st, cdec, __fmul_rn(cd, cx), cB, cC, N, lane);
         if (lane == 0) y[((long long)b * T + t) * Di + h * P + p] = acc + dskip * cx;
     }
-#pragma unroll
-    for (int i = 0; i < SCAN_MAXN / 32; i++) {
-        int n = lane + 32 * i;
-        if (n < N) sp[n] = st[i];
-    }
+    scan_state_store(st, sp, N, lane);
 }
