@@ -175,9 +175,7 @@ func (d *deviceTokens) prefillTokens(cols [][NumCodebooks]int32) ([]int32, error
 }
 
 func (d *deviceTokens) stepTokens(col [NumCodebooks]int32, history [][]int32) ([]int32, error) {
-	if sg, err := d.stepGraph(); err != nil {
-		return nil, err
-	} else if sg != nil {
+	if sg := d.stepGraph(); sg != nil {
 		tok, err := sg.replay(d.m, d.st, col, history, d.seed, d.counter)
 		if err == nil && d.spec.Temperature > 0 {
 			d.counter += uint64((NumCodebooks*LogitWidth + 3) / 4)
@@ -197,10 +195,11 @@ func (d *deviceTokens) stepTokens(col [NumCodebooks]int32, history [][]int32) ([
 
 // stepGraph returns the state's recorded decode step for this
 // utterance's knobs, recording it (again) when the state has none or one
-// for other knobs; nil when the backend or the knobs rule graphs out.
-func (d *deviceTokens) stepGraph() (*stepGraph, error) {
+// for other knobs; nil when the backend, the knobs or a failed recording
+// rule graphs out.
+func (d *deviceTokens) stepGraph() *stepGraph {
 	if _, ok := d.m.b.(compute.GraphOps); !ok || d.eager || !graphable(d.spec) {
-		return nil, nil
+		return nil
 	}
 	padFrom := MASK
 	if d.forbid {
@@ -208,7 +207,7 @@ func (d *deviceTokens) stepGraph() (*stepGraph, error) {
 	}
 	k := stepKey{cfg: d.cfg, spec: d.spec, padFrom: padFrom}
 	if d.st.graph != nil && d.st.graph.key == k {
-		return d.st.graph, nil
+		return d.st.graph
 	}
 	if d.st.graph != nil {
 		d.st.graph.destroy(d.m.b)
@@ -216,10 +215,14 @@ func (d *deviceTokens) stepGraph() (*stepGraph, error) {
 	}
 	sg, err := d.m.recordStep(d.st, d.ops, k)
 	if err != nil {
-		return nil, err
+		// The graph is only a faster way to run the same step: go on op by
+		// op. A device that is really failing fails those ops too, with
+		// their own errors.
+		d.eager = true
+		return nil
 	}
 	d.st.graph = sg
-	return sg, nil
+	return sg
 }
 
 func specOf(p sample.Params) compute.SampleSpec {
