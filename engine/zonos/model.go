@@ -161,22 +161,30 @@ func (m *Model) embedColumns(cols [][NumCodebooks]int32) (compute.Tensor, error)
 	}
 	var out compute.Tensor
 	m.onDevice(func() {
-		var sum compute.Tensor
-		for k := 0; k < NumCodebooks; k++ {
+		out = m.sumEmbeddings(func(k int) compute.Tensor {
 			ids := make([]int32, T)
 			for t, c := range cols {
 				ids[t] = c[k]
 			}
-			e := m.b.Embedding(m.embeddings[k], m.b.FromI32(ids, 1, T))
-			if sum == nil {
-				sum = e
-			} else {
-				sum = m.b.Add(sum, e)
-			}
-		}
-		out = m.b.Concat(0, sum, sum)
+			return m.b.FromI32(ids, 1, T)
+		})
 	})
 	return out, nil
+}
+
+// sumEmbeddings adds the nine codebooks' embeddings of ids(k) ([1, T] I32)
+// and repeats the sum for both CFG rows: [2, T, d].
+func (m *Model) sumEmbeddings(ids func(k int) compute.Tensor) compute.Tensor {
+	var sum compute.Tensor
+	for k := 0; k < NumCodebooks; k++ {
+		e := m.b.Embedding(m.embeddings[k], ids(k))
+		if sum == nil {
+			sum = e
+		} else {
+			sum = m.b.Add(sum, e)
+		}
+	}
+	return m.b.Concat(0, sum, sum)
 }
 
 // checkColumns refuses codes the embeddings have no row for.
@@ -194,16 +202,7 @@ func checkColumns(cols [][NumCodebooks]int32) error {
 // embedColumn is embedColumns for one column whose nine ids are an I32 [9]
 // device tensor (a recorded step graph's input): [2, 1, d].
 func (m *Model) embedColumn(ids compute.Tensor) compute.Tensor {
-	var sum compute.Tensor
-	for k := 0; k < NumCodebooks; k++ {
-		e := m.b.Embedding(m.embeddings[k], m.b.Reshape(m.b.Slice(ids, 0, k, k+1), 1, 1))
-		if sum == nil {
-			sum = e
-		} else {
-			sum = m.b.Add(sum, e)
-		}
-	}
-	return m.b.Concat(0, sum, sum)
+	return m.sumEmbeddings(func(k int) compute.Tensor { return m.b.Reshape(m.b.Slice(ids, 0, k, k+1), 1, 1) })
 }
 
 // onDevice runs f through the backend's compute.Runner when it has one (a
