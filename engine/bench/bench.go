@@ -176,7 +176,7 @@ func measureModel(ctx context.Context, timer compute.Timer, m *zonos.Model, o Op
 		}
 	}
 	r.Prefill = stat(pre)
-	progress(fmt.Sprintf("%d decode steps as generation runs them, then %d op by op", o.DecodeSteps, o.DecodeSteps))
+	progress(fmt.Sprintf("%d decode steps as generation runs them (and op by op where the backend records graphs)", o.DecodeSteps))
 	first, steps, err := measureSteps(ctx, timer, m, prefix, o, false)
 	if err != nil {
 		return err
@@ -186,10 +186,12 @@ func measureModel(ctx context.Context, timer compute.Timer, m *zonos.Model, o Op
 	if r.DecodeStep.P50 > 0 {
 		r.FloorPercent = 100 * r.FloorMs / r.DecodeStep.P50
 	}
-	if _, steps, err = measureSteps(ctx, timer, m, prefix, o, true); err != nil {
-		return err
+	if _, ok := m.Backend().(compute.GraphOps); ok { // else there is no other way to run the step
+		if _, steps, err = measureSteps(ctx, timer, m, prefix, o, true); err != nil {
+			return err
+		}
+		r.EagerStep = stat(steps)
 	}
-	r.EagerStep = stat(steps)
 	return nil
 }
 
