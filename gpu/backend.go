@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
+	"unsafe"
 
 	"gorgonia.org/cu"
 
@@ -30,6 +31,11 @@ type Backend struct {
 
 	pool *pool
 	sms  int // multiprocessors (GEMV plans)
+
+	// pdl: launch the kernels that wait for their predecessor with
+	// programmatic dependent launch (Hopper modules loaded, ZONOS_PDL≠0).
+	pdl  bool
+	args *unsafe.Pointer // C-allocated kernel parameter slots (launch.go)
 
 	// ownerTID is the OS thread the owner goroutine is locked to: do runs
 	// a closure directly when called on it (inside Run).
@@ -116,10 +122,30 @@ func (b *Backend) init(ordinal int) error {
 	}
 	drv := cu.Version()
 	b.desc = fmt.Sprintf("%s (%.1f GiB, sm_%d%d, driver CUDA %d.%d)", name, float64(total)/(1<<30), major, minor, drv/1000, drv%1000/10)
+
+	// Hopper and newer load the compute_90 modules, whose kernels can
+	// overlap their predecessor's tail (programmatic dependent launch).
+	hopper := major >= 9
+	b.pdl = hopper && pdlWanted()
+	if hopper && !b.pdl {
+		b.desc += ", programmatic dependent launch off"
+	} else if b.pdl {
+		b.desc += ", programmatic dependent launch"
+	}
 	for _, m := range kernels.Modules() {
-		src, err := kernels.PTX(m)
+		ptx := kernels.PTX
+		if hopper {
+			ptx = kernels.HopperPTX
+		}
+		src, err := ptx(m)
 		if err != nil {
 			return err
+		}
+		waits := map[string]bool{}
+		if hopper {
+			for _, fn := range kernels.PDLEntries(m) {
+				waits[fn] = true
+			}
 		}
 		mod, err := cu.LoadData(src)
 		if err != nil {
@@ -131,7 +157,7 @@ func (b *Backend) init(ordinal int) error {
 			if err != nil {
 				return fmt.Errorf("cuda: kernel %s.%s: %w", m, fn, err)
 			}
-			b.k[fn] = &kernel{name: fn, fn: f}
+			b.k[fn] = &kernel{name: fn, fn: f, pdl: waits[fn]}
 		}
 	}
 	b.pool = newPool(b)
@@ -147,6 +173,8 @@ func (b *Backend) release() {
 		_ = m.Unload()
 	}
 	b.mods = nil
+	freeArgs(b.args)
+	b.args = nil
 	if b.stream != (cu.Stream{}) {
 		_ = b.stream.Destroy()
 	}

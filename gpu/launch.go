@@ -2,48 +2,131 @@
 
 package gpu
 
+/*
+#cgo LDFLAGS: -lcuda
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cuda.h>
+
+// zs_launch launches f with the parameters in params (pointers into a
+// C-allocated slot array). With pdl set it uses cuLaunchKernelEx and the
+// programmatic-stream-serialization attribute (Hopper): the kernel may
+// start before the previous kernel of the stream completes, and waits for
+// it in griddepcontrol.wait (pdl_begin in kernels/common.cuh).
+static CUresult zs_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                          unsigned bz, void* stream, void** params, int pdl) {
+	if (!pdl) return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, 0, (CUstream)stream, params, 0);
+	CUlaunchAttribute attr;
+	memset(&attr, 0, sizeof attr);
+	attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+	attr.value.programmaticStreamSerializationAllowed = 1;
+	CUlaunchConfig cfg;
+	memset(&cfg, 0, sizeof cfg);
+	cfg.gridDimX = gx; cfg.gridDimY = gy; cfg.gridDimZ = gz;
+	cfg.blockDimX = bx; cfg.blockDimY = by; cfg.blockDimZ = bz;
+	cfg.hStream = (CUstream)stream;
+	cfg.attrs = &attr;
+	cfg.numAttrs = 1;
+	return cuLaunchKernelEx(&cfg, f, params, 0);
+}
+
+// zs_args allocates n parameter slots and n pointers to them.
+static void** zs_args(int n) {
+	void** p = (void**)malloc(n * (sizeof(void*) + sizeof(uint64_t)));
+	uint64_t* slots = (uint64_t*)(p + n);
+	for (int i = 0; i < n; i++) p[i] = &slots[i];
+	return p;
+}
+*/
+import "C"
+
 import (
 	"fmt"
 	"math"
+	"os"
 	"unsafe"
 
 	"gorgonia.org/cu"
 )
 
-// kernel is a loaded function and its name (for errors).
+// kernel is a loaded function and its name (for errors). pdl: the kernel
+// waits for its predecessor itself (its sm_90 body calls pdl_begin), so it
+// is launched with programmatic dependent launch when the backend uses it.
 type kernel struct {
 	name string
 	fn   cu.Function
+	pdl  bool
 }
+
+// maxArgs bounds a kernel's parameter count (the slot array is allocated
+// once per backend and reused: launches happen on the owner goroutine only).
+const maxArgs = 32
+
+// cuFunction is the driver handle inside a cu.Function (a struct of one
+// C.CUfunction field in gorgonia.org/cu v0.9.6; checked by the size test
+// below at start-up).
+func cuFunction(f cu.Function) C.CUfunction {
+	return *(*C.CUfunction)(unsafe.Pointer(&f))
+}
+
+func init() {
+	if unsafe.Sizeof(cu.Function{}) != unsafe.Sizeof(uintptr(0)) {
+		panic("gpu: gorgonia.org/cu Function is no longer a single handle; update cuFunction")
+	}
+}
+
+// pdlWanted reports whether programmatic dependent launch is allowed by the
+// environment (ZONOS_PDL=0 turns it off, for measurements).
+func pdlWanted() bool { return os.Getenv("ZONOS_PDL") != "0" }
 
 // launch runs k on the backend's stream (owner goroutine only). Each
 // argument travels in an 8-byte slot: device pointers, int (as int64),
 // int32, float32 (its bits in the low half), float64; the driver copies
 // the parameter's own size from the slot, low bytes first (little endian).
 func (b *Backend) launch(k *kernel, grid, block [3]int, args ...any) {
-	slots := make([]uint64, len(args))
-	params := make([]unsafe.Pointer, len(args))
+	if len(args) > maxArgs {
+		panic(fmt.Sprintf("gpu: kernel %s has %d arguments (at most %d)", k.name, len(args), maxArgs))
+	}
+	if b.args == nil {
+		b.args = C.zs_args(maxArgs)
+	}
+	ptrs := unsafe.Slice(b.args, maxArgs)
 	for i, a := range args {
-		switch v := a.(type) {
+		var v uint64
+		switch x := a.(type) {
 		case cu.DevicePtr:
-			slots[i] = uint64(v)
+			v = uint64(x)
 		case int:
-			slots[i] = uint64(int64(v))
+			v = uint64(int64(x))
 		case int32:
-			slots[i] = uint64(uint32(v))
+			v = uint64(uint32(x))
 		case uint64:
-			slots[i] = v
+			v = x
 		case float32:
-			slots[i] = uint64(math.Float32bits(v))
+			v = uint64(math.Float32bits(x))
 		case float64:
-			slots[i] = math.Float64bits(v)
+			v = math.Float64bits(x)
 		default:
 			panic(fmt.Sprintf("gpu: kernel %s argument %d of type %T", k.name, i, a))
 		}
-		params[i] = unsafe.Pointer(&slots[i])
+		*(*uint64)(ptrs[i]) = v
 	}
-	if err := k.fn.Launch(grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, b.stream, params); err != nil {
+	pdl := C.int(0)
+	if k.pdl && b.pdl {
+		pdl = 1
+	}
+	r := C.zs_launch(cuFunction(k.fn), C.uint(grid[0]), C.uint(grid[1]), C.uint(grid[2]),
+		C.uint(block[0]), C.uint(block[1]), C.uint(block[2]), unsafe.Pointer(b.stream.C()), b.args, pdl)
+	if err := cuErr(r); err != nil {
 		panic(fmt.Sprintf("gpu: CUDA kernel launch failed: %s (grid %v, block %v): %v", k.name, grid, block, err))
+	}
+}
+
+// freeArgs frees the parameter slots (nil is fine).
+func freeArgs(p *unsafe.Pointer) {
+	if p != nil {
+		C.free(unsafe.Pointer(p))
 	}
 }
 

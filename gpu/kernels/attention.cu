@@ -36,6 +36,7 @@ extern "C" __global__ void attn_cache(const float* __restrict__ k, const float* 
                                       float* __restrict__ kc, float* __restrict__ vc,
                                       int B, int T, int Hk, int Dh, int maxT, int pos, const int* __restrict__ posp,
                                       int dr, int interleaved, double base, int ldkv) {
+    pdl_begin();
     if (posp) pos = *posp;
     long long total = (long long)B * T * Hk * Dh;
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
@@ -120,6 +121,7 @@ extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32) attn(const float* _
                                 const float* __restrict__ vc, float* __restrict__ out,
                                 int T, int H, int Hk, int Dh, int maxT, int pos, const int* __restrict__ posp,
                                 int dr, int interleaved, double base, float scale, int ldq) {
+    pdl_begin();
     if (posp) pos = *posp;
     __shared__ float qs[ATT_MAXD];
     int idx = blockIdx.x;
@@ -143,6 +145,7 @@ extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32) attn_split(const fl
                                 const float* __restrict__ vc, float* __restrict__ part,
                                 int H, int Hk, int Dh, int maxT, int pos, const int* __restrict__ posp,
                                 int dr, int interleaved, double base, float scale, int S, int ldq) {
+    pdl_begin();
     __shared__ float qs[ATT_MAXD];
     if (posp) pos = *posp;
     int r = blockIdx.x, sidx = blockIdx.y;
@@ -164,6 +167,7 @@ extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32) attn_split(const fl
 // nothing. The S weights exp(m_s − M) are computed once into shared memory.
 #define ATT_MAXS 64
 extern "C" __global__ void attn_merge(const float* __restrict__ part, float* __restrict__ out, int Dh, int S) {
+    pdl_begin();
     __shared__ float wt[ATT_MAXS];
     __shared__ float red[2];
     int r = blockIdx.x;

@@ -18,6 +18,7 @@ extern "C" __global__ void __launch_bounds__(256) conv_gemm(const float* __restr
                                      const float* __restrict__ bias, float* __restrict__ out,
                                      int Cin, int T, int Cout, int K, int Tout, int stride, int pad,
                                      int dil, int groups, int transposed) {
+    pdl_begin();
     __shared__ float Ws[CK][CM + 4];
     __shared__ float Xs[CK][CN + 4];
     int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
@@ -103,6 +104,7 @@ extern "C" __global__ void __launch_bounds__(256) conv_gemm(const float* __restr
 extern "C" __global__ void conv_direct(const float* __restrict__ x, const float* __restrict__ w,
                                        const float* __restrict__ bias, float* __restrict__ out,
                                        int B, int Cin, int T, int Cout, int K, int Tout, int stride, int pad, int dil) {
+    pdl_begin();
     long long total = (long long)B * Cout * Tout;
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
          i += (long long)gridDim.x * blockDim.x) {

@@ -13,6 +13,7 @@
 extern "C" __global__ void linear_gemv(const float* __restrict__ x, const void* __restrict__ w,
                                        const float* __restrict__ bias, float* __restrict__ y,
                                        int M, int N, int K, int wdt) {
+    pdl_begin();
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int n = blockIdx.x * GEMV_WARPS + warp;
     if (n >= N) return;
@@ -68,6 +69,7 @@ extern "C" __global__ void linear_gemv(const float* __restrict__ x, const void* 
 extern "C" __global__ void __launch_bounds__(256) linear_gemm(const float* __restrict__ x, const void* __restrict__ w,
                                        const float* __restrict__ bias, float* __restrict__ y,
                                        int M, int N, int K, int wdt) {
+    pdl_begin();
     __shared__ float As[TK][TM + 4];
     __shared__ float Bs[TK][TN + 4];
     int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
@@ -114,6 +116,7 @@ extern "C" __global__ void __launch_bounds__(256) linear_gemm(const float* __res
 // embedding: out[i, d] = table[ids[i], d] (ids validated on the host).
 extern "C" __global__ void embedding(const void* __restrict__ table, const int* __restrict__ ids,
                                      float* __restrict__ out, long long total, int D, int tdt) {
+    pdl_begin();
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
          i += (long long)gridDim.x * blockDim.x) {
         long long r = i / D;
@@ -124,6 +127,7 @@ extern "C" __global__ void embedding(const void* __restrict__ table, const int* 
 
 // to_f32 widens any float dtype (weights converted once for small kernels).
 extern "C" __global__ void to_f32(const void* __restrict__ src, float* __restrict__ dst, long long n, int dt) {
+    pdl_begin();
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
          i += (long long)gridDim.x * blockDim.x)
         dst[i] = ldw(src, i, dt);
@@ -131,18 +135,21 @@ extern "C" __global__ void to_f32(const void* __restrict__ src, float* __restric
 
 extern "C" __global__ void add_f32(const float* __restrict__ a, const float* __restrict__ b,
                                    float* __restrict__ out, long long n) {
+    pdl_begin();
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
          i += (long long)gridDim.x * blockDim.x)
         out[i] = a[i] + b[i];
 }
 
 extern "C" __global__ void scale_f32(const float* __restrict__ x, float* __restrict__ out, float s, long long n) {
+    pdl_begin();
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
          i += (long long)gridDim.x * blockDim.x)
         out[i] = x[i] * s;
 }
 
 extern "C" __global__ void tanh_f32(const float* __restrict__ x, float* __restrict__ out, long long n) {
+    pdl_begin();
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
          i += (long long)gridDim.x * blockDim.x)
         out[i] = (float)tanh((double)x[i]);
@@ -150,6 +157,7 @@ extern "C" __global__ void tanh_f32(const float* __restrict__ x, float* __restri
 
 // cossin: x [rows, n] → [rows, 2n] = [cos x | sin x] (float64 like engine/cpu).
 extern "C" __global__ void cossin(const float* __restrict__ x, float* __restrict__ out, long long total, int n) {
+    pdl_begin();
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
          i += (long long)gridDim.x * blockDim.x) {
         long long r = i / n;
@@ -162,6 +170,7 @@ extern "C" __global__ void cossin(const float* __restrict__ x, float* __restrict
 
 // swiglu: x [rows, 2d] = [y | gate] → y·silu(gate) [rows, d].
 extern "C" __global__ void swiglu(const float* __restrict__ x, float* __restrict__ out, long long total, int d) {
+    pdl_begin();
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
          i += (long long)gridDim.x * blockDim.x) {
         long long r = i / d;
@@ -173,6 +182,7 @@ extern "C" __global__ void swiglu(const float* __restrict__ x, float* __restrict
 // snake: x + sin²(αx)/(α + 1e-9) with α per channel of x [B, C, T].
 extern "C" __global__ void snake(const float* __restrict__ x, const float* __restrict__ alpha,
                                  float* __restrict__ out, long long total, int C, int T) {
+    pdl_begin();
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
          i += (long long)gridDim.x * blockDim.x) {
         int c = (int)((i / T) % C);
@@ -188,6 +198,7 @@ extern "C" __global__ void snake(const float* __restrict__ x, const float* __res
 extern "C" __global__ void layernorm(const float* __restrict__ x, const float* __restrict__ res,
                                      const float* __restrict__ w, const float* __restrict__ b,
                                      float* __restrict__ out, float* __restrict__ sum_out, int D, float eps) {
+    pdl_begin();
     __shared__ double scratch[32];
     long long row = blockIdx.x;
     const float* xr = x + row * D;
@@ -226,6 +237,7 @@ extern "C" __global__ void layernorm(const float* __restrict__ x, const float* _
 extern "C" __global__ void layernorm_v4(const float4* __restrict__ x, const float4* __restrict__ res,
                                         const float4* __restrict__ w, const float4* __restrict__ b,
                                         float4* __restrict__ out, float4* __restrict__ sum_out, int D4, float eps) {
+    pdl_begin();
     __shared__ double scratch[32];
     long long base = (long long)blockIdx.x * D4;
     float4 v[LN_VPT];
@@ -284,6 +296,7 @@ extern "C" __global__ void layernorm_v4(const float4* __restrict__ x, const floa
 extern "C" __global__ void copy_axis4(const unsigned int* __restrict__ src, unsigned int* __restrict__ dst,
                                       long long total, long long n_inner, long long inner,
                                       long long srcDim, long long srcOff, long long dstDim, long long dstOff) {
+    pdl_begin();
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
          i += (long long)gridDim.x * blockDim.x) {
         long long o = i / n_inner, r = i % n_inner;
@@ -294,6 +307,7 @@ extern "C" __global__ void copy_axis4(const unsigned int* __restrict__ src, unsi
 extern "C" __global__ void copy_axis2(const unsigned short* __restrict__ src, unsigned short* __restrict__ dst,
                                       long long total, long long n_inner, long long inner,
                                       long long srcDim, long long srcOff, long long dstDim, long long dstOff) {
+    pdl_begin();
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
          i += (long long)gridDim.x * blockDim.x) {
         long long o = i / n_inner, r = i % n_inner;
@@ -337,7 +351,7 @@ __device__ __forceinline__ void fma_bf16x8(float& acc, uint4 v, float4 a, float4
 template <int R, int U>
 __device__ __forceinline__ void gemv_m2_body(const float* __restrict__ x, const unsigned short* __restrict__ w,
                                              const float* __restrict__ bias, float* __restrict__ y, int M, int N,
-                                             int K, int KS) {
+                                             int K, int KS, int pf) {
     __shared__ uint4 buf[2][8][R * U][32];
     __shared__ float part[8][R][2];
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -352,6 +366,17 @@ __device__ __forceinline__ void gemv_m2_body(const float* __restrict__ x, const 
     const uint4* wr[R];
 #pragma unroll
     for (int r = 0; r < R; r++) wr[r] = (const uint4*)(w + (long long)min(n0 + r, N - 1) * K);
+    // Before waiting for the previous kernel: ask for the first pf bytes of
+    // this block's weight slice (pf / 8 per warp) to be brought into L2, so
+    // the weight stream starts while the previous kernel still runs.
+    if (pf > 0) {
+        int n16 = min(hi - lo, pf / (8 * R * 16)); // 16-byte words per row
+        for (int i = 8 * lane; i < n16; i += 8 * 32) {
+#pragma unroll
+            for (int r = 0; r < R; r++) prefetch_l2(wr[r] + lo + i);
+        }
+    }
+    pdl_begin();
     float a0[R], a1[R];
 #pragma unroll
     for (int r = 0; r < R; r++) a0[r] = a1[r] = 0.f;
@@ -424,8 +449,8 @@ __device__ __forceinline__ void gemv_m2_body(const float* __restrict__ x, const 
 #define GEMV_M2(name, R, U)                                                                                \
     extern "C" __global__ void __launch_bounds__(256)                                                     \
         name(const float* __restrict__ x, const unsigned short* __restrict__ w, const float* __restrict__ b, \
-             float* __restrict__ y, int M, int N, int K, int KS) {                                        \
-        gemv_m2_body<R, U>(x, w, b, y, M, N, K, KS);                                                      \
+             float* __restrict__ y, int M, int N, int K, int KS, int pf) {                                \
+        gemv_m2_body<R, U>(x, w, b, y, M, N, K, KS, pf);                                                  \
     }
 GEMV_M2(gemv_m2_r1u4, 1, 4)
 GEMV_M2(gemv_m2_r2u2, 2, 2)
@@ -434,6 +459,7 @@ GEMV_M2(gemv_m2_r4u1, 4, 1)
 // fill_bf16: deterministic pseudo-random BF16 values in ±scale (benchmark
 // weights without a host upload; never zeros).
 extern "C" __global__ void fill_bf16(unsigned short* __restrict__ w, long long n, unsigned int seed, float scale) {
+    pdl_begin();
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
          i += (long long)gridDim.x * blockDim.x) {
         unsigned int h = (unsigned int)i * 2654435761u ^ seed;

@@ -1,7 +1,10 @@
 // Package kernels holds the CUDA C sources of the gpu backend (*.cu) and
 // the PTX generated from them (*.ptx, by gen.sh through `make kernels`),
 // embedded so the backend loads them once at start-up with no compiler on
-// the user's machine. PTX targets compute_80 (Ampere, Ada and Hopper JIT it).
+// the user's machine. Every module comes twice: NAME.ptx targets compute_80
+// (Ampere, Ada and Hopper JIT it) and NAME.sm90.ptx targets compute_90,
+// where the kernels' programmatic-dependent-launch instructions (pdl_begin
+// in common.cuh) are compiled in; the backend picks by compute capability.
 //
 // The package has no build tag: the test that fails when a .cu changed
 // without regenerating its PTX runs in CI, which has no GPU.
@@ -18,24 +21,83 @@ import (
 //go:embed *.ptx
 var ptx embed.FS
 
+// hopperSuffix names a module's compute_90 variant: core → core.sm90.ptx.
+const hopperSuffix = ".sm90"
+
 // Modules lists the embedded PTX modules by name ("core", "attention", …).
 func Modules() []string {
 	ents, _ := fs.Glob(ptx, "*.ptx")
 	var names []string
 	for _, e := range ents {
-		names = append(names, strings.TrimSuffix(e, ".ptx"))
+		name := strings.TrimSuffix(e, ".ptx")
+		if !strings.HasSuffix(name, hopperSuffix) {
+			names = append(names, name)
+		}
 	}
 	sort.Strings(names)
 	return names
 }
 
-// PTX returns a module's PTX text.
+// PTX returns a module's portable (compute_80) PTX text.
 func PTX(module string) (string, error) {
 	b, err := ptx.ReadFile(module + ".ptx")
 	if err != nil {
 		return "", fmt.Errorf("gpu kernels: no module %q: %w", module, err)
 	}
 	return string(b), nil
+}
+
+// HopperPTX returns a module's compute_90 PTX text (same kernels, with the
+// programmatic-dependent-launch instructions).
+func HopperPTX(module string) (string, error) {
+	b, err := ptx.ReadFile(module + hopperSuffix + ".ptx")
+	if err != nil {
+		return "", fmt.Errorf("gpu kernels: no Hopper variant of module %q: %w", module, err)
+	}
+	return string(b), nil
+}
+
+// PDLEntries lists the kernels of a module whose compute_90 body waits for
+// its predecessor (griddepcontrol.wait): only these may be launched with
+// the programmatic-stream-serialization attribute, since a kernel that
+// never waits would race with the one before it.
+func PDLEntries(module string) []string {
+	text, err := HopperPTX(module)
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for name, body := range entryBodies(text) {
+		if strings.Contains(body, "griddepcontrol.wait") {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// entryBodies maps each `.visible .entry` of a PTX text to its text, up to
+// the closing brace at the start of a line.
+func entryBodies(text string) map[string]string {
+	bodies := map[string]string{}
+	lines := strings.Split(text, "\n")
+	for i := 0; i < len(lines); i++ {
+		rest, ok := strings.CutPrefix(lines[i], ".visible .entry ")
+		if !ok {
+			continue
+		}
+		name := rest
+		if j := strings.IndexByte(rest, '('); j > 0 {
+			name = rest[:j]
+		}
+		j := i + 1
+		for j < len(lines) && lines[j] != "}" {
+			j++
+		}
+		bodies[name] = strings.Join(lines[i:min(j+1, len(lines))], "\n")
+		i = j
+	}
+	return bodies
 }
 
 // Header returns the generator's comment lines at the top of a module's PTX

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -30,18 +31,99 @@ func TestPTXUpToDate(t *testing.T) {
 		h.Write(src)
 		h.Write(common)
 		want := hex.EncodeToString(h.Sum(nil))
-		got := ""
-		for _, line := range Header(mod) {
-			if rest, ok := strings.CutPrefix(line, "// source-sha256: "); ok {
-				got, _, _ = strings.Cut(rest, " ")
-			}
+		hopper, err := HopperPTX(mod)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if got != want {
-			t.Errorf("%s.ptx was generated from other sources (header sha256 %q, sources %s): run `make kernels`", mod, got, want)
+		base, _ := PTX(mod)
+		for _, v := range []struct{ file, text string }{{mod + ".ptx", base}, {mod + ".sm90.ptx", hopper}} {
+			if got := sourceHash(v.text); got != want {
+				t.Errorf("%s was generated from other sources (header sha256 %q, sources %s): run `make kernels`", v.file, got, want)
+			}
 		}
 	}
 	if n, m := len(Modules()), len(srcs); n != m {
 		t.Errorf("%d PTX modules embedded for %d .cu sources", n, m)
+	}
+}
+
+// sourceHash is the source-sha256 a generated PTX text's header names.
+func sourceHash(text string) string {
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, "// ") {
+			break
+		}
+		if rest, ok := strings.CutPrefix(line, "// source-sha256: "); ok {
+			h, _, _ := strings.Cut(rest, " ")
+			return h
+		}
+	}
+	return ""
+}
+
+// TestHopperVariants: each module's compute_90 variant defines the same
+// kernels as its portable one, targets sm_90, and every kernel outside
+// timing.cu (whose clock kernels must not overlap anything) waits for its
+// predecessor, so the backend launches all of them with PDL on Hopper.
+func TestHopperVariants(t *testing.T) {
+	for _, mod := range Modules() {
+		hopper, err := HopperPTX(mod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(hopper, "\n.target sm_90") {
+			t.Errorf("%s.sm90.ptx does not target sm_90", mod)
+		}
+		var names []string
+		for name := range entryBodies(hopper) {
+			names = append(names, name)
+		}
+		base := Entries(mod)
+		slices.Sort(names)
+		slices.Sort(base)
+		if !slices.Equal(names, base) {
+			t.Errorf("%s: compute_90 kernels %v, compute_80 kernels %v", mod, names, base)
+		}
+		pdl := PDLEntries(mod)
+		if mod == "timing" {
+			if len(pdl) != 0 {
+				t.Errorf("timing kernels %v wait for a predecessor", pdl)
+			}
+		} else if !slices.Equal(pdl, base) {
+			t.Errorf("%s: kernels that wait %v, all kernels %v", mod, pdl, base)
+		}
+	}
+}
+
+// TestPDLWaitFirst: in every kernel launched with PDL, no instruction
+// before the first griddepcontrol.wait touches memory other than its
+// parameters and L2 prefetches (the previous kernel may still be running
+// then: reading its output or writing anything would race).
+func TestPDLWaitFirst(t *testing.T) {
+	checked := 0
+	for _, mod := range Modules() {
+		hopper, _ := HopperPTX(mod)
+		bodies := entryBodies(hopper)
+		for _, name := range PDLEntries(mod) {
+			checked++
+			for _, line := range strings.Split(bodies[name], "\n") {
+				ins := strings.TrimSpace(line)
+				if strings.HasPrefix(ins, "griddepcontrol.wait") {
+					break
+				}
+				if i := strings.IndexByte(ins, ' '); i > 0 && strings.HasPrefix(ins, "@") {
+					ins = strings.TrimSpace(ins[i:]) // predicated instruction
+				}
+				for _, op := range []string{"ld.", "ldu.", "st.", "cp.", "atom.", "red.", "tex.", "tld4.", "suld.", "sust."} {
+					if strings.HasPrefix(ins, op) && !strings.HasPrefix(ins, "ld.param") {
+						t.Errorf("%s.%s: %q before griddepcontrol.wait", mod, name, ins)
+					}
+				}
+			}
+		}
+	}
+	if checked < 30 {
+		t.Fatalf("only %d PDL kernels checked", checked)
 	}
 }
 

@@ -12,6 +12,7 @@
 extern "C" __global__ void mamba_conv(const float* __restrict__ in, const float* __restrict__ cw,
                                       const float* __restrict__ cb, float* __restrict__ state,
                                       float* __restrict__ xbc, int B, int T, int E, int Di, int C, int Kc) {
+    pdl_begin();
     long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (i >= (long long)B * C) return;
     int b = (int)(i / C), c = (int)(i % C);
@@ -92,6 +93,7 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_scan(const f
                                       const float* __restrict__ Dw, float* __restrict__ state,
                                       float* __restrict__ y, int T, int E, int Di, int C, int H, int P,
                                       int N, int G) {
+    pdl_begin();
     int bh = blockIdx.x;
     int b = bh / H, h = bh % H;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -121,6 +123,7 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_scan(const f
 extern "C" __global__ void mamba_norm(const float* __restrict__ y, const float* __restrict__ in,
                                       const float* __restrict__ w, float* __restrict__ out,
                                       int Di, int G, int E, float eps) {
+    pdl_begin();
     __shared__ double scratch[32];
     long long row = blockIdx.x / G;
     int g = blockIdx.x % G;
@@ -146,6 +149,7 @@ extern "C" __global__ void mamba_norm(const float* __restrict__ y, const float* 
 extern "C" __global__ void mamba_norm_v4(const float* __restrict__ y, const float* __restrict__ in,
                                          const float* __restrict__ w, float* __restrict__ out,
                                          int Di, int G, int E, float eps) {
+    pdl_begin();
     __shared__ double scratch[32];
     long long row = blockIdx.x / G;
     int g = blockIdx.x % G;
@@ -192,6 +196,7 @@ extern "C" __global__ void mamba_norm_v4(const float* __restrict__ y, const floa
 extern "C" __global__ void mamba_conv_par(const float* __restrict__ in, const float* __restrict__ cw,
                                           const float* __restrict__ cb, const float* __restrict__ state,
                                           float* __restrict__ xbc, int B, int T, int E, int Di, int C, int Kc) {
+    pdl_begin();
     long long total = (long long)B * T * C;
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
          i += (long long)gridDim.x * blockDim.x) {
@@ -210,6 +215,7 @@ extern "C" __global__ void mamba_conv_par(const float* __restrict__ in, const fl
 
 extern "C" __global__ void mamba_conv_state(const float* __restrict__ in, float* __restrict__ state,
                                             int B, int T, int E, int Di, int C, int Kc) {
+    pdl_begin();
     long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     if (i >= (long long)B * C) return;
     int b = (int)(i / C), c = (int)(i % C);
@@ -225,6 +231,7 @@ extern "C" __global__ void mamba_conv_state(const float* __restrict__ in, float*
 extern "C" __global__ void mamba_dt(const float* __restrict__ in, const float* __restrict__ dtb,
                                     const float* __restrict__ alog, float* __restrict__ dd,
                                     int B, int T, int E, int Di, int C, int H) {
+    pdl_begin();
     long long total = (long long)B * T * H;
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
          i += (long long)gridDim.x * blockDim.x) {
@@ -240,6 +247,7 @@ extern "C" __global__ void mamba_dt(const float* __restrict__ in, const float* _
 extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_scan_pre(const float* __restrict__ dd, const float* __restrict__ xbc,
                                       const float* __restrict__ Dw, float* __restrict__ state,
                                       float* __restrict__ y, int T, int Di, int C, int H, int P, int N, int G) {
+    pdl_begin();
     int bh = blockIdx.x;
     int b = bh / H, h = bh % H;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;

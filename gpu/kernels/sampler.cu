@@ -13,6 +13,7 @@ __device__ __forceinline__ float ninf() { return __int_as_float(0xff800000); }
 // and (eosBias) column eos of rows ≥ 1 are −inf.
 extern "C" __global__ void guide(const float* __restrict__ heads, float* __restrict__ out, int R, int W,
                                  float scale, int padFrom, int eos, int eosBias) {
+    pdl_begin();
     int n = R * W;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
         float c = heads[i], u = heads[n + i];
@@ -143,6 +144,7 @@ extern "C" __global__ void __launch_bounds__(256) sample_rows(
     int* __restrict__ order, int* __restrict__ out, int W, float temp, float topP, int topK, float minP,
     float lin, float conf, float quad, float penalty, const float* __restrict__ qn, unsigned long long seed,
     unsigned long long counter, const unsigned int* __restrict__ rng) {
+    pdl_begin();
     if (rng) {
         seed = (unsigned long long)rng[0] | (unsigned long long)rng[1] << 32;
         counter = (unsigned long long)rng[2] | (unsigned long long)rng[3] << 32;

@@ -14,6 +14,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_gemm(const float* __res
                                        const float* __restrict__ bias, float* __restrict__ out,
                                        int Cin, int H, int W, int Cout, int KH, int KW, int Ho, int Wo,
                                        int stride, int pad, int relu) {
+    pdl_begin();
     __shared__ float Ws[SK][SM + 4];
     __shared__ float Xs[SK][SN + 4];
     int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
@@ -81,6 +82,7 @@ extern "C" __global__ void __launch_bounds__(256) conv2d_gemm(const float* __res
 // simam_add_relu: one block (256 threads) per (b, c) plane of hw values.
 extern "C" __global__ void simam_add_relu(const float* __restrict__ x, const float* __restrict__ res,
                                           float* __restrict__ out, int hw, float lambda) {
+    pdl_begin();
     __shared__ double scratch[32];
     long long base = (long long)blockIdx.x * hw;
     double s = 0;
@@ -107,6 +109,7 @@ extern "C" __global__ void simam_add_relu(const float* __restrict__ x, const flo
 // out [B, 2C] = [μ | σ].
 extern "C" __global__ void attentive_stats_pool(const float* __restrict__ x, const float* __restrict__ lg,
                                                 float* __restrict__ out, int C, int T, float eps) {
+    pdl_begin();
     __shared__ double scratch[32];
     __shared__ float mx[32];
     int row = blockIdx.x, b = row / C, ch = row % C;

@@ -300,12 +300,14 @@ __device__ __forceinline__ void gemm_tile(Problem p, const float* __restrict__ b
 // tc_gemm: TC_LINEAR on tensor cores, for BF16/F16 weights (an fp32
 // weight would need a third product) and K % 8 == 0 (16-byte loads).
 extern "C" __global__ void __launch_bounds__(TC_THREADS) tc_gemm(GEMM_PARAMS) {
+    pdl_begin();
     GEMM_PROBLEM
     gemm_tile<true>(p, bias, out, work, splits, kchunk);
 }
 
 // simt_gemm: any mode on fp32 FMAs.
 extern "C" __global__ void __launch_bounds__(TC_THREADS) simt_gemm(GEMM_PARAMS) {
+    pdl_begin();
     GEMM_PROBLEM
     gemm_tile<false>(p, bias, out, work, splits, kchunk);
 }
@@ -315,6 +317,7 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS) simt_gemm(GEMM_PARAMS) 
 extern "C" __global__ void tc_reduce(const float* __restrict__ work, const float* __restrict__ bias,
                                      float* __restrict__ out, long long total, int splits, int mode,
                                      int N, int Cout, int Tout) {
+    pdl_begin();
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
          i += (long long)gridDim.x * blockDim.x) {
         float v = 0.f;
