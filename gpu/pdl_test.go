@@ -18,7 +18,7 @@ func pdlProbe(t *testing.T, graph bool) [3]uint64 {
 	ptr := cast(probe).ptr()
 	work := func() {
 		gb.do(func() {
-			gb.launch(gb.k["pdl_probe_spin"], [3]int{4, 1, 1}, block256, ptr, int64(50000))
+			gb.launch(gb.k["pdl_probe_spin"], [3]int{4, 1, 1}, block256, ptr, 50000) // int travels as a 64-bit value
 			gb.launch(gb.k["pdl_probe_stamp"], [3]int{4, 1, 1}, block256, ptr)
 		})
 	}
