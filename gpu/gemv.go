@@ -5,7 +5,6 @@ package gpu
 import (
 	"bufio"
 	"fmt"
-	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -24,10 +23,6 @@ import (
 //	ZONOS_GEMV=old        use the previous kernel (linear_gemv) instead
 //	ZONOS_GEMV_PLAN=file  per-shape plans, lines "N K kernel KS" (written
 //	                      by TestGemvBandwidth with ZONOS_GEMV_PLAN_OUT)
-//	ZONOS_GEMV_PREFETCH_MB=n  L2 prefetch budget per GEMV (default 24; 0
-//	                      off): before waiting for the previous kernel,
-//	                      the blocks ask for the first n MB of the weight
-//	                      (spread over the blocks) to be brought into L2
 type gemvPlan struct {
 	kernel string // gemv_m2_r1u4, gemv_m2_r2u2 or gemv_m2_r4u1
 	rows   int    // R
@@ -40,18 +35,6 @@ var gemvKernels = map[string]int{"gemv_m2_r1u4": 1, "gemv_m2_r2u2": 2, "gemv_m2_
 func (p gemvPlan) rowsPerBlock() int { return 8 / p.ks * p.rows }
 
 func (p gemvPlan) String() string { return fmt.Sprintf("%s/ks%d", p.kernel, p.ks) }
-
-// gemvPrefetchBytes is the L2 prefetch budget of one GEMV launch: with
-// programmatic dependent launch the GEMV's blocks are resident while the
-// previous (small) kernel runs, and the prefetch starts the weight stream
-// then. 24 MB stays well inside the H200's 50 MB L2.
-var gemvPrefetchBytes = func() int {
-	mb := 24
-	if v, err := strconv.Atoi(os.Getenv("ZONOS_GEMV_PREFETCH_MB")); err == nil && v >= 0 {
-		mb = v
-	}
-	return mb << 20
-}()
 
 var (
 	gemvOld      = os.Getenv("ZONOS_GEMV") == "old"
@@ -125,6 +108,5 @@ func useGemvM2(m, k int, w *tensor) bool {
 // gemvM2 launches plan p: y[m, n] = x·wᵀ + bias (owner goroutine).
 func (b *Backend) gemvM2(p gemvPlan, x, w *tensor, bias, y cu.DevicePtr, m, n, k int) {
 	blocks := (n + p.rowsPerBlock() - 1) / p.rowsPerBlock()
-	pf := min(gemvPrefetchBytes/blocks, n*k*2/blocks+1, math.MaxInt32)
-	b.launch(b.k[p.kernel], [3]int{blocks, 1, 1}, block256, x.ptr(), w.ptr(), bias, y, int32(m), int32(n), int32(k), int32(p.ks), int32(pf))
+	b.launch(b.k[p.kernel], [3]int{blocks, 1, 1}, block256, x.ptr(), w.ptr(), bias, y, int32(m), int32(n), int32(k), int32(p.ks))
 }

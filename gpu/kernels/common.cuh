@@ -54,8 +54,7 @@ __device__ __forceinline__ double block_sum_d(double v, double* scratch) {
 // compute_80 build). The backend launches a kernel with the PDL attribute
 // only when its sm_90 body waits (kernels.PDLEntries), so the next kernel
 // of the stream may start while this one finishes: its blocks become
-// resident and do what needs no predecessor (a GEMV prefetches its
-// weights into L2) and then wait here for the previous kernel to complete
+// resident and then wait here for the previous kernel to complete
 // and its writes to be visible. Nothing before pdl_wait may read or write
 // memory another kernel writes (TestPDLWaitFirst checks the PTX).
 __device__ __forceinline__ void pdl_wait() {
@@ -78,10 +77,4 @@ __device__ __forceinline__ void pdl_trigger() {
 __device__ __forceinline__ void pdl_begin() {
     pdl_wait();
     pdl_trigger();
-}
-
-// prefetch_l2 asks for the 128-byte line holding p to be brought into L2
-// (weights, which no kernel writes: safe before pdl_wait).
-__device__ __forceinline__ void prefetch_l2(const void* p) {
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }

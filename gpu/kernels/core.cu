@@ -351,7 +351,7 @@ __device__ __forceinline__ void fma_bf16x8(float& acc, uint4 v, float4 a, float4
 template <int R, int U>
 __device__ __forceinline__ void gemv_m2_body(const float* __restrict__ x, const unsigned short* __restrict__ w,
                                              const float* __restrict__ bias, float* __restrict__ y, int M, int N,
-                                             int K, int KS, int pf) {
+                                             int K, int KS) {
     __shared__ uint4 buf[2][8][R * U][32];
     __shared__ float part[8][R][2];
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -366,16 +366,6 @@ __device__ __forceinline__ void gemv_m2_body(const float* __restrict__ x, const 
     const uint4* wr[R];
 #pragma unroll
     for (int r = 0; r < R; r++) wr[r] = (const uint4*)(w + (long long)min(n0 + r, N - 1) * K);
-    // Before waiting for the previous kernel: ask for the first pf bytes of
-    // this block's weight slice (pf / 8 per warp) to be brought into L2, so
-    // the weight stream starts while the previous kernel still runs.
-    if (pf > 0) {
-        int n16 = min(hi - lo, pf / (8 * R * 16)); // 16-byte words per row
-        for (int i = 8 * lane; i < n16; i += 8 * 32) {
-#pragma unroll
-            for (int r = 0; r < R; r++) prefetch_l2(wr[r] + lo + i);
-        }
-    }
     pdl_begin();
     float a0[R], a1[R];
 #pragma unroll
@@ -449,8 +439,8 @@ __device__ __forceinline__ void gemv_m2_body(const float* __restrict__ x, const 
 #define GEMV_M2(name, R, U)                                                                                \
     extern "C" __global__ void __launch_bounds__(256)                                                     \
         name(const float* __restrict__ x, const unsigned short* __restrict__ w, const float* __restrict__ b, \
-             float* __restrict__ y, int M, int N, int K, int KS, int pf) {                                \
-        gemv_m2_body<R, U>(x, w, b, y, M, N, K, KS, pf);                                                  \
+             float* __restrict__ y, int M, int N, int K, int KS) {                                \
+        gemv_m2_body<R, U>(x, w, b, y, M, N, K, KS);                                                      \
     }
 GEMV_M2(gemv_m2_r1u4, 1, 4)
 GEMV_M2(gemv_m2_r2u2, 2, 2)
