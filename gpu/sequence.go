@@ -5,6 +5,7 @@ package gpu
 import (
 	"fmt"
 	"math"
+	"os"
 	"slices"
 
 	"gorgonia.org/cu"
@@ -136,6 +137,11 @@ func (b *Backend) attention(op qkvOperands, kCache, vCache compute.Tensor, pos i
 	return out
 }
 
+// mambaStepOff is ZONOS_MAMBA_STEP=0: a decode position runs the conv,
+// scan and norm as three kernels instead of mamba_step (for before/after
+// measurements and bisecting).
+var mambaStepOff = os.Getenv("ZONOS_MAMBA_STEP") == "0"
+
 // Mamba2 limits of the kernels (CONV_MAXK, SCAN_MAXN).
 const (
 	mambaMaxConv  = 16
@@ -171,9 +177,20 @@ func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 		if B*T == 0 {
 			return
 		}
+		if T == 1 && !mambaStepOff { // decode: conv, scan and norm in one kernel
+			yb := (P + 7) / 8
+			g := b.newTensor(compute.F32, B, Di)
+			part := b.newTensor(compute.F32, 2*B*H*yb) // doubles
+			b.launch(b.k["mamba_step"], [3]int{B * H, yb, 1}, block256, in.ptr(), b.asF32(cw).ptr(), b.asF32(cb).ptr(),
+				cst.ptr(), b.asF32(dtb).ptr(), b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), g.ptr(), part.ptr(),
+				b.asF32(nw).ptr(), out.ptr(), b.stepDone.ptr(), B, E, Di, H, P, N, G, Kc, s.Eps)
+			g.h.release()
+			part.h.release()
+			return
+		}
 		xbc := b.newTensor(compute.F32, B, T, C)
 		y := b.newTensor(compute.F32, B, T, Di)
-		if T == 1 { // decode: one pass each
+		if T == 1 { // decode, three kernels (ZONOS_MAMBA_STEP=0)
 			b.launch(b.k["mamba_conv"], grid1(B*C), block256, in.ptr(), b.asF32(cw).ptr(), b.asF32(cb).ptr(),
 				cst.ptr(), xbc.ptr(), B, T, E, Di, C, Kc)
 			b.launch(b.k["mamba_scan"], [3]int{B * H, (P + 7) / 8, 1}, block256, in.ptr(), xbc.ptr(),

@@ -118,6 +118,128 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_scan(const f
     scan_state_store(st, sp, N, lane);
 }
 
+// conv_tap: one causal depthwise conv output from a rolled window st[0, Kc)
+// (the arithmetic of mamba_conv, shared so the fused step matches it).
+__device__ __forceinline__ float conv_tap(const float* st, const float* cw, const float* cb, int c, int Kc) {
+    float acc = cb[c];
+    for (int j = 0; j < Kc; j++) acc = __fadd_rn(acc, __fmul_rn(st[j], cw[c * Kc + j]));
+    return silu_ref(acc);
+}
+
+// conv_roll reads channel c's state sp[0, Kc), shifts the new input v in
+// and returns the window in st.
+__device__ __forceinline__ void conv_roll(const float* sp, float v, int Kc, float* st) {
+    for (int j = 0; j + 1 < Kc; j++) st[j] = sp[j + 1];
+    st[Kc - 1] = v;
+}
+
+// mamba_step is the whole mixer between the projections for one decode
+// position (T = 1), in one kernel instead of conv, scan and norm:
+// grid (B·H, ⌈P/8⌉) as mamba_scan, one warp per headdim row p.
+//  - Every block convolves its group's B and C channels from the old conv
+//    state into shared memory; lane 0 of each warp convolves its own x
+//    channel and rolls that channel's state (no other block reads it).
+//  - The scan is mamba_scan's; each warp writes g = y·silu(z) and the
+//    block its Σg² (double, in warp order) to part.
+//  - The last block to finish (a counter in done, reset by that block)
+//    rolls the shared B and C states — every block has read them by then —
+//    and applies the gated RMSNorm: out = g·rsqrt(mean g² + eps)·w, the
+//    mean summed over the group's block partials in a fixed order.
+// The conv and scan arithmetic is mamba_conv's and mamba_scan's; only the
+// norm's sum of squares is added up in another (fixed) order.
+extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
+    mamba_step(const float* __restrict__ in, const float* __restrict__ cw, const float* __restrict__ cb,
+               float* __restrict__ cstate, const float* __restrict__ dtb, const float* __restrict__ alog,
+               const float* __restrict__ Dw, float* __restrict__ sstate, float* __restrict__ gbuf,
+               double* __restrict__ part, const float* __restrict__ nw, float* __restrict__ out,
+               unsigned int* __restrict__ done, int B, int E, int Di, int H, int P, int N, int G, int Kc,
+               float eps) {
+    pdl_begin();
+    __shared__ float sB[SCAN_MAXN], sC[SCAN_MAXN];
+    __shared__ double wsum[SCAN_WARPS];
+    __shared__ double scratch[32];
+    __shared__ bool last;
+    int C = Di + 2 * G * N;
+    int b = blockIdx.x / H, h = blockIdx.x % H;
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    int g = h / (H / G);
+    const float* row = in + (long long)b * E;
+    float st[CONV_MAXK];
+    for (int i = threadIdx.x; i < 2 * N; i += blockDim.x) {
+        int c = Di + (i < N ? g * N + i : G * N + g * N + i - N);
+        conv_roll(cstate + ((long long)b * C + c) * Kc, row[Di + c], Kc, st);
+        (i < N ? sB : sC)[i % N] = conv_tap(st, cw, cb, c, Kc);
+    }
+    __syncthreads();
+    int p = blockIdx.y * SCAN_WARPS + warp;
+    double g2 = 0;
+    if (p < P) {
+        int c = h * P + p;
+        float xv = 0.f;
+        if (lane == 0) {
+            float* sp = cstate + ((long long)b * C + c) * Kc;
+            conv_roll(sp, row[Di + c], Kc, st);
+            xv = conv_tap(st, cw, cb, c, Kc);
+            for (int j = 0; j < Kc; j++) sp[j] = st[j];
+        }
+        xv = __shfl_sync(0xffffffffu, xv, 0);
+        float A = -(float)exp((double)alog[h]);
+        float delta, decay;
+        softplus_decay(row[Di + C + h] + dtb[h], A, &delta, &decay);
+        float sv[SCAN_MAXN / 32], Bv[SCAN_MAXN / 32], Cv[SCAN_MAXN / 32];
+        float* sp = sstate + (((long long)b * H + h) * P + p) * N;
+        scan_state_load(sv, sp, N, lane);
+#pragma unroll
+        for (int i = 0; i < SCAN_MAXN / 32; i++) {
+            int n = lane + 32 * i;
+            Bv[i] = n < N ? sB[n] : 0.f;
+            Cv[i] = n < N ? sC[n] : 0.f;
+        }
+        float acc = scan_step(sv, decay, __fmul_rn(delta, xv), Bv, Cv, N, lane);
+        scan_state_store(sv, sp, N, lane);
+        if (lane == 0) {
+            float v = __fmul_rn(acc + Dw[h] * xv, silu_ref(row[c]));
+            gbuf[(long long)b * Di + c] = v;
+            g2 = (double)v * (double)v;
+        }
+    }
+    __threadfence();  // this thread's g and states reach the last block
+    if (lane == 0) wsum[warp] = g2;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double t = 0;
+        for (int w = 0; w < SCAN_WARPS; w++) t += wsum[w];
+        part[(long long)blockIdx.x * gridDim.y + blockIdx.y] = t;
+        __threadfence();
+        last = atomicAdd(done, 1u) == gridDim.x * gridDim.y - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    // The shared B and C conv states of every row, rolled once.
+    for (int i = threadIdx.x; i < B * 2 * G * N; i += blockDim.x) {
+        int bb = i / (2 * G * N), c = Di + i % (2 * G * N);
+        float* sp = cstate + ((long long)bb * C + c) * Kc;
+        conv_roll(sp, in[(long long)bb * E + Di + c], Kc, st);
+        for (int j = 0; j < Kc; j++) sp[j] = st[j];
+    }
+    // Gated RMSNorm per (row, group): the group's heads are contiguous.
+    int hg = H / G, gs = Di / G, yb = gridDim.y;
+    for (int bg = 0; bg < B * G; bg++) {
+        int bb = bg / G, gg = bg % G;
+        const double* pp = part + ((long long)bb * H + gg * hg) * yb;
+        double ms = 0;
+        for (int i = threadIdx.x; i < hg * yb; i += blockDim.x) ms += __ldcg(pp + i);
+        ms = block_sum_d(ms, scratch);
+        float r = (float)(1.0 / sqrt(ms / gs + (double)eps));
+        const float* gr = gbuf + (long long)bb * Di + gg * gs;
+        float* o = out + (long long)bb * Di + gg * gs;
+        for (int i = threadIdx.x; i < gs; i += blockDim.x) o[i] = __fmul_rn(__fmul_rn(__ldcg(gr + i), r), nw[gg * gs + i]);
+        __syncthreads();  // scratch is reused by the next (row, group)
+    }
+    if (threadIdx.x == 0) *done = 0;
+}
+
 // mamba_norm: one block per (row, group) of y [rows, Di]:
 // out = rmsnorm(y·silu(z))·w with z the first Di entries of the in_proj row.
 extern "C" __global__ void mamba_norm(const float* __restrict__ y, const float* __restrict__ in,
