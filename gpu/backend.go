@@ -37,8 +37,6 @@ type Backend struct {
 	pdl  bool
 	args *unsafe.Pointer // C-allocated kernel parameter slots (launch.go)
 
-	stepDone *tensor // mamba_step's finished-block counter (sequence.go)
-
 	// ownerTID is the OS thread the owner goroutine is locked to: do runs
 	// a closure directly when called on it (inside Run).
 	ownerTID int
@@ -163,12 +161,6 @@ func (b *Backend) init(ordinal int) error {
 		}
 	}
 	b.pool = newPool(b)
-	// mamba_step's block counter: zero between launches (its last block
-	// resets it), so one serves every launch on the stream.
-	b.stepDone = b.newTensor(compute.I32, 1)
-	if err := cu.MemsetD32(b.stepDone.ptr(), 0, 1); err != nil {
-		return fmt.Errorf("cuda: clearing a counter: %w", err)
-	}
 	return nil
 }
 

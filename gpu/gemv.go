@@ -37,6 +37,9 @@ func (p gemvPlan) rowsPerBlock() int { return 8 / p.ks * p.rows }
 func (p gemvPlan) String() string { return fmt.Sprintf("%s/ks%d", p.kernel, p.ks) }
 
 var (
+	// gemvEarly: the GEMV requests its first weight stage before waiting
+	// for the previous kernel (ZONOS_GEMV_EARLY=0 turns it off).
+	gemvEarly    = os.Getenv("ZONOS_GEMV_EARLY") != "0"
 	gemvOld      = os.Getenv("ZONOS_GEMV") == "old"
 	gemvFileOnce sync.Once
 	gemvFile     map[[2]int]gemvPlan
@@ -105,8 +108,16 @@ func useGemvM2(m, k int, w *tensor) bool {
 	return !gemvOld && m >= 1 && m <= 2 && w.dt == 1 /* BF16 */ && k%8 == 0 && k > 0
 }
 
+// b2i is a kernel's int flag.
+func b2i(v bool) int32 {
+	if v {
+		return 1
+	}
+	return 0
+}
+
 // gemvM2 launches plan p: y[m, n] = x·wᵀ + bias (owner goroutine).
 func (b *Backend) gemvM2(p gemvPlan, x, w *tensor, bias, y cu.DevicePtr, m, n, k int) {
 	blocks := (n + p.rowsPerBlock() - 1) / p.rowsPerBlock()
-	b.launch(b.k[p.kernel], [3]int{blocks, 1, 1}, block256, x.ptr(), w.ptr(), bias, y, int32(m), int32(n), int32(k), int32(p.ks))
+	b.launch(b.k[p.kernel], [3]int{blocks, 1, 1}, block256, x.ptr(), w.ptr(), bias, y, int32(m), int32(n), int32(k), int32(p.ks), b2i(gemvEarly))
 }

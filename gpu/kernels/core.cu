@@ -351,7 +351,7 @@ __device__ __forceinline__ void fma_bf16x8(float& acc, uint4 v, float4 a, float4
 template <int R, int U>
 __device__ __forceinline__ void gemv_m2_body(const float* __restrict__ x, const unsigned short* __restrict__ w,
                                              const float* __restrict__ bias, float* __restrict__ y, int M, int N,
-                                             int K, int KS) {
+                                             int K, int KS, int early) {
     __shared__ uint4 buf[2][8][R * U][32];
     __shared__ float part[8][R][2];
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -366,7 +366,6 @@ __device__ __forceinline__ void gemv_m2_body(const float* __restrict__ x, const 
     const uint4* wr[R];
 #pragma unroll
     for (int r = 0; r < R; r++) wr[r] = (const uint4*)(w + (long long)min(n0 + r, N - 1) * K);
-    pdl_begin();
     float a0[R], a1[R];
 #pragma unroll
     for (int r = 0; r < R; r++) a0[r] = a1[r] = 0.f;
@@ -384,7 +383,14 @@ __device__ __forceinline__ void gemv_m2_body(const float* __restrict__ x, const 
         }
         cp_async_commit();
     };
-    if (nb > 0) issue(0);
+    // The first weight stage is requested before waiting for the previous
+    // kernel (programmatic dependent launch): the weight is never written
+    // by a kernel that can still be running (it is uploaded, or filled and
+    // synchronised, before use), and the activations x are read only after
+    // the wait. early = 0 waits first (ZONOS_GEMV_EARLY=0, measurements).
+    if (early && nb > 0) issue(0);
+    pdl_begin();
+    if (!early && nb > 0) issue(0);
     for (int b = 0; b < nb; b++) {
         if (b + 1 < nb) {
             issue(b + 1);
@@ -439,8 +445,8 @@ __device__ __forceinline__ void gemv_m2_body(const float* __restrict__ x, const 
 #define GEMV_M2(name, R, U)                                                                                \
     extern "C" __global__ void __launch_bounds__(256)                                                     \
         name(const float* __restrict__ x, const unsigned short* __restrict__ w, const float* __restrict__ b, \
-             float* __restrict__ y, int M, int N, int K, int KS) {                                \
-        gemv_m2_body<R, U>(x, w, b, y, M, N, K, KS);                                                      \
+             float* __restrict__ y, int M, int N, int K, int KS, int early) {                  \
+        gemv_m2_body<R, U>(x, w, b, y, M, N, K, KS, early);                                               \
     }
 GEMV_M2(gemv_m2_r1u4, 1, 4)
 GEMV_M2(gemv_m2_r2u2, 2, 2)

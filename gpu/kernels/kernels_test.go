@@ -108,6 +108,9 @@ func TestPDLWaitFirst(t *testing.T) {
 			if name == "pdl_probe_stamp" {
 				continue // stamps its own probe slot before waiting, by design
 			}
+			// The GEMVs request their first weight stage (cp.async) before
+			// waiting: weights are never written while kernels run.
+			early := strings.HasPrefix(name, "gemv_m2_")
 			checked++
 			for _, line := range strings.Split(bodies[name], "\n") {
 				ins := strings.TrimSpace(line)
@@ -118,7 +121,7 @@ func TestPDLWaitFirst(t *testing.T) {
 					ins = strings.TrimSpace(ins[i:]) // predicated instruction
 				}
 				for _, op := range []string{"ld.", "ldu.", "st.", "cp.", "atom.", "red.", "tex.", "tld4.", "suld.", "sust."} {
-					if strings.HasPrefix(ins, op) && !strings.HasPrefix(ins, "ld.param") {
+					if strings.HasPrefix(ins, op) && !strings.HasPrefix(ins, "ld.param") && !(early && strings.HasPrefix(ins, "cp.async")) {
 						t.Errorf("%s.%s: %q before griddepcontrol.wait", mod, name, ins)
 					}
 				}

@@ -133,111 +133,62 @@ __device__ __forceinline__ void conv_roll(const float* sp, float v, int Kc, floa
     st[Kc - 1] = v;
 }
 
-// mamba_step is the whole mixer between the projections for one decode
-// position (T = 1), in one kernel instead of conv, scan and norm:
-// grid (B·H, ⌈P/8⌉) as mamba_scan, one warp per headdim row p.
-//  - Every block convolves its group's B and C channels from the old conv
-//    state into shared memory; lane 0 of each warp convolves its own x
-//    channel and rolls that channel's state (no other block reads it).
-//  - The scan is mamba_scan's; each warp writes g = y·silu(z) and the
-//    block its Σg² (double, in warp order) to part.
-//  - The last block to finish (a counter in done, reset by that block)
-//    rolls the shared B and C states — every block has read them by then —
-//    and applies the gated RMSNorm: out = g·rsqrt(mean g² + eps)·w, the
-//    mean summed over the group's block partials in a fixed order.
-// The conv and scan arithmetic is mamba_conv's and mamba_scan's; only the
-// norm's sum of squares is added up in another (fixed) order.
+// mamba_step is the decode position's (T = 1) conv and scan in one kernel
+// (mamba_conv + mamba_scan): grid (B·H, ⌈P/8⌉), one warp per headdim row
+// p. Every block convolves its group's B and C channels from the old conv
+// state into shared memory (instead of every warp reading them from
+// memory); lane 0 of each warp convolves its own x channel and rolls that
+// channel's state, which no other block reads. The B and C states, which
+// every block reads, are rolled afterwards by mamba_norm_v4 (roll_bc).
+// Same arithmetic as mamba_conv and mamba_scan.
 extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
     mamba_step(const float* __restrict__ in, const float* __restrict__ cw, const float* __restrict__ cb,
                float* __restrict__ cstate, const float* __restrict__ dtb, const float* __restrict__ alog,
-               const float* __restrict__ Dw, float* __restrict__ sstate, float* __restrict__ gbuf,
-               double* __restrict__ part, const float* __restrict__ nw, float* __restrict__ out,
-               unsigned int* __restrict__ done, int B, int E, int Di, int H, int P, int N, int G, int Kc,
-               float eps) {
+               const float* __restrict__ Dw, float* __restrict__ sstate, float* __restrict__ y, int E, int Di,
+               int H, int P, int N, int G, int Kc) {
     pdl_begin();
     __shared__ float sB[SCAN_MAXN], sC[SCAN_MAXN];
-    __shared__ double wsum[SCAN_WARPS];
-    __shared__ double scratch[32];
-    __shared__ bool last;
     int C = Di + 2 * G * N;
     int b = blockIdx.x / H, h = blockIdx.x % H;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int g = h / (H / G);
+    int p = min(blockIdx.y * SCAN_WARPS + warp, P - 1);  // a spare warp redoes row P−1 and writes nothing
+    bool mine = blockIdx.y * SCAN_WARPS + warp < P;
     const float* row = in + (long long)b * E;
+    float sv[SCAN_MAXN / 32];
+    float* sp = sstate + (((long long)b * H + h) * P + p) * N;
+    scan_state_load(sv, sp, N, lane);
     float st[CONV_MAXK];
     for (int i = threadIdx.x; i < 2 * N; i += blockDim.x) {
         int c = Di + (i < N ? g * N + i : G * N + g * N + i - N);
         conv_roll(cstate + ((long long)b * C + c) * Kc, row[Di + c], Kc, st);
         (i < N ? sB : sC)[i % N] = conv_tap(st, cw, cb, c, Kc);
     }
+    int c = h * P + p;
+    float xv = 0.f;
+    if (lane == 0) {
+        float* cp = cstate + ((long long)b * C + c) * Kc;
+        conv_roll(cp, row[Di + c], Kc, st);
+        xv = conv_tap(st, cw, cb, c, Kc);
+        if (mine)
+            for (int j = 0; j < Kc; j++) cp[j] = st[j];
+    }
+    xv = __shfl_sync(0xffffffffu, xv, 0);
+    float A = -(float)exp((double)alog[h]);
+    float delta, decay;
+    softplus_decay(row[Di + C + h] + dtb[h], A, &delta, &decay);
     __syncthreads();
-    int p = blockIdx.y * SCAN_WARPS + warp;
-    double g2 = 0;
-    if (p < P) {
-        int c = h * P + p;
-        float xv = 0.f;
-        if (lane == 0) {
-            float* sp = cstate + ((long long)b * C + c) * Kc;
-            conv_roll(sp, row[Di + c], Kc, st);
-            xv = conv_tap(st, cw, cb, c, Kc);
-            for (int j = 0; j < Kc; j++) sp[j] = st[j];
-        }
-        xv = __shfl_sync(0xffffffffu, xv, 0);
-        float A = -(float)exp((double)alog[h]);
-        float delta, decay;
-        softplus_decay(row[Di + C + h] + dtb[h], A, &delta, &decay);
-        float sv[SCAN_MAXN / 32], Bv[SCAN_MAXN / 32], Cv[SCAN_MAXN / 32];
-        float* sp = sstate + (((long long)b * H + h) * P + p) * N;
-        scan_state_load(sv, sp, N, lane);
+    float Bv[SCAN_MAXN / 32], Cv[SCAN_MAXN / 32];
 #pragma unroll
-        for (int i = 0; i < SCAN_MAXN / 32; i++) {
-            int n = lane + 32 * i;
-            Bv[i] = n < N ? sB[n] : 0.f;
-            Cv[i] = n < N ? sC[n] : 0.f;
-        }
-        float acc = scan_step(sv, decay, __fmul_rn(delta, xv), Bv, Cv, N, lane);
-        scan_state_store(sv, sp, N, lane);
-        if (lane == 0) {
-            float v = __fmul_rn(acc + Dw[h] * xv, silu_ref(row[c]));
-            gbuf[(long long)b * Di + c] = v;
-            g2 = (double)v * (double)v;
-        }
+    for (int i = 0; i < SCAN_MAXN / 32; i++) {
+        int n = lane + 32 * i;
+        Bv[i] = n < N ? sB[n] : 0.f;
+        Cv[i] = n < N ? sC[n] : 0.f;
     }
-    __threadfence();  // this thread's g and states reach the last block
-    if (lane == 0) wsum[warp] = g2;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        double t = 0;
-        for (int w = 0; w < SCAN_WARPS; w++) t += wsum[w];
-        part[(long long)blockIdx.x * gridDim.y + blockIdx.y] = t;
-        __threadfence();
-        last = atomicAdd(done, 1u) == gridDim.x * gridDim.y - 1;
-    }
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
-    // The shared B and C conv states of every row, rolled once.
-    for (int i = threadIdx.x; i < B * 2 * G * N; i += blockDim.x) {
-        int bb = i / (2 * G * N), c = Di + i % (2 * G * N);
-        float* sp = cstate + ((long long)bb * C + c) * Kc;
-        conv_roll(sp, in[(long long)bb * E + Di + c], Kc, st);
-        for (int j = 0; j < Kc; j++) sp[j] = st[j];
-    }
-    // Gated RMSNorm per (row, group): the group's heads are contiguous.
-    int hg = H / G, gs = Di / G, yb = gridDim.y;
-    for (int bg = 0; bg < B * G; bg++) {
-        int bb = bg / G, gg = bg % G;
-        const double* pp = part + ((long long)bb * H + gg * hg) * yb;
-        double ms = 0;
-        for (int i = threadIdx.x; i < hg * yb; i += blockDim.x) ms += __ldcg(pp + i);
-        ms = block_sum_d(ms, scratch);
-        float r = (float)(1.0 / sqrt(ms / gs + (double)eps));
-        const float* gr = gbuf + (long long)bb * Di + gg * gs;
-        float* o = out + (long long)bb * Di + gg * gs;
-        for (int i = threadIdx.x; i < gs; i += blockDim.x) o[i] = __fmul_rn(__fmul_rn(__ldcg(gr + i), r), nw[gg * gs + i]);
-        __syncthreads();  // scratch is reused by the next (row, group)
-    }
-    if (threadIdx.x == 0) *done = 0;
+    float acc = scan_step(sv, decay, __fmul_rn(delta, xv), Bv, Cv, N, lane);
+    if (!mine) return;
+    scan_state_store(sv, sp, N, lane);
+    if (lane == 0) y[(long long)b * Di + c] = acc + Dw[h] * xv;
 }
 
 // mamba_norm: one block per (row, group) of y [rows, Di]:
@@ -268,10 +219,25 @@ extern "C" __global__ void mamba_norm(const float* __restrict__ y, const float* 
 // mamba_norm_v4 is mamba_norm for groups of gs = 4·gs4 floats (gs4 ≤
 // 4·blockDim) whose rows start 16-byte aligned (Di, E multiples of 4): one
 // read of y and z into registers instead of a chain of dependent loads.
+//
+// With cstate set (after mamba_step, T = 1) the block also rolls the B and
+// C conv states of its row and group, which mamba_step's blocks all read.
 extern "C" __global__ void mamba_norm_v4(const float* __restrict__ y, const float* __restrict__ in,
                                          const float* __restrict__ w, float* __restrict__ out,
-                                         int Di, int G, int E, float eps) {
+                                         int Di, int G, int E, float eps, float* __restrict__ cstate, int N,
+                                         int Kc) {
     pdl_begin();
+    if (cstate) {
+        long long rb = blockIdx.x / G;
+        int gg = blockIdx.x % G, C = Di + 2 * G * N;
+        float st[CONV_MAXK];
+        for (int i = threadIdx.x; i < 2 * N; i += blockDim.x) {
+            int c = Di + (i < N ? gg * N + i : G * N + gg * N + i - N);
+            float* sp = cstate + (rb * C + c) * Kc;
+            conv_roll(sp, in[rb * E + Di + c], Kc, st);
+            for (int j = 0; j < Kc; j++) sp[j] = st[j];
+        }
+    }
     __shared__ double scratch[32];
     long long row = blockIdx.x / G;
     int g = blockIdx.x % G;
