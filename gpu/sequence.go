@@ -5,7 +5,6 @@ package gpu
 import (
 	"fmt"
 	"math"
-	"os"
 	"slices"
 
 	"gorgonia.org/cu"
@@ -137,11 +136,6 @@ func (b *Backend) attention(op qkvOperands, kCache, vCache compute.Tensor, pos i
 	return out
 }
 
-// mambaStepOff is ZONOS_MAMBA_STEP=0: a decode position runs the conv and
-// the scan as two kernels instead of mamba_step (for before/after
-// measurements and bisecting).
-var mambaStepOff = os.Getenv("ZONOS_MAMBA_STEP") == "0"
-
 // Mamba2 limits of the kernels (CONV_MAXK, SCAN_MAXN).
 const (
 	mambaMaxConv  = 16
@@ -179,14 +173,7 @@ func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 		}
 		xbc := b.newTensor(compute.F32, B, T, C)
 		y := b.newTensor(compute.F32, B, T, Di)
-		th, v4ok := v4Threads(Di / G)
-		v4ok = v4ok && Di%4 == 0 && E%4 == 0
-		rollBC := nullPtr                    // mamba_step leaves the B and C conv states to the norm
-		if T == 1 && !mambaStepOff && v4ok { // decode: conv and scan in one kernel
-			b.launch(b.k["mamba_step"], [3]int{B * H, (P + 7) / 8, 1}, block256, in.ptr(), b.asF32(cw).ptr(), b.asF32(cb).ptr(),
-				cst.ptr(), b.asF32(dtb).ptr(), b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), y.ptr(), E, Di, H, P, N, G, Kc)
-			rollBC = cst.ptr()
-		} else if T == 1 { // decode, two kernels (ZONOS_MAMBA_STEP=0)
+		if T == 1 { // decode: one pass each
 			b.launch(b.k["mamba_conv"], grid1(B*C), block256, in.ptr(), b.asF32(cw).ptr(), b.asF32(cb).ptr(),
 				cst.ptr(), xbc.ptr(), B, T, E, Di, C, Kc)
 			b.launch(b.k["mamba_scan"], [3]int{B * H, (P + 7) / 8, 1}, block256, in.ptr(), xbc.ptr(),
@@ -202,9 +189,9 @@ func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 				b.asF32(dd).ptr(), sst.ptr(), y.ptr(), T, Di, C, H, P, N, G)
 			dt.h.release()
 		}
-		if v4ok {
+		if th, ok := v4Threads(Di / G); ok && Di%4 == 0 && E%4 == 0 {
 			b.launch(b.k["mamba_norm_v4"], [3]int{B * T * G, 1, 1}, [3]int{th, 1, 1}, y.ptr(), in.ptr(), b.asF32(nw).ptr(), out.ptr(),
-				Di, G, E, s.Eps, rollBC, N, Kc)
+				Di, G, E, s.Eps)
 		} else {
 			b.launch(b.k["mamba_norm"], [3]int{B * T * G, 1, 1}, block256, y.ptr(), in.ptr(), b.asF32(nw).ptr(), out.ptr(),
 				Di, G, E, s.Eps)

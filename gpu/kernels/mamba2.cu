@@ -118,79 +118,6 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_scan(const f
     scan_state_store(st, sp, N, lane);
 }
 
-// conv_tap: one causal depthwise conv output from a rolled window st[0, Kc)
-// (the arithmetic of mamba_conv, shared so the fused step matches it).
-__device__ __forceinline__ float conv_tap(const float* st, const float* cw, const float* cb, int c, int Kc) {
-    float acc = cb[c];
-    for (int j = 0; j < Kc; j++) acc = __fadd_rn(acc, __fmul_rn(st[j], cw[c * Kc + j]));
-    return silu_ref(acc);
-}
-
-// conv_roll reads channel c's state sp[0, Kc), shifts the new input v in
-// and returns the window in st.
-__device__ __forceinline__ void conv_roll(const float* sp, float v, int Kc, float* st) {
-    for (int j = 0; j + 1 < Kc; j++) st[j] = sp[j + 1];
-    st[Kc - 1] = v;
-}
-
-// mamba_step is the decode position's (T = 1) conv and scan in one kernel
-// (mamba_conv + mamba_scan): grid (B·H, ⌈P/8⌉), one warp per headdim row
-// p. Every block convolves its group's B and C channels from the old conv
-// state into shared memory (instead of every warp reading them from
-// memory); lane 0 of each warp convolves its own x channel and rolls that
-// channel's state, which no other block reads. The B and C states, which
-// every block reads, are rolled afterwards by mamba_norm_v4 (roll_bc).
-// Same arithmetic as mamba_conv and mamba_scan.
-extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
-    mamba_step(const float* __restrict__ in, const float* __restrict__ cw, const float* __restrict__ cb,
-               float* __restrict__ cstate, const float* __restrict__ dtb, const float* __restrict__ alog,
-               const float* __restrict__ Dw, float* __restrict__ sstate, float* __restrict__ y, int E, int Di,
-               int H, int P, int N, int G, int Kc) {
-    pdl_begin();
-    __shared__ float sB[SCAN_MAXN], sC[SCAN_MAXN];
-    int C = Di + 2 * G * N;
-    int b = blockIdx.x / H, h = blockIdx.x % H;
-    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    int g = h / (H / G);
-    int p = min(blockIdx.y * SCAN_WARPS + warp, P - 1);  // a spare warp redoes row P−1 and writes nothing
-    bool mine = blockIdx.y * SCAN_WARPS + warp < P;
-    const float* row = in + (long long)b * E;
-    float sv[SCAN_MAXN / 32];
-    float* sp = sstate + (((long long)b * H + h) * P + p) * N;
-    scan_state_load(sv, sp, N, lane);
-    float st[CONV_MAXK];
-    for (int i = threadIdx.x; i < 2 * N; i += blockDim.x) {
-        int c = Di + (i < N ? g * N + i : G * N + g * N + i - N);
-        conv_roll(cstate + ((long long)b * C + c) * Kc, row[Di + c], Kc, st);
-        (i < N ? sB : sC)[i % N] = conv_tap(st, cw, cb, c, Kc);
-    }
-    int c = h * P + p;
-    float xv = 0.f;
-    if (lane == 0) {
-        float* cp = cstate + ((long long)b * C + c) * Kc;
-        conv_roll(cp, row[Di + c], Kc, st);
-        xv = conv_tap(st, cw, cb, c, Kc);
-        if (mine)
-            for (int j = 0; j < Kc; j++) cp[j] = st[j];
-    }
-    xv = __shfl_sync(0xffffffffu, xv, 0);
-    float A = -(float)exp((double)alog[h]);
-    float delta, decay;
-    softplus_decay(row[Di + C + h] + dtb[h], A, &delta, &decay);
-    __syncthreads();
-    float Bv[SCAN_MAXN / 32], Cv[SCAN_MAXN / 32];
-#pragma unroll
-    for (int i = 0; i < SCAN_MAXN / 32; i++) {
-        int n = lane + 32 * i;
-        Bv[i] = n < N ? sB[n] : 0.f;
-        Cv[i] = n < N ? sC[n] : 0.f;
-    }
-    float acc = scan_step(sv, decay, __fmul_rn(delta, xv), Bv, Cv, N, lane);
-    if (!mine) return;
-    scan_state_store(sv, sp, N, lane);
-    if (lane == 0) y[(long long)b * Di + c] = acc + Dw[h] * xv;
-}
-
 // mamba_norm: one block per (row, group) of y [rows, Di]:
 // out = rmsnorm(y·silu(z))·w with z the first Di entries of the in_proj row.
 extern "C" __global__ void mamba_norm(const float* __restrict__ y, const float* __restrict__ in,
@@ -219,25 +146,10 @@ extern "C" __global__ void mamba_norm(const float* __restrict__ y, const float* 
 // mamba_norm_v4 is mamba_norm for groups of gs = 4·gs4 floats (gs4 ≤
 // 4·blockDim) whose rows start 16-byte aligned (Di, E multiples of 4): one
 // read of y and z into registers instead of a chain of dependent loads.
-//
-// With cstate set (after mamba_step, T = 1) the block also rolls the B and
-// C conv states of its row and group, which mamba_step's blocks all read.
 extern "C" __global__ void mamba_norm_v4(const float* __restrict__ y, const float* __restrict__ in,
                                          const float* __restrict__ w, float* __restrict__ out,
-                                         int Di, int G, int E, float eps, float* __restrict__ cstate, int N,
-                                         int Kc) {
+                                         int Di, int G, int E, float eps) {
     pdl_begin();
-    if (cstate) {
-        long long rb = blockIdx.x / G;
-        int gg = blockIdx.x % G, C = Di + 2 * G * N;
-        float st[CONV_MAXK];
-        for (int i = threadIdx.x; i < 2 * N; i += blockDim.x) {
-            int c = Di + (i < N ? gg * N + i : G * N + gg * N + i - N);
-            float* sp = cstate + (rb * C + c) * Kc;
-            conv_roll(sp, in[rb * E + Di + c], Kc, st);
-            for (int j = 0; j < Kc; j++) sp[j] = st[j];
-        }
-    }
     __shared__ double scratch[32];
     long long row = blockIdx.x / G;
     int g = blockIdx.x % G;
