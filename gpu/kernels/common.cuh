@@ -50,6 +50,18 @@ __device__ __forceinline__ double block_sum_d(double v, double* scratch) {
     return t;
 }
 
+// cp.async: 16-byte global → shared copies that bypass registers, in
+// commit groups (sm_80).
+__device__ __forceinline__ void cp_async16(void* smem, const void* g) {
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(s), "l"(g));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(N));
+}
+
 // Programmatic dependent launch (Hopper, sm_90 PTX only; no-ops in the
 // compute_80 build). The backend launches a kernel with the PDL attribute
 // only when its sm_90 body waits (kernels.PDLEntries), so the next kernel

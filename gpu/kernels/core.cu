@@ -331,16 +331,6 @@ extern "C" __global__ void copy_axis2(const unsigned short* __restrict__ src, un
 // sums are reduced in a fixed order (warp shuffle, then the KS slices in
 // index order): results are deterministic. R and U are compile-time
 // (R·U ≤ 4: 32 KiB of static shared memory); KS ∈ {1, 2, 4, 8} is an argument.
-__device__ __forceinline__ void cp_async16(void* smem, const void* g) {
-    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(s), "l"(g));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;" ::"n"(N));
-}
-
 __device__ __forceinline__ void fma_bf16x8(float& acc, uint4 v, float4 a, float4 b) {
     acc += a.x * __uint_as_float(v.x << 16) + a.y * __uint_as_float(v.x & 0xffff0000u) +
            a.z * __uint_as_float(v.y << 16) + a.w * __uint_as_float(v.y & 0xffff0000u) +

@@ -1,8 +1,9 @@
 // Tiled GEMMs for the large products: prefill projections (Linear with many
-// rows) on tensor cores, the DAC's convolutions as implicit GEMMs on the
-// CUDA cores. One tile routine serves both (gemm_tile<TC>): the operand
-// gathering, split-K and output placement are shared, only the inner
-// product differs.
+// rows) on tensor cores (tc_linear_tile), the DAC's convolutions as
+// implicit GEMMs on the CUDA cores (gemm_tile). Both use 64 × 64 output
+// tiles, 32-wide k steps, the same split-K and the same output placement
+// (place); they differ in how operands reach shared memory and in the
+// inner product.
 //
 // Tensor cores (tc_gemm, Linear only): the fp32 activation is split into
 // two TF32 parts, x = big + small, and multiplied by the BF16/F16 weight,
@@ -17,15 +18,11 @@
 // order by tc_reduce; the split count depends only on the reduction
 // length. So a window of a longer signal reproduces the long result bit
 // for bit, which the DAC streamer's exactness rests on.
-#include <mma.h>
 #include "common.cuh"
-using namespace nvcuda;
 
 #define TC_M 64
 #define TC_N 64
 #define TC_K 32
-#define TC_LD (TC_K + 4)   // tensor-core smem tiles: [64][TC_LD], k contiguous
-#define TC_LDC (TC_N + 4)  // tensor-core output staging
 #define SI_LD (TC_M + 4)   // SIMT smem tiles: [TC_K][SI_LD], m or n contiguous
 #define TC_THREADS 128
 #define TC_PER (TC_M * TC_K / TC_THREADS)  // tile elements each thread gathers (16)
@@ -101,12 +98,11 @@ __device__ __forceinline__ void place(const Problem& p, const float* bias, float
 // it writes raw partials to work[s·total + index] for tc_reduce. The next
 // k step's operands are fetched into registers while the current one is
 // multiplied.
-template <bool TC>
 __device__ __forceinline__ void gemm_tile(Problem p, const float* __restrict__ bias, float* __restrict__ out,
                                           float* __restrict__ work, int splits, int kchunk) {
-    __shared__ __align__(128) float smem[TC ? TC_M * TC_LD + TC_N * TC_LD : 2 * TC_K * SI_LD];
+    __shared__ __align__(128) float smem[2 * TC_K * SI_LD];
     float* As = smem;
-    float* Bs = smem + (TC ? TC_M * TC_LD : TC_K * SI_LD);
+    float* Bs = smem + TC_K * SI_LD;
 
     int phases = p.mode == TC_CONVT ? p.stride : 1;
     int z = blockIdx.z;
@@ -144,116 +140,10 @@ __device__ __forceinline__ void gemm_tile(Problem p, const float* __restrict__ b
         for (int i = 0; i < TC_PER; i++) {
             int e = threadIdx.x + i * TC_THREADS;
             int r = e / TC_K, c = e % TC_K;
-            if (TC) {
-                As[r * TC_LD + c] = ra[i];
-                Bs[r * TC_LD + c] = rb[i];
-            } else {
-                As[c * SI_LD + r] = ra[i];
-                Bs[c * SI_LD + r] = rb[i];
-            }
+            As[c * SI_LD + r] = ra[i];
+            Bs[c * SI_LD + r] = rb[i];
         }
     };
-
-    if (TC) {
-        // TC_LINEAR with K % 8 == 0 and a 16-bit weight (the host checks):
-        // the tiles move in 16-byte pieces, four float4 of x and two
-        // 8-element weight vectors per thread and k step.
-        float4 xa[4];
-        uint4 wv[2];
-        auto fetch16 = [&](int k0) {
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                int e = threadIdx.x + i * TC_THREADS;
-                int r = e >> 3, c = (e & 7) * 4;
-                int gm = m0 + r, gk = k0 + c;
-                xa[i] = gm < p.M && gk < k_hi ? *(const float4*)(p.x + (long long)gm * p.Kr + gk) : make_float4(0.f, 0.f, 0.f, 0.f);
-            }
-#pragma unroll
-            for (int i = 0; i < 2; i++) {
-                int e = threadIdx.x + i * TC_THREADS;
-                int r = e >> 2, c = (e & 3) * 8;
-                int gn = n0 + r, gk = k0 + c;
-                wv[i] = gn < p.N && gk < k_hi ? *(const uint4*)((const unsigned short*)p.w + (long long)gn * p.Kr + gk) : make_uint4(0, 0, 0, 0);
-            }
-        };
-        auto stash16 = [&]() {
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                int e = threadIdx.x + i * TC_THREADS;
-                *(float4*)(As + (e >> 3) * TC_LD + (e & 7) * 4) = xa[i];
-            }
-#pragma unroll
-            for (int i = 0; i < 2; i++) {
-                int e = threadIdx.x + i * TC_THREADS;
-                float* d = Bs + (e >> 2) * TC_LD + (e & 3) * 8;
-                unsigned int u[4] = {wv[i].x, wv[i].y, wv[i].z, wv[i].w};
-                float f[8];
-#pragma unroll
-                for (int h = 0; h < 4; h++) {
-                    unsigned short lo = (unsigned short)(u[h] & 0xffffu), hi = (unsigned short)(u[h] >> 16);
-                    f[2 * h] = p.wdt == 1 ? bf16_to_f32(lo) : f16_to_f32(lo);
-                    f[2 * h + 1] = p.wdt == 1 ? bf16_to_f32(hi) : f16_to_f32(hi);
-                }
-                *(float4*)d = make_float4(f[0], f[1], f[2], f[3]);
-                *(float4*)(d + 4) = make_float4(f[4], f[5], f[6], f[7]);
-            }
-        };
-        int warp = threadIdx.x >> 5;
-        int wm = (warp >> 1) * 32, wn = (warp & 1) * 32;
-        wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc[2][2];
-#pragma unroll
-        for (int i = 0; i < 2; i++)
-#pragma unroll
-            for (int j = 0; j < 2; j++) wmma::fill_fragment(acc[i][j], 0.f);
-        if (k_lo < k_hi) fetch16(k_lo);
-        for (int k0 = k_lo; k0 < k_hi; k0 += TC_K) {
-            stash16();
-            __syncthreads();
-            if (k0 + TC_K < k_hi) fetch16(k0 + TC_K);
-#pragma unroll
-            for (int kk = 0; kk < TC_K; kk += 8) {
-                wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> ab[2], as[2];
-                wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::col_major> bb[2];
-#pragma unroll
-                for (int i = 0; i < 2; i++) {
-                    wmma::load_matrix_sync(ab[i], As + (wm + 16 * i) * TC_LD + kk, TC_LD);
-#pragma unroll
-                    for (int e = 0; e < ab[i].num_elements; e++) {
-                        float v = ab[i].x[e];
-                        float big = wmma::__float_to_tf32(v);
-                        ab[i].x[e] = big;
-                        as[i].x[e] = wmma::__float_to_tf32(v - big);
-                    }
-                }
-#pragma unroll
-                for (int j = 0; j < 2; j++) {
-                    wmma::load_matrix_sync(bb[j], Bs + (wn + 16 * j) * TC_LD + kk, TC_LD);
-#pragma unroll
-                    for (int e = 0; e < bb[j].num_elements; e++) bb[j].x[e] = wmma::__float_to_tf32(bb[j].x[e]);
-                }
-#pragma unroll
-                for (int i = 0; i < 2; i++)
-#pragma unroll
-                    for (int j = 0; j < 2; j++) {
-                        wmma::mma_sync(acc[i][j], as[i], bb[j], acc[i][j]);
-                        wmma::mma_sync(acc[i][j], ab[i], bb[j], acc[i][j]);
-                    }
-            }
-            __syncthreads();
-        }
-        float* Cs = smem;  // the tiles are done with
-#pragma unroll
-        for (int i = 0; i < 2; i++)
-#pragma unroll
-            for (int j = 0; j < 2; j++)
-                wmma::store_matrix_sync(Cs + (wm + 16 * i) * TC_LDC + wn + 16 * j, acc[i][j], TC_LDC, wmma::mem_row_major);
-        __syncthreads();
-        for (int i = threadIdx.x; i < TC_M * TC_N; i += TC_THREADS) {
-            int r = i / TC_N, c = i % TC_N;
-            place(p, bias, out, work, splits, s, total, m0 + r, n0 + c, Cs[r * TC_LDC + c]);
-        }
-        return;
-    }
 
     // SIMT: thread (tx, ty) owns rows ty·8 … ty·8+7 and columns tx·4 … tx·4+3.
     int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
@@ -287,6 +177,142 @@ __device__ __forceinline__ void gemm_tile(Problem p, const float* __restrict__ b
         for (int j = 0; j < 4; j++) place(p, bias, out, work, splits, s, total, m0 + ty * 8 + i, n0 + tx * 4 + j, acc[i][j]);
 }
 
+// ---- Tensor-core Linear (tc_gemm) ---------------------------------------
+// Same 64 × 64 tiles, 32-wide k steps, split-K and output placement as
+// gemm_tile, with the operands streamed into shared memory by cp.async
+// three k steps ahead (the register-prefetch version waited on global
+// memory at every step: 2–4 µs per step at 3 blocks per SM) and raw
+// mma.sync.m16n8k8 TF32 products whose fragment layouts (PTX ISA) let the
+// BF16 weight stay 16-bit in shared memory. Each warp owns 32 × 32 of the
+// tile: 2 × 4 products per 8-wide k slice, each done twice (the small then
+// the big TF32 part of the activation). Every output's k order is the
+// tile-local one, wherever the tile lies.
+#define TCP_STAGES 3
+#define TCP_LDA (TC_K + 4)  // fp32 activation rows: conflict-free fragment reads
+#define TCP_LDB (TC_K + 8)  // bf16/f16 weight rows (halfwords)
+
+__device__ __forceinline__ void cp_async16z(void* smem, const void* g, bool in) {
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    int n = in ? 16 : 0;  // 0: zero-fill
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(g), "r"(n));
+}
+
+__device__ __forceinline__ unsigned tf32_bits(float v) {
+    unsigned u;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(v));
+    return u;
+}
+
+__device__ __forceinline__ void mma_tf32(float* c, const unsigned* a, unsigned b0, unsigned b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// w16 widens a BF16 (wdt 1) or F16 weight to the fp32 bits a TF32 operand
+// takes (exact: both fit TF32's 10-bit mantissa and 8-bit exponent... F16
+// values fit TF32 exactly too).
+__device__ __forceinline__ unsigned w16(unsigned short h, int wdt) {
+    return wdt == 1 ? ((unsigned)h) << 16 : __float_as_uint(f16_to_f32(h));
+}
+
+__device__ __forceinline__ void tc_linear_tile(const Problem& p, const float* __restrict__ bias, float* __restrict__ out,
+                                               float* __restrict__ work, int splits, int kchunk) {
+    __shared__ __align__(16) float As[TCP_STAGES][TC_M * TCP_LDA];
+    __shared__ __align__(16) unsigned short Bs[TCP_STAGES][TC_N * TCP_LDB];
+    int s = blockIdx.z % splits;
+    int m0 = blockIdx.y * TC_M, n0 = blockIdx.x * TC_N;
+    int k_lo = s * kchunk, k_hi = min(p.Kr, k_lo + kchunk);
+    long long total = (long long)p.M * p.N;
+    int nk = k_hi > k_lo ? (k_hi - k_lo + TC_K - 1) / TC_K : 0;
+    const unsigned short* w = (const unsigned short*)p.w;
+    // Stage loader: A 64 × 32 fp32 = 512 16-byte pieces (4 per thread),
+    // B 64 × 32 halfwords = 256 pieces (2 per thread); outside M, N or
+    // [k_lo, k_hi) the piece is zero-filled (K % 8 == 0: never straddles).
+    auto load = [&](int st, int k0) {
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            int e = threadIdx.x + i * TC_THREADS;
+            int r = e >> 3, c = (e & 7) * 4;
+            int gm = m0 + r, gk = k0 + c;
+            bool in = gm < p.M && gk < k_hi;
+            cp_async16z(&As[st][r * TCP_LDA + c], p.x + (in ? (long long)gm * p.Kr + gk : 0), in);
+        }
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            int e = threadIdx.x + i * TC_THREADS;
+            int r = e >> 2, c = (e & 3) * 8;
+            int gn = n0 + r, gk = k0 + c;
+            bool in = gn < p.N && gk < k_hi;
+            cp_async16z(&Bs[st][r * TCP_LDB + c], w + (in ? (long long)gn * p.Kr + gk : 0), in);
+        }
+    };
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    int wm = (warp >> 1) * 32, wn = (warp & 1) * 32;
+    int g = lane >> 2, t = lane & 3;
+    float acc[2][4][4];
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[i][j][e] = 0.f;
+#pragma unroll
+    for (int st = 0; st < TCP_STAGES - 1; st++) {
+        if (st < nk) load(st, k_lo + st * TC_K);
+        cp_async_commit();
+    }
+    for (int kt = 0; kt < nk; kt++) {
+        asm volatile("cp.async.wait_group %0;" ::"n"(TCP_STAGES - 2));
+        __syncthreads();  // stage kt landed for every thread; stage kt − 1 is no longer read
+        if (kt + TCP_STAGES - 1 < nk) load((kt + TCP_STAGES - 1) % TCP_STAGES, k_lo + (kt + TCP_STAGES - 1) * TC_K);
+        cp_async_commit();
+        const float* A = As[kt % TCP_STAGES];
+        const unsigned short* Bt = Bs[kt % TCP_STAGES];
+#pragma unroll
+        for (int kk = 0; kk < TC_K; kk += 8) {
+            unsigned big[2][4], small[2][4], b[4][2];
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                const float* a = A + (wm + 16 * i + g) * TCP_LDA + kk + t;
+                float v[4] = {a[0], a[8 * TCP_LDA], a[4], a[8 * TCP_LDA + 4]};
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    big[i][e] = tf32_bits(v[e]);
+                    small[i][e] = tf32_bits(v[e] - __uint_as_float(big[i][e]));
+                }
+            }
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const unsigned short* bp = Bt + (wn + 8 * j + g) * TCP_LDB + kk + t;
+                b[j][0] = w16(bp[0], p.wdt);
+                b[j][1] = w16(bp[4], p.wdt);
+            }
+#pragma unroll
+            for (int i = 0; i < 2; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    mma_tf32(acc[i][j], small[i], b[j][0], b[j][1]);
+                    mma_tf32(acc[i][j], big[i], b[j][0], b[j][1]);
+                }
+        }
+    }
+    asm volatile("cp.async.wait_group 0;");
+    // Fragment (i, j): c0 (g, 2t), c1 (g, 2t + 1), c2 (g + 8, 2t), c3 (g + 8, 2t + 1).
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int gm = m0 + wm + 16 * i + g + (e >> 1) * 8;
+                int gn = n0 + wn + 8 * j + 2 * t + (e & 1);
+                place(p, bias, out, work, splits, s, total, gm, gn, acc[i][j][e]);
+            }
+}
+
 #define GEMM_PARAMS                                                                                                \
     const float *__restrict__ x, const void *__restrict__ w, const float *__restrict__ bias, float *__restrict__ out, \
         float *__restrict__ work, int mode, int M, int N, int Kr, int wdt, int splits, int kchunk, int Cin, int T,  \
@@ -302,14 +328,14 @@ __device__ __forceinline__ void gemm_tile(Problem p, const float* __restrict__ b
 extern "C" __global__ void __launch_bounds__(TC_THREADS) tc_gemm(GEMM_PARAMS) {
     pdl_begin();
     GEMM_PROBLEM
-    gemm_tile<true>(p, bias, out, work, splits, kchunk);
+    tc_linear_tile(p, bias, out, work, splits, kchunk);
 }
 
 // simt_gemm: any mode on fp32 FMAs.
 extern "C" __global__ void __launch_bounds__(TC_THREADS) simt_gemm(GEMM_PARAMS) {
     pdl_begin();
     GEMM_PROBLEM
-    gemm_tile<false>(p, bias, out, work, splits, kchunk);
+    gemm_tile(p, bias, out, work, splits, kchunk);
 }
 
 // tc_reduce sums the split partials in split order and adds the bias (per
