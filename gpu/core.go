@@ -186,6 +186,48 @@ func (b *Backend) Embedding(table, ids compute.Tensor) compute.Tensor {
 	return out
 }
 
+var _ compute.EmbeddingSummer = (*Backend)(nil)
+
+// EmbeddingSum is compute.EmbeddingSummer: one kernel for the K lookups,
+// their sum and its copies.
+func (b *Backend) EmbeddingSum(tables []compute.Tensor, ids compute.Tensor, rows int) compute.Tensor {
+	it := cast(ids)
+	K := len(tables)
+	if K < 1 || K > 9 || it.dt != compute.I32 || len(it.shape) != 2 || it.shape[0] != K || rows < 1 {
+		panic(fmt.Sprintf("gpu.EmbeddingSum: %d tables, ids %v %v, %d rows", K, it.dt, it.shape, rows))
+	}
+	T := it.shape[1]
+	var ptrs [9]cu.DevicePtr
+	t0 := cast(tables[0])
+	if len(t0.shape) != 2 || t0.dt == compute.I32 {
+		panic(fmt.Sprintf("gpu.EmbeddingSum: table %v %v", t0.shape, t0.dt))
+	}
+	v, d := t0.shape[0], t0.shape[1]
+	for k, tab := range tables {
+		tt := cast(tab)
+		if tt.dt != t0.dt || !slices.Equal(tt.shape, t0.shape) {
+			panic(fmt.Sprintf("gpu.EmbeddingSum: table %d is %v %v, table 0 %v %v", k, tt.shape, tt.dt, t0.shape, t0.dt))
+		}
+		ptrs[k] = tt.ptr()
+	}
+	if h := it.h.st.host; h != nil {
+		for _, id := range h {
+			if id < 0 || int(id) >= v {
+				panic(fmt.Sprintf("gpu.EmbeddingSum: id %d outside [0, %d)", id, v))
+			}
+		}
+	}
+	var out *tensor
+	b.do(func() {
+		out = b.newTensor(compute.F32, rows, T, d)
+		if n := T * d; n > 0 {
+			b.launch(b.k["embedding_sum"], grid1(n), block256, ptrs[0], ptrs[1], ptrs[2], ptrs[3], ptrs[4], ptrs[5],
+				ptrs[6], ptrs[7], ptrs[8], it.ptr(), out.ptr(), K, T, d, int(t0.dt), rows)
+		}
+	})
+	return out
+}
+
 // unary launches an elementwise kernel kernel(x, out, extra…, n).
 func (b *Backend) elementwise(op string, x *tensor, shape []int, args func(out *tensor) []any) *tensor {
 	var out *tensor

@@ -217,6 +217,40 @@ func TestEmbedding(t *testing.T) {
 	gb.Embedding(tab.g, gb.FromI32([]int32{10}, 1))
 }
 
+// TestEmbeddingSum: the fused lookup-and-sum equals nine Embedding calls
+// added in order and repeated per row, bit for bit (the CPU composition).
+func TestEmbeddingSum(t *testing.T) {
+	need(t)
+	r := rand.New(rand.NewPCG(31, 32))
+	for _, dt := range []compute.DType{compute.BF16, compute.F32} {
+		for _, T := range []int{1, 7} {
+			const K = 9
+			var tc, tg []compute.Tensor
+			for k := 0; k < K; k++ {
+				tab := randW(t, r, dt, 1, 1026, 96)
+				tc, tg = append(tc, tab.c), append(tg, tab.g)
+			}
+			ids := make([]int32, K*T)
+			for i := range ids {
+				ids[i] = int32(r.IntN(1026))
+			}
+			idc := cb.FromI32(ids, K, T)
+			var sum compute.Tensor
+			for k := 0; k < K; k++ {
+				e := cb.Embedding(tc[k], cb.Slice(idc, 0, k, k+1))
+				if sum == nil {
+					sum = e
+				} else {
+					sum = cb.Add(sum, e)
+				}
+			}
+			want := cb.Concat(0, sum, sum)
+			got := gb.EmbeddingSum(tg, gb.FromI32(ids, K, T), 2)
+			check(t, fmt.Sprintf("EmbeddingSum %v T%d", dt, T), pair{want, got}, 0)
+		}
+	}
+}
+
 func TestElementwise(t *testing.T) {
 	need(t)
 	r := rand.New(rand.NewPCG(5, 6))

@@ -119,17 +119,16 @@ func (b *Backend) attention(op qkvOperands, kCache, vCache compute.Tensor, pos i
 		qp := op.q.ptr()
 		kp := op.k.ptr() + cu.DevicePtr(4*op.kOff)
 		vp := op.v.ptr() + cu.DevicePtr(4*op.vOff)
-		n := B * T * Hk * Dh
-		b.launch(b.k["attn_cache"], grid1(n), block256, kp, vp, kc.ptr(), vc.ptr(),
-			B, T, Hk, Dh, maxT, pos, pp, dr, inter, a.RotaryBase, op.ldkv)
-		if T == 1 { // decode: spread the cache over attnSplits blocks per head
+		if T == 1 { // decode: spread the cache over attnSplits blocks per head (which also write the new row)
 			part := b.newTensor(compute.F32, B*H*attnSplits*(Dh+2))
-			b.launch(b.k["attn_split"], [3]int{B * H, attnSplits, 1}, [3]int{128, 1, 1}, qp, kc.ptr(), vc.ptr(), part.ptr(),
-				H, Hk, Dh, maxT, pos, pp, dr, inter, a.RotaryBase, scale, attnSplits, op.ldq)
+			b.launch(b.k["attn_split"], [3]int{B * H, attnSplits, 1}, [3]int{128, 1, 1}, qp, kp, vp, kc.ptr(), vc.ptr(), part.ptr(),
+				H, Hk, Dh, maxT, pos, pp, dr, inter, a.RotaryBase, scale, attnSplits, op.ldq, op.ldkv)
 			b.launch(b.k["attn_merge"], [3]int{B * H, 1, 1}, [3]int{128, 1, 1}, part.ptr(), out.ptr(), Dh, attnSplits)
 			part.h.release()
 			return
 		}
+		b.launch(b.k["attn_cache"], grid1(B*T*Hk*Dh), block256, kp, vp, kc.ptr(), vc.ptr(),
+			B, T, Hk, Dh, maxT, pos, pp, dr, inter, a.RotaryBase, op.ldkv)
 		b.launch(b.k["attn"], [3]int{B * T * H, 1, 1}, [3]int{128, 1, 1}, qp, kc.ptr(), vc.ptr(), out.ptr(),
 			T, H, Hk, Dh, maxT, pos, pp, dr, inter, a.RotaryBase, scale, op.ldq)
 	})

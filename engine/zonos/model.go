@@ -159,25 +159,27 @@ func (m *Model) embedColumns(cols [][NumCodebooks]int32) (compute.Tensor, error)
 	if err := checkColumns(cols); err != nil {
 		return nil, err
 	}
+	ids := make([]int32, NumCodebooks*T) // [9, T], codebook-major
+	for t, c := range cols {
+		for k := range c {
+			ids[k*T+t] = c[k]
+		}
+	}
 	var out compute.Tensor
-	m.onDevice(func() {
-		out = m.sumEmbeddings(func(k int) compute.Tensor {
-			ids := make([]int32, T)
-			for t, c := range cols {
-				ids[t] = c[k]
-			}
-			return m.b.FromI32(ids, 1, T)
-		})
-	})
+	m.onDevice(func() { out = m.sumEmbeddings(m.b.FromI32(ids, NumCodebooks, T)) })
 	return out, nil
 }
 
-// sumEmbeddings adds the nine codebooks' embeddings of ids(k) ([1, T] I32)
-// and repeats the sum for both CFG rows: [2, T, d].
-func (m *Model) sumEmbeddings(ids func(k int) compute.Tensor) compute.Tensor {
+// sumEmbeddings adds the nine codebooks' embeddings of ids (I32 [9, T]) and
+// repeats the sum for both CFG rows: [2, T, d]. Backends that can do it in
+// one pass (compute.EmbeddingSummer) do.
+func (m *Model) sumEmbeddings(ids compute.Tensor) compute.Tensor {
+	if s, ok := m.b.(compute.EmbeddingSummer); ok {
+		return s.EmbeddingSum(m.embeddings[:], ids, 2)
+	}
 	var sum compute.Tensor
 	for k := 0; k < NumCodebooks; k++ {
-		e := m.b.Embedding(m.embeddings[k], ids(k))
+		e := m.b.Embedding(m.embeddings[k], m.b.Slice(ids, 0, k, k+1))
 		if sum == nil {
 			sum = e
 		} else {
@@ -202,7 +204,7 @@ func checkColumns(cols [][NumCodebooks]int32) error {
 // embedColumn is embedColumns for one column whose nine ids are an I32 [9]
 // device tensor (a recorded step graph's input): [2, 1, d].
 func (m *Model) embedColumn(ids compute.Tensor) compute.Tensor {
-	return m.sumEmbeddings(func(k int) compute.Tensor { return m.b.Reshape(m.b.Slice(ids, 0, k, k+1), 1, 1) })
+	return m.sumEmbeddings(m.b.Reshape(ids, NumCodebooks, 1))
 }
 
 // onDevice runs f through the backend's compute.Runner when it has one (a

@@ -64,7 +64,9 @@ extern "C" __global__ void attn_cache(const float* __restrict__ k, const float* 
 // output) when normalise is set, else raw, with the block's running max
 // and sum in *M and *L (a split partial). Warps without positions count
 // for nothing.
-__device__ __forceinline__ void attend(const float* qs, const float* __restrict__ kc, const float* __restrict__ vc,
+// kc and vc are plain pointers (coherent loads): attn_split reads a cache
+// row it wrote itself.
+__device__ __forceinline__ void attend(const float* qs, const float* kc, const float* vc,
                                        long long b, int kh, int Hk, int Dh, int maxT, int lo, int hi, float scale,
                                        float* dst, bool normalise, float* Mout, float* Lout) {
     __shared__ float om[ATT_WARPS][ATT_MAXD];
@@ -141,10 +143,16 @@ extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32) attn(const float* _
 // combines them. A decode step has only B·H = 32 (b, h) pairs: one block
 // each left 100+ SMs idle and walked the cache serially (31 µs at 100
 // positions, growing with the utterance). T must be 1.
-extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32) attn_split(const float* __restrict__ q, const float* __restrict__ kc,
-                                const float* __restrict__ vc, float* __restrict__ part,
+//
+// It also does attn_cache's work for its position: the block whose share
+// holds the new position writes that cache row (rotated k, v; read from
+// k and v, rows ldkv floats apart) before walking its share, so the step
+// needs no separate cache kernel. Blocks of the query heads that share a
+// KV head write the same values.
+extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32) attn_split(const float* __restrict__ q, const float* __restrict__ k,
+                                const float* __restrict__ v, float* kc, float* vc, float* __restrict__ part,
                                 int H, int Hk, int Dh, int maxT, int pos, const int* __restrict__ posp,
-                                int dr, int interleaved, double base, float scale, int S, int ldq) {
+                                int dr, int interleaved, double base, float scale, int S, int ldq, int ldkv) {
     pdl_begin();
     __shared__ float qs[ATT_MAXD];
     if (posp) pos = *posp;
@@ -156,9 +164,19 @@ extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32) attn_split(const fl
     int n = pos + 1;
     int chunk = (n + S - 1) / S;
     int lo = sidx * chunk, hi = min(n, lo + chunk);
+    int kh = h / (H / Hk);
+    if (lo <= pos && pos < hi) {
+        const float* kv = k + (long long)b * ldkv + (long long)kh * Dh;
+        long long dst = (((long long)b * maxT + pos) * Hk + kh) * Dh;
+        for (int d = threadIdx.x; d < Dh; d += blockDim.x) {
+            kc[dst + d] = rotated(kv, d, pos, dr, interleaved, base);
+            vc[dst + d] = v[(long long)b * ldkv + (long long)kh * Dh + d];
+        }
+        __syncthreads();  // the row is read back below
+    }
     float* pr = part + ((long long)r * S + sidx) * (Dh + 2);
     float M, L;
-    attend(qs, kc, vc, b, h / (H / Hk), Hk, Dh, maxT, lo, hi, scale, pr, false, &M, &L);
+    attend(qs, kc, vc, b, kh, Hk, Dh, maxT, lo, hi, scale, pr, false, &M, &L);
     if (threadIdx.x == 0) { pr[Dh] = M; pr[Dh + 1] = L; }
 }
 

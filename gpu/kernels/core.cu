@@ -125,6 +125,28 @@ extern "C" __global__ void embedding(const void* __restrict__ table, const int* 
     }
 }
 
+// embedding_sum: out[r, t, d] = Σ_k table_k[ids[k, t], d] for K ≤ 9 tables
+// of one dtype, added in k order (as a chain of add_f32), written to each
+// of the rows output rows (compute.EmbeddingSummer). ids validated on the
+// host where known; a replayed step's ids are codes its sampler drew.
+extern "C" __global__ void embedding_sum(const void* t0, const void* t1, const void* t2, const void* t3,
+                                         const void* t4, const void* t5, const void* t6, const void* t7,
+                                         const void* t8, const int* __restrict__ ids, float* __restrict__ out,
+                                         int K, int T, int D, int tdt, int rows) {
+    pdl_begin();
+    const void* tab[9] = {t0, t1, t2, t3, t4, t5, t6, t7, t8};
+    long long total = (long long)T * D;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+         i += (long long)gridDim.x * blockDim.x) {
+        int t = (int)(i / D), d = (int)(i % D);
+        float s = ldw(tab[0], (long long)ids[t] * D + d, tdt);
+#pragma unroll
+        for (int k = 1; k < 9; k++)
+            if (k < K) s = __fadd_rn(s, ldw(tab[k], (long long)ids[k * T + t] * D + d, tdt));
+        for (int r = 0; r < rows; r++) out[r * total + i] = s;
+    }
+}
+
 // to_f32 widens any float dtype (weights converted once for small kernels).
 extern "C" __global__ void to_f32(const void* __restrict__ src, float* __restrict__ dst, long long n, int dt) {
     pdl_begin();
