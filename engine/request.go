@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"zonostream/engine/dac"
 	"zonostream/engine/sample"
 	"zonostream/engine/text"
 	"zonostream/engine/zonos"
@@ -59,8 +60,9 @@ type Request struct {
 	Seed        uint64
 	// MaxSeconds bounds the audio of one sentence group (default 30 s).
 	MaxSeconds float64
-	// FirstChunk and Chunk are the vocoder's commit sizes in frames
-	// (default 4 and 16: dac.DefaultStreamConfig).
+	// FirstChunk and Chunk are the vocoder's commit sizes in frames: the
+	// first emission, and the steady size emissions ramp up to (default 1
+	// and 16: dac.DefaultStreamConfig).
 	FirstChunk, Chunk int
 	// PhonemeBudget splits long text into pieces of at most this many
 	// phonemes, generated one after another into one stream (default 400).
@@ -96,10 +98,10 @@ func (r *Request) normalise() error {
 		return fmt.Errorf("max seconds %g must be in (0, 60]", r.MaxSeconds)
 	}
 	if r.FirstChunk == 0 {
-		r.FirstChunk = 4
+		r.FirstChunk = dac.DefaultStreamConfig.FirstChunk
 	}
 	if r.Chunk == 0 {
-		r.Chunk = 16
+		r.Chunk = dac.DefaultStreamConfig.Chunk
 	}
 	if r.FirstChunk < 1 || r.Chunk < 1 || r.FirstChunk > 512 || r.Chunk > 512 {
 		return fmt.Errorf("vocoder chunk sizes %d/%d frames must be in [1, 512]", r.FirstChunk, r.Chunk)

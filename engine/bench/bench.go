@@ -40,7 +40,7 @@ type Options struct {
 // DefaultOptions suit a GPU; CPUs want fewer runs and frames.
 func DefaultOptions() Options {
 	return Options{Variant: zonos.Hybrid, Runs: 10, DecodeSteps: 200, PrefixLen: 80, Frames: 172,
-		FirstChunk: 4, Chunk: 16, BandwidthMB: 2048, Seed: 1}
+		FirstChunk: dac.DefaultStreamConfig.FirstChunk, Chunk: dac.DefaultStreamConfig.Chunk, BandwidthMB: 2048, Seed: 1}
 }
 
 // Report holds every figure of one run.

@@ -17,15 +17,32 @@ type StreamConfig struct {
 	// FirstChunk is the committed audio of the first emission: small for a
 	// short time to first audio. ≥ 1.
 	FirstChunk int
-	// Chunk is the committed audio of every later emission: larger for
-	// throughput once playback is ahead. ≥ 1.
+	// Chunk is the committed audio of the steady emissions: larger for
+	// throughput once playback is ahead. Emissions ramp up from
+	// FirstChunk, doubling, until they reach Chunk: emission k waits for
+	// min(Chunk, FirstChunk·2^k) frames, so while one plays the next
+	// (at most twice as long) is generated, which a generator faster than
+	// about twice real time keeps ahead of playback. ≥ 1.
 	Chunk int
 }
 
-// DefaultStreamConfig starts with 4 frames (46 ms of audio) and continues
-// in 16-frame chunks (186 ms), the chunk Sonata's TTFA figure was measured
-// at (docs/ZONOS.md).
-var DefaultStreamConfig = StreamConfig{FirstChunk: 4, Chunk: 16}
+// DefaultStreamConfig starts with 1 frame (11.6 ms of audio; every frame
+// fewer in the first chunk is one decode step less before the first sample)
+// and ramps 2, 4, 8 up to 16-frame chunks (186 ms), the chunk Sonata's
+// TTFA figure was measured at (docs/ZONOS.md).
+var DefaultStreamConfig = StreamConfig{FirstChunk: 1, Chunk: 16}
+
+// want is the committed audio, in frames, emission k waits for.
+func (sc StreamConfig) want(k int) int {
+	if k == 0 {
+		return sc.FirstChunk
+	}
+	w := sc.FirstChunk
+	for i := 0; i < k && w < sc.Chunk; i++ {
+		w *= 2
+	}
+	return min(w, sc.Chunk)
+}
 
 // Streamer turns frames of codes into PCM as they arrive, emitting only
 // samples that one-shot decoding of the whole stream would produce: it
@@ -46,6 +63,7 @@ type Streamer struct {
 	base  int                // stream index of codes[·][0]
 	n     int                // frames pushed
 	done  int                // samples emitted
+	emits int                // emissions so far (chunk ramp)
 	ended bool
 }
 
@@ -82,14 +100,12 @@ func (s *Streamer) Push(frames ...[Codebooks]int32) ([]float32, error) {
 		}
 	}
 	s.n += len(frames)
-	want := s.sc.Chunk
-	if s.done == 0 {
-		want = s.sc.FirstChunk
-	}
+	want := s.sc.want(s.emits)
 	end := s.n*s.m.cfg.HopLength - s.m.field.RightSamples
 	if end-s.done < want*s.m.cfg.HopLength {
 		return nil, nil
 	}
+	s.emits++
 	return s.emit(end), nil
 }
 
@@ -111,7 +127,7 @@ func (s *Streamer) Reset() {
 	for k := range s.codes {
 		s.codes[k] = s.codes[k][:0]
 	}
-	s.base, s.n, s.done, s.ended = 0, 0, 0, false
+	s.base, s.n, s.done, s.emits, s.ended = 0, 0, 0, 0, false
 }
 
 // Frames is the number of frames pushed; Emitted the number of samples

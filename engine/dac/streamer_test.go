@@ -59,12 +59,13 @@ func TestStreamerMatchesOneShot(t *testing.T) {
 }
 
 // TestStreamerChunking checks when PCM comes out: nothing until FirstChunk
-// frames of audio are final (FirstChunk + tail frames pushed), then at
-// least Chunk frames per emission, the rest at Flush.
+// frames of audio are final (FirstChunk + tail frames pushed), then
+// emissions of at least FirstChunk·2^k frames, capped at Chunk, the rest at
+// Flush.
 func TestStreamerChunking(t *testing.T) {
 	m := randomModel(t, narrow44k(), cpu.New(0), 7)
 	f, hop := m.Field(), m.cfg.HopLength
-	for _, sc := range []StreamConfig{{1, 1}, {1, 8}, {4, 16}, {16, 16}} {
+	for _, sc := range []StreamConfig{{1, 1}, {1, 8}, {4, 16}, {16, 16}, {3, 20}, {8, 4}} {
 		s, err := m.NewStreamer(sc)
 		if err != nil {
 			t.Fatal(err)
@@ -82,7 +83,11 @@ func TestStreamerChunking(t *testing.T) {
 			}
 			if len(pcm) > 0 {
 				sizes = append(sizes, len(pcm))
-				want := sc.Chunk * hop
+				ramp := sc.FirstChunk << (len(sizes) - 1)
+				if len(sizes) > 1 {
+					ramp = min(ramp, sc.Chunk)
+				}
+				want := ramp * hop
 				if len(sizes) == 1 {
 					want = sc.FirstChunk * hop
 					if first := i + 1; first*hop-f.RightSamples < want || (first-1)*hop-f.RightSamples >= want {
