@@ -264,3 +264,60 @@ func gemvStep(t *testing.T, read float64) {
 		gb.Free(p.w)
 	}
 }
+
+// TestAddLayerNormLinear: the GEMV with the LayerNorm in its prologue
+// equals AddLayerNorm then Linear on the CPU (output and new residual), for
+// the decode step's shapes and every split of K; other shapes are declined.
+func TestAddLayerNormLinear(t *testing.T) {
+	need(t)
+	r := rand.New(rand.NewPCG(41, 42))
+	cases := []struct {
+		m, k, n  int
+		res, lnb bool
+	}{
+		{2, 2048, 8512, true, true},  // Mamba2 in_proj
+		{2, 2048, 3072, true, true},  // attention qkv (K split over 2 warps)
+		{2, 2048, 16384, true, true}, // MLP fc1
+		{2, 2048, 9234, true, false}, // heads
+		{1, 2048, 2048, false, true}, // first block: no residual yet
+		{2, 512, 333, true, true},    // short rows, ragged N
+		{1, 1024, 64, true, false},
+	}
+	for _, c := range cases {
+		x := randF32(r, 1, c.m, 1, c.k)
+		res := randF32(r, 1, c.m, 1, c.k)
+		nw := randW(t, r, compute.F32, 1, c.k)
+		var nbc, nbg compute.Tensor
+		if c.lnb {
+			nb := randW(t, r, compute.F32, 0.1, c.k)
+			nbc, nbg = nb.c, nb.g
+		}
+		w := randW(t, r, compute.BF16, 1/math.Sqrt(float64(c.k)), c.n, c.k)
+		var rc, rg compute.Tensor
+		if c.res {
+			rc, rg = res.c, res.g
+		}
+		xn, sumc := cb.AddLayerNorm(x.c, rc, nw.c, nbc, 1e-5)
+		want := cb.Linear(xn, w.c, nil)
+		got, sumg, ok := gb.AddLayerNormLinear(x.g, rg, nw.g, nbg, 1e-5, w.g, nil)
+		name := fmt.Sprintf("AddLayerNormLinear M%d K%d N%d residual %v", c.m, c.k, c.n, c.res)
+		if !ok {
+			t.Errorf("%s: declined", name)
+			continue
+		}
+		check(t, name, pair{want, got}, tol)
+		check(t, name+" sum", pair{sumc, sumg}, 0)
+	}
+	x := randF32(r, 1, 3, 2048)
+	nw := randW(t, r, compute.F32, 1, 2048)
+	w := randW(t, r, compute.BF16, 0.02, 64, 2048)
+	if _, _, ok := gb.AddLayerNormLinear(x.g, nil, nw.g, nil, 1e-5, w.g, nil); ok {
+		t.Error("three rows taken by the two-row GEMV")
+	}
+	x = randF32(r, 1, 2, 4096)
+	nw = randW(t, r, compute.F32, 1, 4096)
+	w = randW(t, r, compute.BF16, 0.02, 64, 4096)
+	if _, _, ok := gb.AddLayerNormLinear(x.g, nil, nw.g, nil, 1e-5, w.g, nil); ok {
+		t.Error("rows of 4096 taken by the 2048-row prologue")
+	}
+}
