@@ -6,14 +6,11 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
 	"gorgonia.org/cu"
-
-	"zonostream/engine/compute"
 )
 
 // The weight-read GEMV (gemv_m2_* in kernels/core.cu) serves Linear for
@@ -123,70 +120,4 @@ func b2i(v bool) int32 {
 func (b *Backend) gemvM2(p gemvPlan, x, w *tensor, bias, y cu.DevicePtr, m, n, k int) {
 	blocks := (n + p.rowsPerBlock() - 1) / p.rowsPerBlock()
 	b.launch(b.k[p.kernel], [3]int{blocks, 1, 1}, block256, x.ptr(), w.ptr(), bias, y, int32(m), int32(n), int32(k), int32(p.ks), b2i(gemvEarly))
-}
-
-// gemvLNOff is ZONOS_GEMV_LN=0: pre-norms run as their own LayerNorm kernel
-// before the projection (for before/after measurements and bisecting).
-var gemvLNOff = os.Getenv("ZONOS_GEMV_LN") == "0"
-
-// gemvLNMaxK is GEMV_LN_MAXK of kernels/core.cu: the longest rows the
-// prologue normalises in shared memory.
-const gemvLNMaxK = 2048
-
-var _ compute.NormLinearer = (*Backend)(nil)
-
-// AddLayerNormLinear is compute.NormLinearer for the decode step's shapes
-// (M ≤ 2 rows of K ≤ 2048, K % 8 == 0, BF16 weight): the weight-read GEMV
-// with the LayerNorm in its prologue (gemv_m2_*_ln), one kernel instead of
-// two. Other shapes report ok = false.
-func (b *Backend) AddLayerNormLinear(x, residual, nw, nb compute.Tensor, eps float32, w, bias compute.Tensor) (compute.Tensor, compute.Tensor, bool) {
-	xt, wt := f32Of(x, "AddLayerNormLinear"), cast(w)
-	if gemvLNOff || len(wt.shape) != 2 || len(xt.shape) == 0 {
-		return nil, nil, false
-	}
-	n, k := wt.shape[0], wt.shape[1]
-	m := xt.n() / max(k, 1)
-	if xt.shape[len(xt.shape)-1] != k || !useGemvM2(m, k, wt) || k > gemvLNMaxK || k%4 != 0 {
-		return nil, nil, false
-	}
-	var rt *tensor
-	if residual != nil {
-		if rt = f32Of(residual, "AddLayerNormLinear"); !slices.Equal(rt.shape, xt.shape) {
-			panic(fmt.Sprintf("gpu.AddLayerNormLinear: %v + %v", xt.shape, rt.shape))
-		}
-	}
-	wn := cast(nw)
-	if wn.n() != k || (nb != nil && cast(nb).n() != k) {
-		panic(fmt.Sprintf("gpu.AddLayerNormLinear: norm weight %v for rows of %d", wn.shape, k))
-	}
-	var bt *tensor
-	if bias != nil {
-		if bt = cast(bias); bt.n() != n {
-			panic(fmt.Sprintf("gpu.AddLayerNormLinear: bias of %d for %d outputs", bt.n(), n))
-		}
-	}
-	shape := append(slices.Clone(xt.shape[:len(xt.shape)-1]), n)
-	var out, sum *tensor
-	b.do(func() {
-		out = b.newTensor(compute.F32, shape...)
-		rp, sp, bp, nbp := nullPtr, nullPtr, nullPtr, nullPtr
-		if rt != nil {
-			sum = b.newTensor(compute.F32, xt.shape...)
-			rp, sp = rt.ptr(), sum.ptr()
-		}
-		if bt != nil {
-			bp = b.asF32(bt).ptr()
-		}
-		if nb != nil {
-			nbp = b.asF32(cast(nb)).ptr()
-		}
-		p := b.gemvPlanFor(n, k)
-		blocks := (n + p.rowsPerBlock() - 1) / p.rowsPerBlock()
-		b.launch(b.k[p.kernel+"_ln"], [3]int{blocks, 1, 1}, block256, xt.ptr(), wt.ptr(), bp, out.ptr(),
-			int32(m), int32(n), int32(k), int32(p.ks), b2i(gemvEarly), rp, b.asF32(wn).ptr(), nbp, sp, eps)
-	})
-	if rt == nil {
-		return out, b.Reshape(x, xt.shape...), true
-	}
-	return out, sum, true
 }

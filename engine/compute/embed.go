@@ -12,15 +12,3 @@ type EmbeddingSummer interface {
 	// every row.
 	EmbeddingSum(tables []Tensor, ids Tensor, rows int) Tensor
 }
-
-// NormLinearer is implemented by backends that can run a pre-norm inside
-// the projection that follows it. Every Zonos block starts with
-// AddLayerNorm followed by a Linear (Mamba2 in_proj, attention qkv, MLP
-// fc1, the heads): fused, a decode step needs no LayerNorm kernels.
-type NormLinearer interface {
-	// AddLayerNormLinear returns Linear(LayerNorm(x + residual; nw, nb,
-	// eps), w, b) and the sum x + residual (x itself when residual is
-	// nil), like AddLayerNorm then Linear. ok is false, with nothing
-	// computed, where the backend has no fused kernel for the shapes.
-	AddLayerNormLinear(x, residual, nw, nb Tensor, eps float32, w, b Tensor) (y, sum Tensor, ok bool)
-}

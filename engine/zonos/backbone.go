@@ -154,39 +154,22 @@ type position struct {
 // stream (nil before the first block) and returns the new (hidden,
 // residual) pair; the stream after the block is hidden + residual.
 func (l *layer) forward(b compute.Backend, hidden, residual compute.Tensor, st layerState, pos position, eps float32) (compute.Tensor, compute.Tensor) {
+	x, residual := b.AddLayerNorm(hidden, residual, l.norm.w, l.norm.b, eps)
 	if l.attn != nil {
-		var qkv compute.Tensor
-		qkv, residual = normLinear(b, hidden, residual, l.norm, eps, l.attn.inProj)
-		hidden = l.attn.forward(b, qkv, st, pos)
+		hidden = l.attn.forward(b, x, st, pos)
 	} else {
-		var zxbcdt compute.Tensor
-		zxbcdt, residual = normLinear(b, hidden, residual, l.norm, eps, l.ssm.inProj)
-		hidden = l.ssm.forward(b, zxbcdt, st)
+		hidden = l.ssm.forward(b, x, st)
 	}
 	if l.mlp != nil {
-		var h compute.Tensor
-		h, residual = normLinear(b, hidden, residual, l.norm2, eps, l.mlp.fc1)
-		hidden = b.Linear(b.SwiGLU(h), l.mlp.fc2, nil)
+		x, residual = b.AddLayerNorm(hidden, residual, l.norm2.w, l.norm2.b, eps)
+		hidden = b.Linear(b.SwiGLU(b.Linear(x, l.mlp.fc1, nil)), l.mlp.fc2, nil)
 	}
 	return hidden, residual
 }
 
-// normLinear is AddLayerNorm(hidden, residual) followed by Linear(·, w):
-// one call where the backend fuses them (compute.NormLinearer). It returns
-// the projection and the new residual stream.
-func normLinear(b compute.Backend, hidden, residual compute.Tensor, n norm, eps float32, w compute.Tensor) (y, sum compute.Tensor) {
-	if f, ok := b.(compute.NormLinearer); ok {
-		if y, sum, ok := f.AddLayerNormLinear(hidden, residual, n.w, n.b, eps, w, nil); ok {
-			return y, sum
-		}
-	}
-	x, sum := b.AddLayerNorm(hidden, residual, n.w, n.b, eps)
-	return b.Linear(x, w, nil), sum
-}
-
-// forward runs attention from the fused projection qkv [B, T, (H+2·Hkv)·Dh].
-func (a *attention) forward(b compute.Backend, qkv compute.Tensor, st layerState, pos position) compute.Tensor {
+func (a *attention) forward(b compute.Backend, x compute.Tensor, st layerState, pos position) compute.Tensor {
 	s := a.spec
+	qkv := b.Linear(x, a.inProj, nil)
 	if pa, ok := b.(compute.PackedAttention); ok {
 		return b.Linear(pa.AttentionPacked(qkv, st.k, st.v, pos.host, pos.dev, s), a.outProj, nil)
 	}
@@ -203,8 +186,7 @@ func (a *attention) forward(b compute.Backend, qkv compute.Tensor, st layerState
 	return b.Linear(o, a.outProj, nil)
 }
 
-// forward runs the mixer from its in_proj output zxbcdt.
-func (m *mamba2) forward(b compute.Backend, zxbcdt compute.Tensor, st layerState) compute.Tensor {
-	y := b.Mamba2(zxbcdt, m.w, st.conv, st.ssm, m.spec)
+func (m *mamba2) forward(b compute.Backend, x compute.Tensor, st layerState) compute.Tensor {
+	y := b.Mamba2(b.Linear(x, m.inProj, nil), m.w, st.conv, st.ssm, m.spec)
 	return b.Linear(y, m.outProj, nil)
 }

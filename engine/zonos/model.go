@@ -258,13 +258,13 @@ func (m *Model) backbone(st *State, hidden compute.Tensor, pos position, hook La
 			hook(i, m.b.Add(hidden, residual))
 		}
 	}
-	// Only the last position's logits are needed, and the norm is per
-	// position: slice first, then norm and heads in one call.
+	// Only the last position's logits are needed and the norm is per
+	// position: slice first (a decode step, T = 1, needs no slice at all).
 	if T > 1 {
 		hidden, residual = m.b.Slice(hidden, 1, T-1, T), m.b.Slice(residual, 1, T-1, T)
 	}
-	heads, _ := normLinear(m.b, hidden, residual, m.normF, m.eps, m.heads)
-	return m.b.Reshape(heads, 2, NumCodebooks, LogitWidth)
+	last, _ := m.b.AddLayerNorm(hidden, residual, m.normF.w, m.normF.b, m.eps)
+	return m.b.Reshape(m.b.Linear(last, m.heads, nil), 2, NumCodebooks, LogitWidth)
 }
 
 // guide applies classifier-free guidance, uncond + (cond − uncond)·scale,

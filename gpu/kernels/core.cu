@@ -360,118 +360,12 @@ __device__ __forceinline__ void fma_bf16x8(float& acc, uint4 v, float4 a, float4
            b.z * __uint_as_float(v.w << 16) + b.w * __uint_as_float(v.w & 0xffff0000u);
 }
 
-// The LayerNorm that precedes a projection can run in the GEMV's prologue
-// (LN = true, compute.NormLinearer): every block reads the two rows x + res
-// (K ≤ GEMV_LN_MAXK), reduces them in float64 exactly as layernorm_v4 does
-// (only the reduction tree differs), keeps the normalised rows in shared
-// memory for its dot products, and block 0 writes the sum x + res (the next
-// residual) to sum_out. A block reads 16 KiB of activations instead of the
-// decode step running a separate LayerNorm kernel before every projection.
-#define GEMV_LN_MAXK 2048
-
-// block_sum2_d is block_sum_d for two values at once (blockDim.x ≤ 256;
-// scratch holds 16 doubles).
-__device__ __forceinline__ void block_sum2_d(double& a, double& b, double* scratch) {
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    a = warp_sum_d(a);
-    b = warp_sum_d(b);
-    __syncthreads();
-    if (lane == 0) scratch[warp] = a, scratch[8 + warp] = b;
-    __syncthreads();
-    double ta = 0, tb = 0;
-    for (int i = 0; i < nw; i++) ta += scratch[i], tb += scratch[8 + i];
-    a = ta, b = tb;
-}
-
-// gemv_ln_prologue normalises rows m < M of x + res into xs [M][K] (see
-// above); scratch is 16 doubles of shared memory no copy is landing in.
-__device__ __forceinline__ void gemv_ln_prologue(const float* __restrict__ x, const float* __restrict__ res,
-                                                 const float* __restrict__ lnw, const float* __restrict__ lnb,
-                                                 float* __restrict__ sum_out, float eps, int M, int K, float* xs,
-                                                 double* scratch) {
-    const int VPT = GEMV_LN_MAXK / 4 / 256;  // float4s per thread and row
-    int K4 = K / 4;
-    float4 v[2][VPT];
-    double s[2] = {0, 0};
-#pragma unroll
-    for (int m = 0; m < 2; m++)
-#pragma unroll
-        for (int j = 0; j < VPT; j++) {
-            int i = threadIdx.x + j * 256;
-            if (m < M && i < K4) {
-                float4 a = ((const float4*)x)[m * K4 + i];
-                if (res) {
-                    float4 r = ((const float4*)res)[m * K4 + i];
-                    a.x = __fadd_rn(a.x, r.x); a.y = __fadd_rn(a.y, r.y);
-                    a.z = __fadd_rn(a.z, r.z); a.w = __fadd_rn(a.w, r.w);
-                }
-                if (sum_out && blockIdx.x == 0) ((float4*)sum_out)[m * K4 + i] = a;
-                v[m][j] = a;
-                s[m] += ((double)a.x + (double)a.y) + ((double)a.z + (double)a.w);
-            }
-        }
-    double D = 4.0 * K4;
-    block_sum2_d(s[0], s[1], scratch);
-    double mean[2] = {s[0] / D, s[1] / D}, ss[2] = {0, 0};
-#pragma unroll
-    for (int m = 0; m < 2; m++)
-#pragma unroll
-        for (int j = 0; j < VPT; j++) {
-            int i = threadIdx.x + j * 256;
-            if (m < M && i < K4) {
-                double dx = (double)v[m][j].x - mean[m], dy = (double)v[m][j].y - mean[m];
-                double dz = (double)v[m][j].z - mean[m], dw = (double)v[m][j].w - mean[m];
-                ss[m] += (dx * dx + dy * dy) + (dz * dz + dw * dw);
-            }
-        }
-    block_sum2_d(ss[0], ss[1], scratch);
-#pragma unroll
-    for (int m = 0; m < 2; m++) {
-        double rstd = 1.0 / sqrt(ss[m] / D + (double)eps);
-#pragma unroll
-        for (int j = 0; j < VPT; j++) {
-            int i = threadIdx.x + j * 256;
-            if (m < M && i < K4) {
-                float4 ww = ((const float4*)lnw)[i], a = v[m][j], o;
-                o.x = __fmul_rn((float)(((double)a.x - mean[m]) * rstd), ww.x);
-                o.y = __fmul_rn((float)(((double)a.y - mean[m]) * rstd), ww.y);
-                o.z = __fmul_rn((float)(((double)a.z - mean[m]) * rstd), ww.z);
-                o.w = __fmul_rn((float)(((double)a.w - mean[m]) * rstd), ww.w);
-                if (lnb) {
-                    float4 bb = ((const float4*)lnb)[i];
-                    o.x = __fadd_rn(o.x, bb.x); o.y = __fadd_rn(o.y, bb.y);
-                    o.z = __fadd_rn(o.z, bb.z); o.w = __fadd_rn(o.w, bb.w);
-                }
-                ((float4*)xs)[m * K4 + i] = o;
-            }
-        }
-    }
-    __syncthreads();  // xs complete; scratch free again
-}
-
-// ldx reads an activation float4: from global memory through the read-only
-// path, or from the prologue's shared rows.
-template <bool LN>
-__device__ __forceinline__ float4 ldx(const float4* p) {
-    if (LN) return *p;
-    return __ldg(p);
-}
-
-template <int R, int U, bool LN>
+template <int R, int U>
 __device__ __forceinline__ void gemv_m2_body(const float* __restrict__ x, const unsigned short* __restrict__ w,
                                              const float* __restrict__ bias, float* __restrict__ y, int M, int N,
-                                             int K, int KS, int early, const float* __restrict__ res,
-                                             const float* __restrict__ lnw, const float* __restrict__ lnb,
-                                             float* __restrict__ sum_out, float eps) {
-    // Shared memory: the weight stages, then (LN) the normalised rows, which
-    // the split partials overlay once every warp is past its loop, or the
-    // partials alone. LN: 32 + 16 KiB, the static limit.
-    constexpr int BUFB = 2 * 8 * R * U * 32 * 16;
-    constexpr int TAILB = LN ? 2 * GEMV_LN_MAXK * 4 : 8 * R * 2 * 4;
-    __shared__ __align__(16) unsigned char sm[BUFB + TAILB];
-    auto buf = reinterpret_cast<uint4(*)[8][R * U][32]>(sm);
-    auto part = reinterpret_cast<float(*)[R][2]>(sm + BUFB);
-    float* xs = reinterpret_cast<float*>(sm + BUFB);
+                                             int K, int KS, int early) {
+    __shared__ uint4 buf[2][8][R * U][32];
+    __shared__ float part[8][R][2];
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int group = warp / KS, slice = warp % KS;
     int groups = 8 / KS;
@@ -479,9 +373,8 @@ __device__ __forceinline__ void gemv_m2_body(const float* __restrict__ x, const 
     int K8 = K >> 3;
     int per = (K8 + KS - 1) / KS;
     int lo = slice * per, hi = min(K8, lo + per);
-    const float* xa = LN ? xs : x;
-    const float4* x0 = (const float4*)xa;
-    const float4* x1 = (const float4*)(xa + (M > 1 ? K : 0));
+    const float4* x0 = (const float4*)x;
+    const float4* x1 = (const float4*)(x + (M > 1 ? K : 0));
     const uint4* wr[R];
 #pragma unroll
     for (int r = 0; r < R; r++) wr[r] = (const uint4*)(w + (long long)min(n0 + r, N - 1) * K);
@@ -510,9 +403,6 @@ __device__ __forceinline__ void gemv_m2_body(const float* __restrict__ x, const 
     if (early && nb > 0) issue(0);
     pdl_begin();
     if (!early && nb > 0) issue(0);
-    // The prologue's scratch lives in the second weight stage, which no
-    // copy reaches before the loop's first issue.
-    if (LN) gemv_ln_prologue(x, res, lnw, lnb, sum_out, eps, M, K, xs, reinterpret_cast<double*>(buf[1]));
     for (int b = 0; b < nb; b++) {
         if (b + 1 < nb) {
             issue(b + 1);
@@ -525,8 +415,8 @@ __device__ __forceinline__ void gemv_m2_body(const float* __restrict__ x, const 
         for (int j = 0; j < U; j++) {
             int k = lo + b * B + 32 * j + lane;
             if (k < hi) {
-                float4 p = ldx<LN>(x0 + 2 * k), q = ldx<LN>(x0 + 2 * k + 1);
-                float4 s = ldx<LN>(x1 + 2 * k), t = ldx<LN>(x1 + 2 * k + 1);
+                float4 p = __ldg(x0 + 2 * k), q = __ldg(x0 + 2 * k + 1);
+                float4 s = __ldg(x1 + 2 * k), t = __ldg(x1 + 2 * k + 1);
 #pragma unroll
                 for (int r = 0; r < R; r++) {
                     uint4 v = buf[st][warp][j * R + r][lane];
@@ -541,7 +431,6 @@ __device__ __forceinline__ void gemv_m2_body(const float* __restrict__ x, const 
         a0[r] = warp_sum(a0[r]);
         a1[r] = warp_sum(a1[r]);
     }
-    if (LN) __syncthreads();  // the partials overlay the rows other warps may still read
     if (lane == 0) {
 #pragma unroll
         for (int r = 0; r < R; r++) {
@@ -568,15 +457,8 @@ __device__ __forceinline__ void gemv_m2_body(const float* __restrict__ x, const 
 #define GEMV_M2(name, R, U)                                                                                \
     extern "C" __global__ void __launch_bounds__(256)                                                     \
         name(const float* __restrict__ x, const unsigned short* __restrict__ w, const float* __restrict__ b, \
-             float* __restrict__ y, int M, int N, int K, int KS, int early) {                             \
-        gemv_m2_body<R, U, false>(x, w, b, y, M, N, K, KS, early, nullptr, nullptr, nullptr, nullptr, 0.f); \
-    }                                                                                                      \
-    extern "C" __global__ void __launch_bounds__(256)                                                     \
-        name##_ln(const float* __restrict__ x, const unsigned short* __restrict__ w, const float* __restrict__ b, \
-                  float* __restrict__ y, int M, int N, int K, int KS, int early, const float* __restrict__ res, \
-                  const float* __restrict__ lnw, const float* __restrict__ lnb, float* __restrict__ sum_out,  \
-                  float eps) {                                                                             \
-        gemv_m2_body<R, U, true>(x, w, b, y, M, N, K, KS, early, res, lnw, lnb, sum_out, eps);             \
+             float* __restrict__ y, int M, int N, int K, int KS, int early) {                  \
+        gemv_m2_body<R, U>(x, w, b, y, M, N, K, KS, early);                                               \
     }
 GEMV_M2(gemv_m2_r1u4, 1, 4)
 GEMV_M2(gemv_m2_r2u2, 2, 2)
