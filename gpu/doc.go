@@ -12,15 +12,23 @@
 //
 // Kernels by job (gpu/kernels/*.cu): the decode step's weight-read GEMV
 // for one or two rows (gemv_m2_*, core.cu); tiled GEMMs with split-K for
-// many rows (tc.cu: TF32 tensor cores for 16-bit-weight Linear, fp32 FMAs
-// for the DAC's convolutions, whose precision the tensor cores' 3xTF32 did
-// not keep); row kernels that hold a row in registers (LayerNorm, gated
-// RMSNorm); attention with a cache, split over blocks for one query; the
-// Mamba2 conv and scan, sequential for a step and with the independent
-// work hoisted out for prefill. `ZONOS_CUDA_GRAPH=0` (op by op),
-// `ZONOS_TC=0` (the older GEMM kernels), `ZONOS_GEMV=old` and
-// `ZONOS_CUDA_RUNNER=0` switch the newer paths off for before/after
-// measurements; docs/gpu/ holds the runs and profiles.
+// many rows (tc.cu: a cp.async-pipelined TF32 tensor-core tile for
+// 16-bit-weight Linear, fp32 FMAs for the DAC's convolutions, whose
+// precision the tensor cores' 3xTF32 did not keep); row kernels that hold a
+// row in registers (LayerNorm, gated RMSNorm); attention with a cache,
+// split over blocks for one query (the blocks also write the new cache
+// row); the Mamba2 conv and scan, sequential for a step and with the
+// independent work hoisted out for prefill; the fed column's nine
+// embeddings summed in one kernel (compute.EmbeddingSummer).
+//
+// On Hopper the compute_90 modules are loaded and kernels are chained by
+// programmatic dependent launch (launch.go): each waits for its
+// predecessor in pdl_begin (kernels/common.cuh), so its blocks are resident
+// and the GEMV's first weight copies in flight before the previous kernel
+// ends. `ZONOS_CUDA_GRAPH=0` (op by op), `ZONOS_PDL=0`,
+// `ZONOS_GEMV_EARLY=0`, `ZONOS_TC=0` (the older GEMM kernels),
+// `ZONOS_GEMV=old` and `ZONOS_CUDA_RUNNER=0` switch the newer paths off for
+// before/after measurements; docs/gpu/ holds the runs and profiles.
 //
 // One goroutine owns the CUDA context (runtime.LockOSThread) and executes
 // every driver call, so the Backend is safe to call from any goroutine.
