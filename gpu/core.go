@@ -169,13 +169,7 @@ func (b *Backend) Embedding(table, ids compute.Tensor) compute.Tensor {
 		panic(fmt.Sprintf("gpu.Embedding: table %v %v ids %v", tt.shape, tt.dt, it.dt))
 	}
 	v, d := tt.shape[0], tt.shape[1]
-	if h := it.h.st.host; h != nil {
-		for _, id := range h {
-			if id < 0 || int(id) >= v {
-				panic(fmt.Sprintf("gpu.Embedding: id %d outside [0, %d)", id, v))
-			}
-		}
-	}
+	checkIDs("Embedding", it, v)
 	var out *tensor
 	b.do(func() {
 		out = b.newTensor(compute.F32, append(slices.Clone(it.shape), d)...)
@@ -184,6 +178,17 @@ func (b *Backend) Embedding(table, ids compute.Tensor) compute.Tensor {
 		}
 	})
 	return out
+}
+
+// checkIDs panics when ids whose host copy is known hold a row outside
+// [0, v) (ids produced on the device, such as sampled codes, are not
+// checked).
+func checkIDs(op string, ids *tensor, v int) {
+	for _, id := range ids.h.st.host {
+		if id < 0 || int(id) >= v {
+			panic(fmt.Sprintf("gpu.%s: id %d outside [0, %d)", op, id, v))
+		}
+	}
 }
 
 var _ compute.EmbeddingSummer = (*Backend)(nil)
@@ -210,13 +215,7 @@ func (b *Backend) EmbeddingSum(tables []compute.Tensor, ids compute.Tensor, rows
 		}
 		ptrs[k] = tt.ptr()
 	}
-	if h := it.h.st.host; h != nil {
-		for _, id := range h {
-			if id < 0 || int(id) >= v {
-				panic(fmt.Sprintf("gpu.EmbeddingSum: id %d outside [0, %d)", id, v))
-			}
-		}
-	}
+	checkIDs("EmbeddingSum", it, v)
 	var out *tensor
 	b.do(func() {
 		out = b.newTensor(compute.F32, rows, T, d)
