@@ -71,7 +71,9 @@ func LoadContext(ctx context.Context, b compute.Backend, p Paths) (e *Engine, er
 	if err != nil {
 		return nil, err
 	}
-	c, err := loadDAC(b, p)
+	// The codec goes on the backend's side lane where it has one, so
+	// vocoding runs beside decoding (vocode.go).
+	c, err := loadDAC(compute.LaneOf(b), p)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"zonostream/engine/dac"
@@ -163,28 +164,42 @@ func truncate(s string, n int) string {
 // the Failed event before giving up on it.
 const failGrace = 2 * time.Second
 
-// run is one utterance on the engine's goroutine.
+// run is one utterance: decoding on the engine's goroutine, vocoding on
+// the vocoder's (vocode.go). Both send events and update the meters.
 type run struct {
 	e      *Engine
 	req    Request
 	s      *Stream
 	ctx    context.Context
+	mu     sync.Mutex // guards mt
 	mt     *meter
 	langID int
 	frames int
 }
 
-func (r *run) send(ev Event) error {
+func (r *run) send(ev Event) error { return r.sendCtx(r.ctx, ev) }
+
+// sendCtx stamps ev with the meters and delivers it, unless ctx ends first.
+func (r *run) sendCtx(ctx context.Context, ev Event) error {
 	now := time.Now()
+	r.mu.Lock()
 	r.mt.update(now)
 	ev.At = now.Sub(r.mt.start)
 	ev.Metrics = r.mt.m
+	r.mu.Unlock()
 	select {
 	case r.s.events <- ev:
 		return nil
-	case <-r.ctx.Done():
-		return r.ctx.Err()
+	case <-ctx.Done():
+		return ctx.Err()
 	}
+}
+
+// meter runs f on the meters under the lock.
+func (r *run) meter(f func(mt *meter)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f(r.mt)
 }
 
 func (r *run) run(pieces []piece) (err error) {
@@ -192,8 +207,11 @@ func (r *run) run(pieces []piece) (err error) {
 		if err != nil {
 			// Deliver the failure even if the context is gone: the reader
 			// is still draining events.
-			r.mt.update(time.Now())
-			ev := Event{Kind: Failed, Err: err, At: time.Since(r.mt.start), Metrics: r.mt.m}
+			var ev Event
+			r.meter(func(mt *meter) {
+				mt.update(time.Now())
+				ev = Event{Kind: Failed, Err: err, At: time.Since(mt.start), Metrics: mt.m}
+			})
 			select {
 			case r.s.events <- ev:
 			case <-time.After(failGrace):
@@ -213,6 +231,8 @@ func (r *run) run(pieces []piece) (err error) {
 	if err != nil {
 		return err
 	}
+	voc := r.startVocoder(streamer)
+	defer voc.stop() // runs before the Failed event above is sent
 	if len(pieces) > 1 {
 		if err := r.send(Event{Kind: Notice, Message: fmt.Sprintf("long text: speaking it in %d parts", len(pieces))}); err != nil {
 			return err
@@ -238,11 +258,11 @@ func (r *run) run(pieces []piece) (err error) {
 			if i > 0 {
 				return nil // later pieces of a long text: prefill is mid-stream
 			}
-			r.mt.m.Prefill = time.Since(r.mt.start)
+			r.meter(func(mt *meter) { mt.m.Prefill = time.Since(mt.start) })
 			return r.send(Event{Kind: PrefillDone})
 		}
 		o.OnStep = func(_ int, d time.Duration) error {
-			r.mt.step(d)
+			r.meter(func(mt *meter) { mt.step(d) })
 			return nil
 		}
 		lastFrame := time.Now()
@@ -251,21 +271,23 @@ func (r *run) run(pieces []piece) (err error) {
 			step := now.Sub(lastFrame)
 			lastFrame = now
 			r.frames++
-			r.mt.m.Frames = r.frames
+			r.meter(func(mt *meter) {
+				mt.m.Frames = r.frames
+				if r.frames == 1 {
+					mt.m.FirstFrame = now.Sub(mt.start)
+				}
+			})
 			if r.frames == 1 {
-				r.mt.m.FirstFrame = now.Sub(r.mt.start)
 				if err := r.send(Event{Kind: FirstFrame}); err != nil {
 					return err
 				}
 			}
-			if err := r.send(Event{Kind: FrameDone, Frame: r.frames - 1, Codes: f.Codes, Step: step}); err != nil {
+			// Queued before the event goes out, so the vocoder starts on
+			// it while the reader takes the event.
+			if err := voc.push(f.Codes); err != nil {
 				return err
 			}
-			pcm, err := streamer.Push(f.Codes)
-			if err != nil {
-				return err
-			}
-			return r.audio(pcm)
+			return r.send(Event{Kind: FrameDone, Frame: r.frames - 1, Codes: f.Codes, Step: step})
 		})
 		if res != nil {
 			r.s.codes = append(r.s.codes, res.Codes...)
@@ -279,20 +301,17 @@ func (r *run) run(pieces []piece) (err error) {
 			return err
 		}
 	}
-	pcm, err := streamer.Flush()
-	if err != nil {
-		return err
-	}
-	if err := r.audio(pcm); err != nil {
+	if err := voc.finish(); err != nil {
 		return err
 	}
 	return r.send(Event{Kind: Done})
 }
 
-func (r *run) audio(pcm []float32) error {
+// audio commits pcm to the meters and sends it (vocoder goroutine).
+func (r *run) audio(ctx context.Context, pcm []float32) error {
 	if len(pcm) == 0 {
 		return nil
 	}
-	r.mt.commit(len(pcm), time.Now())
-	return r.send(Event{Kind: Audio, PCM: pcm})
+	r.meter(func(mt *meter) { mt.commit(len(pcm), time.Now()) })
+	return r.sendCtx(ctx, Event{Kind: Audio, PCM: pcm})
 }

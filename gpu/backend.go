@@ -17,19 +17,28 @@ import (
 	"zonostream/gpu/kernels"
 )
 
-// Backend implements compute.Backend on one CUDA device.
+// Backend implements compute.Backend on one CUDA stream of a device: New
+// returns the main lane, Lane a second one (lane.go). Lanes share the
+// device (its owner goroutine, context and kernels) and have their own
+// stream, memory pool and read-back buffer.
 type Backend struct {
+	*device
+	stream cu.Stream
+	pool   *pool
+	reader *reader // read-backs (lane.go)
+	side   bool    // made by Lane
+}
+
+// device is what the lanes of one CUDA device share.
+type device struct {
 	work chan func()
 	quit chan struct{}
 
 	// owner-goroutine state
-	dev    cu.Device
-	ctx    cu.CUContext
-	stream cu.Stream
-	mods   []cu.Module
-	k      map[string]*kernel
-
-	pool *pool
+	dev  cu.Device
+	ctx  cu.CUContext
+	mods []cu.Module
+	k    map[string]*kernel
 	sms  int // multiprocessors (GEMV plans)
 
 	// pdl: launch the kernels that wait for their predecessor with
@@ -40,6 +49,10 @@ type Backend struct {
 	// ownerTID is the OS thread the owner goroutine is locked to: do runs
 	// a closure directly when called on it (inside Run).
 	ownerTID int
+
+	// lanes are every Backend of the device, the main one first; the
+	// second, if any, is the one Lane returns.
+	lanes []*Backend
 
 	desc   string
 	mu     sync.Mutex
@@ -52,7 +65,7 @@ var _ compute.Backend = (*Backend)(nil)
 // It fails with a clear error when there is no device or the driver is too
 // old for the embedded PTX.
 func New(ordinal int) (*Backend, error) {
-	b := &Backend{work: make(chan func()), quit: make(chan struct{}), k: map[string]*kernel{}}
+	b := &Backend{device: &device{work: make(chan func()), quit: make(chan struct{}), k: map[string]*kernel{}}}
 	ready := make(chan error)
 	go b.own(ordinal, ready)
 	if err := <-ready; err != nil {
@@ -107,7 +120,10 @@ func (b *Backend) init(ordinal int) error {
 	if err = cu.SetCurrentContext(b.ctx); err != nil {
 		return fmt.Errorf("cuda: making the context current: %w", err)
 	}
-	if b.stream, err = cu.MakeStream(cu.NonBlocking); err != nil {
+	// The main lane (decoding) gets the highest priority: the block
+	// scheduler serves its kernels before a side lane's (the vocoder's).
+	_, greatest, _ := cu.StreamPriorityRange()
+	if b.stream, err = cu.MakeStreamWithPriority(greatest, cu.NonBlocking); err != nil {
 		return fmt.Errorf("cuda: creating a stream: %w", err)
 	}
 	name, _ := b.dev.Name()
@@ -161,23 +177,30 @@ func (b *Backend) init(ordinal int) error {
 		}
 	}
 	b.pool = newPool(b)
+	b.lanes = []*Backend{b}
+	b.reader = newReader(b)
 	return nil
 }
 
-// release frees everything (owner goroutine).
+// release frees everything of every lane (owner goroutine).
 func (b *Backend) release() {
-	if b.pool != nil {
-		b.pool.drain()
+	for _, l := range b.lanes {
+		l.reader.close()
+		l.pool.drain()
+		if l.stream != (cu.Stream{}) {
+			_ = l.stream.Destroy()
+		}
 	}
+	if len(b.lanes) == 0 && b.stream != (cu.Stream{}) { // init failed half way
+		_ = b.stream.Destroy()
+	}
+	b.lanes = nil
 	for _, m := range b.mods {
 		_ = m.Unload()
 	}
 	b.mods = nil
 	freeArgs(b.args)
 	b.args = nil
-	if b.stream != (cu.Stream{}) {
-		_ = b.stream.Destroy()
-	}
 	if b.ctx != (cu.CUContext{}) {
 		_ = b.dev.ReleasePrimaryCtx()
 	}
@@ -235,14 +258,23 @@ func (b *Backend) Name() string   { return "cuda" }
 func (b *Backend) Device() string { return b.desc }
 
 // Close waits for queued work, frees all device memory and the context.
+// On a side lane (Lane) it does nothing: the main Backend's Close releases
+// every lane.
 func (b *Backend) Close() error {
+	if b.side {
+		return nil
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
 		return nil
 	}
 	b.closed = true
-	b.do(func() { _ = b.stream.Synchronize() })
+	b.do(func() {
+		for _, l := range b.lanes {
+			_ = l.stream.Synchronize()
+		}
+	})
 	close(b.quit)
 	return nil
 }

@@ -201,17 +201,16 @@ func (b *Backend) Zeros(shape ...int) compute.Tensor {
 	return t
 }
 
-// readRaw copies a tensor's bytes to the host after the queued work.
-func (b *Backend) readRaw(t *tensor) []byte {
+// readOnOwner is readRaw on the owner goroutine itself (inside Run): the
+// copy into pageable memory and a wait for the lane's stream.
+func (b *Backend) readOnOwner(t *tensor) []byte {
 	raw := make([]byte, t.n()*t.dt.Size())
-	b.do(func() {
-		if len(raw) > 0 {
-			if err := cu.MemcpyDtoHAsync(unsafe.Pointer(&raw[0]), t.ptr(), int64(len(raw)), b.stream); err != nil {
-				panic(fmt.Sprintf("gpu: read %v %v: %v", t.dt, t.shape, err))
-			}
+	if len(raw) > 0 {
+		if err := cu.MemcpyDtoHAsync(unsafe.Pointer(&raw[0]), t.ptr(), int64(len(raw)), b.stream); err != nil {
+			panic(fmt.Sprintf("gpu: read %v %v: %v", t.dt, t.shape, err))
 		}
-		b.sync("read back")
-	})
+	}
+	b.sync("read back")
 	return raw
 }
 

@@ -114,6 +114,14 @@ func (b *Backend) CopyBandwidth(n int) float64 { return b.probe("copy_u4", n, 2)
 func (b *Backend) ReadBandwidth(n int) float64 { return b.probe("read_u4", n, 1) }
 
 // MemoryInUse is the device memory the backend holds: every block the
-// allocator obtained from the driver (weights, caches, activations and the
-// cached free blocks it keeps for reuse).
-func (b *Backend) MemoryInUse() int64 { return b.MemStats().Reserved }
+// allocators of all its lanes obtained from the driver (weights, caches,
+// activations and the cached free blocks they keep for reuse).
+func (b *Backend) MemoryInUse() int64 {
+	var lanes []*Backend
+	b.do(func() { lanes = append(lanes, b.lanes...) })
+	var n int64
+	for _, l := range lanes {
+		n += l.MemStats().Reserved
+	}
+	return n
+}

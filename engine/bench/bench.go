@@ -114,7 +114,8 @@ func Run(ctx context.Context, b compute.Backend, o Options, progress func(string
 	if err != nil {
 		return nil, err
 	}
-	codec, err := dac.New(dcfg, df, b)
+	codec, err := dac.New(dcfg, df, compute.LaneOf(b)) // as engine.Load puts it
+
 	if err != nil {
 		return nil, err
 	}
@@ -273,6 +274,9 @@ func measureStreaming(ctx context.Context, timer compute.Timer, e *engine.Engine
 	r.FrameLatency = Stat{P50: a.P50, P90: b.P90, Min: a.Min, N: a.N}
 	r.GenRTF = ratio(gen)
 
+	// On a backend with a side lane the vocoder runs there, and the timer's
+	// events (on the idle main stream) bracket its whole run: device time
+	// from the first launch to the last read-back.
 	progress("vocoder alone, streamed in the rollout's chunks")
 	cb := make([][]int32, zonos.NumCodebooks)
 	for _, f := range lastCodes {

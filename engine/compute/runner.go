@@ -13,3 +13,26 @@ package compute
 type Runner interface {
 	Run(f func())
 }
+
+// Laned is an optional interface of backends that can run a second stream
+// of work beside the first on the same device (the CUDA backend: a second
+// CUDA stream of lower priority). The engine puts the DAC vocoder on the
+// lane, so a vocoder window runs on the GPU while decode steps go on
+// instead of between them. Lane returns a Backend sharing the device and
+// its weights-loading rules; results are identical to the backend's own.
+// Tensors made on one lane may be used on the other only once the work that
+// made them is done (read back, or uploaded weights). Closing the lane
+// does nothing; closing the backend releases it. Backends whose ops run
+// where they are called (engine/cpu: each goroutine computes for itself)
+// do not implement it; callers use the backend itself.
+type Laned interface {
+	Lane() Backend
+}
+
+// LaneOf is b's side lane when it has one, else b.
+func LaneOf(b Backend) Backend {
+	if l, ok := b.(Laned); ok {
+		return l.Lane()
+	}
+	return b
+}

@@ -123,13 +123,15 @@ func (sg *stepGraph) replay(m *Model, st *State, col [NumCodebooks]int32, histor
 	var err error
 	m.onDevice(func() {
 		g.WriteI32(sg.in, b)
-		if err = sg.g.Launch(); err == nil {
-			tok = m.b.ReadI32(sg.tok)
-		}
+		err = sg.g.Launch()
 	})
 	if err != nil {
 		return nil, err
 	}
+	// The read waits outside the hand-off: on the CUDA backend the owner
+	// thread is then free, while the step runs, to launch another lane's
+	// work (the vocoder, compute.Laned).
+	tok = m.b.ReadI32(sg.tok)
 	st.pos++
 	return tok, nil
 }

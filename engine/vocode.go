@@ -1,0 +1,137 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"zonostream/engine/dac"
+	"zonostream/engine/zonos"
+)
+
+// vocoderQueue is how many generated frames may wait for the vocoder
+// (about 12 s of audio) before the decoder waits for it in turn: the
+// vocoder runs tens of times faster than real time, so the queue only
+// fills when the reader of the events stops reading.
+const vocoderQueue = 1024
+
+// vocoder is the utterance's DAC stage on its own goroutine. Decoding never
+// waits for a vocoder window: frames go into a queue, and the vocoder
+// takes every frame queued at each turn, so when it falls behind its next
+// window is longer and it catches up (windows of any length give exactly
+// the samples one-shot decoding gives, engine/dac). On a backend with a
+// side lane (compute.Laned) the codec was loaded on that lane, so its
+// kernels also run beside the decode steps on the GPU.
+type vocoder struct {
+	r      *run
+	s      *dac.Streamer
+	frames chan [zonos.NumCodebooks]int32
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error // set before done closes
+	closed bool  // frames closed (decoder side)
+}
+
+// startVocoder starts the stage over streamer s.
+func (r *run) startVocoder(s *dac.Streamer) *vocoder {
+	ctx, cancel := context.WithCancel(r.ctx)
+	v := &vocoder{r: r, s: s, frames: make(chan [zonos.NumCodebooks]int32, vocoderQueue), ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	go v.loop()
+	return v
+}
+
+// push queues one frame (decoder goroutine). It fails once the vocoder has
+// failed or the utterance was cancelled.
+func (v *vocoder) push(f [zonos.NumCodebooks]int32) error {
+	select {
+	case v.frames <- f:
+		return nil
+	case <-v.done:
+		if v.err != nil {
+			return v.err
+		}
+		return fmt.Errorf("engine: the vocoder stopped early")
+	case <-v.ctx.Done():
+		if err := v.r.ctx.Err(); err != nil {
+			return err // the utterance was cancelled
+		}
+		<-v.done // the vocoder failed and cancelled its context
+		return v.err
+	}
+}
+
+// finish ends the input, waits until the vocoder has committed the last
+// sample (Flush), and returns its error.
+func (v *vocoder) finish() error {
+	v.close()
+	<-v.done
+	return v.err
+}
+
+// stop abandons the stage (an error or cancellation in the decoder) and
+// waits for its goroutine, so no Audio event follows the caller's Failed.
+// After finish it only waits.
+func (v *vocoder) stop() {
+	v.cancel()
+	v.close()
+	<-v.done
+}
+
+func (v *vocoder) close() {
+	if !v.closed {
+		v.closed = true
+		close(v.frames)
+	}
+}
+
+func (v *vocoder) loop() {
+	defer close(v.done)
+	defer func() {
+		// A backend panic (a failed kernel launch, out of memory) ends
+		// the utterance with Failed, not the process.
+		if p := recover(); p != nil {
+			v.err = fmt.Errorf("engine: the %s backend failed while vocoding: %v", v.r.e.backend.Name(), p)
+		}
+		if v.err != nil {
+			v.cancel() // the decoder's next push fails
+		}
+	}()
+	batch := make([][zonos.NumCodebooks]int32, 0, 64)
+	for f := range v.frames {
+		batch = append(batch[:0], f)
+	more:
+		for {
+			select {
+			case g, ok := <-v.frames:
+				if !ok {
+					break more
+				}
+				batch = append(batch, g)
+			default:
+				break more
+			}
+		}
+		if v.ctx.Err() != nil {
+			v.err = v.ctx.Err()
+			return
+		}
+		pcm, err := v.s.Push(batch...)
+		if err != nil {
+			v.err = err
+			return
+		}
+		if err := v.r.audio(v.ctx, pcm); err != nil {
+			v.err = err
+			return
+		}
+	}
+	if err := v.ctx.Err(); err != nil {
+		v.err = err
+		return
+	}
+	pcm, err := v.s.Flush()
+	if err == nil {
+		err = v.r.audio(v.ctx, pcm)
+	}
+	v.err = err
+}
