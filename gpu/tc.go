@@ -23,6 +23,11 @@ const (
 // and bisecting.
 var tcOff = os.Getenv("ZONOS_TC") == "0"
 
+// convOld is ZONOS_CONV=old: the convolutions on simt_gemm's 64 × 64
+// tiles instead of conv_simt (bit-identical results, for before/after
+// measurements).
+var convOld = os.Getenv("ZONOS_CONV") == "old"
+
 // tcSplits chooses split-K for a reduction of length kr with m output
 // rows (a Linear's rows vary, a convolution's m is its channel count):
 // about one split per 512 of kr, at most 8; for convolutions with many
@@ -44,7 +49,7 @@ type tcShape struct {
 	batch, cin, t, cout, kw, tout, stride, pad, dil int
 }
 
-// tcGemm launches tc_gemm or simt_gemm (and tc_reduce when split),
+// tcGemm launches tc_gemm, conv_simt or simt_gemm (and tc_reduce when split),
 // computing the m × n product reduced over kr into out (owner goroutine).
 // For tcConvT the grid also runs one slice per output phase (stride of
 // them) and n bounds the columns of one phase.
@@ -64,11 +69,14 @@ func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor,
 		wk = b.newTensor(compute.F32, splits*total)
 		work = wk.ptr()
 	}
-	kernel := "simt_gemm" // fp32 FMAs: convolutions and fp32 weights
-	if mode == tcLinear && w.dt != compute.F32 && kr%8 == 0 {
+	kernel, tileN := "simt_gemm", 64 // fp32 FMAs: fp32 weights
+	switch {
+	case mode == tcLinear && w.dt != compute.F32 && kr%8 == 0:
 		kernel = "tc_gemm" // BF16/F16 weights: exact in TF32; rows in 16-byte pieces
+	case mode != tcLinear && !convOld:
+		kernel, tileN = "conv_simt", 128 // convolutions: coalesced input gather
 	}
-	b.launch(b.k[kernel], [3]int{(n + 63) / 64, (m + 63) / 64, batch * phases * splits}, [3]int{128, 1, 1},
+	b.launch(b.k[kernel], [3]int{(n + tileN - 1) / tileN, (m + 63) / 64, batch * phases * splits}, [3]int{128, 1, 1},
 		x.ptr(), wp, bias, out.ptr(), work, mode, m, n, kr, wdt, splits, chunk,
 		c.cin, c.t, c.cout, c.kw, c.tout, c.stride, c.pad, c.dil)
 	if wk != nil {

@@ -313,6 +313,121 @@ __device__ __forceinline__ void tc_linear_tile(const Problem& p, const float* __
             }
 }
 
+// ---- Convolutions on fp32 FMAs (conv_gemm_tile) -------------------------
+// The DAC's convolutions as implicit GEMMs (modes TC_CONV and TC_CONVT):
+// 64 output channels × 128 time steps per block, 8 × 8 outputs per
+// thread, 16-wide k steps double-buffered in shared memory with the next
+// step's operands in registers. What makes it faster than gemm_tile is the
+// gather: each thread fetches the input for one time step over the 16 k
+// rows, so a warp reads 32 consecutive samples (gemm_tile's warps read 32
+// different (channel, tap) rows), and it steps (ci, tap) incrementally
+// instead of dividing per element. Every output is the same sequential
+// fmaf chain over k as in gemm_tile, with the same split-K chunks: the
+// results are bit-identical to it.
+#define CV_M 64
+#define CV_N 128
+#define CV_K 16
+#define CV_LDA (CV_M + 4)
+#define CV_LDB (CV_N + 4)
+
+__device__ __forceinline__ void conv_gemm_tile(Problem p, const float* __restrict__ bias, float* __restrict__ out,
+                                               float* __restrict__ work, int splits, int kchunk) {
+    __shared__ __align__(16) float As[2][CV_K * CV_LDA];
+    __shared__ __align__(16) float Bs[2][CV_K * CV_LDB];
+    int phases = p.mode == TC_CONVT ? p.stride : 1;
+    int z = blockIdx.z;
+    int s = z % splits;
+    p.rho = (z / splits) % phases;
+    p.bat = z / (splits * phases);
+    int m0 = blockIdx.y * CV_M, n0 = blockIdx.x * CV_N;
+    int k_lo = s * kchunk, k_hi = min(p.Kr, k_lo + kchunk);
+    p.J = p.mode == TC_CONVT ? p.Kw / p.stride : 1;
+    p.t0 = 0, p.cph = 0, p.Nph = p.N;
+    if (p.mode == TC_CONVT) {
+        p.t0 = ((p.rho - p.pad) % p.stride + p.stride) % p.stride;
+        p.cph = (p.t0 + p.pad - p.rho) / p.stride;
+        p.Nph = p.t0 < p.Tout ? (p.Tout - p.t0 + p.stride - 1) / p.stride : 0;
+        if (n0 >= p.Nph) return;
+    }
+    p.xb = p.x + (long long)p.bat * p.Cin * p.T;
+    long long total = (long long)(gridDim.z / (splits * phases)) * p.Cout * p.Tout;
+    const int tid = threadIdx.x;
+    const bool convt = p.mode == TC_CONVT;
+    const int taps = convt ? p.J : p.Kw;  // k = ci·taps + tap
+
+    // A (weights): element (row tid/16 + 8i, k tid%16), k fastest.
+    const int ak = tid & 15, ar = tid >> 4;
+    // B (input): column tid of the tile, all 16 k rows.
+    const int gn = n0 + tid;
+    const bool ncol = convt ? gn < p.Nph : gn < p.Tout;
+    const int tbase = convt ? gn + p.cph : gn * p.stride - p.pad;  // input index before the tap offset
+    float ra[8], rb[CV_K];
+    auto fetch = [&](int k0) {
+#pragma unroll
+        for (int i = 0; i < 8; i++) ra[i] = gather_a(p, m0 + ar + 8 * i, k0 + ak, k_hi);
+        int ci = k0 / taps, tap = k0 - ci * taps;
+#pragma unroll
+        for (int kk = 0; kk < CV_K; kk++) {
+            int q = convt ? tbase - tap : tbase + tap * p.dil;
+            bool in = ncol && k0 + kk < k_hi && q >= 0 && q < p.T;
+            rb[kk] = in ? p.xb[(long long)ci * p.T + q] : 0.f;
+            if (++tap == taps) tap = 0, ci++;
+        }
+    };
+    auto stash = [&](int buf) {
+#pragma unroll
+        for (int i = 0; i < 8; i++) As[buf][ak * CV_LDA + ar + 8 * i] = ra[i];
+#pragma unroll
+        for (int kk = 0; kk < CV_K; kk++) Bs[buf][kk * CV_LDB + tid] = rb[kk];
+    };
+
+    // Thread (tx, ty) owns rows ty·4 + {0..3} and 32 + ty·4 + {0..3},
+    // columns tx·4 + {0..3} and 64 + tx·4 + {0..3}: conflict-free float4 reads.
+    const int tx = tid & 15, ty = tid >> 4;
+    float acc[8][8];
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+#pragma unroll
+        for (int j = 0; j < 8; j++) acc[i][j] = 0.f;
+    int buf = 0;
+    if (k_lo < k_hi) {
+        fetch(k_lo);
+        stash(0);
+    }
+    __syncthreads();
+    for (int k0 = k_lo; k0 < k_hi; k0 += CV_K) {
+        bool more = k0 + CV_K < k_hi;
+        if (more) fetch(k0 + CV_K);
+        const float* A = As[buf];
+        const float* B = Bs[buf];
+#pragma unroll
+        for (int kk = 0; kk < CV_K; kk++) {
+            float4 a0 = *(const float4*)(A + kk * CV_LDA + ty * 4);
+            float4 a1 = *(const float4*)(A + kk * CV_LDA + 32 + ty * 4);
+            float4 b0 = *(const float4*)(B + kk * CV_LDB + tx * 4);
+            float4 b1 = *(const float4*)(B + kk * CV_LDB + 64 + tx * 4);
+            float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+            float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+#pragma unroll
+                for (int j = 0; j < 8; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+        }
+        if (more) stash(buf ^ 1);
+        __syncthreads();
+        buf ^= 1;
+    }
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        int gm = m0 + (i < 4 ? ty * 4 + i : 32 + ty * 4 + i - 4);
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            int col = n0 + (j < 4 ? tx * 4 + j : 64 + tx * 4 + j - 4);
+            place(p, bias, out, work, splits, s, total, gm, col, acc[i][j]);
+        }
+    }
+}
+
 #define GEMM_PARAMS                                                                                                \
     const float *__restrict__ x, const void *__restrict__ w, const float *__restrict__ bias, float *__restrict__ out, \
         float *__restrict__ work, int mode, int M, int N, int Kr, int wdt, int splits, int kchunk, int Cin, int T,  \
@@ -336,6 +451,14 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS) simt_gemm(GEMM_PARAMS) 
     pdl_begin();
     GEMM_PROBLEM
     gemm_tile(p, bias, out, work, splits, kchunk);
+}
+
+// conv_simt: TC_CONV and TC_CONVT on fp32 FMAs, grid (⌈N/128⌉, ⌈M/64⌉,
+// batch·phases·splits), 128 threads.
+extern "C" __global__ void __launch_bounds__(TC_THREADS) conv_simt(GEMM_PARAMS) {
+    pdl_begin();
+    GEMM_PROBLEM
+    conv_gemm_tile(p, bias, out, work, splits, kchunk);
 }
 
 // tc_reduce sums the split partials in split order and adds the bias (per
