@@ -23,10 +23,14 @@ const (
 // and bisecting.
 var tcOff = os.Getenv("ZONOS_TC") == "0"
 
-// convOld is ZONOS_CONV=old: the convolutions on simt_gemm's 64 × 64
-// tiles instead of conv_simt (bit-identical results, for before/after
-// measurements).
-var convOld = os.Getenv("ZONOS_CONV") == "old"
+// ZONOS_CONV=old runs the convolutions as before conv_simt (for
+// before/after measurements): on simt_gemm's 64 × 64 tiles (convOld) with
+// the coarser split-K (convOldSplits). The kernels alone give
+// bit-identical results for the same splits (TestConvSimtMatchesGemmTile).
+var (
+	convOld       = os.Getenv("ZONOS_CONV") == "old"
+	convOldSplits = convOld
+)
 
 // tcSplits chooses split-K for a reduction of length kr with m output
 // rows (a Linear's rows vary, a convolution's m is its channel count):
@@ -35,9 +39,18 @@ var convOld = os.Getenv("ZONOS_CONV") == "old"
 // per 256, at most 16. Chunks are a multiple of the 32-wide k step. A
 // convolution's choice depends on the layer alone, never on the signal
 // length, so every window of a signal reduces in the same order.
+//
+// Convolutions split finer, one split per 192 of kr (at most 16): the
+// DAC's tiles are few at every stage of a streamed window (one 64-channel
+// row of tiles per 64 channels), and with coarse splits most layers filled
+// a fraction of a wave of blocks or left a second wave nearly empty. The
+// split partials cost one extra pass over the output (tc_reduce).
 func tcSplits(mode, kr, m int) (splits, chunk int) {
 	s := min(8, max(1, kr/512))
-	if mode != tcLinear && m >= 384 {
+	switch {
+	case mode != tcLinear && !convOldSplits:
+		s = min(16, max(1, (kr+191)/192))
+	case mode != tcLinear && m >= 384:
 		s = min(16, max(1, kr/256))
 	}
 	chunk = max(32, ((kr+s-1)/s+31)/32*32)

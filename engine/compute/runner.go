@@ -36,3 +36,12 @@ func LaneOf(b Backend) Backend {
 	}
 	return b
 }
+
+// Run calls f through b's Runner when it has one, else calls f.
+func Run(b Backend, f func()) {
+	if r, ok := b.(Runner); ok {
+		r.Run(f)
+		return
+	}
+	f()
+}

@@ -118,9 +118,15 @@ func (m *Model) Decode(codes [][]int32) ([]float32, error) {
 }
 
 func (m *Model) decodeValid(codes [][]int32) []float32 {
-	l := m.fromCodes(codes)
-	a := m.decoder.forward(m.be, l)
-	m.be.Free(l)
+	// The ops go to the backend in one hand-off (compute.Runner); the
+	// read waits outside it, so on the CUDA backend the owner thread is
+	// free to launch decode steps while the window runs.
+	var a compute.Tensor
+	compute.Run(m.be, func() {
+		l := m.fromCodes(codes)
+		a = m.decoder.forward(m.be, l)
+		m.be.Free(l)
+	})
 	defer m.be.Free(a)
 	return m.be.ReadF32(a)
 }

@@ -210,13 +210,7 @@ func (m *Model) embedColumn(ids compute.Tensor) compute.Tensor {
 // onDevice runs f through the backend's compute.Runner when it has one (a
 // decode step's few hundred ops in one hand-off to the CUDA owner thread),
 // else calls f.
-func (m *Model) onDevice(f func()) {
-	if r, ok := m.b.(compute.Runner); ok {
-		r.Run(f)
-		return
-	}
-	f()
-}
+func (m *Model) onDevice(f func()) { compute.Run(m.b, f) }
 
 // forward runs the backbone on hidden [2, T, d] continuing from st and
 // returns the CFG-combined logits of the last position, [9·1026] row-major.
