@@ -417,13 +417,21 @@ __device__ __forceinline__ void conv_gemm_tile(Problem p, const float* __restric
         __syncthreads();
         buf ^= 1;
     }
+    // Output (gm, col) is out[bat, gm, t] with t = col (TC_CONV) or
+    // t0 + col·stride (one phase of TC_CONVT); split partials go to work.
+    const int ncols = convt ? p.Nph : p.Tout;
+    const int tstep = convt ? p.stride : 1;
+    float* dst = splits > 1 ? work + (long long)s * total : out;
 #pragma unroll
     for (int i = 0; i < 8; i++) {
         int gm = m0 + (i < 4 ? ty * 4 + i : 32 + ty * 4 + i - 4);
+        if (gm >= p.M) continue;
+        float bv = splits == 1 && bias ? bias[gm] : 0.f;
+        float* row = dst + ((long long)p.bat * p.Cout + gm) * p.Tout + p.t0;
 #pragma unroll
         for (int j = 0; j < 8; j++) {
             int col = n0 + (j < 4 ? tx * 4 + j : 64 + tx * 4 + j - 4);
-            place(p, bias, out, work, splits, s, total, gm, col, acc[i][j]);
+            if (col < ncols) row[(long long)col * tstep] = splits > 1 ? acc[i][j] : acc[i][j] + bv;
         }
     }
 }
@@ -455,7 +463,7 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS) simt_gemm(GEMM_PARAMS) 
 
 // conv_simt: TC_CONV and TC_CONVT on fp32 FMAs, grid (⌈N/128⌉, ⌈M/64⌉,
 // batch·phases·splits), 128 threads.
-extern "C" __global__ void __launch_bounds__(TC_THREADS) conv_simt(GEMM_PARAMS) {
+extern "C" __global__ void __launch_bounds__(TC_THREADS, 4) conv_simt(GEMM_PARAMS) {
     pdl_begin();
     GEMM_PROBLEM
     conv_gemm_tile(p, bias, out, work, splits, kchunk);
