@@ -9,6 +9,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 
 	"zonostream/engine/bench"
 	"zonostream/engine/zonos"
@@ -29,6 +31,7 @@ func runBench(args []string) int {
 	fs.IntVar(&o.PrefixLen, "prefix", o.PrefixLen, "prefill positions")
 	fs.IntVar(&o.FirstChunk, "first-chunk", o.FirstChunk, "vocoder first chunk, frames")
 	fs.IntVar(&o.Chunk, "chunk", o.Chunk, "vocoder steady chunk, frames")
+	batches := fs.String("batch", "", "batch sizes whose decode step is timed, comma-separated, 0 for none (default 1,4,16 on cuda, 1,2 on cpu)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	write := fs.String("write", "", "also write the markdown report into this directory (e.g. docs/bench)")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the measurements to this file (host-side costs)")
@@ -62,6 +65,20 @@ func runBench(args []string) int {
 	def(&o.Frames, 172, 24)
 	if small {
 		o.BandwidthMB = 512
+		o.Batches = []int{1, 2}
+	}
+	if *batches != "" {
+		o.Batches = nil
+		for _, f := range strings.Split(*batches, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 0 {
+				fmt.Fprintf(os.Stderr, "zonos bench: --batch %q: want sizes like 1,4,16 (or 0 for none)\n", *batches)
+				return 2
+			}
+			if n > 0 {
+				o.Batches = append(o.Batches, n)
+			}
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()

@@ -32,6 +32,9 @@ type Options struct {
 	Chunk       int
 	BandwidthMB int // buffer for the bandwidth measurements
 	Seed        uint64
+	// Batches are the batch sizes (utterances decoded at once, zonos.Batch)
+	// whose decode step is timed; none skips the measurement.
+	Batches []int
 	// Model and DAC override the real shapes (tests use tiny ones).
 	Model *zonos.Config
 	DAC   *dac.Config
@@ -40,34 +43,48 @@ type Options struct {
 // DefaultOptions suit a GPU; CPUs want fewer runs and frames.
 func DefaultOptions() Options {
 	return Options{Variant: zonos.Hybrid, Runs: 10, DecodeSteps: 200, PrefixLen: 80, Frames: 172,
-		FirstChunk: dac.DefaultStreamConfig.FirstChunk, Chunk: dac.DefaultStreamConfig.Chunk, BandwidthMB: 2048, Seed: 1}
+		FirstChunk: dac.DefaultStreamConfig.FirstChunk, Chunk: dac.DefaultStreamConfig.Chunk, BandwidthMB: 2048, Seed: 1,
+		Batches: []int{1, 4, 16}}
 }
 
 // Report holds every figure of one run.
 type Report struct {
-	Date         string  `json:"date"`
-	Backend      string  `json:"backend"`
-	Device       string  `json:"device"`
-	Variant      string  `json:"variant"`
-	GoVersion    string  `json:"go"`
-	StepGB       float64 `json:"weights_read_per_step_gb"`
-	CopyGBs      float64 `json:"copy_bandwidth_gbs"`
-	ReadGBs      float64 `json:"read_bandwidth_gbs"`
-	FloorMs      float64 `json:"weight_read_floor_ms"`
-	DecodeStep   Stat    `json:"decode_step"`            // as generation runs it (a replayed graph where the backend records one)
-	EagerStep    Stat    `json:"decode_step_eager"`      // the same step op by op (GenerateOptions.EagerSteps)
-	FirstStepMs  float64 `json:"first_step_ms"`          // the first step of the first utterance (records the graph)
-	FloorPercent float64 `json:"floor_fraction_percent"` // floor / p50 step
-	Prefill      Stat    `json:"prefill"`
-	PrefixLen    int     `json:"prefill_positions"`
-	TTFA         Stat    `json:"ttfa"`
-	FrameLatency Stat    `json:"steady_frame_latency"` // p50 of the runs' p50s, p90 of their p90s
-	BudgetMs     float64 `json:"frame_budget_ms"`
-	GenRTF       Ratio   `json:"generation_rtf"`
-	VocoderRTF   Ratio   `json:"vocoder_rtf"`
-	Frames       int     `json:"rollout_frames"`
-	MemoryGB     float64 `json:"device_memory_gb"`
-	LoadSeconds  float64 `json:"load_seconds"`
+	Date         string      `json:"date"`
+	Backend      string      `json:"backend"`
+	Device       string      `json:"device"`
+	Variant      string      `json:"variant"`
+	GoVersion    string      `json:"go"`
+	StepGB       float64     `json:"weights_read_per_step_gb"`
+	CopyGBs      float64     `json:"copy_bandwidth_gbs"`
+	ReadGBs      float64     `json:"read_bandwidth_gbs"`
+	FloorMs      float64     `json:"weight_read_floor_ms"`
+	DecodeStep   Stat        `json:"decode_step"`            // as generation runs it (a replayed graph where the backend records one)
+	EagerStep    Stat        `json:"decode_step_eager"`      // the same step op by op (GenerateOptions.EagerSteps)
+	FirstStepMs  float64     `json:"first_step_ms"`          // the first step of the first utterance (records the graph)
+	FloorPercent float64     `json:"floor_fraction_percent"` // floor / p50 step
+	Prefill      Stat        `json:"prefill"`
+	PrefixLen    int         `json:"prefill_positions"`
+	TTFA         Stat        `json:"ttfa"`
+	FrameLatency Stat        `json:"steady_frame_latency"` // p50 of the runs' p50s, p90 of their p90s
+	BudgetMs     float64     `json:"frame_budget_ms"`
+	GenRTF       Ratio       `json:"generation_rtf"`
+	VocoderRTF   Ratio       `json:"vocoder_rtf"`
+	Frames       int         `json:"rollout_frames"`
+	Chunk        int         `json:"vocoder_chunk"`
+	Batches      []BatchStep `json:"batched_decode_step,omitempty"`
+	MemoryGB     float64     `json:"device_memory_gb"`
+	LoadSeconds  float64     `json:"load_seconds"`
+}
+
+// BatchStep is the decode step of n utterances decoded at once.
+type BatchStep struct {
+	N    int  `json:"utterances"`
+	Step Stat `json:"step"` // the whole batch's step, ms
+	// PerUtteranceMs is Step.P50 / N; RTF is the real time the batch
+	// generates per second: N × 11.61 ms of audio per step.
+	PerUtteranceMs float64 `json:"per_utterance_ms"`
+	RTF            float64 `json:"aggregate_rtf"`
+	FirstStepMs    float64 `json:"first_step_ms"`
 }
 
 // Run builds the models on b and measures. progress reports each phase.
@@ -84,11 +101,16 @@ func Run(ctx context.Context, b compute.Backend, o Options, progress func(string
 		return nil, fmt.Errorf("bench: runs %d (1–1000), steps %d (1–%d), frames %d (9–%d), prefix %d (12–4096) out of range",
 			o.Runs, o.DecodeSteps, zonos.MaxFrames, o.Frames, zonos.MaxFrames, o.PrefixLen)
 	}
+	for _, n := range o.Batches {
+		if n < 1 || n > zonos.MaxBatch {
+			return nil, fmt.Errorf("bench: batch of %d utterances; 1 to %d", n, zonos.MaxBatch)
+		}
+	}
 	if o.FirstChunk < 1 || o.Chunk < 1 || o.FirstChunk > 512 || o.Chunk > 512 {
 		return nil, fmt.Errorf("bench: vocoder chunk sizes %d/%d frames must be in [1, 512]", o.FirstChunk, o.Chunk)
 	}
 	r := &Report{Date: time.Now().Format("2006-01-02"), Backend: b.Name(), Device: b.Device(), Variant: string(o.Variant),
-		GoVersion: runtime.Version(), PrefixLen: o.PrefixLen, Frames: o.Frames, BudgetMs: float64(engine.FrameBudget) / 1e6}
+		GoVersion: runtime.Version(), PrefixLen: o.PrefixLen, Frames: o.Frames, Chunk: o.Chunk, BudgetMs: float64(engine.FrameBudget) / 1e6}
 
 	progress(fmt.Sprintf("building a random %s model of the real shapes on %s", o.Variant, b.Device()))
 	t0 := time.Now()
@@ -193,7 +215,76 @@ func measureModel(ctx context.Context, timer compute.Timer, m *zonos.Model, o Op
 		}
 		r.EagerStep = stat(steps)
 	}
+	for _, n := range o.Batches {
+		progress(fmt.Sprintf("%d decode steps of a batch of %d utterances", o.DecodeSteps, n))
+		bs, err := measureBatch(ctx, timer, m, prefix, o, n)
+		if err != nil {
+			return err
+		}
+		r.Batches = append(r.Batches, bs)
+	}
 	return nil
+}
+
+// measureBatch times o.DecodeSteps steps of n utterances decoded at once
+// (zonos.Batch, lockstep: n copies of the bench prompt with their own
+// tokens), sampling included, after an untimed prefill; the first step
+// (which records the batch's step graph) apart.
+func measureBatch(ctx context.Context, timer compute.Timer, m *zonos.Model, prefix compute.Tensor, o Options, n int) (BatchStep, error) {
+	ps := make([]compute.Tensor, n)
+	for u := range ps {
+		ps[u] = prefix
+	}
+	gopt := zonos.GenerateOptions{CFGScale: 2, Sampling: sample.Defaults(), Seed: o.Seed, ForbidEOS: true}
+	b, err := m.NewBatch(ps, prefix.Shape()[1]+1+o.DecodeSteps+2, gopt)
+	if err != nil {
+		return BatchStep{}, err
+	}
+	defer b.Close()
+	tok, err := b.Prefill([][zonos.NumCodebooks]int32{maskColumn})
+	if err != nil {
+		return BatchStep{}, err
+	}
+	w := gopt.Sampling.RepetitionWindow
+	hist := make([][][]int32, n)
+	for u := range hist {
+		hist[u] = make([][]int32, zonos.NumCodebooks)
+	}
+	var first time.Duration
+	var steps []time.Duration
+	for i := 0; i <= o.DecodeSteps; i++ {
+		if err := ctx.Err(); err != nil {
+			return BatchStep{}, err
+		}
+		cols := make([][zonos.NumCodebooks]int32, n)
+		for u := range cols {
+			for k := range cols[u] {
+				cols[u][k] = min(tok[u][k], zonos.CodebookSize-1)
+				h := append(hist[u][k], cols[u][k])
+				if w > 0 && len(h) > w {
+					h = h[len(h)-w:]
+				}
+				hist[u][k] = h
+			}
+		}
+		var serr error
+		d := timer.Time(func() { tok, serr = b.Step(cols, hist) })
+		if serr != nil {
+			return BatchStep{}, serr
+		}
+		if i == 0 {
+			first = d
+		} else {
+			steps = append(steps, d)
+		}
+	}
+	s := stat(steps)
+	bs := BatchStep{N: n, Step: s, FirstStepMs: float64(first) / 1e6}
+	if s.P50 > 0 {
+		bs.PerUtteranceMs = s.P50 / float64(n)
+		bs.RTF = float64(n) * float64(engine.FrameBudget) / 1e6 / s.P50
+	}
+	return bs, nil
 }
 
 // measureSteps times o.DecodeSteps decode steps through zonos.Decoder —

@@ -25,7 +25,7 @@ func TestRunTiny(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := Options{Variant: zonos.Hybrid, Runs: 2, DecodeSteps: 3, PrefixLen: 30, Frames: 12, FirstChunk: 2, Chunk: 4,
-		BandwidthMB: 8, Seed: 1, Model: zc, DAC: &dc}
+		BandwidthMB: 8, Seed: 1, Model: zc, DAC: &dc, Batches: []int{1, 3}}
 	var phases []string
 	r, err := Run(context.Background(), cpu.New(0), o, func(s string) { phases = append(phases, s) })
 	if err != nil {
@@ -37,12 +37,15 @@ func TestRunTiny(t *testing.T) {
 	if r.StepGB <= 0 || r.ReadGBs <= 0 || r.CopyGBs <= 0 || r.FloorMs <= 0 || r.FloorPercent <= 0 || r.TTFA.P50 <= 0 || r.GenRTF.P50 <= 0 || r.MemoryGB <= 0 {
 		t.Errorf("empty figures: %+v", r)
 	}
+	if len(r.Batches) != 2 || r.Batches[1].N != 3 || r.Batches[1].Step.N != 3 || r.Batches[1].Step.P50 <= 0 || r.Batches[1].RTF <= 0 {
+		t.Errorf("batched steps: %+v", r.Batches)
+	}
 	if len(phases) < 4 {
 		t.Errorf("progress phases %v", phases)
 	}
 	var md bytes.Buffer
 	r.Markdown(&md)
-	for _, want := range []string{"decode step", "TTFA", "reference ÷ ours", "floor"} {
+	for _, want := range []string{"decode step", "TTFA", "reference ÷ ours", "floor", "chunk 4", "| 3 |"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q", want)
 		}

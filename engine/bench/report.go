@@ -52,7 +52,7 @@ func (r *Report) Markdown(w io.Writer) {
 	row(fmt.Sprintf("steady per-frame latency (budget %.2f ms)", r.BudgetMs), r.FrameLatency, "ms", "")
 	fmt.Fprintf(w, "| generation real-time factor (audio s / wall s, vocoder included) | %.2f× | %.2f× | %d | 1.4–1.9× | %.2f× |\n",
 		r.GenRTF.P50, r.GenRTF.P90, r.GenRTF.N, r.GenRTF.P50/1.9)
-	fmt.Fprintf(w, "| vocoder real-time factor (streamed, chunk %d) | %.1f× | %.1f× | %d | — | — |\n", 16, r.VocoderRTF.P50, r.VocoderRTF.P90, r.VocoderRTF.N)
+	fmt.Fprintf(w, "| vocoder real-time factor (streamed, chunk %d) | %.1f× | %.1f× | %d | — | — |\n", r.Chunk, r.VocoderRTF.P50, r.VocoderRTF.P90, r.VocoderRTF.N)
 	fmt.Fprintf(w, "\nWeight-read floor: %.3f GB ÷ %.0f GB/s read bandwidth (measured in this run; copy %.0f GB/s) = %.3f ms; the decode step p50 reaches **%.1f %%** of it.\n",
 		r.StepGB, r.ReadGBs, r.CopyGBs, r.FloorMs, r.FloorPercent)
 	if r.EagerStep.P50 > 0 && r.DecodeStep.P50 > 0 {
@@ -60,6 +60,15 @@ func (r *Report) Markdown(w io.Writer) {
 			r.EagerStep.P50/r.DecodeStep.P50, r.FirstStepMs)
 	}
 	fmt.Fprintf(w, "Memory in use: %.2f GB. Model build: %.1f s.\n", r.MemoryGB, r.LoadSeconds)
+	if len(r.Batches) > 0 {
+		fmt.Fprintln(w, "\nDecode step of several utterances at once (zonos.Batch: one backbone pass and one step graph for all, lockstep positions; guidance, sampling and tokens to the host included):")
+		fmt.Fprintln(w, "\n| utterances | step p50 | step p90 | n | per utterance | audio generated per second of decoding | first step |")
+		fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- |")
+		for _, b := range r.Batches {
+			fmt.Fprintf(w, "| %d | %.3f ms | %.3f ms | %d | %.3f ms | %.1f× real time | %.1f ms |\n",
+				b.N, b.Step.P50, b.Step.P90, b.Step.N, b.PerUtteranceMs, b.RTF, b.FirstStepMs)
+		}
+	}
 }
 
 // Text is the terminal summary.

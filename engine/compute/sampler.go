@@ -9,7 +9,8 @@ type SamplerOps interface {
 	// Guide combines the heads' output [2, R, W] (row 0 conditional, row 1
 	// unconditional) into uncond + (cond − uncond)·scale of shape [R, W],
 	// sets every column ≥ padFrom to −inf, and when eosBias is set also
-	// column eos of rows 1…R−1 (only codebook 0 may end the utterance).
+	// column eos of every row r with r mod 9 ≠ 0: R holds the 9 codebook
+	// rows of R/9 utterances, and only codebook 0 may end an utterance.
 	Guide(heads Tensor, scale float32, padFrom, eos int, eosBias bool) Tensor
 
 	// Sample draws one token per row of logits [R, W] (modified freely):

@@ -131,6 +131,7 @@ func (m *Model) Prefix(in Inputs) (compute.Tensor, []string, error) {
 // utterances replay it without recording again.
 type State struct {
 	layers []layerState
+	rows   int // 2 per utterance: conditional rows first, then unconditional (Batch)
 	pos    int // positions already in the cache
 	maxLen int
 	graph  *stepGraph // the recorded decode step for this state's caches, or nil
@@ -140,10 +141,13 @@ type State struct {
 func (s *State) Pos() int { return s.pos }
 
 // NewState allocates caches for up to maxLen positions.
-func (m *Model) NewState(maxLen int) *State {
-	st := &State{maxLen: maxLen}
+func (m *Model) NewState(maxLen int) *State { return m.newState(1, maxLen) }
+
+// newState allocates caches for n utterances (2n rows).
+func (m *Model) newState(n, maxLen int) *State {
+	st := &State{rows: 2 * n, maxLen: maxLen}
 	for _, l := range m.layers {
-		st.layers = append(st.layers, l.newState(m.b, 2, maxLen))
+		st.layers = append(st.layers, l.newState(m.b, 2*n, maxLen))
 	}
 	return st
 }
@@ -201,10 +205,13 @@ func checkColumns(cols [][NumCodebooks]int32) error {
 	return nil
 }
 
-// embedColumn is embedColumns for one column whose nine ids are an I32 [9]
-// device tensor (a recorded step graph's input): [2, 1, d].
+// embedColumn is embedColumns for one column of each of n utterances whose
+// ids are an I32 [9·n] device tensor, codebook-major (a recorded step
+// graph's input): [2n, 1, d], rows c·n + u.
 func (m *Model) embedColumn(ids compute.Tensor) compute.Tensor {
-	return m.sumEmbeddings(m.b.Reshape(ids, NumCodebooks, 1))
+	n := ids.Shape()[0] / NumCodebooks
+	sum := m.sumEmbeddings(m.b.Reshape(ids, NumCodebooks, n)) // [2, n, d]: utterances as positions
+	return m.b.Reshape(sum, 2*n, 1, sum.Shape()[2])           // rows c·n + u, one position each
 }
 
 // onDevice runs f through the backend's compute.Runner when it has one (a
@@ -258,13 +265,17 @@ func (m *Model) backbone(st *State, hidden compute.Tensor, pos position, hook La
 		hidden, residual = m.b.Slice(hidden, 1, T-1, T), m.b.Slice(residual, 1, T-1, T)
 	}
 	last, _ := m.b.AddLayerNorm(hidden, residual, m.normF.w, m.normF.b, m.eps)
-	return m.b.Reshape(m.b.Linear(last, m.heads, nil), 2, NumCodebooks, LogitWidth)
+	// Rows c·n + u (conditional first) → [2, n·9, W]: guidance pairs
+	// each utterance's codebook rows.
+	rows := hidden.Shape()[0]
+	return m.b.Reshape(m.b.Linear(last, m.heads, nil), 2, rows/2*NumCodebooks, LogitWidth)
 }
 
 // guide applies classifier-free guidance, uncond + (cond − uncond)·scale,
-// and masks the pad column 1025 to −inf.
+// and masks the pad column 1025 to −inf. logits holds the conditional
+// rows, then the unconditional ones (9 per utterance, Batch: several).
 func guide(logits []float32, scale float32) []float32 {
-	n := NumCodebooks * LogitWidth
+	n := len(logits) / 2
 	out := make([]float32, n)
 	cond, uncond := logits[:n], logits[n:2*n]
 	ninf := float32(math.Inf(-1))

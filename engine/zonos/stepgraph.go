@@ -7,24 +7,27 @@ import (
 	"zonostream/engine/compute"
 )
 
-// stepGraph is one decode step — embedding of the fed column, the
+// stepGraph is one decode step — embedding of the fed columns, the
 // backbone, the heads, guidance and sampling — recorded as a device graph
 // on one State (compute.GraphOps) and replayed for every later step of
-// every utterance that gets the state. What changes between steps lives
-// in one I32 input tensor written before each replay:
+// every utterance that gets the state. A state of n utterances (Batch;
+// n = 1 for Generate) records all of them in one graph. What changes
+// between steps lives in one I32 input tensor written before each replay:
 //
-//	[0, 9)        the fed column's codes
-//	[9]           the position (st.pos)
-//	[10, 14)      the sampler's seed and Philox counter, low word first
-//	[14, 14+9·w)  the repetition window [9, w], −1 where the history is shorter
+//	[0, 9n)            the fed columns, codebook-major [9, n]
+//	[9n]               the position (st.pos, shared: Batch runs in lockstep)
+//	[9n+1, 9n+5)       the sampler's seed and Philox counter, low word first
+//	[9n+5, 9n+5+9n·w)  the repetition windows [n·9, w] (utterance-major),
+//	                   −1 where the history is shorter
 //
 // Everything else (guidance scale, sampler knobs, whether EOS is allowed)
 // is baked into the graph, so it is recorded again when those change.
 type stepGraph struct {
 	key stepKey
+	n   int // utterances
 	g   compute.Graph
-	in  compute.Tensor // I32 [14 + 9·w], layout above
-	tok compute.Tensor // I32 [9]: the replay's sampled tokens
+	in  compute.Tensor // I32, layout above
+	tok compute.Tensor // I32 [9n]: the replay's sampled tokens, utterance-major
 	buf []int32
 }
 
@@ -35,11 +38,10 @@ type stepKey struct {
 	padFrom int
 }
 
-const (
-	inPos  = NumCodebooks
-	inRNG  = NumCodebooks + 1
-	inHist = NumCodebooks + 5
-)
+// Offsets into the step's input tensor for n utterances.
+func inPos(n int) int  { return NumCodebooks * n }
+func inRNG(n int) int  { return NumCodebooks*n + 1 }
+func inHist(n int) int { return NumCodebooks*n + 5 }
 
 // graphsOff is ZONOS_CUDA_GRAPH=0: every decode step op by op (for
 // before/after measurements and bisecting).
@@ -60,20 +62,21 @@ func histWidth(spec compute.SampleSpec) int {
 	return spec.Window
 }
 
-// recordStep records the decode step for st under key k.
+// recordStep records the decode step for st (st.rows/2 utterances) under
+// key k.
 func (m *Model) recordStep(st *State, ops compute.SamplerOps, k stepKey) (*stepGraph, error) {
 	g := m.b.(compute.GraphOps)
-	w := histWidth(k.spec)
-	sg := &stepGraph{key: k, buf: make([]int32, inHist+NumCodebooks*w)}
+	n, w := st.rows/2, histWidth(k.spec)
+	sg := &stepGraph{key: k, n: n, buf: make([]int32, inHist(n)+NumCodebooks*n*w)}
 	sg.in = m.b.FromI32(sg.buf, len(sg.buf))
 	var err error
 	sg.g, err = g.Capture(func() {
-		ids := m.b.Slice(sg.in, 0, 0, NumCodebooks)
-		pos := m.b.Slice(sg.in, 0, inPos, inPos+1)
-		rng := m.b.Slice(sg.in, 0, inRNG, inRNG+4)
+		ids := m.b.Slice(sg.in, 0, 0, NumCodebooks*n)
+		pos := m.b.Slice(sg.in, 0, inPos(n), inPos(n)+1)
+		rng := m.b.Slice(sg.in, 0, inRNG(n), inRNG(n)+4)
 		var hist compute.Tensor
 		if w > 0 {
-			hist = m.b.Reshape(m.b.Slice(sg.in, 0, inHist, inHist+NumCodebooks*w), NumCodebooks, w)
+			hist = m.b.Reshape(m.b.Slice(sg.in, 0, inHist(n), inHist(n)+NumCodebooks*n*w), NumCodebooks*n, w)
 		}
 		heads := m.backbone(st, m.embedColumn(ids), position{dev: pos}, nil)
 		logits := ops.Guide(heads, k.cfg, k.padFrom, EOS, true)
@@ -86,40 +89,51 @@ func (m *Model) recordStep(st *State, ops compute.SamplerOps, k stepKey) (*stepG
 	return sg, nil
 }
 
-// replay runs the recorded step for column col at st.pos and returns its
-// nine tokens. history is the repetition window as runTokens builds it
-// (each row at most w long).
-func (sg *stepGraph) replay(m *Model, st *State, col [NumCodebooks]int32, history [][]int32, seed, counter uint64) ([]int32, error) {
-	if err := checkColumns([][NumCodebooks]int32{col}); err != nil {
+// replay runs the recorded step for the columns cols (one per utterance)
+// at st.pos and returns the 9 tokens of each utterance, utterance-major.
+// histories[u] is utterance u's repetition window as runTokens builds it
+// (each row at most w long; nil: none yet).
+func (sg *stepGraph) replay(m *Model, st *State, cols [][NumCodebooks]int32, histories [][][]int32, seed, counter uint64) ([]int32, error) {
+	n := sg.n
+	if len(cols) != n || len(histories) != n {
+		return nil, fmt.Errorf("decode step of %d utterances fed %d columns and %d histories", n, len(cols), len(histories))
+	}
+	if err := checkColumns(cols); err != nil {
 		return nil, err
 	}
 	if st.pos+1 > st.maxLen {
 		return nil, fmt.Errorf("sequence of %d positions exceeds the %d the state was made for", st.pos+1, st.maxLen)
 	}
 	b := sg.buf
-	copy(b, col[:])
-	b[inPos] = int32(st.pos)
-	b[inRNG], b[inRNG+1] = int32(uint32(seed)), int32(uint32(seed>>32))
-	b[inRNG+2], b[inRNG+3] = int32(uint32(counter)), int32(uint32(counter>>32))
+	for u, col := range cols {
+		for k, c := range col {
+			b[k*n+u] = c
+		}
+	}
+	b[inPos(n)] = int32(st.pos)
+	r := inRNG(n)
+	b[r], b[r+1] = int32(uint32(seed)), int32(uint32(seed>>32))
+	b[r+2], b[r+3] = int32(uint32(counter)), int32(uint32(counter>>32))
 	if w := histWidth(sg.key.spec); w > 0 {
-		for k := 0; k < NumCodebooks; k++ {
-			row := b[inHist+k*w : inHist+(k+1)*w]
-			var h []int32
-			if history != nil {
-				h = history[k]
+		for u, history := range histories {
+			for k := 0; k < NumCodebooks; k++ {
+				row := b[inHist(n)+(u*NumCodebooks+k)*w:][:w]
+				var h []int32
+				if history != nil {
+					h = history[k]
+				}
+				if len(h) > w {
+					h = h[len(h)-w:]
+				}
+				pad := w - len(h)
+				for i := 0; i < pad; i++ {
+					row[i] = -1
+				}
+				copy(row[pad:], h)
 			}
-			if len(h) > w {
-				h = h[len(h)-w:]
-			}
-			pad := w - len(h)
-			for i := 0; i < pad; i++ {
-				row[i] = -1
-			}
-			copy(row[pad:], h)
 		}
 	}
 	g := m.b.(compute.GraphOps)
-	var tok []int32
 	var err error
 	m.onDevice(func() {
 		g.WriteI32(sg.in, b)
@@ -131,7 +145,7 @@ func (sg *stepGraph) replay(m *Model, st *State, col [NumCodebooks]int32, histor
 	// The read waits outside the hand-off: on the CUDA backend the owner
 	// thread is then free, while the step runs, to launch another lane's
 	// work (the vocoder, compute.Laned).
-	tok = m.b.ReadI32(sg.tok)
+	tok := m.b.ReadI32(sg.tok)
 	st.pos++
 	return tok, nil
 }

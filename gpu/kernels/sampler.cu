@@ -10,7 +10,8 @@
 __device__ __forceinline__ float ninf() { return __int_as_float(0xff800000); }
 
 // guide: heads [2, R, W] → out [R, W] = u + (c − u)·scale; columns ≥ padFrom
-// and (eosBias) column eos of rows ≥ 1 are −inf.
+// and (eosBias) column eos of rows r with r mod 9 ≠ 0 (codebooks 1–8 of
+// each utterance) are −inf.
 extern "C" __global__ void guide(const float* __restrict__ heads, float* __restrict__ out, int R, int W,
                                  float scale, int padFrom, int eos, int eosBias) {
     pdl_begin();
@@ -19,7 +20,7 @@ extern "C" __global__ void guide(const float* __restrict__ heads, float* __restr
         float c = heads[i], u = heads[n + i];
         float v = __fadd_rn(u, __fmul_rn(__fsub_rn(c, u), scale));
         int col = i % W, row = i / W;
-        if (col >= padFrom || (eosBias && row >= 1 && col == eos)) v = ninf();
+        if (col >= padFrom || (eosBias && row % 9 != 0 && col == eos)) v = ninf();
         out[i] = v;
     }
 }
