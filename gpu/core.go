@@ -149,7 +149,7 @@ func (b *Backend) Linear(x, w, bias compute.Tensor) compute.Tensor {
 			bp = b.asF32(bt).ptr()
 		}
 		if useGemvM2(m, k, wt) {
-			b.gemvM2(b.gemvPlanFor(n, k), xt, wt, bp, out.ptr(), m, n, k)
+			b.gemvRows(xt, wt, bp, out.ptr(), m, n, k)
 		} else if m <= gemvMaxRows {
 			b.launch(b.k["linear_gemv"], [3]int{(n + 7) / 8, 1, 1}, block256,
 				xt.ptr(), wt.ptr(), bp, out.ptr(), m, n, k, int(wt.dt))

@@ -13,9 +13,11 @@ import (
 	"gorgonia.org/cu"
 )
 
-// The weight-read GEMV (gemv_m2_* in kernels/core.cu) serves Linear for
-// M ≤ 2 rows with BF16 weights and K % 8 == 0: every projection of the CFG
-// decode step. A plan names the kernel variant (R output rows per warp
+// The weight-read GEMV (gemv_m* in kernels/core.cu) serves Linear for
+// M ≤ gemvBatchRows rows with BF16 weights and K % 8 == 0: every
+// projection of the CFG decode step (M = 2: gemv_m2_*) and of a batch of
+// utterances (zonos.Batch, 2 rows each: gemv_m8 up to 8 rows, gemv_m16 in
+// slices of 16 rows above). A plan names the kernel variant (R output rows per warp
 // group, U copies per lane and stage) and KS, the warps that split K.
 //
 // Environment (for measurements; the defaults need none):
@@ -30,7 +32,11 @@ type gemvPlan struct {
 }
 
 // gemvKernels are the compiled variants and their R.
-var gemvKernels = map[string]int{"gemv_m2_r1u4": 1, "gemv_m2_r2u2": 2, "gemv_m2_r4u1": 4}
+var gemvKernels = map[string]int{"gemv_m2_r1u4": 1, "gemv_m2_r2u2": 2, "gemv_m2_r4u1": 4, "gemv_m8_r4u1": 4, "gemv_m16_r2u1": 2}
+
+// gemvBatchRows bounds the rows Linear gives the GEMV; more rows (a
+// prefill) read the weight often enough that the tiled GEMM wins.
+const gemvBatchRows = 32
 
 func (p gemvPlan) rowsPerBlock() int { return 8 / p.ks * p.rows }
 
@@ -88,7 +94,11 @@ func loadGemvPlans() map[[2]int]gemvPlan {
 // variants at every decode shape: r4u1 with KS 1 for N ≥ 8512, KS 2 for
 // N = 3072, KS 4 for N = 2048.
 func defaultGemvPlan(n, k, sms int) gemvPlan {
-	p := gemvPlan{kernel: "gemv_m2_r4u1", rows: 4, ks: 1}
+	return splitPlan(gemvPlan{kernel: "gemv_m2_r4u1", rows: 4, ks: 1}, n, k, sms)
+}
+
+// splitPlan sets p's KS by defaultGemvPlan's rule.
+func splitPlan(p gemvPlan, n, k, sms int) gemvPlan {
 	for p.ks < 8 && 5*((n+p.rowsPerBlock()-1)/p.rowsPerBlock()) < 7*sms && (k/8)/(2*p.ks) >= 32 {
 		p.ks *= 2
 	}
@@ -105,7 +115,24 @@ func (b *Backend) gemvPlanFor(n, k int) gemvPlan {
 
 // useGemvM2 reports whether Linear takes the weight-read GEMV.
 func useGemvM2(m, k int, w *tensor) bool {
-	return !gemvOld && m >= 1 && m <= 2 && w.dt == 1 /* BF16 */ && k%8 == 0 && k > 0
+	return !gemvOld && m >= 1 && m <= gemvBatchRows && w.dt == 1 /* BF16 */ && k%8 == 0 && k > 0
+}
+
+// gemvRows runs y[m, n] = x·wᵀ + bias for any m ≤ gemvBatchRows (owner
+// goroutine): the M = 2 plan, gemv_m8 for up to 8 rows, else gemv_m16
+// over slices of 16 rows (each slice reads the weight once).
+func (b *Backend) gemvRows(x, w *tensor, bias, y cu.DevicePtr, m, n, k int) {
+	switch {
+	case m <= 2:
+		b.gemvM2(b.gemvPlanFor(n, k), x, w, bias, y, m, n, k)
+	case m <= 8:
+		b.gemvM2(splitPlan(gemvPlan{kernel: "gemv_m8_r4u1", rows: 4, ks: 1}, n, k, b.sms), x, w, bias, y, m, n, k)
+	default:
+		p := splitPlan(gemvPlan{kernel: "gemv_m16_r2u1", rows: 2, ks: 1}, n, k, b.sms)
+		for r := 0; r < m; r += 16 {
+			b.gemvAt(p, x.ptr()+cu.DevicePtr(4*r*k), w, bias, y+cu.DevicePtr(4*r*n), min(16, m-r), n, k)
+		}
+	}
 }
 
 // b2i is a kernel's int flag.
@@ -118,6 +145,11 @@ func b2i(v bool) int32 {
 
 // gemvM2 launches plan p: y[m, n] = x·wᵀ + bias (owner goroutine).
 func (b *Backend) gemvM2(p gemvPlan, x, w *tensor, bias, y cu.DevicePtr, m, n, k int) {
+	b.gemvAt(p, x.ptr(), w, bias, y, m, n, k)
+}
+
+// gemvAt is gemvM2 with x given by its device address.
+func (b *Backend) gemvAt(p gemvPlan, x cu.DevicePtr, w *tensor, bias, y cu.DevicePtr, m, n, k int) {
 	blocks := (n + p.rowsPerBlock() - 1) / p.rowsPerBlock()
-	b.launch(b.k[p.kernel], [3]int{blocks, 1, 1}, block256, x.ptr(), w.ptr(), bias, y, int32(m), int32(n), int32(k), int32(p.ks), b2i(gemvEarly))
+	b.launch(b.k[p.kernel], [3]int{blocks, 1, 1}, block256, x, w.ptr(), bias, y, int32(m), int32(n), int32(k), int32(p.ks), b2i(gemvEarly))
 }

@@ -79,7 +79,32 @@ func TestGemvM2(t *testing.T) {
 			}
 		}
 	}
-	// Linear takes the new path for M ≤ 2 BF16 (and the old one under
+	// Batch rows: gemv_m8 and gemv_m16 (in slices of 16) through gemvRows.
+	for _, s := range []struct{ m, n, k int }{{3, 2048, 4096}, {8, 8512, 2048}, {6, 333, 2056}, {16, 2049, 1024}, {10, 37, 64}, {32, 3072, 2048}, {27, 9234, 512}} {
+		w := randW(t, r, compute.BF16, 1/math.Sqrt(float64(s.k)), s.n, s.k)
+		xv := randVals(r, s.m*s.k, 1)
+		bv := randVals(r, s.n, 0.1)
+		wv := gb.ReadF32(w.g)
+		want := make([]float32, s.m*s.n)
+		for m := 0; m < s.m; m++ {
+			for n := 0; n < s.n; n++ {
+				acc := float64(bv[n])
+				for k := 0; k < s.k; k++ {
+					acc += float64(xv[m*s.k+k]) * float64(wv[n*s.k+k])
+				}
+				want[m*s.n+n] = float32(acc)
+			}
+		}
+		x, bias := cast(gb.FromF32(xv, s.m, s.k)), cast(gb.FromF32(bv, s.n))
+		poison := make([]float32, s.m*s.n)
+		for i := range poison {
+			poison[i] = float32(math.NaN())
+		}
+		y := cast(gb.FromF32(poison, s.m, s.n))
+		gb.do(func() { gb.gemvRows(x, cast(w.g), bias.ptr(), y.ptr(), s.m, s.n, s.k) })
+		checkVals(t, fmt.Sprintf("gemv rows M%d N%d K%d", s.m, s.n, s.k), want, gb.ReadF32(y), tol)
+	}
+	// Linear takes the new path for M ≤ 32 BF16 (and the old one under
 	// ZONOS_GEMV=old); TestLinear covers it against engine/cpu too.
 	if !useGemvM2(2, 2048, &tensor{dt: compute.BF16}) && !gemvOld {
 		t.Error("Linear does not take the weight-read GEMV for M=2 BF16")

@@ -49,31 +49,32 @@ func DefaultOptions() Options {
 
 // Report holds every figure of one run.
 type Report struct {
-	Date         string      `json:"date"`
-	Backend      string      `json:"backend"`
-	Device       string      `json:"device"`
-	Variant      string      `json:"variant"`
-	GoVersion    string      `json:"go"`
-	StepGB       float64     `json:"weights_read_per_step_gb"`
-	CopyGBs      float64     `json:"copy_bandwidth_gbs"`
-	ReadGBs      float64     `json:"read_bandwidth_gbs"`
-	FloorMs      float64     `json:"weight_read_floor_ms"`
-	DecodeStep   Stat        `json:"decode_step"`            // as generation runs it (a replayed graph where the backend records one)
-	EagerStep    Stat        `json:"decode_step_eager"`      // the same step op by op (GenerateOptions.EagerSteps)
-	FirstStepMs  float64     `json:"first_step_ms"`          // the first step of the first utterance (records the graph)
-	FloorPercent float64     `json:"floor_fraction_percent"` // floor / p50 step
-	Prefill      Stat        `json:"prefill"`
-	PrefixLen    int         `json:"prefill_positions"`
-	TTFA         Stat        `json:"ttfa"`
-	FrameLatency Stat        `json:"steady_frame_latency"` // p50 of the runs' p50s, p90 of their p90s
-	BudgetMs     float64     `json:"frame_budget_ms"`
-	GenRTF       Ratio       `json:"generation_rtf"`
-	VocoderRTF   Ratio       `json:"vocoder_rtf"`
-	Frames       int         `json:"rollout_frames"`
-	Chunk        int         `json:"vocoder_chunk"`
-	Batches      []BatchStep `json:"batched_decode_step,omitempty"`
-	MemoryGB     float64     `json:"device_memory_gb"`
-	LoadSeconds  float64     `json:"load_seconds"`
+	Date          string      `json:"date"`
+	Backend       string      `json:"backend"`
+	Device        string      `json:"device"`
+	Variant       string      `json:"variant"`
+	GoVersion     string      `json:"go"`
+	StepGB        float64     `json:"weights_read_per_step_gb"`
+	CopyGBs       float64     `json:"copy_bandwidth_gbs"`
+	ReadGBs       float64     `json:"read_bandwidth_gbs"`
+	FloorMs       float64     `json:"weight_read_floor_ms"`
+	DecodeStep    Stat        `json:"decode_step"`            // as generation runs it (a replayed graph where the backend records one)
+	EagerStep     Stat        `json:"decode_step_eager"`      // the same step op by op (GenerateOptions.EagerSteps)
+	FirstStepMs   float64     `json:"first_step_ms"`          // the first step of the first utterance (records the graph)
+	FloorPercent  float64     `json:"floor_fraction_percent"` // floor / p50 step
+	Prefill       Stat        `json:"prefill"`
+	PrefixLen     int         `json:"prefill_positions"`
+	TTFA          Stat        `json:"ttfa"`
+	FrameLatency  Stat        `json:"steady_frame_latency"` // p50 of the runs' p50s, p90 of their p90s
+	BudgetMs      float64     `json:"frame_budget_ms"`
+	GenRTF        Ratio       `json:"generation_rtf"`
+	VocoderRTF    Ratio       `json:"vocoder_rtf"`
+	Frames        int         `json:"rollout_frames"`
+	Chunk         int         `json:"vocoder_chunk"`
+	Batches       []BatchStep `json:"batched_decode_step,omitempty"`
+	MemoryGB      float64     `json:"device_memory_gb"`       // after the single-utterance measurements
+	MemoryBatchGB float64     `json:"device_memory_batch_gb"` // after the batches too (their states stay cached)
+	LoadSeconds   float64     `json:"load_seconds"`
 }
 
 // BatchStep is the decode step of n utterances decoded at once.
@@ -158,6 +159,12 @@ func Run(ctx context.Context, b compute.Backend, o Options, progress func(string
 		return nil, err
 	}
 	r.MemoryGB = float64(timer.MemoryInUse()) / 1e9
+	if err := measureBatches(ctx, timer, m, o, r, progress); err != nil {
+		return nil, err
+	}
+	if len(o.Batches) > 0 {
+		r.MemoryBatchGB = float64(timer.MemoryInUse()) / 1e9
+	}
 	return r, nil
 }
 
@@ -173,12 +180,19 @@ func benchPhonemes(n int) []int32 {
 
 var maskColumn = [zonos.NumCodebooks]int32{zonos.MASK, zonos.MASK, zonos.MASK, zonos.MASK, zonos.MASK, zonos.MASK, zonos.MASK, zonos.MASK, zonos.MASK}
 
-func measureModel(ctx context.Context, timer compute.Timer, m *zonos.Model, o Options, r *Report, progress func(string)) error {
+// benchPrefix is the conditioning prefix of o.PrefixLen − 1 positions (the
+// MASK column makes the last one).
+func benchPrefix(m *zonos.Model, o Options) (compute.Tensor, error) {
 	// The conditioner adds one position per non-phoneme conditioner (10 in
-	// the real config) to the phonemes; the MASK column makes the last one.
+	// the real config) to the phonemes.
 	extra := len(m.Config.PrefixConditioner.Conditioners) - 1
 	in := zonos.Inputs{PhonemeIDs: benchPhonemes(o.PrefixLen - extra - 1), Values: map[string][]float32{"language_id": {24}}}
 	prefix, _, err := m.Prefix(in)
+	return prefix, err
+}
+
+func measureModel(ctx context.Context, timer compute.Timer, m *zonos.Model, o Options, r *Report, progress func(string)) error {
+	prefix, err := benchPrefix(m, o)
 	if err != nil {
 		return err
 	}
@@ -214,6 +228,15 @@ func measureModel(ctx context.Context, timer compute.Timer, m *zonos.Model, o Op
 			return err
 		}
 		r.EagerStep = stat(steps)
+	}
+	return nil
+}
+
+// measureBatches times the batched decode step at each of o.Batches.
+func measureBatches(ctx context.Context, timer compute.Timer, m *zonos.Model, o Options, r *Report, progress func(string)) error {
+	prefix, err := benchPrefix(m, o)
+	if err != nil {
+		return err
 	}
 	for _, n := range o.Batches {
 		progress(fmt.Sprintf("%d decode steps of a batch of %d utterances", o.DecodeSteps, n))

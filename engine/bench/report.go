@@ -68,6 +68,7 @@ func (r *Report) Markdown(w io.Writer) {
 			fmt.Fprintf(w, "| %d | %.3f ms | %.3f ms | %d | %.3f ms | %.1f× real time | %.1f ms |\n",
 				b.N, b.Step.P50, b.Step.P90, b.Step.N, b.PerUtteranceMs, b.RTF, b.FirstStepMs)
 		}
+		fmt.Fprintf(w, "\nMemory in use after the batches: %.2f GB (the allocator keeps their freed states cached).\n", r.MemoryBatchGB)
 	}
 }
 

@@ -339,7 +339,8 @@ extern "C" __global__ void copy_axis2(const unsigned short* __restrict__ src, un
 
 // ---------------------------------------------------------------------------
 // Weight-read GEMV for the CFG decode step (issue 7): y[m, n] = x[m, :]·w[n, :]
-// (+ b[n]) for M ≤ 2 rows and BF16 weights with K % 8 == 0. Each BF16 weight
+// (+ b[n]) for M ≤ MR rows (2 for one utterance) and BF16 weights with
+// K % 8 == 0. Each BF16 weight
 // is read exactly once, 16 bytes at a time, by cp.async into shared memory
 // (bypassing L1, where the activations stay; 256-byte L2 sectors), in two
 // stages per lane: a lane has up to 2·R·U copies in flight while it does
@@ -360,12 +361,12 @@ __device__ __forceinline__ void fma_bf16x8(float& acc, uint4 v, float4 a, float4
            b.z * __uint_as_float(v.w << 16) + b.w * __uint_as_float(v.w & 0xffff0000u);
 }
 
-template <int R, int U>
-__device__ __forceinline__ void gemv_m2_body(const float* __restrict__ x, const unsigned short* __restrict__ w,
-                                             const float* __restrict__ bias, float* __restrict__ y, int M, int N,
-                                             int K, int KS, int early) {
+template <int R, int U, int MR>
+__device__ __forceinline__ void gemv_body(const float* __restrict__ x, const unsigned short* __restrict__ w,
+                                          const float* __restrict__ bias, float* __restrict__ y, int M, int N,
+                                          int K, int KS, int early) {
     __shared__ uint4 buf[2][8][R * U][32];
-    __shared__ float part[8][R][2];
+    __shared__ float part[8][R][MR];
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int group = warp / KS, slice = warp % KS;
     int groups = 8 / KS;
@@ -373,14 +374,14 @@ __device__ __forceinline__ void gemv_m2_body(const float* __restrict__ x, const 
     int K8 = K >> 3;
     int per = (K8 + KS - 1) / KS;
     int lo = slice * per, hi = min(K8, lo + per);
-    const float4* x0 = (const float4*)x;
-    const float4* x1 = (const float4*)(x + (M > 1 ? K : 0));
     const uint4* wr[R];
 #pragma unroll
     for (int r = 0; r < R; r++) wr[r] = (const uint4*)(w + (long long)min(n0 + r, N - 1) * K);
-    float a0[R], a1[R];
+    float acc[MR][R];
 #pragma unroll
-    for (int r = 0; r < R; r++) a0[r] = a1[r] = 0.f;
+    for (int m = 0; m < MR; m++)
+#pragma unroll
+        for (int r = 0; r < R; r++) acc[m][r] = 0.f;
     const int B = 32 * U; // k8 elements per batch per warp
     int nb = hi > lo ? (hi - lo + B - 1) / B : 0;
     auto issue = [&](int b) {
@@ -415,54 +416,59 @@ __device__ __forceinline__ void gemv_m2_body(const float* __restrict__ x, const 
         for (int j = 0; j < U; j++) {
             int k = lo + b * B + 32 * j + lane;
             if (k < hi) {
-                float4 p = __ldg(x0 + 2 * k), q = __ldg(x0 + 2 * k + 1);
-                float4 s = __ldg(x1 + 2 * k), t = __ldg(x1 + 2 * k + 1);
 #pragma unroll
-                for (int r = 0; r < R; r++) {
-                    uint4 v = buf[st][warp][j * R + r][lane];
-                    fma_bf16x8(a0[r], v, p, q);
-                    fma_bf16x8(a1[r], v, s, t);
+                for (int m = 0; m < MR; m++) {
+                    // MR = 2 computes both rows for M = 1 too (row 0
+                    // twice): no branch in the decode step's hot loop.
+                    if (MR == 2 || m < M) {
+                        const float4* xm = (const float4*)(x + (long long)min(m, M - 1) * K);
+                        float4 p = __ldg(xm + 2 * k), q = __ldg(xm + 2 * k + 1);
+#pragma unroll
+                        for (int r = 0; r < R; r++) fma_bf16x8(acc[m][r], buf[st][warp][j * R + r][lane], p, q);
+                    }
                 }
             }
         }
     }
 #pragma unroll
-    for (int r = 0; r < R; r++) {
-        a0[r] = warp_sum(a0[r]);
-        a1[r] = warp_sum(a1[r]);
-    }
+    for (int m = 0; m < MR; m++)
+#pragma unroll
+        for (int r = 0; r < R; r++) acc[m][r] = warp_sum(acc[m][r]);
     if (lane == 0) {
 #pragma unroll
-        for (int r = 0; r < R; r++) {
-            part[warp][r][0] = a0[r];
-            part[warp][r][1] = a1[r];
-        }
+        for (int m = 0; m < MR; m++)
+#pragma unroll
+            for (int r = 0; r < R; r++) part[warp][r][m] = acc[m][r];
     }
     __syncthreads();
     if (slice == 0 && lane < R) {
-        float s0 = 0.f, s1 = 0.f;
-        for (int s = 0; s < KS; s++) {
-            s0 += part[warp + s][lane][0];
-            s1 += part[warp + s][lane][1];
-        }
         int n = n0 + lane;
         if (n < N) {
             float bv = bias ? bias[n] : 0.f;
-            y[n] = s0 + bv;
-            if (M > 1) y[(long long)N + n] = s1 + bv;
+            for (int m = 0; m < min(M, MR); m++) {
+                float sum = 0.f;
+                for (int s = 0; s < KS; s++) sum += part[warp + s][lane][m];
+                y[(long long)m * N + n] = sum + bv;
+            }
         }
     }
 }
 
-#define GEMV_M2(name, R, U)                                                                                \
-    extern "C" __global__ void __launch_bounds__(256)                                                     \
-        name(const float* __restrict__ x, const unsigned short* __restrict__ w, const float* __restrict__ b, \
-             float* __restrict__ y, int M, int N, int K, int KS, int early) {                  \
-        gemv_m2_body<R, U>(x, w, b, y, M, N, K, KS, early);                                               \
+// gemv_mMR_rRuU: the GEMV for M ≤ MR rows. MR = 2 is the CFG decode step;
+// MR = 8 and 16 serve zonos.Batch (2 rows per utterance), whose weights
+// are read once for every row: each lane multiplies a 16-byte weight piece
+// by all M activation rows (read through L1, where they stay).
+#define GEMV(name, R, U, MR, BOUNDS)                                                                          \
+    extern "C" __global__ void BOUNDS                                                                         \
+        name(const float* __restrict__ x, const unsigned short* __restrict__ w, const float* __restrict__ b,  \
+             float* __restrict__ y, int M, int N, int K, int KS, int early) {                                 \
+        gemv_body<R, U, MR>(x, w, b, y, M, N, K, KS, early);                                                  \
     }
-GEMV_M2(gemv_m2_r1u4, 1, 4)
-GEMV_M2(gemv_m2_r2u2, 2, 2)
-GEMV_M2(gemv_m2_r4u1, 4, 1)
+GEMV(gemv_m2_r1u4, 1, 4, 2, __launch_bounds__(256))
+GEMV(gemv_m2_r2u2, 2, 2, 2, __launch_bounds__(256))
+GEMV(gemv_m2_r4u1, 4, 1, 2, __launch_bounds__(256))
+GEMV(gemv_m8_r4u1, 4, 1, 8, __launch_bounds__(256, 2))
+GEMV(gemv_m16_r2u1, 2, 1, 16, __launch_bounds__(256, 2))
 
 // fill_bf16: deterministic pseudo-random BF16 values in ±scale (benchmark
 // weights without a host upload; never zeros).

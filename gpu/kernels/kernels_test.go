@@ -110,7 +110,7 @@ func TestPDLWaitFirst(t *testing.T) {
 			}
 			// The GEMVs request their first weight stage (cp.async) before
 			// waiting: weights are never written while kernels run.
-			early := strings.HasPrefix(name, "gemv_m2_")
+			early := strings.HasPrefix(name, "gemv_m")
 			checked++
 			for _, line := range strings.Split(bodies[name], "\n") {
 				ins := strings.TrimSpace(line)
