@@ -16,8 +16,8 @@ import (
 // The weight-read GEMV (gemv_m* in kernels/core.cu) serves Linear for
 // M ≤ gemvBatchRows rows with BF16 weights and K % 8 == 0: every
 // projection of the CFG decode step (M = 2: gemv_m2_*) and of a batch of
-// utterances (zonos.Batch, 2 rows each: gemv_m8 up to 8 rows, gemv_m16 in
-// slices of 16 rows above). A plan names the kernel variant (R output rows per warp
+// up to 4 utterances (zonos.Batch, 2 rows each: gemv_m8). More rows take
+// the tiled GEMM (tc_gemm), which measured faster at 32 rows. A plan names the kernel variant (R output rows per warp
 // group, U copies per lane and stage) and KS, the warps that split K.
 //
 // Environment (for measurements; the defaults need none):
@@ -32,11 +32,13 @@ type gemvPlan struct {
 }
 
 // gemvKernels are the compiled variants and their R.
-var gemvKernels = map[string]int{"gemv_m2_r1u4": 1, "gemv_m2_r2u2": 2, "gemv_m2_r4u1": 4, "gemv_m8_r4u1": 4, "gemv_m16_r2u1": 2}
+var gemvKernels = map[string]int{"gemv_m2_r1u4": 1, "gemv_m2_r2u2": 2, "gemv_m2_r4u1": 4, "gemv_m8_r4u1": 4}
 
-// gemvBatchRows bounds the rows Linear gives the GEMV; more rows (a
-// prefill) read the weight often enough that the tiled GEMM wins.
-const gemvBatchRows = 32
+// gemvBatchRows bounds the rows Linear gives the GEMV. Batch step on the
+// H200 (2026-11-29, zonos bench): 8 rows 5.26 ms with gemv_m8 vs 6.54 ms
+// with linear_gemv; 32 rows 9.57 ms with tc_gemm vs 20.6 ms with a 16-row
+// GEMV variant.
+const gemvBatchRows = 8
 
 func (p gemvPlan) rowsPerBlock() int { return 8 / p.ks * p.rows }
 
@@ -118,21 +120,14 @@ func useGemvM2(m, k int, w *tensor) bool {
 	return !gemvOld && m >= 1 && m <= gemvBatchRows && w.dt == 1 /* BF16 */ && k%8 == 0 && k > 0
 }
 
-// gemvRows runs y[m, n] = x·wᵀ + bias for any m ≤ gemvBatchRows (owner
-// goroutine): the M = 2 plan, gemv_m8 for up to 8 rows, else gemv_m16
-// over slices of 16 rows (each slice reads the weight once).
+// gemvRows runs y[m, n] = x·wᵀ + bias for m ≤ gemvBatchRows (owner
+// goroutine): the M = 2 plan, else gemv_m8.
 func (b *Backend) gemvRows(x, w *tensor, bias, y cu.DevicePtr, m, n, k int) {
-	switch {
-	case m <= 2:
+	if m <= 2 {
 		b.gemvM2(b.gemvPlanFor(n, k), x, w, bias, y, m, n, k)
-	case m <= 8:
-		b.gemvM2(splitPlan(gemvPlan{kernel: "gemv_m8_r4u1", rows: 4, ks: 1}, n, k, b.sms), x, w, bias, y, m, n, k)
-	default:
-		p := splitPlan(gemvPlan{kernel: "gemv_m16_r2u1", rows: 2, ks: 1}, n, k, b.sms)
-		for r := 0; r < m; r += 16 {
-			b.gemvAt(p, x.ptr()+cu.DevicePtr(4*r*k), w, bias, y+cu.DevicePtr(4*r*n), min(16, m-r), n, k)
-		}
+		return
 	}
+	b.gemvM2(splitPlan(gemvPlan{kernel: "gemv_m8_r4u1", rows: 4, ks: 1}, n, k, b.sms), x, w, bias, y, m, n, k)
 }
 
 // b2i is a kernel's int flag.
@@ -145,11 +140,6 @@ func b2i(v bool) int32 {
 
 // gemvM2 launches plan p: y[m, n] = x·wᵀ + bias (owner goroutine).
 func (b *Backend) gemvM2(p gemvPlan, x, w *tensor, bias, y cu.DevicePtr, m, n, k int) {
-	b.gemvAt(p, x.ptr(), w, bias, y, m, n, k)
-}
-
-// gemvAt is gemvM2 with x given by its device address.
-func (b *Backend) gemvAt(p gemvPlan, x cu.DevicePtr, w *tensor, bias, y cu.DevicePtr, m, n, k int) {
 	blocks := (n + p.rowsPerBlock() - 1) / p.rowsPerBlock()
-	b.launch(b.k[p.kernel], [3]int{blocks, 1, 1}, block256, x, w.ptr(), bias, y, int32(m), int32(n), int32(k), int32(p.ks), b2i(gemvEarly))
+	b.launch(b.k[p.kernel], [3]int{blocks, 1, 1}, block256, x.ptr(), w.ptr(), bias, y, int32(m), int32(n), int32(k), int32(p.ks), b2i(gemvEarly))
 }

@@ -455,9 +455,14 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
 }
 
 // gemv_mMR_rRuU: the GEMV for M ≤ MR rows. MR = 2 is the CFG decode step;
-// MR = 8 and 16 serve zonos.Batch (2 rows per utterance), whose weights
-// are read once for every row: each lane multiplies a 16-byte weight piece
-// by all M activation rows (read through L1, where they stay).
+// MR = 8 serves zonos.Batch up to 4 utterances (2 rows each), whose
+// weights are read once for every row: each lane multiplies a 16-byte
+// weight piece by all M activation rows (read through L1, where they
+// stay). It is latency-bound, not bandwidth-bound (H200, N 8512 × K 2048:
+// 567 GB/s, 25 % occupancy at 86 registers, most stalls waiting on the
+// staged weight in shared memory); a tensor-core tile for 8–32 rows is
+// the better tool (docs/gpu/2026-11-29-lanes-batch). A 16-row variant
+// (2 output rows per warp) measured slower than tc_gemm and was dropped.
 #define GEMV(name, R, U, MR, BOUNDS)                                                                          \
     extern "C" __global__ void BOUNDS                                                                         \
         name(const float* __restrict__ x, const unsigned short* __restrict__ w, const float* __restrict__ b,  \
@@ -468,7 +473,6 @@ GEMV(gemv_m2_r1u4, 1, 4, 2, __launch_bounds__(256))
 GEMV(gemv_m2_r2u2, 2, 2, 2, __launch_bounds__(256))
 GEMV(gemv_m2_r4u1, 4, 1, 2, __launch_bounds__(256))
 GEMV(gemv_m8_r4u1, 4, 1, 8, __launch_bounds__(256, 2))
-GEMV(gemv_m16_r2u1, 2, 1, 16, __launch_bounds__(256, 2))
 
 // fill_bf16: deterministic pseudo-random BF16 values in ±scale (benchmark
 // weights without a host upload; never zeros).
