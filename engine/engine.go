@@ -5,6 +5,13 @@
 // One utterance runs at a time per Engine (the backend's memory holds one
 // set of inference caches); a second Synthesize waits for the first to
 // finish or be cancelled.
+//
+// Within an utterance, decoding and vocoding run on two goroutines
+// (vocode.go): frames go to the vocoder through a queue, so a vocoder
+// window never delays a decode step, and on a backend with a side lane
+// (compute.Laned: the CUDA backend's second stream) the codec's kernels
+// also run beside the decode steps on the device. Audio events therefore
+// trail the FrameDone events they belong to; their PCM is unchanged.
 package engine
 
 import (

@@ -7,14 +7,18 @@
 // (CFG and the sampler on the device, token-identical to engine/sample),
 // compute.GraphOps (stream capture into CUDA graphs, positions and sampler
 // counters read from device memory, so engine/zonos replays a whole decode
-// step with one launch), compute.PackedAttention and compute.Timer (CUDA
-// events, bandwidth probes, device memory held).
+// step with one launch), compute.PackedAttention, compute.Timer (CUDA
+// events, bandwidth probes, device memory held) and compute.Laned (Lane: a
+// second, low-priority stream with its own memory pool, where the engine
+// runs the vocoder beside decoding; lane.go).
 //
 // Kernels by job (gpu/kernels/*.cu): the decode step's weight-read GEMV
-// for one or two rows (gemv_m2_*, core.cu); tiled GEMMs with split-K for
-// many rows (tc.cu: a cp.async-pipelined TF32 tensor-core tile for
-// 16-bit-weight Linear, fp32 FMAs for the DAC's convolutions, whose
-// precision the tensor cores' 3xTF32 did not keep); row kernels that hold a
+// for one or two rows (gemv_m2_*, core.cu) and for up to 8 (gemv_m8: a
+// batch of up to 4 utterances); tiled GEMMs with split-K for more rows
+// (tc.cu: a cp.async-pipelined TF32 tensor-core tile for 16-bit-weight
+// Linear; conv_simt, fp32 FMAs on 64 × 128 tiles with a coalesced input
+// gather, for the DAC's convolutions, whose precision the tensor cores'
+// 3xTF32 did not keep); row kernels that hold a
 // row in registers (LayerNorm, gated RMSNorm); attention with a cache,
 // split over blocks for one query (the blocks also write the new cache
 // row); the Mamba2 conv and scan, sequential for a step and with the
@@ -27,11 +31,16 @@
 // and the GEMV's first weight copies in flight before the previous kernel
 // ends. `ZONOS_CUDA_GRAPH=0` (op by op), `ZONOS_PDL=0`,
 // `ZONOS_GEMV_EARLY=0`, `ZONOS_TC=0` (the older GEMM kernels),
+// `ZONOS_CONV=old` (the convolutions on simt_gemm with coarser split-K),
 // `ZONOS_GEMV=old` and `ZONOS_CUDA_RUNNER=0` switch the newer paths off for
 // before/after measurements; docs/gpu/ holds the runs and profiles.
 //
 // One goroutine owns the CUDA context (runtime.LockOSThread) and executes
 // every driver call, so the Backend is safe to call from any goroutine.
+// Reading a tensor back does not hold that goroutine while the GPU works:
+// the copy goes into pinned memory behind an event, and a thread of the
+// lane's own waits for the event (lane.go), so the owner meanwhile
+// launches the other lane's kernels.
 // Device memory comes from a caching allocator: freed blocks (explicit Free,
 // or the cleanup of an unreachable tensor) return to per-size free lists and
 // are reused in stream order, so steady-state decoding allocates nothing

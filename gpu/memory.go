@@ -17,9 +17,10 @@ import (
 // handed out from per-class free lists, and returned there when their last
 // tensor is freed or collected. Returning needs no driver call, so tensor
 // cleanups (which run on the runtime's cleanup goroutine) only take the
-// mutex. Because every kernel and copy runs on the backend's one stream,
-// a block reused by a later op is only touched after the earlier ops that
-// read it: no synchronisation is needed to recycle.
+// mutex. Each lane (lane.go) has its own pool, and every kernel and copy
+// of a lane runs on that lane's one stream, so a block reused by a later
+// op is only touched after the earlier ops that read it: no
+// synchronisation is needed to recycle.
 //
 // Tensors that models drop without Free are found by the garbage
 // collector, which knows nothing of device memory: after gcEvery bytes
