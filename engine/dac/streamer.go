@@ -2,6 +2,9 @@ package dac
 
 import (
 	"fmt"
+	"os"
+
+	"zonostream/engine/compute"
 )
 
 // Codebooks is the number of codes in one Zonos frame (dac_44khz's
@@ -45,11 +48,16 @@ func (sc StreamConfig) want(k int) int {
 }
 
 // Streamer turns frames of codes into PCM as they arrive, emitting only
-// samples that one-shot decoding of the whole stream would produce: it
-// decodes a window of left context + held-back frames + new frames, drops
-// the window's warm-up, and holds back the tail that still lacks right
-// context, re-decoding it when more frames arrive. Each sample is emitted
+// samples that one-shot decoding of the whole stream would produce, each
 // exactly once; the emitted total after Flush is frames·hop.
+//
+// Every layer of the decoder keeps the input columns its next outputs
+// still need (stream_state.go), so each emission decodes only the frames
+// that arrived since the last one; the samples that still lack right
+// context come out with a later emission. A decoder whose geometry that
+// cannot follow, or ZONOS_DAC_STREAM=window (for before/after
+// measurements), uses the older way: decode a window of left context +
+// held-back frames + new frames again for each emission.
 //
 // On the CPU backend the emitted samples are bit-identical to Model.Decode
 // (every committed sample is computed by the same arithmetic in both); on
@@ -59,13 +67,17 @@ func (sc StreamConfig) want(k int) int {
 type Streamer struct {
 	m     *Model
 	sc    StreamConfig
-	codes [Codebooks][]int32 // frames base … base+len−1
-	base  int                // stream index of codes[·][0]
+	codes [Codebooks][]int32 // window: frames base … base+len−1; stateful: frames not decoded yet
+	base  int                // stream index of codes[·][0] (window)
 	n     int                // frames pushed
 	done  int                // samples emitted
 	emits int                // emissions so far (chunk ramp)
 	ended bool
+	st    *decoderState // stateful decoding (nil: window decoding)
 }
+
+// windowStreaming is ZONOS_DAC_STREAM=window.
+var windowStreaming = os.Getenv("ZONOS_DAC_STREAM") == "window"
 
 // NewStreamer returns a streamer over m with the given chunk sizes.
 func (m *Model) NewStreamer(sc StreamConfig) (*Streamer, error) {
@@ -75,7 +87,20 @@ func (m *Model) NewStreamer(sc StreamConfig) (*Streamer, error) {
 	if sc.FirstChunk < 1 || sc.Chunk < 1 {
 		return nil, fmt.Errorf("dac streamer: chunk sizes %d/%d frames; both must be ≥ 1", sc.FirstChunk, sc.Chunk)
 	}
-	return &Streamer{m: m, sc: sc}, nil
+	s := &Streamer{m: m, sc: sc}
+	s.newState()
+	return s, nil
+}
+
+// newState starts stateful decoding unless the window way is asked for or
+// the decoder cannot be streamed layer by layer.
+func (s *Streamer) newState() {
+	if windowStreaming {
+		return
+	}
+	if st, err := s.m.decoder.newState(); err == nil {
+		s.st = st
+	}
 }
 
 // Push adds frames (each the 9 codes of one time step, codebook order) and
@@ -106,6 +131,9 @@ func (s *Streamer) Push(frames ...[Codebooks]int32) ([]float32, error) {
 		return nil, nil
 	}
 	s.emits++
+	if s.st != nil {
+		return s.emitState(false), nil
+	}
 	return s.emit(end), nil
 }
 
@@ -119,6 +147,9 @@ func (s *Streamer) Flush() ([]float32, error) {
 		return nil, fmt.Errorf("dac streamer: Flush with no frames pushed; push at least one frame")
 	}
 	s.ended = true
+	if s.st != nil {
+		return s.emitState(true), nil
+	}
 	return s.emit(s.n * s.m.cfg.HopLength), nil
 }
 
@@ -128,6 +159,11 @@ func (s *Streamer) Reset() {
 		s.codes[k] = s.codes[k][:0]
 	}
 	s.base, s.n, s.done, s.emits, s.ended = 0, 0, 0, 0, false
+	if s.st != nil {
+		s.st.free(s.m.be)
+		s.st = nil
+		s.newState()
+	}
 }
 
 // Frames is the number of frames pushed; Emitted the number of samples
@@ -164,4 +200,32 @@ func (s *Streamer) emit(end int) []float32 {
 		s.base = next
 	}
 	return out
+}
+
+// emitState decodes the frames pushed since the last emission through the
+// stateful decoder (and, when final, its right padding) and returns the
+// samples that became final. The ops go to the backend in one hand-off
+// (compute.Runner) and the read waits outside it.
+func (s *Streamer) emitState(final bool) []float32 {
+	be := s.m.be
+	var y compute.Tensor
+	compute.Run(be, func() {
+		if len(s.codes[0]) > 0 {
+			y = s.st.push(be, s.m.fromCodes(s.codes[:]))
+		}
+		if final {
+			y = join(be, y, s.st.flush(be))
+			s.st.free(be) // the carried columns are not needed any more
+		}
+	})
+	for k := range s.codes {
+		s.codes[k] = s.codes[k][:0]
+	}
+	if y == nil {
+		return nil
+	}
+	pcm := be.ReadF32(y)
+	be.Free(y)
+	s.done += len(pcm)
+	return pcm
 }

@@ -197,3 +197,63 @@ func ExampleStreamer() {
 	_ = tail
 	// Output: load the DAC first
 }
+
+// TestStreamerStatefulMatchesWindow: the stateful streamer (the default)
+// emits exactly what the window streamer emits — the same samples in the
+// same emissions — for every StreamCase and several stream lengths, and
+// Reset starts a new stream cleanly in both.
+func TestStreamerStatefulMatchesWindow(t *testing.T) {
+	m := randomModel(t, narrow44k(), cpu.New(0), 12)
+	defer func(w bool) { windowStreaming = w }(windowStreaming)
+	run := func(window bool, sc StreamConfig, codes [][]int32) [][]float32 {
+		windowStreaming = window
+		s, err := m.NewStreamer(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (s.st == nil) != window {
+			t.Fatalf("window %v: stateful decoder present %v", window, s.st != nil)
+		}
+		var out [][]float32
+		for rep := 0; rep < 2; rep++ { // the second pass after Reset
+			for i := range codes[0] {
+				var fr [Codebooks]int32
+				for k := range fr {
+					fr[k] = codes[k][i]
+				}
+				pcm, err := s.Push(fr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, pcm)
+			}
+			pcm, err := s.Flush()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, pcm)
+			s.Reset()
+		}
+		return out
+	}
+	for _, T := range []int{1, 7, 23, 41} {
+		codes := randomCodes(m.cfg, T, uint64(100+T))
+		for _, c := range StreamCases {
+			if c.FirstChunk == 0 {
+				continue
+			}
+			sc := StreamConfig{FirstChunk: c.FirstChunk, Chunk: c.Chunk}
+			w, st := run(true, sc, codes), run(false, sc, codes)
+			for i := range w {
+				if len(w[i]) != len(st[i]) {
+					t.Fatalf("T=%d %s: emission %d has %d samples stateful, %d windowed", T, c.Name, i, len(st[i]), len(w[i]))
+				}
+				for j := range w[i] {
+					if w[i][j] != st[i][j] {
+						t.Fatalf("T=%d %s: emission %d sample %d: stateful %g, windowed %g", T, c.Name, i, j, st[i][j], w[i][j])
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,337 @@
+package dac
+
+import (
+	"fmt"
+
+	"zonostream/engine/compute"
+)
+
+// Stateful streaming. Decoding each emission as a window (left context,
+// new frames, held-back tail) recomputes the context every time: a
+// 16-frame emission decoded about 36 frames. Instead every layer of the
+// decoder keeps the few input columns its next outputs still need, and each
+// emission pushes only the new frames' latent through the stack:
+//
+//   - a "same"-padded convolution (kernel k, dilation d, padding p with
+//     d·(k−1) = 2p) keeps its last 2p inputs; it starts from p zero columns
+//     (the left padding) and ends by taking p more (the right padding);
+//   - a transposed convolution with kernel 2s keeps its last input (a zero
+//     column before the stream), drops the first p outputs (its padding)
+//     and ends by taking one zero column, cut to the one-shot length;
+//   - a residual unit queues its input until the branch's output for the
+//     same positions comes out;
+//   - Snake and tanh act on each column alone.
+//
+// Every output is computed by the same products, in the same order, as in
+// one-shot decoding: the zero columns stand where one-shot decoding reads
+// its zero padding, and a product with zero leaves the sum as it was. So
+// the emitted samples equal Model.Decode's (bit for bit on the CPU
+// backend; the GPU's convolutions reduce each output in a fixed order
+// wherever it lies, so there too). The stack's latency is the derived
+// right field (Field.RightSamples), so emissions come out exactly when the
+// window streamer emitted them.
+
+// streamOp is one stage of the stateful decoder. push takes ownership of x
+// ([1, C, m], m ≥ 1) and returns the outputs that became final (nil: none
+// yet); flush returns the rest once the input has ended.
+type streamOp interface {
+	push(be compute.Backend, x compute.Tensor) compute.Tensor
+	flush(be compute.Backend) compute.Tensor
+	free(be compute.Backend)
+}
+
+// cols is a tensor's length along time (0 for nil).
+func cols(t compute.Tensor) int {
+	if t == nil {
+		return 0
+	}
+	return t.Shape()[2]
+}
+
+// join concatenates two tensors along time, freeing both; nil counts as
+// empty.
+func join(be compute.Backend, a, b compute.Tensor) compute.Tensor {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	c := be.Concat(2, a, b)
+	be.Free(a)
+	be.Free(b)
+	return c
+}
+
+// cut returns columns [lo, hi) of t (nil when empty) and frees t.
+func cut(be compute.Backend, t compute.Tensor, lo, hi int) compute.Tensor {
+	if lo == 0 && hi == cols(t) {
+		return t
+	}
+	var out compute.Tensor
+	if hi > lo {
+		out = be.Slice(t, 2, lo, hi)
+	}
+	be.Free(t)
+	return out
+}
+
+// pointOp is a stage that acts on each column alone (Snake, tanh).
+type pointOp func(be compute.Backend, x compute.Tensor) compute.Tensor
+
+func (f pointOp) push(be compute.Backend, x compute.Tensor) compute.Tensor {
+	y := f(be, x)
+	be.Free(x)
+	return y
+}
+func (pointOp) flush(compute.Backend) compute.Tensor { return nil }
+func (pointOp) free(compute.Backend)                 {}
+
+// convState streams a stride-1 convolution with symmetric padding.
+type convState struct {
+	c    *conv
+	spec compute.Conv1dSpec // c.spec without padding
+	pad  int
+	span int            // d·(k−1): how far an output reads past its first input
+	prev compute.Tensor // the last inputs, still needed (nil before the first push)
+}
+
+func newConvState(c *conv) (*convState, error) {
+	sp := c.spec
+	if c.transposed || sp.Stride != 1 || sp.Groups != 1 || 2*sp.Padding != sp.Dilation*(c.k-1) {
+		return nil, fmt.Errorf("dac streamer: convolution kernel %d %+v is not length-preserving; cannot stream it", c.k, sp)
+	}
+	s := &convState{c: c, spec: sp, pad: sp.Padding, span: sp.Dilation * (c.k - 1)}
+	s.spec.Padding = 0
+	return s, nil
+}
+
+func (s *convState) push(be compute.Backend, x compute.Tensor) compute.Tensor {
+	if s.span == 0 {
+		y := be.Conv1d(x, s.c.w, s.c.b, s.spec)
+		be.Free(x)
+		return y
+	}
+	if s.prev == nil {
+		s.prev = be.Zeros(1, x.Shape()[1], s.pad)
+	}
+	w := join(be, s.prev, x)
+	s.prev = nil
+	n := cols(w)
+	if n <= s.span {
+		s.prev = w
+		return nil
+	}
+	y := be.Conv1d(w, s.c.w, s.c.b, s.spec)
+	s.prev = cut(be, w, n-s.span, n)
+	return y
+}
+
+func (s *convState) flush(be compute.Backend) compute.Tensor {
+	if s.span == 0 || s.prev == nil {
+		return nil
+	}
+	return s.push(be, be.Zeros(1, s.prev.Shape()[1], s.pad))
+}
+
+func (s *convState) free(be compute.Backend) {
+	if s.prev != nil {
+		be.Free(s.prev)
+		s.prev = nil
+	}
+}
+
+// convTState streams a transposed convolution with kernel 2·stride: each
+// output reads two consecutive inputs.
+type convTState struct {
+	c         *conv
+	spec      compute.Conv1dSpec // stride, no padding
+	stride    int
+	pad       int
+	prev      compute.Tensor // the last input (a zero column before the stream)
+	in, out   int            // inputs taken, outputs returned
+	skip      int            // leading outputs still to drop (the padding)
+	finishing bool
+}
+
+func newConvTState(c *conv) (*convTState, error) {
+	sp := c.spec
+	if !c.transposed || sp.Dilation != 1 || sp.Groups != 1 || sp.OutPadding != 0 || c.k != 2*sp.Stride || sp.Padding > sp.Stride {
+		return nil, fmt.Errorf("dac streamer: transposed convolution kernel %d %+v is not kernel 2·stride; cannot stream it", c.k, sp)
+	}
+	s := &convTState{c: c, spec: compute.Conv1dSpec{Stride: sp.Stride}, stride: sp.Stride, pad: sp.Padding, skip: sp.Padding}
+	s.spec = s.spec.Normalized()
+	return s, nil
+}
+
+// total is the one-shot output length for n inputs.
+func (s *convTState) total(n int) int { return (n+1)*s.stride - 2*s.pad }
+
+func (s *convTState) push(be compute.Backend, x compute.Tensor) compute.Tensor {
+	if s.prev == nil {
+		s.prev = be.Zeros(1, x.Shape()[1], 1)
+	}
+	m := cols(x)
+	if !s.finishing {
+		s.in += m
+	}
+	w := join(be, s.prev, x)
+	s.prev = nil
+	n := cols(w) // the previous input and the m new ones
+	raw := be.ConvTranspose1d(w, s.c.w, s.c.b, s.spec)
+	s.prev = cut(be, w, n-1, n)
+	// Raw output r reads inputs ⌊r/s⌋ − 1 and ⌊r/s⌋ of the window: the
+	// ones in [s, n·s) read two real (or padding) columns.
+	lo, hi := s.stride, n*s.stride
+	drop := min(s.skip, hi-lo)
+	s.skip -= drop
+	lo += drop
+	if s.finishing {
+		hi = min(hi, lo+s.total(s.in)-s.out)
+	}
+	y := cut(be, raw, lo, hi)
+	s.out += cols(y)
+	return y
+}
+
+func (s *convTState) flush(be compute.Backend) compute.Tensor {
+	if s.prev == nil {
+		return nil
+	}
+	s.finishing = true
+	return s.push(be, be.Zeros(1, s.prev.Shape()[1], 1))
+}
+
+func (s *convTState) free(be compute.Backend) {
+	if s.prev != nil {
+		be.Free(s.prev)
+		s.prev = nil
+	}
+}
+
+// resState streams a residual unit: the input waits in xq until the
+// branch has produced its output for the same positions.
+type resState struct {
+	r     *resUnit
+	conv1 *convState
+	conv2 *convState
+	xq    compute.Tensor
+}
+
+func (s *resState) push(be compute.Backend, x compute.Tensor) compute.Tensor {
+	h := s.r.snake1.forward(be, x)
+	s.xq = join(be, s.xq, x)
+	return s.add(be, s.conv1.push(be, h))
+}
+
+func (s *resState) flush(be compute.Backend) compute.Tensor {
+	return s.add(be, s.conv1.flush(be))
+}
+
+// add finishes the branch on y (conv1's new outputs) and adds the queued
+// inputs of the same positions.
+func (s *resState) add(be compute.Backend, y compute.Tensor) compute.Tensor {
+	if y == nil {
+		return nil
+	}
+	h := s.r.snake2.forward(be, y)
+	be.Free(y)
+	y = s.conv2.push(be, h)
+	n, q := cols(y), cols(s.xq)
+	x := be.Slice(s.xq, 2, 0, n)
+	s.xq = cut(be, s.xq, n, q)
+	out := be.Add(x, y)
+	be.Free(x)
+	be.Free(y)
+	return out
+}
+
+func (s *resState) free(be compute.Backend) {
+	s.conv1.free(be)
+	if s.xq != nil {
+		be.Free(s.xq)
+		s.xq = nil
+	}
+}
+
+// decoderState is the Decoder as a chain of streaming stages, latent
+// columns in, final audio samples out.
+type decoderState struct {
+	ops []streamOp
+}
+
+func (d *Decoder) newState() (*decoderState, error) {
+	st := &decoderState{}
+	add := func(c *conv) error {
+		s, err := newConvState(c)
+		if err == nil {
+			st.ops = append(st.ops, s)
+		}
+		return err
+	}
+	snakeOp := func(sn *snake) pointOp {
+		return func(be compute.Backend, x compute.Tensor) compute.Tensor { return sn.forward(be, x) }
+	}
+	if err := add(&d.conv1); err != nil {
+		return nil, err
+	}
+	for i := range d.blocks {
+		blk := &d.blocks[i]
+		st.ops = append(st.ops, snakeOp(&blk.snake1))
+		ct, err := newConvTState(&blk.convT)
+		if err != nil {
+			return nil, err
+		}
+		st.ops = append(st.ops, ct)
+		for j := range blk.res {
+			r := &blk.res[j]
+			c1, err := newConvState(&r.conv1)
+			if err != nil {
+				return nil, err
+			}
+			c2, err := newConvState(&r.conv2)
+			if err != nil {
+				return nil, err
+			}
+			st.ops = append(st.ops, &resState{r: r, conv1: c1, conv2: c2})
+		}
+	}
+	st.ops = append(st.ops, snakeOp(&d.snake1))
+	if err := add(&d.conv2); err != nil {
+		return nil, err
+	}
+	st.ops = append(st.ops, pointOp(func(be compute.Backend, x compute.Tensor) compute.Tensor { return be.Tanh(x) }))
+	return st, nil
+}
+
+// push runs new latent columns [1, hidden, m] through the chain (taking
+// ownership) and returns the audio samples that became final, [1, 1, n],
+// or nil.
+func (st *decoderState) push(be compute.Backend, x compute.Tensor) compute.Tensor {
+	for _, op := range st.ops {
+		if x == nil {
+			return nil
+		}
+		x = op.push(be, x)
+	}
+	return x
+}
+
+// flush ends the stream: each stage, in order, takes the previous stages'
+// last outputs and then its own right padding.
+func (st *decoderState) flush(be compute.Backend) compute.Tensor {
+	var x compute.Tensor
+	for _, op := range st.ops {
+		if x != nil {
+			x = op.push(be, x)
+		}
+		x = join(be, x, op.flush(be))
+	}
+	return x
+}
+
+func (st *decoderState) free(be compute.Backend) {
+	for _, op := range st.ops {
+		op.free(be)
+	}
+}
