@@ -13,9 +13,9 @@ const Codebooks = 9
 
 // StreamConfig sets how much committed audio the Streamer waits for before
 // it decodes, in frames of audio (one frame = hop samples, 11.61 ms at
-// 44.1 kHz). Decoding a window costs about as much for 1 new frame as for
-// 16 (the left context and the tail are re-decoded each time), so small
-// chunks buy latency with throughput.
+// 44.1 kHz). Every emission costs a pass through every layer on top of
+// its frames' own work (and, decoding by windows, the left context and the
+// tail again), so small chunks buy latency with throughput.
 type StreamConfig struct {
 	// FirstChunk is the committed audio of the first emission: small for a
 	// short time to first audio. ≥ 1.
