@@ -195,33 +195,9 @@ func (b *Batch) draw(heads compute.Tensor, histories [][][]int32, eosBias bool) 
 	if b.ops == nil {
 		return b.drawHost(heads, histories, eosBias), nil
 	}
-	be := b.m.b
-	padFrom := MASK
-	if b.forbid && eosBias {
-		padFrom = EOS
-	}
-	logits := b.ops.Guide(heads, b.cfg, padFrom, EOS, eosBias)
-	spec := b.spec
-	var hist compute.Tensor
-	if histories != nil && histories[0] != nil && spec.Penalty != 1 {
-		w := len(histories[0][0])
-		flat := make([]int32, 0, b.n*NumCodebooks*w)
-		for u, h := range histories {
-			for k := range h {
-				if len(h[k]) != w {
-					return nil, fmt.Errorf("batch histories differ in length (utterance %d codebook %d: %d, not %d)", u, k, len(h[k]), w)
-				}
-				flat = append(flat, h[k]...)
-			}
-		}
-		hist = be.FromI32(flat, b.n*NumCodebooks, w)
-	}
-	if histories == nil {
-		spec.Penalty = 1
-	}
-	tok := be.ReadI32(b.ops.Sample(logits, hist, nil, spec, b.seed, b.counter))
-	if spec.Temperature > 0 {
-		b.counter += b.draws()
+	tok, err := drawOnDevice(b.m.b, b.ops, heads, b.cfg, padFrom(b.forbid, eosBias), eosBias, b.spec, histories, b.seed, &b.counter)
+	if err != nil {
+		return nil, err
 	}
 	return b.split(tok), nil
 }
@@ -264,11 +240,7 @@ func (b *Batch) stepGraph() *stepGraph {
 	if b.st.graph != nil {
 		return b.st.graph
 	}
-	padFrom := MASK
-	if b.forbid {
-		padFrom = EOS
-	}
-	sg, err := b.m.recordStep(b.st, b.ops, stepKey{cfg: b.cfg, spec: b.spec, padFrom: padFrom})
+	sg, err := b.m.recordStep(b.st, b.ops, stepKey{cfg: b.cfg, spec: b.spec, padFrom: padFrom(b.forbid, true)})
 	if err != nil {
 		b.eager = true // the same step op by op
 		return nil

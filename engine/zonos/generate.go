@@ -135,31 +135,53 @@ type deviceTokens struct {
 	eager   bool // GenerateOptions.EagerSteps
 }
 
-func (d *deviceTokens) draw(heads compute.Tensor, history [][]int32, eosBias bool) []int32 {
-	b := d.m.b
-	padFrom := MASK
-	if d.forbid && eosBias {
-		padFrom = EOS // EOS joins the masked pad: fixed-length rollouts
+func (d *deviceTokens) draw(heads compute.Tensor, history [][]int32, eosBias bool) ([]int32, error) {
+	var hs [][][]int32
+	if history != nil {
+		hs = [][][]int32{history}
 	}
-	logits := d.ops.Guide(heads, d.cfg, padFrom, EOS, eosBias)
+	return drawOnDevice(d.m.b, d.ops, heads, d.cfg, padFrom(d.forbid, eosBias), eosBias, d.spec, hs, d.seed, &d.counter)
+}
+
+// padFrom is the first logit column masked to −inf: the pad column, and
+// EOS too in a decode step (not the prefill) of a fixed-length rollout.
+func padFrom(forbidEOS, step bool) int {
+	if forbidEOS && step {
+		return EOS
+	}
+	return MASK
+}
+
+// drawOnDevice guides heads [2, 9n, W] and samples every row on the device
+// (compute.SamplerOps) for n utterances: histories[u] is utterance u's
+// repetition window, rows of one length across the batch (histories nil,
+// or a nil entry: no penalty in this draw). It advances *counter past the
+// Philox blocks the draw used.
+func drawOnDevice(b compute.Backend, ops compute.SamplerOps, heads compute.Tensor, cfg float32, pad int, eosBias bool,
+	spec compute.SampleSpec, histories [][][]int32, seed uint64, counter *uint64) ([]int32, error) {
+	rows := heads.Shape()[1]
+	logits := ops.Guide(heads, cfg, pad, EOS, eosBias)
 	var hist compute.Tensor
-	spec := d.spec
-	if history != nil && spec.Penalty != 1 {
-		w := len(history[0])
-		flat := make([]int32, 0, NumCodebooks*w)
-		for _, h := range history {
-			flat = append(flat, h...)
-		}
-		hist = b.FromI32(flat, NumCodebooks, w)
-	}
-	if history == nil {
+	if len(histories) == 0 || histories[0] == nil {
 		spec.Penalty = 1
+	} else if spec.Penalty != 1 {
+		w := len(histories[0][0])
+		flat := make([]int32, 0, rows*w)
+		for u, h := range histories {
+			for k := range h {
+				if len(h[k]) != w {
+					return nil, fmt.Errorf("repetition windows differ in length (utterance %d codebook %d: %d, not %d)", u, k, len(h[k]), w)
+				}
+				flat = append(flat, h[k]...)
+			}
+		}
+		hist = b.FromI32(flat, rows, w)
 	}
-	tok := b.ReadI32(d.ops.Sample(logits, hist, nil, spec, d.seed, d.counter))
+	tok := b.ReadI32(ops.Sample(logits, hist, nil, spec, seed, *counter))
 	if spec.Temperature > 0 {
-		d.counter += uint64((NumCodebooks*LogitWidth + 3) / 4)
+		*counter += uint64((rows*LogitWidth + 3) / 4)
 	}
-	return tok
+	return tok, nil
 }
 
 func (d *deviceTokens) prefillTokens(cols [][NumCodebooks]int32) ([]int32, error) {
@@ -171,7 +193,7 @@ func (d *deviceTokens) prefillTokens(cols [][NumCodebooks]int32) ([]int32, error
 	if err != nil {
 		return nil, err
 	}
-	return d.draw(heads, nil, false), nil
+	return d.draw(heads, nil, false)
 }
 
 func (d *deviceTokens) stepTokens(col [NumCodebooks]int32, history [][]int32) ([]int32, error) {
@@ -190,7 +212,7 @@ func (d *deviceTokens) stepTokens(col [NumCodebooks]int32, history [][]int32) ([
 	if err != nil {
 		return nil, err
 	}
-	return d.draw(heads, history, true), nil
+	return d.draw(heads, history, true)
 }
 
 // stepGraph returns the state's recorded decode step for this
@@ -201,11 +223,7 @@ func (d *deviceTokens) stepGraph() *stepGraph {
 	if _, ok := d.m.b.(compute.GraphOps); !ok || d.eager || !graphable(d.spec) {
 		return nil
 	}
-	padFrom := MASK
-	if d.forbid {
-		padFrom = EOS
-	}
-	k := stepKey{cfg: d.cfg, spec: d.spec, padFrom: padFrom}
+	k := stepKey{cfg: d.cfg, spec: d.spec, padFrom: padFrom(d.forbid, true)}
 	if d.st.graph != nil && d.st.graph.key == k {
 		return d.st.graph
 	}
