@@ -76,6 +76,38 @@ func cut(be compute.Backend, t compute.Tensor, lo, hi int) compute.Tensor {
 	return out
 }
 
+// carried holds the last input columns a stage still needs.
+type carried struct {
+	prev compute.Tensor // nil before the first push
+}
+
+// take returns the carried columns followed by x, taking ownership of
+// both; before the first push, zeros zero columns stand for the carried
+// ones (the padding before the stream).
+func (c *carried) take(be compute.Backend, x compute.Tensor, zeros int) compute.Tensor {
+	if c.prev == nil {
+		c.prev = be.Zeros(1, x.Shape()[1], zeros)
+	}
+	w := join(be, c.prev, x)
+	c.prev = nil
+	return w
+}
+
+// padding is n zero columns after the stream, or nil before any push.
+func (c *carried) padding(be compute.Backend, n int) compute.Tensor {
+	if c.prev == nil {
+		return nil
+	}
+	return be.Zeros(1, c.prev.Shape()[1], n)
+}
+
+func (c *carried) free(be compute.Backend) {
+	if c.prev != nil {
+		be.Free(c.prev)
+		c.prev = nil
+	}
+}
+
 // pointOp is a stage that acts on each column alone (Snake, tanh).
 type pointOp func(be compute.Backend, x compute.Tensor) compute.Tensor
 
@@ -89,11 +121,11 @@ func (pointOp) free(compute.Backend)                 {}
 
 // convState streams a stride-1 convolution with symmetric padding.
 type convState struct {
-	c    *conv
-	spec compute.Conv1dSpec // c.spec without padding
-	pad  int
-	span int            // d·(k−1): how far an output reads past its first input
-	prev compute.Tensor // the last inputs, still needed (nil before the first push)
+	c       *conv
+	spec    compute.Conv1dSpec // c.spec without padding
+	pad     int
+	span    int // d·(k−1): how far an output reads past its first input
+	carried     // the last span inputs
 }
 
 func newConvState(c *conv) (*convState, error) {
@@ -112,11 +144,7 @@ func (s *convState) push(be compute.Backend, x compute.Tensor) compute.Tensor {
 		be.Free(x)
 		return y
 	}
-	if s.prev == nil {
-		s.prev = be.Zeros(1, x.Shape()[1], s.pad)
-	}
-	w := join(be, s.prev, x)
-	s.prev = nil
+	w := s.take(be, x, s.pad)
 	n := cols(w)
 	if n <= s.span {
 		s.prev = w
@@ -128,17 +156,13 @@ func (s *convState) push(be compute.Backend, x compute.Tensor) compute.Tensor {
 }
 
 func (s *convState) flush(be compute.Backend) compute.Tensor {
-	if s.span == 0 || s.prev == nil {
+	if s.span == 0 {
 		return nil
 	}
-	return s.push(be, be.Zeros(1, s.prev.Shape()[1], s.pad))
-}
-
-func (s *convState) free(be compute.Backend) {
-	if s.prev != nil {
-		be.Free(s.prev)
-		s.prev = nil
+	if z := s.padding(be, s.pad); z != nil {
+		return s.push(be, z)
 	}
+	return nil
 }
 
 // convTState streams a transposed convolution with kernel 2·stride: each
@@ -148,9 +172,9 @@ type convTState struct {
 	spec      compute.Conv1dSpec // stride, no padding
 	stride    int
 	pad       int
-	prev      compute.Tensor // the last input (a zero column before the stream)
-	in, out   int            // inputs taken, outputs returned
-	skip      int            // leading outputs still to drop (the padding)
+	carried       // the last input (a zero column before the stream)
+	in, out   int // inputs taken, outputs returned
+	skip      int // leading outputs still to drop (the padding)
 	finishing bool
 }
 
@@ -168,16 +192,11 @@ func newConvTState(c *conv) (*convTState, error) {
 func (s *convTState) total(n int) int { return (n+1)*s.stride - 2*s.pad }
 
 func (s *convTState) push(be compute.Backend, x compute.Tensor) compute.Tensor {
-	if s.prev == nil {
-		s.prev = be.Zeros(1, x.Shape()[1], 1)
-	}
-	m := cols(x)
 	if !s.finishing {
-		s.in += m
+		s.in += cols(x)
 	}
-	w := join(be, s.prev, x)
-	s.prev = nil
-	n := cols(w) // the previous input and the m new ones
+	w := s.take(be, x, 1)
+	n := cols(w) // the previous input and the new ones
 	raw := be.ConvTranspose1d(w, s.c.w, s.c.b, s.spec)
 	s.prev = cut(be, w, n-1, n)
 	// Raw output r reads inputs ⌊r/s⌋ − 1 and ⌊r/s⌋ of the window: the
@@ -195,18 +214,12 @@ func (s *convTState) push(be compute.Backend, x compute.Tensor) compute.Tensor {
 }
 
 func (s *convTState) flush(be compute.Backend) compute.Tensor {
-	if s.prev == nil {
+	z := s.padding(be, 1)
+	if z == nil {
 		return nil
 	}
 	s.finishing = true
-	return s.push(be, be.Zeros(1, s.prev.Shape()[1], 1))
-}
-
-func (s *convTState) free(be compute.Backend) {
-	if s.prev != nil {
-		be.Free(s.prev)
-		s.prev = nil
-	}
+	return s.push(be, z)
 }
 
 // resState streams a residual unit: the input waits in xq until the

@@ -73,11 +73,7 @@ func TestStreamerChunking(t *testing.T) {
 		codes := randomCodes(m.cfg, 40, 9)
 		var sizes []int
 		for i := 0; i < 40; i++ {
-			var fr [Codebooks]int32
-			for k := range fr {
-				fr[k] = codes[k][i]
-			}
-			pcm, err := s.Push(fr)
+			pcm, err := s.Push(frameAt(codes, i))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -217,11 +213,7 @@ func TestStreamerStatefulMatchesWindow(t *testing.T) {
 		var out [][]float32
 		for rep := 0; rep < 2; rep++ { // the second pass after Reset
 			for i := range codes[0] {
-				var fr [Codebooks]int32
-				for k := range fr {
-					fr[k] = codes[k][i]
-				}
-				pcm, err := s.Push(fr)
+				pcm, err := s.Push(frameAt(codes, i))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -256,4 +248,12 @@ func TestStreamerStatefulMatchesWindow(t *testing.T) {
 			}
 		}
 	}
+}
+
+// frameAt is frame i of codes [Codebooks][T].
+func frameAt(codes [][]int32, i int) (fr [Codebooks]int32) {
+	for k := range fr {
+		fr[k] = codes[k][i]
+	}
+	return fr
 }
