@@ -23,6 +23,8 @@ import (
 // Environment (for measurements; the defaults need none):
 //
 //	ZONOS_GEMV=old        use the previous kernel (linear_gemv) instead
+//	ZONOS_GEMV_EARLY=0    request the first weight stage after the wait
+//	ZONOS_GEMV_L2=0       no L2 prefetch of the block's weight slice
 //	ZONOS_GEMV_PLAN=file  per-shape plans, lines "N K kernel KS" (written
 //	                      by TestGemvBandwidth with ZONOS_GEMV_PLAN_OUT)
 type gemvPlan struct {
@@ -47,7 +49,10 @@ func (p gemvPlan) String() string { return fmt.Sprintf("%s/ks%d", p.kernel, p.ks
 var (
 	// gemvEarly: the GEMV requests its first weight stage before waiting
 	// for the previous kernel (ZONOS_GEMV_EARLY=0 turns it off).
-	gemvEarly    = os.Getenv("ZONOS_GEMV_EARLY") != "0"
+	gemvEarly = os.Getenv("ZONOS_GEMV_EARLY") != "0"
+	// gemvL2: before waiting, each block also asks L2 for its whole
+	// weight slice (ZONOS_GEMV_L2=0 turns it off).
+	gemvL2       = os.Getenv("ZONOS_GEMV_L2") != "0"
 	gemvOld      = os.Getenv("ZONOS_GEMV") == "old"
 	gemvFileOnce sync.Once
 	gemvFile     map[[2]int]gemvPlan
@@ -141,5 +146,5 @@ func b2i(v bool) int32 {
 // gemvM2 launches plan p: y[m, n] = x·wᵀ + bias (owner goroutine).
 func (b *Backend) gemvM2(p gemvPlan, x, w *tensor, bias, y cu.DevicePtr, m, n, k int) {
 	blocks := (n + p.rowsPerBlock() - 1) / p.rowsPerBlock()
-	b.launch(b.k[p.kernel], [3]int{blocks, 1, 1}, block256, x.ptr(), w.ptr(), bias, y, int32(m), int32(n), int32(k), int32(p.ks), b2i(gemvEarly))
+	b.launch(b.k[p.kernel], [3]int{blocks, 1, 1}, block256, x.ptr(), w.ptr(), bias, y, int32(m), int32(n), int32(k), int32(p.ks), b2i(gemvEarly)|2*b2i(gemvL2))
 }

@@ -401,9 +401,18 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
     // by a kernel that can still be running (it is uploaded, or filled and
     // synchronised, before use), and the activations x are read only after
     // the wait. early = 0 waits first (ZONOS_GEMV_EARLY=0, measurements).
-    if (early && nb > 0) issue(0);
+    if ((early & 1) && nb > 0) issue(0);
+    // early & 2: while the previous kernel still runs, ask L2 for the whole
+    // weight slice of this block (its rows are contiguous), so HBM streams
+    // it at full rate instead of two stages per lane at a time.
+    if (early & 2) {
+        int row0 = blockIdx.x * groups * R;
+        const char* base = (const char*)(w + (long long)row0 * K);
+        long long bytes = (long long)max(0, min(groups * R, N - row0)) * K * 2;
+        for (long long off = (long long)threadIdx.x * 128; off < bytes; off += 256 * 128) prefetch_l2(base + off);
+    }
     pdl_begin();
-    if (!early && nb > 0) issue(0);
+    if (!(early & 1) && nb > 0) issue(0);
     for (int b = 0; b < nb; b++) {
         if (b + 1 < nb) {
             issue(b + 1);
