@@ -23,8 +23,6 @@ import (
 // Environment (for measurements; the defaults need none):
 //
 //	ZONOS_GEMV=old        use the previous kernel (linear_gemv) instead
-//	ZONOS_GEMV_EARLY=0    request the first weight stage after the wait
-//	ZONOS_GEMV_L2=0       no L2 prefetch of the block's weight slice
 //	ZONOS_GEMV_PLAN=file  per-shape plans, lines "N K kernel KS" (written
 //	                      by TestGemvBandwidth with ZONOS_GEMV_PLAN_OUT)
 type gemvPlan struct {
@@ -34,7 +32,8 @@ type gemvPlan struct {
 }
 
 // gemvKernels are the compiled variants and their R.
-var gemvKernels = map[string]int{"gemv_m2_r1u4": 1, "gemv_m2_r2u2": 2, "gemv_m2_r4u1": 4, "gemv_m8_r4u1": 4}
+var gemvKernels = map[string]int{"gemv_m2_r1u4": 1, "gemv_m2_r2u2": 2, "gemv_m2_r4u1": 4, "gemv_m8_r4u1": 4,
+	"gemv_m2_r4u1s3": 4, "gemv_m2_r2u2s3": 2, "gemv_m2_r2u1s3": 2}
 
 // gemvBatchRows bounds the rows Linear gives the GEMV. Batch step on the
 // H200 (2026-11-29, zonos bench): 8 rows 5.26 ms with gemv_m8 vs 6.54 ms
@@ -49,10 +48,7 @@ func (p gemvPlan) String() string { return fmt.Sprintf("%s/ks%d", p.kernel, p.ks
 var (
 	// gemvEarly: the GEMV requests its first weight stage before waiting
 	// for the previous kernel (ZONOS_GEMV_EARLY=0 turns it off).
-	gemvEarly = os.Getenv("ZONOS_GEMV_EARLY") != "0"
-	// gemvL2: before waiting, each block also asks L2 for its whole
-	// weight slice (ZONOS_GEMV_L2=0 turns it off).
-	gemvL2       = os.Getenv("ZONOS_GEMV_L2") != "0"
+	gemvEarly    = os.Getenv("ZONOS_GEMV_EARLY") != "0"
 	gemvOld      = os.Getenv("ZONOS_GEMV") == "old"
 	gemvFileOnce sync.Once
 	gemvFile     map[[2]int]gemvPlan
@@ -101,6 +97,9 @@ func loadGemvPlans() map[[2]int]gemvPlan {
 // variants at every decode shape: r4u1 with KS 1 for N ≥ 8512, KS 2 for
 // N = 3072, KS 4 for N = 2048.
 func defaultGemvPlan(n, k, sms int) gemvPlan {
+	if kn := os.Getenv("ZONOS_GEMV_KERNEL"); kn != "" && gemvKernels[kn] > 0 {
+		return splitPlan(gemvPlan{kernel: kn, rows: gemvKernels[kn], ks: 1}, n, k, sms)
+	}
 	return splitPlan(gemvPlan{kernel: "gemv_m2_r4u1", rows: 4, ks: 1}, n, k, sms)
 }
 
@@ -146,5 +145,5 @@ func b2i(v bool) int32 {
 // gemvM2 launches plan p: y[m, n] = x·wᵀ + bias (owner goroutine).
 func (b *Backend) gemvM2(p gemvPlan, x, w *tensor, bias, y cu.DevicePtr, m, n, k int) {
 	blocks := (n + p.rowsPerBlock() - 1) / p.rowsPerBlock()
-	b.launch(b.k[p.kernel], [3]int{blocks, 1, 1}, block256, x.ptr(), w.ptr(), bias, y, int32(m), int32(n), int32(k), int32(p.ks), b2i(gemvEarly)|2*b2i(gemvL2))
+	b.launch(b.k[p.kernel], [3]int{blocks, 1, 1}, block256, x.ptr(), w.ptr(), bias, y, int32(m), int32(n), int32(k), int32(p.ks), b2i(gemvEarly))
 }

@@ -56,11 +56,6 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* g) {
     unsigned s = (unsigned)__cvta_generic_to_shared(smem);
     asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(s), "l"(g));
 }
-// prefetch_l2 asks L2 for the 128-byte line holding g, without waiting or
-// using a register (fire and forget).
-__device__ __forceinline__ void prefetch_l2(const void* g) {
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(g));
-}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {

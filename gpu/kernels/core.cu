@@ -361,12 +361,14 @@ __device__ __forceinline__ void fma_bf16x8(float& acc, uint4 v, float4 a, float4
            b.z * __uint_as_float(v.w << 16) + b.w * __uint_as_float(v.w & 0xffff0000u);
 }
 
-template <int R, int U, int MR>
+template <int R, int U, int MR, int S>
 __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const unsigned short* __restrict__ w,
                                           const float* __restrict__ bias, float* __restrict__ y, int M, int N,
                                           int K, int KS, int early) {
-    __shared__ uint4 buf[2][8][R * U][32];
-    __shared__ float part[8][R][MR];
+    static_assert(S >= 2 && S * 8 * R * U * 32 * 16 <= 49152, "GEMV stages exceed static shared memory");
+    __shared__ uint4 buf[S][8][R * U][32];
+    // The KS partial sums reuse the stage buffers once every warp is done.
+    float(*part)[R][MR] = reinterpret_cast<float(*)[R][MR]>(&buf[0][0][0][0]);
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int group = warp / KS, slice = warp % KS;
     int groups = 8 / KS;
@@ -384,43 +386,40 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
         for (int r = 0; r < R; r++) acc[m][r] = 0.f;
     const int B = 32 * U; // k8 elements per batch per warp
     int nb = hi > lo ? (hi - lo + B - 1) / B : 0;
+    // issue(b) requests batch b into stage b % S as one commit group; past
+    // the last batch it commits an empty group, so that "all but the
+    // newest S−1 groups are complete" always means batch b has landed.
     auto issue = [&](int b) {
-        int st = b & 1;
+        if (b < nb) {
+            int st = b % S;
 #pragma unroll
-        for (int j = 0; j < U; j++) {
-            int k = lo + b * B + 32 * j + lane;
-            if (k < hi) {
+            for (int j = 0; j < U; j++) {
+                int k = lo + b * B + 32 * j + lane;
+                if (k < hi) {
 #pragma unroll
-                for (int r = 0; r < R; r++) cp_async16(&buf[st][warp][j * R + r][lane], wr[r] + k);
+                    for (int r = 0; r < R; r++) cp_async16(&buf[st][warp][j * R + r][lane], wr[r] + k);
+                }
             }
         }
         cp_async_commit();
     };
-    // The first weight stage is requested before waiting for the previous
-    // kernel (programmatic dependent launch): the weight is never written
-    // by a kernel that can still be running (it is uploaded, or filled and
-    // synchronised, before use), and the activations x are read only after
-    // the wait. early = 0 waits first (ZONOS_GEMV_EARLY=0, measurements).
-    if ((early & 1) && nb > 0) issue(0);
-    // early & 2: while the previous kernel still runs, ask L2 for the whole
-    // weight slice of this block (its rows are contiguous), so HBM streams
-    // it at full rate instead of two stages per lane at a time.
-    if (early & 2) {
-        int row0 = blockIdx.x * groups * R;
-        const char* base = (const char*)(w + (long long)row0 * K);
-        long long bytes = (long long)max(0, min(groups * R, N - row0)) * K * 2;
-        for (long long off = (long long)threadIdx.x * 128; off < bytes; off += 256 * 128) prefetch_l2(base + off);
-    }
+    // The first S−1 weight stages are requested before waiting for the
+    // previous kernel (programmatic dependent launch): the weight is never
+    // written by a kernel that can still be running (it is uploaded, or
+    // filled and synchronised, before use), and the activations x are read
+    // only after the wait, so the stages land while the previous kernel
+    // finishes. early = 0 waits first (ZONOS_GEMV_EARLY=0, measurements).
+    if (early)
+#pragma unroll
+        for (int b = 0; b < S - 1; b++) issue(b);
     pdl_begin();
-    if (!(early & 1) && nb > 0) issue(0);
+    if (!early)
+#pragma unroll
+        for (int b = 0; b < S - 1; b++) issue(b);
     for (int b = 0; b < nb; b++) {
-        if (b + 1 < nb) {
-            issue(b + 1);
-            cp_async_wait<1>();
-        } else {
-            cp_async_wait<0>();
-        }
-        int st = b & 1;
+        issue(b + S - 1);
+        cp_async_wait<S - 1>();
+        int st = b % S;
 #pragma unroll
         for (int j = 0; j < U; j++) {
             int k = lo + b * B + 32 * j + lane;
@@ -439,10 +438,12 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
             }
         }
     }
+    cp_async_wait<0>();
 #pragma unroll
     for (int m = 0; m < MR; m++)
 #pragma unroll
         for (int r = 0; r < R; r++) acc[m][r] = warp_sum(acc[m][r]);
+    __syncthreads(); // part overlays the stage buffers
     if (lane == 0) {
 #pragma unroll
         for (int m = 0; m < MR; m++)
@@ -472,16 +473,19 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
 // staged weight in shared memory); a tensor-core tile for 8–32 rows is
 // the better tool (docs/gpu/2026-11-29-lanes-batch). A 16-row variant
 // (2 output rows per warp) measured slower than tc_gemm and was dropped.
-#define GEMV(name, R, U, MR, BOUNDS)                                                                          \
+#define GEMV(name, R, U, MR, S, BOUNDS)                                                                       \
     extern "C" __global__ void BOUNDS                                                                         \
         name(const float* __restrict__ x, const unsigned short* __restrict__ w, const float* __restrict__ b,  \
              float* __restrict__ y, int M, int N, int K, int KS, int early) {                                 \
-        gemv_body<R, U, MR>(x, w, b, y, M, N, K, KS, early);                                                  \
+        gemv_body<R, U, MR, S>(x, w, b, y, M, N, K, KS, early);                                               \
     }
-GEMV(gemv_m2_r1u4, 1, 4, 2, __launch_bounds__(256))
-GEMV(gemv_m2_r2u2, 2, 2, 2, __launch_bounds__(256))
-GEMV(gemv_m2_r4u1, 4, 1, 2, __launch_bounds__(256))
-GEMV(gemv_m8_r4u1, 4, 1, 8, __launch_bounds__(256, 2))
+GEMV(gemv_m2_r1u4, 1, 4, 2, 2, __launch_bounds__(256))
+GEMV(gemv_m2_r2u2, 2, 2, 2, 2, __launch_bounds__(256))
+GEMV(gemv_m2_r4u1, 4, 1, 2, 2, __launch_bounds__(256))
+GEMV(gemv_m2_r4u1s3, 4, 1, 2, 3, __launch_bounds__(256, 4))
+GEMV(gemv_m2_r2u2s3, 2, 2, 2, 3, __launch_bounds__(256))
+GEMV(gemv_m2_r2u1s3, 2, 1, 2, 3, __launch_bounds__(256))
+GEMV(gemv_m8_r4u1, 4, 1, 8, 2, __launch_bounds__(256, 2))
 
 // fill_bf16: deterministic pseudo-random BF16 values in ±scale (benchmark
 // weights without a host upload; never zeros).
