@@ -361,10 +361,18 @@ __device__ __forceinline__ void fma_bf16x8(float& acc, uint4 v, float4 a, float4
            b.z * __uint_as_float(v.w << 16) + b.w * __uint_as_float(v.w & 0xffff0000u);
 }
 
-template <int R, int U, int MR, int S>
+// No prologue: x is the activation in global memory.
+struct gemv_plain {
+    __device__ void operator()() const {}
+};
+
+// gemv_body: XS = false reads x from global memory; XS = true reads it
+// from shared memory (x points there), where pro() writes it after the
+// wait (the fused GEMVs below), while the first weight stages land.
+template <int R, int U, int MR, int S, bool XS = false, class Pro = gemv_plain>
 __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const unsigned short* __restrict__ w,
                                           const float* __restrict__ bias, float* __restrict__ y, int M, int N,
-                                          int K, int KS, int early) {
+                                          int K, int KS, int early, Pro pro = Pro()) {
     static_assert(S >= 2 && S * 8 * R * U * 32 * 16 <= 49152, "GEMV stages exceed static shared memory");
     __shared__ uint4 buf[S][8][R * U][32];
     // The KS partial sums reuse the stage buffers once every warp is done.
@@ -416,6 +424,10 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
     if (!early)
 #pragma unroll
         for (int b = 0; b < S - 1; b++) issue(b);
+    if (XS) {
+        pro();
+        __syncthreads();
+    }
     for (int b = 0; b < nb; b++) {
         issue(b + S - 1);
         cp_async_wait<S - 1>();
@@ -430,7 +442,14 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
                     // twice): no branch in the decode step's hot loop.
                     if (MR == 2 || m < M) {
                         const float4* xm = (const float4*)(x + (long long)min(m, M - 1) * K);
-                        float4 p = __ldg(xm + 2 * k), q = __ldg(xm + 2 * k + 1);
+                        float4 p, q;
+                        if (XS) {
+                            p = xm[2 * k];
+                            q = xm[2 * k + 1];
+                        } else {
+                            p = __ldg(xm + 2 * k);
+                            q = __ldg(xm + 2 * k + 1);
+                        }
 #pragma unroll
                         for (int r = 0; r < R; r++) fma_bf16x8(acc[m][r], buf[st][warp][j * R + r][lane], p, q);
                     }
@@ -482,10 +501,130 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
 GEMV(gemv_m2_r1u4, 1, 4, 2, 2, __launch_bounds__(256))
 GEMV(gemv_m2_r2u2, 2, 2, 2, 2, __launch_bounds__(256))
 GEMV(gemv_m2_r4u1, 4, 1, 2, 2, __launch_bounds__(256))
-GEMV(gemv_m2_r4u1s3, 4, 1, 2, 3, __launch_bounds__(256, 4))
-GEMV(gemv_m2_r2u2s3, 2, 2, 2, 3, __launch_bounds__(256))
-GEMV(gemv_m2_r2u1s3, 2, 1, 2, 3, __launch_bounds__(256))
 GEMV(gemv_m8_r4u1, 4, 1, 8, 2, __launch_bounds__(256, 2))
+
+// ---------------------------------------------------------------------------
+// Fused GEMVs for the decode step (M ≤ 2 rows): the row operation that
+// feeds a projection runs in the projection's prologue, after the wait and
+// while its first weight stage lands, writing the activation rows to
+// shared memory (gemv_xs, M·K floats of dynamic shared memory) instead of
+// a kernel of its own. Every block computes the same rows; block 0 writes
+// what later kernels need (the residual sum). Same arithmetic as the
+// standalone kernels (layernorm_v4, mamba_norm_v4, swiglu) except the
+// order of the float64 partial sums, which follows the block size.
+extern __shared__ float4 gemv_xs[];
+
+// gemv_m2_ln: y = LayerNorm(x + res)·wᵀ + b (compute.FusedProjections
+// AddLayerNormLinear); res may be null (sum = x); sum_out (the new
+// residual stream) may be null.
+extern "C" __global__ void __launch_bounds__(256)
+    gemv_m2_ln(const float* __restrict__ x, const float* __restrict__ res, const float* __restrict__ lnw,
+               const float* __restrict__ lnb, float* __restrict__ sum_out, float eps,
+               const unsigned short* __restrict__ w, const float* __restrict__ b, float* __restrict__ y, int M, int N,
+               int K, int KS, int early) {
+    __shared__ double scratch[32];
+    float* xs = (float*)gemv_xs;
+    auto pro = [&]() {
+        int K4 = K / 4;
+        for (int m = 0; m < M; m++) {
+            const float4* xr = (const float4*)(x + (long long)m * K);
+            const float4* rr = res ? (const float4*)(res + (long long)m * K) : nullptr;
+            float4* so = (sum_out && blockIdx.x == 0) ? (float4*)(sum_out + (long long)m * K) : nullptr;
+            float4* xo = (float4*)(xs + (long long)m * K);
+            double s = 0;
+            for (int i = threadIdx.x; i < K4; i += blockDim.x) {
+                float4 a = xr[i];
+                if (rr) {
+                    float4 r = rr[i];
+                    a.x = __fadd_rn(a.x, r.x); a.y = __fadd_rn(a.y, r.y);
+                    a.z = __fadd_rn(a.z, r.z); a.w = __fadd_rn(a.w, r.w);
+                }
+                if (so) so[i] = a;
+                xo[i] = a;
+                s += ((double)a.x + (double)a.y) + ((double)a.z + (double)a.w);
+            }
+            double mean = block_sum_d(s, scratch) / K;
+            double ss = 0;
+            for (int i = threadIdx.x; i < K4; i += blockDim.x) {
+                float4 a = xo[i];
+                double dx = (double)a.x - mean, dy = (double)a.y - mean;
+                double dz = (double)a.z - mean, dw = (double)a.w - mean;
+                ss += (dx * dx + dy * dy) + (dz * dz + dw * dw);
+            }
+            ss = block_sum_d(ss, scratch);
+            double rstd = 1.0 / sqrt(ss / K + (double)eps);
+            for (int i = threadIdx.x; i < K4; i += blockDim.x) {
+                float4 ww = ((const float4*)lnw)[i], a = xo[i], o;
+                o.x = __fmul_rn((float)(((double)a.x - mean) * rstd), ww.x);
+                o.y = __fmul_rn((float)(((double)a.y - mean) * rstd), ww.y);
+                o.z = __fmul_rn((float)(((double)a.z - mean) * rstd), ww.z);
+                o.w = __fmul_rn((float)(((double)a.w - mean) * rstd), ww.w);
+                if (lnb) {
+                    float4 bb = ((const float4*)lnb)[i];
+                    o.x = __fadd_rn(o.x, bb.x); o.y = __fadd_rn(o.y, bb.y);
+                    o.z = __fadd_rn(o.z, bb.z); o.w = __fadd_rn(o.w, bb.w);
+                }
+                xo[i] = o;
+            }
+        }
+    };
+    gemv_body<4, 1, 2, 2, true>(xs, w, b, y, M, N, K, KS, early, pro);
+}
+
+// gemv_m2_gated: y = (rmsnorm(v·silu(z))·nw)·wᵀ + b with v the scan output
+// [M, K = Di] and z the first Di entries of each in_proj row (stride E),
+// RMS over G groups (Mamba2's gated norm, then out_proj).
+extern "C" __global__ void __launch_bounds__(256)
+    gemv_m2_gated(const float* __restrict__ v, const float* __restrict__ in, const float* __restrict__ nw, int G,
+                  int E, float eps, const unsigned short* __restrict__ w, const float* __restrict__ b,
+                  float* __restrict__ y, int M, int N, int K, int KS, int early) {
+    __shared__ double scratch[32];
+    float* xs = (float*)gemv_xs;
+    auto pro = [&]() {
+        int gs = K / G, gs4 = gs / 4;
+        for (int m = 0; m < M; m++) {
+            for (int g = 0; g < G; g++) {
+                const float4* vr = (const float4*)(v + (long long)m * K + g * gs);
+                const float4* z = (const float4*)(in + (long long)m * E + g * gs);
+                const float4* wg = (const float4*)(nw + g * gs);
+                float4* xo = (float4*)(xs + (long long)m * K + g * gs);
+                double ms = 0;
+                for (int i = threadIdx.x; i < gs4; i += blockDim.x) {
+                    float4 a = vr[i], zz = z[i];
+                    a.x = __fmul_rn(a.x, silu_ref(zz.x)); a.y = __fmul_rn(a.y, silu_ref(zz.y));
+                    a.z = __fmul_rn(a.z, silu_ref(zz.z)); a.w = __fmul_rn(a.w, silu_ref(zz.w));
+                    xo[i] = a;
+                    ms += ((double)a.x * (double)a.x + (double)a.y * (double)a.y) +
+                          ((double)a.z * (double)a.z + (double)a.w * (double)a.w);
+                }
+                ms = block_sum_d(ms, scratch);
+                float r = (float)(1.0 / sqrt(ms / gs + (double)eps));
+                for (int i = threadIdx.x; i < gs4; i += blockDim.x) {
+                    float4 a = xo[i], ww = wg[i];
+                    a.x = __fmul_rn(__fmul_rn(a.x, r), ww.x); a.y = __fmul_rn(__fmul_rn(a.y, r), ww.y);
+                    a.z = __fmul_rn(__fmul_rn(a.z, r), ww.z); a.w = __fmul_rn(__fmul_rn(a.w, r), ww.w);
+                    xo[i] = a;
+                }
+            }
+        }
+    };
+    gemv_body<4, 1, 2, 2, true>(xs, w, b, y, M, N, K, KS, early, pro);
+}
+
+// gemv_m2_swiglu: y = (h·silu(gate))·wᵀ + b with h [M, 2K] = [h | gate]
+// (the gated MLP's fc2).
+extern "C" __global__ void __launch_bounds__(256)
+    gemv_m2_swiglu(const float* __restrict__ h, const unsigned short* __restrict__ w, const float* __restrict__ b,
+                   float* __restrict__ y, int M, int N, int K, int KS, int early) {
+    float* xs = (float*)gemv_xs;
+    auto pro = [&]() {
+        for (int m = 0; m < M; m++) {
+            const float* hr = h + (long long)m * 2 * K;
+            for (int i = threadIdx.x; i < K; i += blockDim.x) xs[(long long)m * K + i] = hr[i] * silu_ref(hr[K + i]);
+        }
+    };
+    gemv_body<4, 1, 2, 2, true>(xs, w, b, y, M, N, K, KS, early, pro);
+}
 
 // fill_bf16: deterministic pseudo-random BF16 values in ±scale (benchmark
 // weights without a host upload; never zeros).
