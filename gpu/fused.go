@@ -11,12 +11,13 @@ import (
 )
 
 // The fused projections of the decode step (compute.FusedProjections):
-// gemv_m2_ln, gemv_m2_gated and gemv_m2_swiglu in kernels/core.cu compute
-// the activation rows (a LayerNorm of the residual sum, Mamba2's gated
-// RMSNorm, the MLP's SiLU gate) in the prologue of the weight-read GEMV,
-// into dynamic shared memory, instead of a kernel of their own. They apply
-// to the GEMV's shapes with M ≤ 2 rows (the CFG decode step of one
-// utterance); anything else runs the composition.
+// gemv_m2_ln and gemv_m2_gated in kernels/core.cu compute the activation
+// rows (a LayerNorm of the residual sum, Mamba2's RMS norm of the gated
+// scan output) in the prologue of the weight-read GEMV, into dynamic
+// shared memory, instead of a kernel of their own. They apply to the
+// GEMV's shapes with M ≤ 2 rows (the CFG decode step of one utterance) and
+// rows of at most 2048 (LayerNorm) or 4096 (one norm group) floats;
+// anything else runs the composition.
 //
 // ZONOS_FUSE=0 turns them off (for measurements).
 var fuseOff = os.Getenv("ZONOS_FUSE") == "0"
@@ -67,7 +68,7 @@ func (b *Backend) AddLayerNormLinear(x, residual, normW, normB compute.Tensor, e
 	xt, wt, bt := f32Of(x, "AddLayerNormLinear"), cast(w), optTensor(bias)
 	shape, m, n, k := linearShape("AddLayerNormLinear", xt, wt, bt)
 	nw, nb := cast(normW), optTensor(normB)
-	if !fusedRows(m, k, wt) || nw.n() != k || (nb != nil && nb.n() != k) {
+	if !fusedRows(m, k, wt) || k > 2048 || nw.n() != k || (nb != nil && nb.n() != k) {
 		out, sum := b.AddLayerNorm(x, residual, normW, normB, eps)
 		return b.Linear(out, w, bias), sum
 	}
@@ -97,28 +98,6 @@ func (b *Backend) AddLayerNormLinear(x, residual, normW, normB compute.Tensor, e
 	return y, sum
 }
 
-func (b *Backend) SwiGLULinear(x, w, bias compute.Tensor) compute.Tensor {
-	xt, wt, bt := f32Of(x, "SwiGLULinear"), cast(w), optTensor(bias)
-	d2 := xt.shape[len(xt.shape)-1]
-	if d2%2 != 0 || len(wt.shape) != 2 || wt.shape[1] != d2/2 {
-		panic(fmt.Sprintf("gpu.SwiGLULinear: rows %v with weight %v", xt.shape, wt.shape))
-	}
-	m, n, k := xt.n()/d2, wt.shape[0], d2/2
-	if !fusedRows(m, k, wt) {
-		return b.Linear(b.SwiGLU(x), w, bias)
-	}
-	if bt != nil && bt.n() != n {
-		panic(fmt.Sprintf("gpu.SwiGLULinear: bias of %d for %d outputs", bt.n(), n))
-	}
-	shape := append(slices.Clone(xt.shape[:len(xt.shape)-1]), n)
-	var y *tensor
-	b.do(func() {
-		y = b.newTensor(compute.F32, shape...)
-		b.fusedGemv("gemv_m2_swiglu", []any{xt.ptr()}, wt, bt, y, m, n, k)
-	})
-	return y
-}
-
 func (b *Backend) Mamba2Linear(zxbcdt compute.Tensor, mw compute.Mamba2Weights, convState, ssmState compute.Tensor, s compute.Mamba2Spec, w compute.Tensor) compute.Tensor {
 	mx := b.mamba2Check(zxbcdt, mw, convState, ssmState, s)
 	wt := cast(w)
@@ -126,15 +105,14 @@ func (b *Backend) Mamba2Linear(zxbcdt compute.Tensor, mw compute.Mamba2Weights, 
 		panic(fmt.Sprintf("gpu.Mamba2Linear: out_proj %v for d_inner %d", wt.shape, s.DInner))
 	}
 	m, n, k := mx.B*mx.T, wt.shape[0], s.DInner
-	if !fusedRows(m, k, wt) || mx.E%4 != 0 || (k/s.Groups)%4 != 0 {
+	if !fusedRows(m, k, wt) || k > 4096 || s.Groups != 1 {
 		return b.Linear(b.Mamba2(zxbcdt, mw, convState, ssmState, s), w, nil)
 	}
 	var out *tensor
 	b.do(func() {
 		out = b.newTensor(compute.F32, mx.B, mx.T, n)
 		y := b.mamba2Scan(mx)
-		b.fusedGemv("gemv_m2_gated", []any{y.ptr(), mx.in.ptr(), b.asF32(mx.nw).ptr(), int32(s.Groups), int32(mx.E), s.Eps},
-			wt, nil, out, m, n, k)
+		b.fusedGemv("gemv_m2_gated", []any{y.ptr(), b.asF32(mx.nw).ptr(), s.Eps}, wt, nil, out, m, n, k)
 		y.h.release()
 	})
 	return out

@@ -27,10 +27,10 @@ func TestFusedProjections(t *testing.T) {
 	need(t)
 	r := rand.New(rand.NewPCG(91, 92))
 	for _, c := range []struct {
-		m, k, n      int
+		m, k, n     int
 		res, biases bool
 	}{
-		{2, 2048, 8512, true, false}, {1, 2048, 3072, true, false}, {2, 2048, 333, false, true}, {2, 1024, 9234, true, true},
+		{2, 2048, 8512, true, false}, {1, 2048, 3072, true, false}, {2, 2048, 333, false, true}, {2, 1000, 9234, true, true}, {2, 4096, 64, true, true},
 	} {
 		name := fmt.Sprintf("AddLayerNormLinear m%d k%d n%d res %v bias %v", c.m, c.k, c.n, c.res, c.biases)
 		x := randF32(r, 1, c.m, 1, c.k)
@@ -49,17 +49,6 @@ func TestFusedProjections(t *testing.T) {
 		check(t, name+" sum", pair{sc, sg}, 0)
 		var yu compute.Tensor
 		unfused(func() { yu, _ = compute.AddLayerNormLinear(gb, x.g, res.g, nw.g, nb.g, 1e-5, w.g, bias.g) })
-		checkVals(t, name+" vs unfused", gb.ReadF32(yu), gb.ReadF32(yg), 1e-6)
-	}
-	for _, c := range []struct{ m, k, n int }{{2, 8192, 2048}, {1, 8192, 2048}, {2, 136, 77}} {
-		name := fmt.Sprintf("SwiGLULinear m%d k%d n%d", c.m, c.k, c.n)
-		h := randF32(r, 1, c.m, 1, 2*c.k)
-		w := randW(t, r, compute.BF16, 0.03, c.n, c.k)
-		yc := compute.SwiGLULinear(cb, h.c, w.c, nil)
-		yg := compute.SwiGLULinear(gb, h.g, w.g, nil)
-		check(t, name, pair{yc, yg}, tol)
-		var yu compute.Tensor
-		unfused(func() { yu = compute.SwiGLULinear(gb, h.g, w.g, nil) })
 		checkVals(t, name+" vs unfused", gb.ReadF32(yu), gb.ReadF32(yg), 1e-6)
 	}
 }

@@ -32,8 +32,7 @@ type gemvPlan struct {
 }
 
 // gemvKernels are the compiled variants and their R.
-var gemvKernels = map[string]int{"gemv_m2_r1u4": 1, "gemv_m2_r2u2": 2, "gemv_m2_r4u1": 4, "gemv_m8_r4u1": 4,
-	"gemv_m2_r4u1s3": 4, "gemv_m2_r2u2s3": 2, "gemv_m2_r2u1s3": 2}
+var gemvKernels = map[string]int{"gemv_m2_r1u4": 1, "gemv_m2_r2u2": 2, "gemv_m2_r4u1": 4, "gemv_m8_r4u1": 4}
 
 // gemvBatchRows bounds the rows Linear gives the GEMV. Batch step on the
 // H200 (2026-11-29, zonos bench): 8 rows 5.26 ms with gemv_m8 vs 6.54 ms
@@ -97,9 +96,6 @@ func loadGemvPlans() map[[2]int]gemvPlan {
 // variants at every decode shape: r4u1 with KS 1 for N ≥ 8512, KS 2 for
 // N = 3072, KS 4 for N = 2048.
 func defaultGemvPlan(n, k, sms int) gemvPlan {
-	if kn := os.Getenv("ZONOS_GEMV_KERNEL"); kn != "" && gemvKernels[kn] > 0 {
-		return splitPlan(gemvPlan{kernel: kn, rows: gemvKernels[kn], ks: 1}, n, k, sms)
-	}
 	return splitPlan(gemvPlan{kernel: "gemv_m2_r4u1", rows: 4, ks: 1}, n, k, sms)
 }
 

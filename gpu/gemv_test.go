@@ -20,7 +20,7 @@ import (
 // gemvPlans lists every variant the kernels provide.
 func gemvPlans() []gemvPlan {
 	var ps []gemvPlan
-	for _, k := range []string{"gemv_m2_r1u4", "gemv_m2_r2u2", "gemv_m2_r4u1", "gemv_m2_r4u1s3", "gemv_m2_r2u2s3", "gemv_m2_r2u1s3"} {
+	for _, k := range []string{"gemv_m2_r1u4", "gemv_m2_r2u2", "gemv_m2_r4u1"} {
 		for _, ks := range []int{1, 2, 4, 8} {
 			ps = append(ps, gemvPlan{k, gemvKernels[k], ks})
 		}

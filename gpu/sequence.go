@@ -150,13 +150,13 @@ func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 			return
 		}
 		y := b.mamba2Scan(mx)
-		Di, G, E := s.DInner, s.Groups, mx.E
-		if th, ok := v4Threads(Di / G); ok && Di%4 == 0 && E%4 == 0 {
-			b.launch(b.k["mamba_norm_v4"], [3]int{mx.B * mx.T * G, 1, 1}, [3]int{th, 1, 1}, y.ptr(), mx.in.ptr(), b.asF32(mx.nw).ptr(), out.ptr(),
-				Di, G, E, s.Eps)
+		Di, G := s.DInner, s.Groups
+		if th, ok := v4Threads(Di / G); ok && Di%4 == 0 {
+			b.launch(b.k["mamba_norm_v4"], [3]int{mx.B * mx.T * G, 1, 1}, [3]int{th, 1, 1}, y.ptr(), b.asF32(mx.nw).ptr(), out.ptr(),
+				Di, G, s.Eps)
 		} else {
-			b.launch(b.k["mamba_norm"], [3]int{mx.B * mx.T * G, 1, 1}, block256, y.ptr(), mx.in.ptr(), b.asF32(mx.nw).ptr(), out.ptr(),
-				Di, G, E, s.Eps)
+			b.launch(b.k["mamba_norm"], [3]int{mx.B * mx.T * G, 1, 1}, block256, y.ptr(), b.asF32(mx.nw).ptr(), out.ptr(),
+				Di, G, s.Eps)
 		}
 		y.h.release()
 	})
@@ -200,8 +200,8 @@ func (b *Backend) mamba2Check(zxbcdt compute.Tensor, w compute.Mamba2Weights, co
 }
 
 // mamba2Scan runs the conv and the scan of a checked call (owner
-// goroutine, B·T > 0) and returns y [B, T, Di] before the gated norm; the
-// caller releases it.
+// goroutine, B·T > 0) and returns the gated scan output y·silu(z) [B, T,
+// Di], before the RMS norm; the caller releases it.
 func (b *Backend) mamba2Scan(mx mamba2Call) *tensor {
 	s, in, cst, sst := mx.s, mx.in, mx.cst, mx.sst
 	B, T, E := mx.B, mx.T, mx.E
@@ -221,8 +221,8 @@ func (b *Backend) mamba2Scan(mx mamba2Call) *tensor {
 		dt := b.newTensor(compute.F32, B, T, H, 2)
 		b.launch(b.k["mamba_dt"], grid1(B*T*H), block256, in.ptr(), b.asF32(mx.dtb).ptr(), b.asF32(mx.alog).ptr(), dt.ptr(),
 			B, T, E, Di, C, H)
-		b.launch(b.k["mamba_scan_pre"], [3]int{B * H, (P + 7) / 8, 1}, block256, dt.ptr(), xbc.ptr(),
-			b.asF32(mx.dd).ptr(), sst.ptr(), y.ptr(), T, Di, C, H, P, N, G)
+		b.launch(b.k["mamba_scan_pre"], [3]int{B * H, (P + 7) / 8, 1}, block256, dt.ptr(), xbc.ptr(), in.ptr(),
+			b.asF32(mx.dd).ptr(), sst.ptr(), y.ptr(), T, E, Di, C, H, P, N, G)
 		dt.h.release()
 	}
 	xbc.h.release()

@@ -1,10 +1,9 @@
 package compute
 
 // FusedProjections is an optional Backend extension for the decode step:
-// the row operation that feeds a projection (a norm, a gate) and the
-// projection as one op, so a GPU computes the rows in the projection's
-// prologue instead of a kernel of their own (a decode step of the hybrid
-// has 105 of them). Each op is exactly the composition it names, up to the
+// the norm that feeds a projection and the projection as one op, so a GPU
+// computes the rows in the projection's prologue instead of a kernel of
+// their own (a decode step of the hybrid has 93 of them). Each op is exactly the composition it names, up to the
 // order of floating-point sums; a backend may run the composition itself
 // where fusing does not pay (many rows).
 type FusedProjections interface {
@@ -12,8 +11,6 @@ type FusedProjections interface {
 	// followed by Linear(out, w, bias): it returns the projection and the
 	// residual sum.
 	AddLayerNormLinear(x, residual, normW, normB Tensor, eps float32, w, bias Tensor) (y, sum Tensor)
-	// SwiGLULinear is Linear(SwiGLU(x), w, bias).
-	SwiGLULinear(x, w, bias Tensor) Tensor
 	// Mamba2Linear is Linear(Mamba2(zxbcdt, mw, convState, ssmState, s), w,
 	// nil): the mixer with its gated norm folded into out_proj.
 	Mamba2Linear(zxbcdt Tensor, mw Mamba2Weights, convState, ssmState Tensor, s Mamba2Spec, w Tensor) Tensor
@@ -27,14 +24,6 @@ func AddLayerNormLinear(b Backend, x, residual, normW, normB Tensor, eps float32
 	}
 	out, sum := b.AddLayerNorm(x, residual, normW, normB, eps)
 	return b.Linear(out, w, bias), sum
-}
-
-// SwiGLULinear runs b's fused op when it has one, else the composition.
-func SwiGLULinear(b Backend, x, w, bias Tensor) Tensor {
-	if f, ok := b.(FusedProjections); ok {
-		return f.SwiGLULinear(x, w, bias)
-	}
-	return b.Linear(b.SwiGLU(x), w, bias)
 }
 
 // Mamba2Linear runs b's fused op when it has one, else the composition.

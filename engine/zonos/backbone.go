@@ -166,7 +166,7 @@ func (l *layer) forward(b compute.Backend, hidden, residual compute.Tensor, st l
 	if l.mlp != nil {
 		var h compute.Tensor
 		h, residual = compute.AddLayerNormLinear(b, hidden, residual, l.norm2.w, l.norm2.b, eps, l.mlp.fc1, nil)
-		hidden = compute.SwiGLULinear(b, h, l.mlp.fc2, nil)
+		hidden = b.Linear(b.SwiGLU(h), l.mlp.fc2, nil)
 	}
 	return hidden, residual
 }

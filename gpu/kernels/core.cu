@@ -507,167 +507,153 @@ GEMV(gemv_m8_r4u1, 4, 1, 8, 2, __launch_bounds__(256, 2))
 // Fused GEMVs for the decode step (M ≤ 2 rows): the row operation that
 // feeds a projection runs in the projection's prologue, after the wait and
 // while its first weight stage lands, writing the activation rows to
-// shared memory (gemv_xs, M·K floats of dynamic shared memory) instead of
-// a kernel of its own. Every block computes the same rows; block 0 writes
-// what later kernels need (the residual sum). Same arithmetic as the
-// standalone kernels (layernorm_v4, mamba_norm_v4, swiglu) except the
-// order of the float64 partial sums, which follows the block size.
+// shared memory (gemv_xs, 2·K floats of dynamic shared memory) instead of
+// a kernel of its own. Every block computes the same rows, so the
+// prologue must be short: it loads everything it needs for both rows at
+// once (K ≤ 4·J·256: J float4s per thread and row) and reduces both
+// rows' sums together; block 0 writes what later kernels need (the
+// residual sum). Same arithmetic as layernorm_v4 and mamba_norm_v4 except
+// the order of the float64 partial sums, which follows the block size.
 extern __shared__ float4 gemv_xs[];
+#define LN_J 2    // gemv_m2_ln: K ≤ 2048 (d_model)
+#define GATED_J 4 // gemv_m2_gated: K ≤ 4096 (d_inner)
+
+// block_sum2_d reduces two doubles over a block of 256 threads; every
+// thread gets both sums. scratch holds 16 doubles.
+__device__ __forceinline__ void block_sum2_d(double& a, double& b, double* scratch) {
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    a = warp_sum_d(a);
+    b = warp_sum_d(b);
+    __syncthreads();
+    if (lane == 0) scratch[2 * warp] = a, scratch[2 * warp + 1] = b;
+    __syncthreads();
+    a = 0, b = 0;
+#pragma unroll
+    for (int i = 0; i < 8; i++) a += scratch[2 * i], b += scratch[2 * i + 1];
+}
 
 // gemv_m2_ln: y = LayerNorm(x + res)·wᵀ + b (compute.FusedProjections
 // AddLayerNormLinear); res may be null (sum = x); sum_out (the new
-// residual stream) may be null.
-extern "C" __global__ void __launch_bounds__(256)
+// residual stream) may be null. M ≤ 2, K % 4 == 0, K ≤ 2048.
+extern "C" __global__ void __launch_bounds__(256, 3)
     gemv_m2_ln(const float* __restrict__ x, const float* __restrict__ res, const float* __restrict__ lnw,
                const float* __restrict__ lnb, float* __restrict__ sum_out, float eps,
                const unsigned short* __restrict__ w, const float* __restrict__ b, float* __restrict__ y, int M, int N,
                int K, int KS, int early) {
-    __shared__ double scratch[32];
+    __shared__ double scratch[16];
     float* xs = (float*)gemv_xs;
     auto pro = [&]() {
         int K4 = K / 4;
-        for (int m = 0; m < M; m++) {
-            const float4* xr = (const float4*)(x + (long long)m * K);
-            const float4* rr = res ? (const float4*)(res + (long long)m * K) : nullptr;
-            float4* so = (sum_out && blockIdx.x == 0) ? (float4*)(sum_out + (long long)m * K) : nullptr;
-            float4* xo = (float4*)(xs + (long long)m * K);
-            double s = 0;
-            for (int i = threadIdx.x; i < K4; i += blockDim.x) {
-                float4 a = xr[i];
-                if (rr) {
-                    float4 r = rr[i];
-                    a.x = __fadd_rn(a.x, r.x); a.y = __fadd_rn(a.y, r.y);
-                    a.z = __fadd_rn(a.z, r.z); a.w = __fadd_rn(a.w, r.w);
+        float4 a[2][LN_J], ww[LN_J], bb[LN_J];
+        double s[2] = {0, 0};
+#pragma unroll
+        for (int j = 0; j < LN_J; j++) {
+            int i = threadIdx.x + 256 * j;
+            if (i < K4) {
+                ww[j] = ((const float4*)lnw)[i];
+                bb[j] = lnb ? ((const float4*)lnb)[i] : make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+                for (int m = 0; m < 2; m++) {
+                    if (m < M) {
+                        float4 v = ((const float4*)(x + (long long)m * K))[i];
+                        if (res) {
+                            float4 r = ((const float4*)(res + (long long)m * K))[i];
+                            v.x = __fadd_rn(v.x, r.x); v.y = __fadd_rn(v.y, r.y);
+                            v.z = __fadd_rn(v.z, r.z); v.w = __fadd_rn(v.w, r.w);
+                        }
+                        a[m][j] = v;
+                        s[m] += ((double)v.x + (double)v.y) + ((double)v.z + (double)v.w);
+                        if (sum_out && blockIdx.x == 0) ((float4*)(sum_out + (long long)m * K))[i] = v;
+                    }
                 }
-                if (so) so[i] = a;
-                xo[i] = a;
-                s += ((double)a.x + (double)a.y) + ((double)a.z + (double)a.w);
             }
-            double mean = block_sum_d(s, scratch) / K;
-            double ss = 0;
-            for (int i = threadIdx.x; i < K4; i += blockDim.x) {
-                float4 a = xo[i];
-                double dx = (double)a.x - mean, dy = (double)a.y - mean;
-                double dz = (double)a.z - mean, dw = (double)a.w - mean;
-                ss += (dx * dx + dy * dy) + (dz * dz + dw * dw);
-            }
-            ss = block_sum_d(ss, scratch);
-            double rstd = 1.0 / sqrt(ss / K + (double)eps);
-            for (int i = threadIdx.x; i < K4; i += blockDim.x) {
-                float4 ww = ((const float4*)lnw)[i], a = xo[i], o;
-                o.x = __fmul_rn((float)(((double)a.x - mean) * rstd), ww.x);
-                o.y = __fmul_rn((float)(((double)a.y - mean) * rstd), ww.y);
-                o.z = __fmul_rn((float)(((double)a.z - mean) * rstd), ww.z);
-                o.w = __fmul_rn((float)(((double)a.w - mean) * rstd), ww.w);
-                if (lnb) {
-                    float4 bb = ((const float4*)lnb)[i];
-                    o.x = __fadd_rn(o.x, bb.x); o.y = __fadd_rn(o.y, bb.y);
-                    o.z = __fadd_rn(o.z, bb.z); o.w = __fadd_rn(o.w, bb.w);
+        }
+        block_sum2_d(s[0], s[1], scratch);
+        double mean[2] = {s[0] / K, s[1] / K}, q[2] = {0, 0};
+#pragma unroll
+        for (int j = 0; j < LN_J; j++) {
+            int i = threadIdx.x + 256 * j;
+#pragma unroll
+            for (int m = 0; m < 2; m++) {
+                if (i < K4 && m < M) {
+                    float4 v = a[m][j];
+                    double dx = (double)v.x - mean[m], dy = (double)v.y - mean[m];
+                    double dz = (double)v.z - mean[m], dw = (double)v.w - mean[m];
+                    q[m] += (dx * dx + dy * dy) + (dz * dz + dw * dw);
                 }
-                xo[i] = o;
+            }
+        }
+        block_sum2_d(q[0], q[1], scratch);
+#pragma unroll
+        for (int m = 0; m < 2; m++) {
+            if (m >= M) break;
+            double rstd = 1.0 / sqrt(q[m] / K + (double)eps);
+#pragma unroll
+            for (int j = 0; j < LN_J; j++) {
+                int i = threadIdx.x + 256 * j;
+                if (i < K4) {
+                    float4 v = a[m][j], o;
+                    o.x = __fmul_rn((float)(((double)v.x - mean[m]) * rstd), ww[j].x);
+                    o.y = __fmul_rn((float)(((double)v.y - mean[m]) * rstd), ww[j].y);
+                    o.z = __fmul_rn((float)(((double)v.z - mean[m]) * rstd), ww[j].z);
+                    o.w = __fmul_rn((float)(((double)v.w - mean[m]) * rstd), ww[j].w);
+                    if (lnb) {
+                        o.x = __fadd_rn(o.x, bb[j].x); o.y = __fadd_rn(o.y, bb[j].y);
+                        o.z = __fadd_rn(o.z, bb[j].z); o.w = __fadd_rn(o.w, bb[j].w);
+                    }
+                    ((float4*)(xs + (long long)m * K))[i] = o;
+                }
             }
         }
     };
     gemv_body<4, 1, 2, 2, true>(xs, w, b, y, M, N, K, KS, early, pro);
 }
 
-// gemv_m2_gated: y = (rmsnorm(v·silu(z))·nw)·wᵀ + b with v the scan output
-// [M, K = Di] and z the first Di entries of each in_proj row (stride E),
-// RMS over G groups (Mamba2's gated norm, then out_proj).
-extern "C" __global__ void __launch_bounds__(256)
-    gemv_m2_gated(const float* __restrict__ v, const float* __restrict__ in, const float* __restrict__ nw, int G,
-                  int E, float eps, const unsigned short* __restrict__ w, const float* __restrict__ b,
-                  float* __restrict__ y, int M, int N, int K, int KS, int early) {
-    __shared__ double scratch[32];
+// gemv_m2_gated: y = (rmsnorm(v)·nw)·wᵀ + b with v the gated scan output
+// y·silu(z) [M, K = Di] of one group (Mamba2's gated norm, then out_proj).
+// M ≤ 2, K % 4 == 0, K ≤ 4096.
+extern "C" __global__ void __launch_bounds__(256, 3)
+    gemv_m2_gated(const float* __restrict__ v, const float* __restrict__ nw, float eps,
+                  const unsigned short* __restrict__ w, const float* __restrict__ b, float* __restrict__ y, int M,
+                  int N, int K, int KS, int early) {
+    __shared__ double scratch[16];
     float* xs = (float*)gemv_xs;
     auto pro = [&]() {
-        int gs = K / G, gs4 = gs / 4;
-        for (int m = 0; m < M; m++) {
-            for (int g = 0; g < G; g++) {
-                const float4* vr = (const float4*)(v + (long long)m * K + g * gs);
-                const float4* z = (const float4*)(in + (long long)m * E + g * gs);
-                const float4* wg = (const float4*)(nw + g * gs);
-                float4* xo = (float4*)(xs + (long long)m * K + g * gs);
-                double ms = 0;
-                for (int i = threadIdx.x; i < gs4; i += blockDim.x) {
-                    float4 a = vr[i], zz = z[i];
-                    a.x = __fmul_rn(a.x, silu_ref(zz.x)); a.y = __fmul_rn(a.y, silu_ref(zz.y));
-                    a.z = __fmul_rn(a.z, silu_ref(zz.z)); a.w = __fmul_rn(a.w, silu_ref(zz.w));
-                    xo[i] = a;
-                    ms += ((double)a.x * (double)a.x + (double)a.y * (double)a.y) +
-                          ((double)a.z * (double)a.z + (double)a.w * (double)a.w);
+        int K4 = K / 4;
+        float4 a[2][GATED_J], ww[GATED_J];
+        double s[2] = {0, 0};
+#pragma unroll
+        for (int j = 0; j < GATED_J; j++) {
+            int i = threadIdx.x + 256 * j;
+            if (i < K4) {
+                ww[j] = ((const float4*)nw)[i];
+#pragma unroll
+                for (int m = 0; m < 2; m++) {
+                    if (m < M) {
+                        float4 e = ((const float4*)(v + (long long)m * K))[i];
+                        a[m][j] = e;
+                        s[m] += ((double)e.x * (double)e.x + (double)e.y * (double)e.y) +
+                                ((double)e.z * (double)e.z + (double)e.w * (double)e.w);
+                    }
                 }
-                ms = block_sum_d(ms, scratch);
-                float r = (float)(1.0 / sqrt(ms / gs + (double)eps));
-                for (int i = threadIdx.x; i < gs4; i += blockDim.x) {
-                    float4 a = xo[i], ww = wg[i];
-                    a.x = __fmul_rn(__fmul_rn(a.x, r), ww.x); a.y = __fmul_rn(__fmul_rn(a.y, r), ww.y);
-                    a.z = __fmul_rn(__fmul_rn(a.z, r), ww.z); a.w = __fmul_rn(__fmul_rn(a.w, r), ww.w);
-                    xo[i] = a;
+            }
+        }
+        block_sum2_d(s[0], s[1], scratch);
+#pragma unroll
+        for (int m = 0; m < 2; m++) {
+            if (m >= M) break;
+            float r = (float)(1.0 / sqrt(s[m] / K + (double)eps));
+#pragma unroll
+            for (int j = 0; j < GATED_J; j++) {
+                int i = threadIdx.x + 256 * j;
+                if (i < K4) {
+                    float4 e = a[m][j];
+                    e.x = __fmul_rn(__fmul_rn(e.x, r), ww[j].x); e.y = __fmul_rn(__fmul_rn(e.y, r), ww[j].y);
+                    e.z = __fmul_rn(__fmul_rn(e.z, r), ww[j].z); e.w = __fmul_rn(__fmul_rn(e.w, r), ww[j].w);
+                    ((float4*)(xs + (long long)m * K))[i] = e;
                 }
             }
         }
     };
     gemv_body<4, 1, 2, 2, true>(xs, w, b, y, M, N, K, KS, early, pro);
-}
-
-// gemv_m2_swiglu: y = (h·silu(gate))·wᵀ + b with h [M, 2K] = [h | gate]
-// (the gated MLP's fc2).
-extern "C" __global__ void __launch_bounds__(256)
-    gemv_m2_swiglu(const float* __restrict__ h, const unsigned short* __restrict__ w, const float* __restrict__ b,
-                   float* __restrict__ y, int M, int N, int K, int KS, int early) {
-    float* xs = (float*)gemv_xs;
-    auto pro = [&]() {
-        for (int m = 0; m < M; m++) {
-            const float* hr = h + (long long)m * 2 * K;
-            for (int i = threadIdx.x; i < K; i += blockDim.x) xs[(long long)m * K + i] = hr[i] * silu_ref(hr[K + i]);
-        }
-    };
-    gemv_body<4, 1, 2, 2, true>(xs, w, b, y, M, N, K, KS, early, pro);
-}
-
-// fill_bf16: deterministic pseudo-random BF16 values in ±scale (benchmark
-// weights without a host upload; never zeros).
-extern "C" __global__ void fill_bf16(unsigned short* __restrict__ w, long long n, unsigned int seed, float scale) {
-    pdl_begin();
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-         i += (long long)gridDim.x * blockDim.x) {
-        unsigned int h = (unsigned int)i * 2654435761u ^ seed;
-        h ^= h >> 15;
-        h *= 2246822519u;
-        h ^= h >> 13;
-        h *= 3266489917u;
-        h ^= h >> 16;
-        float f = ((float)(h >> 8) * (1.0f / 16777216.0f) * 2.f - 1.f) * scale;
-        w[i] = (unsigned short)(__float_as_uint(f) >> 16);
-    }
-}
-
-__device__ __forceinline__ unsigned long long globaltimer() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
-// pdl_probe_spin and pdl_probe_stamp check programmatic dependent launch
-// (TestPDLOverlap): the spin kernel's blocks busy-wait ns nanoseconds of
-// the global timer and record the latest end in t[0]; the stamp kernel,
-// launched next, records when its first block started (before waiting:
-// its own probe slot only, which nothing else touches) in t[1] and when
-// its wait returned in t[2]. With PDL t[1] < t[0] ≤ t[2].
-extern "C" __global__ void pdl_probe_spin(unsigned long long* t, long long ns) {
-    pdl_begin();
-    unsigned long long t0 = globaltimer(), now;
-    do {
-        now = globaltimer();
-    } while ((long long)(now - t0) < ns);
-    __syncthreads();
-    if (threadIdx.x == 0) atomicMax(&t[0], globaltimer());
-}
-
-extern "C" __global__ void pdl_probe_stamp(unsigned long long* t) {
-    unsigned long long s = globaltimer();
-    if (threadIdx.x == 0) atomicMin(&t[1], s);
-    pdl_begin();
-    if (threadIdx.x == 0) atomicMax(&t[2], globaltimer());
 }
