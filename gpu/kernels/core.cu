@@ -657,3 +657,49 @@ extern "C" __global__ void __launch_bounds__(256, 3)
     };
     gemv_body<4, 1, 2, 2, true>(xs, w, b, y, M, N, K, KS, early, pro);
 }
+
+// fill_bf16: deterministic pseudo-random BF16 values in ±scale (benchmark
+// weights without a host upload; never zeros).
+extern "C" __global__ void fill_bf16(unsigned short* __restrict__ w, long long n, unsigned int seed, float scale) {
+    pdl_begin();
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x) {
+        unsigned int h = (unsigned int)i * 2654435761u ^ seed;
+        h ^= h >> 15;
+        h *= 2246822519u;
+        h ^= h >> 13;
+        h *= 3266489917u;
+        h ^= h >> 16;
+        float f = ((float)(h >> 8) * (1.0f / 16777216.0f) * 2.f - 1.f) * scale;
+        w[i] = (unsigned short)(__float_as_uint(f) >> 16);
+    }
+}
+
+__device__ __forceinline__ unsigned long long globaltimer() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// pdl_probe_spin and pdl_probe_stamp check programmatic dependent launch
+// (TestPDLOverlap): the spin kernel's blocks busy-wait ns nanoseconds of
+// the global timer and record the latest end in t[0]; the stamp kernel,
+// launched next, records when its first block started (before waiting:
+// its own probe slot only, which nothing else touches) in t[1] and when
+// its wait returned in t[2]. With PDL t[1] < t[0] ≤ t[2].
+extern "C" __global__ void pdl_probe_spin(unsigned long long* t, long long ns) {
+    pdl_begin();
+    unsigned long long t0 = globaltimer(), now;
+    do {
+        now = globaltimer();
+    } while ((long long)(now - t0) < ns);
+    __syncthreads();
+    if (threadIdx.x == 0) atomicMax(&t[0], globaltimer());
+}
+
+extern "C" __global__ void pdl_probe_stamp(unsigned long long* t) {
+    unsigned long long s = globaltimer();
+    if (threadIdx.x == 0) atomicMin(&t[1], s);
+    pdl_begin();
+    if (threadIdx.x == 0) atomicMax(&t[2], globaltimer());
+}
