@@ -14,10 +14,9 @@ package gpu
 // programmatic-stream-serialization attribute (Hopper): the kernel may
 // start before the previous kernel of the stream completes, and waits for
 // it in griddepcontrol.wait (pdl_begin in kernels/common.cuh).
-// shmem is the dynamic shared memory in bytes.
 static CUresult zs_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                          unsigned bz, unsigned shmem, void* stream, void** params, int pdl) {
-	if (!pdl) return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, (CUstream)stream, params, 0);
+                          unsigned bz, void* stream, void** params, int pdl) {
+	if (!pdl) return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, 0, (CUstream)stream, params, 0);
 	CUlaunchAttribute attr;
 	memset(&attr, 0, sizeof attr);
 	attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
@@ -26,17 +25,10 @@ static CUresult zs_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, u
 	memset(&cfg, 0, sizeof cfg);
 	cfg.gridDimX = gx; cfg.gridDimY = gy; cfg.gridDimZ = gz;
 	cfg.blockDimX = bx; cfg.blockDimY = by; cfg.blockDimZ = bz;
-	cfg.sharedMemBytes = shmem;
 	cfg.hStream = (CUstream)stream;
 	cfg.attrs = &attr;
 	cfg.numAttrs = 1;
 	return cuLaunchKernelEx(&cfg, f, params, 0);
-}
-
-// zs_max_dynamic_shared lets f use up to bytes of dynamic shared memory
-// (above 48 KiB in all needs this opt-in).
-static CUresult zs_max_dynamic_shared(CUfunction f, int bytes) {
-	return cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
 }
 
 // zs_args allocates n parameter slots and n pointers to them.
@@ -61,12 +53,10 @@ import (
 // kernel is a loaded function and its name (for errors). pdl: the kernel
 // waits for its predecessor itself (its sm_90 body calls pdl_begin), so it
 // is launched with programmatic dependent launch when the backend uses it.
-// maxShared is the dynamic shared memory it has been allowed so far.
 type kernel struct {
-	name      string
-	fn        cu.Function
-	pdl       bool
-	maxShared int
+	name string
+	fn   cu.Function
+	pdl  bool
 }
 
 // maxArgs bounds a kernel's parameter count (the slot array is allocated
@@ -95,19 +85,6 @@ func pdlWanted() bool { return os.Getenv("ZONOS_PDL") != "0" }
 // int32, float32 (its bits in the low half), float64; the driver copies
 // the parameter's own size from the slot, low bytes first (little endian).
 func (b *Backend) launch(k *kernel, grid, block [3]int, args ...any) {
-	b.launchShared(k, grid, block, 0, args...)
-}
-
-// launchShared is launch with shmem bytes of dynamic shared memory
-// (extern __shared__ in the kernel); the kernel's limit is raised the
-// first time a launch needs more than it allows.
-func (b *Backend) launchShared(k *kernel, grid, block [3]int, shmem int, args ...any) {
-	if shmem > k.maxShared {
-		if err := cuErr(C.zs_max_dynamic_shared(cuFunction(k.fn), C.int(shmem))); err != nil {
-			panic(fmt.Sprintf("gpu: kernel %s: %d bytes of dynamic shared memory: %v", k.name, shmem, err))
-		}
-		k.maxShared = shmem
-	}
 	if len(args) > maxArgs {
 		panic(fmt.Sprintf("gpu: kernel %s has %d arguments (at most %d)", k.name, len(args), maxArgs))
 	}
@@ -140,7 +117,7 @@ func (b *Backend) launchShared(k *kernel, grid, block [3]int, shmem int, args ..
 		pdl = 1
 	}
 	r := C.zs_launch(cuFunction(k.fn), C.uint(grid[0]), C.uint(grid[1]), C.uint(grid[2]),
-		C.uint(block[0]), C.uint(block[1]), C.uint(block[2]), C.uint(shmem), unsafe.Pointer(b.stream.C()), b.args, pdl)
+		C.uint(block[0]), C.uint(block[1]), C.uint(block[2]), unsafe.Pointer(b.stream.C()), b.args, pdl)
 	if err := cuErr(r); err != nil {
 		panic(fmt.Sprintf("gpu: CUDA kernel launch failed: %s (grid %v, block %v): %v", k.name, grid, block, err))
 	}

@@ -142,38 +142,6 @@ const (
 )
 
 func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convState, ssmState compute.Tensor, s compute.Mamba2Spec) compute.Tensor {
-	mx := b.mamba2Check(zxbcdt, w, convState, ssmState, s)
-	var out *tensor
-	b.do(func() {
-		out = b.newTensor(compute.F32, mx.B, mx.T, s.DInner)
-		if mx.B*mx.T == 0 {
-			return
-		}
-		y := b.mamba2Scan(mx)
-		Di, G := s.DInner, s.Groups
-		if th, ok := v4Threads(Di / G); ok && Di%4 == 0 {
-			b.launch(b.k["mamba_norm_v4"], [3]int{mx.B * mx.T * G, 1, 1}, [3]int{th, 1, 1}, y.ptr(), b.asF32(mx.nw).ptr(), out.ptr(),
-				Di, G, s.Eps)
-		} else {
-			b.launch(b.k["mamba_norm"], [3]int{mx.B * mx.T * G, 1, 1}, block256, y.ptr(), b.asF32(mx.nw).ptr(), out.ptr(),
-				Di, G, s.Eps)
-		}
-		y.h.release()
-	})
-	return out
-}
-
-// mamba2Call is a checked Mamba2 call: the input [B, T, E], the states and
-// the weights as backend tensors.
-type mamba2Call struct {
-	in, cst, sst              *tensor
-	cw, cb, dtb, alog, dd, nw *tensor
-	B, T, E                   int
-	s                         compute.Mamba2Spec
-}
-
-// mamba2Check validates a Mamba2 call (any goroutine).
-func (b *Backend) mamba2Check(zxbcdt compute.Tensor, w compute.Mamba2Weights, convState, ssmState compute.Tensor, s compute.Mamba2Spec) mamba2Call {
 	in := f32Of(zxbcdt, "Mamba2")
 	shp := in.shape
 	if len(shp) != 3 {
@@ -196,35 +164,39 @@ func (b *Backend) mamba2Check(zxbcdt compute.Tensor, w compute.Mamba2Weights, co
 	if cw.n() != C*Kc || cb.n() != C || dtb.n() != H || alog.n() != H || dd.n() != H || nw.n() != Di {
 		panic(fmt.Sprintf("gpu.Mamba2: weight sizes %v %v %v %v %v %v for spec %+v", cw.shape, cb.shape, dtb.shape, alog.shape, dd.shape, nw.shape, s))
 	}
-	return mamba2Call{in: in, cst: cst, sst: sst, cw: cw, cb: cb, dtb: dtb, alog: alog, dd: dd, nw: nw, B: B, T: T, E: E, s: s}
-}
-
-// mamba2Scan runs the conv and the scan of a checked call (owner
-// goroutine, B·T > 0) and returns the gated scan output y·silu(z) [B, T,
-// Di], before the RMS norm; the caller releases it.
-func (b *Backend) mamba2Scan(mx mamba2Call) *tensor {
-	s, in, cst, sst := mx.s, mx.in, mx.cst, mx.sst
-	B, T, E := mx.B, mx.T, mx.E
-	Di, H, P, N, G, Kc := s.DInner, s.Heads, s.HeadDim, s.DState, s.Groups, s.DConv
-	C := Di + 2*G*N
-	xbc := b.newTensor(compute.F32, B, T, C)
-	y := b.newTensor(compute.F32, B, T, Di)
-	if T == 1 { // decode: one pass each
-		b.launch(b.k["mamba_conv"], grid1(B*C), block256, in.ptr(), b.asF32(mx.cw).ptr(), b.asF32(mx.cb).ptr(),
-			cst.ptr(), xbc.ptr(), B, T, E, Di, C, Kc)
-		b.launch(b.k["mamba_scan"], [3]int{B * H, (P + 7) / 8, 1}, block256, in.ptr(), xbc.ptr(),
-			b.asF32(mx.dtb).ptr(), b.asF32(mx.alog).ptr(), b.asF32(mx.dd).ptr(), sst.ptr(), y.ptr(), T, E, Di, C, H, P, N, G)
-	} else { // prefill: the parallel parts out of the recurrence
-		b.launch(b.k["mamba_conv_par"], grid1(B*T*C), block256, in.ptr(), b.asF32(mx.cw).ptr(), b.asF32(mx.cb).ptr(),
-			cst.ptr(), xbc.ptr(), B, T, E, Di, C, Kc)
-		b.launch(b.k["mamba_conv_state"], grid1(B*C), block256, in.ptr(), cst.ptr(), B, T, E, Di, C, Kc)
-		dt := b.newTensor(compute.F32, B, T, H, 2)
-		b.launch(b.k["mamba_dt"], grid1(B*T*H), block256, in.ptr(), b.asF32(mx.dtb).ptr(), b.asF32(mx.alog).ptr(), dt.ptr(),
-			B, T, E, Di, C, H)
-		b.launch(b.k["mamba_scan_pre"], [3]int{B * H, (P + 7) / 8, 1}, block256, dt.ptr(), xbc.ptr(), in.ptr(),
-			b.asF32(mx.dd).ptr(), sst.ptr(), y.ptr(), T, E, Di, C, H, P, N, G)
-		dt.h.release()
-	}
-	xbc.h.release()
-	return y
+	var out *tensor
+	b.do(func() {
+		out = b.newTensor(compute.F32, B, T, Di)
+		if B*T == 0 {
+			return
+		}
+		xbc := b.newTensor(compute.F32, B, T, C)
+		y := b.newTensor(compute.F32, B, T, Di)
+		if T == 1 { // decode: one pass each
+			b.launch(b.k["mamba_conv"], grid1(B*C), block256, in.ptr(), b.asF32(cw).ptr(), b.asF32(cb).ptr(),
+				cst.ptr(), xbc.ptr(), B, T, E, Di, C, Kc)
+			b.launch(b.k["mamba_scan"], [3]int{B * H, (P + 7) / 8, 1}, block256, in.ptr(), xbc.ptr(),
+				b.asF32(dtb).ptr(), b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), y.ptr(), T, E, Di, C, H, P, N, G)
+		} else { // prefill: the parallel parts out of the recurrence
+			b.launch(b.k["mamba_conv_par"], grid1(B*T*C), block256, in.ptr(), b.asF32(cw).ptr(), b.asF32(cb).ptr(),
+				cst.ptr(), xbc.ptr(), B, T, E, Di, C, Kc)
+			b.launch(b.k["mamba_conv_state"], grid1(B*C), block256, in.ptr(), cst.ptr(), B, T, E, Di, C, Kc)
+			dt := b.newTensor(compute.F32, B, T, H, 2)
+			b.launch(b.k["mamba_dt"], grid1(B*T*H), block256, in.ptr(), b.asF32(dtb).ptr(), b.asF32(alog).ptr(), dt.ptr(),
+				B, T, E, Di, C, H)
+			b.launch(b.k["mamba_scan_pre"], [3]int{B * H, (P + 7) / 8, 1}, block256, dt.ptr(), xbc.ptr(),
+				b.asF32(dd).ptr(), sst.ptr(), y.ptr(), T, Di, C, H, P, N, G)
+			dt.h.release()
+		}
+		if th, ok := v4Threads(Di / G); ok && Di%4 == 0 && E%4 == 0 {
+			b.launch(b.k["mamba_norm_v4"], [3]int{B * T * G, 1, 1}, [3]int{th, 1, 1}, y.ptr(), in.ptr(), b.asF32(nw).ptr(), out.ptr(),
+				Di, G, E, s.Eps)
+		} else {
+			b.launch(b.k["mamba_norm"], [3]int{B * T * G, 1, 1}, block256, y.ptr(), in.ptr(), b.asF32(nw).ptr(), out.ptr(),
+				Di, G, E, s.Eps)
+		}
+		xbc.h.release()
+		y.h.release()
+	})
+	return out
 }

@@ -154,27 +154,22 @@ type position struct {
 // stream (nil before the first block) and returns the new (hidden,
 // residual) pair; the stream after the block is hidden + residual.
 func (l *layer) forward(b compute.Backend, hidden, residual compute.Tensor, st layerState, pos position, eps float32) (compute.Tensor, compute.Tensor) {
+	x, residual := b.AddLayerNorm(hidden, residual, l.norm.w, l.norm.b, eps)
 	if l.attn != nil {
-		var qkv compute.Tensor
-		qkv, residual = compute.AddLayerNormLinear(b, hidden, residual, l.norm.w, l.norm.b, eps, l.attn.inProj, nil)
-		hidden = l.attn.forward(b, qkv, st, pos)
+		hidden = l.attn.forward(b, x, st, pos)
 	} else {
-		var zxbcdt compute.Tensor
-		zxbcdt, residual = compute.AddLayerNormLinear(b, hidden, residual, l.norm.w, l.norm.b, eps, l.ssm.inProj, nil)
-		hidden = compute.Mamba2Linear(b, zxbcdt, l.ssm.w, st.conv, st.ssm, l.ssm.spec, l.ssm.outProj)
+		hidden = l.ssm.forward(b, x, st)
 	}
 	if l.mlp != nil {
-		var h compute.Tensor
-		h, residual = compute.AddLayerNormLinear(b, hidden, residual, l.norm2.w, l.norm2.b, eps, l.mlp.fc1, nil)
-		hidden = b.Linear(b.SwiGLU(h), l.mlp.fc2, nil)
+		x, residual = b.AddLayerNorm(hidden, residual, l.norm2.w, l.norm2.b, eps)
+		hidden = b.Linear(b.SwiGLU(b.Linear(x, l.mlp.fc1, nil)), l.mlp.fc2, nil)
 	}
 	return hidden, residual
 }
 
-// forward runs attention on the fused projection qkv [B, T, (H+2·Hkv)·Dh]
-// and its out_proj.
-func (a *attention) forward(b compute.Backend, qkv compute.Tensor, st layerState, pos position) compute.Tensor {
+func (a *attention) forward(b compute.Backend, x compute.Tensor, st layerState, pos position) compute.Tensor {
 	s := a.spec
+	qkv := b.Linear(x, a.inProj, nil)
 	if pa, ok := b.(compute.PackedAttention); ok {
 		return b.Linear(pa.AttentionPacked(qkv, st.k, st.v, pos.host, pos.dev, s), a.outProj, nil)
 	}
@@ -189,4 +184,9 @@ func (a *attention) forward(b compute.Backend, qkv compute.Tensor, st layerState
 		o = b.Attention(q, k, v, st.k, st.v, pos.host, s)
 	}
 	return b.Linear(o, a.outProj, nil)
+}
+
+func (m *mamba2) forward(b compute.Backend, x compute.Tensor, st layerState) compute.Tensor {
+	y := b.Mamba2(b.Linear(x, m.inProj, nil), m.w, st.conv, st.ssm, m.spec)
+	return b.Linear(y, m.outProj, nil)
 }

@@ -361,22 +361,12 @@ __device__ __forceinline__ void fma_bf16x8(float& acc, uint4 v, float4 a, float4
            b.z * __uint_as_float(v.w << 16) + b.w * __uint_as_float(v.w & 0xffff0000u);
 }
 
-// No prologue: x is the activation in global memory.
-struct gemv_plain {
-    __device__ void operator()() const {}
-};
-
-// gemv_body: XS = false reads x from global memory; XS = true reads it
-// from shared memory (x points there), where pro() writes it after the
-// wait (the fused GEMVs below), while the first weight stages land.
-template <int R, int U, int MR, int S, bool XS = false, class Pro = gemv_plain>
+template <int R, int U, int MR>
 __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const unsigned short* __restrict__ w,
                                           const float* __restrict__ bias, float* __restrict__ y, int M, int N,
-                                          int K, int KS, int early, Pro pro = Pro()) {
-    static_assert(S >= 2 && S * 8 * R * U * 32 * 16 <= 49152, "GEMV stages exceed static shared memory");
-    __shared__ uint4 buf[S][8][R * U][32];
-    // The KS partial sums reuse the stage buffers once every warp is done.
-    float(*part)[R][MR] = reinterpret_cast<float(*)[R][MR]>(&buf[0][0][0][0]);
+                                          int K, int KS, int early) {
+    __shared__ uint4 buf[2][8][R * U][32];
+    __shared__ float part[8][R][MR];
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int group = warp / KS, slice = warp % KS;
     int groups = 8 / KS;
@@ -394,44 +384,34 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
         for (int r = 0; r < R; r++) acc[m][r] = 0.f;
     const int B = 32 * U; // k8 elements per batch per warp
     int nb = hi > lo ? (hi - lo + B - 1) / B : 0;
-    // issue(b) requests batch b into stage b % S as one commit group; past
-    // the last batch it commits an empty group, so that "all but the
-    // newest S−1 groups are complete" always means batch b has landed.
     auto issue = [&](int b) {
-        if (b < nb) {
-            int st = b % S;
+        int st = b & 1;
 #pragma unroll
-            for (int j = 0; j < U; j++) {
-                int k = lo + b * B + 32 * j + lane;
-                if (k < hi) {
+        for (int j = 0; j < U; j++) {
+            int k = lo + b * B + 32 * j + lane;
+            if (k < hi) {
 #pragma unroll
-                    for (int r = 0; r < R; r++) cp_async16(&buf[st][warp][j * R + r][lane], wr[r] + k);
-                }
+                for (int r = 0; r < R; r++) cp_async16(&buf[st][warp][j * R + r][lane], wr[r] + k);
             }
         }
         cp_async_commit();
     };
-    // The first S−1 weight stages are requested before waiting for the
-    // previous kernel (programmatic dependent launch): the weight is never
-    // written by a kernel that can still be running (it is uploaded, or
-    // filled and synchronised, before use), and the activations x are read
-    // only after the wait, so the stages land while the previous kernel
-    // finishes. early = 0 waits first (ZONOS_GEMV_EARLY=0, measurements).
-    if (early)
-#pragma unroll
-        for (int b = 0; b < S - 1; b++) issue(b);
+    // The first weight stage is requested before waiting for the previous
+    // kernel (programmatic dependent launch): the weight is never written
+    // by a kernel that can still be running (it is uploaded, or filled and
+    // synchronised, before use), and the activations x are read only after
+    // the wait. early = 0 waits first (ZONOS_GEMV_EARLY=0, measurements).
+    if (early && nb > 0) issue(0);
     pdl_begin();
-    if (!early)
-#pragma unroll
-        for (int b = 0; b < S - 1; b++) issue(b);
-    if (XS) {
-        pro();
-        __syncthreads();
-    }
+    if (!early && nb > 0) issue(0);
     for (int b = 0; b < nb; b++) {
-        issue(b + S - 1);
-        cp_async_wait<S - 1>();
-        int st = b % S;
+        if (b + 1 < nb) {
+            issue(b + 1);
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
+        }
+        int st = b & 1;
 #pragma unroll
         for (int j = 0; j < U; j++) {
             int k = lo + b * B + 32 * j + lane;
@@ -442,14 +422,7 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
                     // twice): no branch in the decode step's hot loop.
                     if (MR == 2 || m < M) {
                         const float4* xm = (const float4*)(x + (long long)min(m, M - 1) * K);
-                        float4 p, q;
-                        if (XS) {
-                            p = xm[2 * k];
-                            q = xm[2 * k + 1];
-                        } else {
-                            p = __ldg(xm + 2 * k);
-                            q = __ldg(xm + 2 * k + 1);
-                        }
+                        float4 p = __ldg(xm + 2 * k), q = __ldg(xm + 2 * k + 1);
 #pragma unroll
                         for (int r = 0; r < R; r++) fma_bf16x8(acc[m][r], buf[st][warp][j * R + r][lane], p, q);
                     }
@@ -457,12 +430,10 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
             }
         }
     }
-    cp_async_wait<0>();
 #pragma unroll
     for (int m = 0; m < MR; m++)
 #pragma unroll
         for (int r = 0; r < R; r++) acc[m][r] = warp_sum(acc[m][r]);
-    __syncthreads(); // part overlays the stage buffers
     if (lane == 0) {
 #pragma unroll
         for (int m = 0; m < MR; m++)
@@ -492,171 +463,16 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
 // staged weight in shared memory); a tensor-core tile for 8–32 rows is
 // the better tool (docs/gpu/2026-11-29-lanes-batch). A 16-row variant
 // (2 output rows per warp) measured slower than tc_gemm and was dropped.
-#define GEMV(name, R, U, MR, S, BOUNDS)                                                                       \
+#define GEMV(name, R, U, MR, BOUNDS)                                                                          \
     extern "C" __global__ void BOUNDS                                                                         \
         name(const float* __restrict__ x, const unsigned short* __restrict__ w, const float* __restrict__ b,  \
              float* __restrict__ y, int M, int N, int K, int KS, int early) {                                 \
-        gemv_body<R, U, MR, S>(x, w, b, y, M, N, K, KS, early);                                               \
+        gemv_body<R, U, MR>(x, w, b, y, M, N, K, KS, early);                                                  \
     }
-GEMV(gemv_m2_r1u4, 1, 4, 2, 2, __launch_bounds__(256))
-GEMV(gemv_m2_r2u2, 2, 2, 2, 2, __launch_bounds__(256))
-GEMV(gemv_m2_r4u1, 4, 1, 2, 2, __launch_bounds__(256))
-GEMV(gemv_m8_r4u1, 4, 1, 8, 2, __launch_bounds__(256, 2))
-
-// ---------------------------------------------------------------------------
-// Fused GEMVs for the decode step (M ≤ 2 rows): the row operation that
-// feeds a projection runs in the projection's prologue, after the wait and
-// while its first weight stage lands, writing the activation rows to
-// shared memory (gemv_xs, 2·K floats of dynamic shared memory) instead of
-// a kernel of its own. Every block computes the same rows, so the
-// prologue must be short: it loads everything it needs for both rows at
-// once (K ≤ 4·J·256: J float4s per thread and row) and reduces both
-// rows' sums together; block 0 writes what later kernels need (the
-// residual sum). Same arithmetic as layernorm_v4 and mamba_norm_v4 except
-// the order of the float64 partial sums, which follows the block size.
-extern __shared__ float4 gemv_xs[];
-#define LN_J 2    // gemv_m2_ln: K ≤ 2048 (d_model)
-#define GATED_J 4 // gemv_m2_gated: K ≤ 4096 (d_inner)
-
-// block_sum2_d reduces two doubles over a block of 256 threads; every
-// thread gets both sums. scratch holds 16 doubles.
-__device__ __forceinline__ void block_sum2_d(double& a, double& b, double* scratch) {
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    a = warp_sum_d(a);
-    b = warp_sum_d(b);
-    __syncthreads();
-    if (lane == 0) scratch[2 * warp] = a, scratch[2 * warp + 1] = b;
-    __syncthreads();
-    a = 0, b = 0;
-#pragma unroll
-    for (int i = 0; i < 8; i++) a += scratch[2 * i], b += scratch[2 * i + 1];
-}
-
-// gemv_m2_ln: y = LayerNorm(x + res)·wᵀ + b (compute.FusedProjections
-// AddLayerNormLinear); res may be null (sum = x); sum_out (the new
-// residual stream) may be null. M ≤ 2, K % 4 == 0, K ≤ 2048.
-extern "C" __global__ void __launch_bounds__(256, 3)
-    gemv_m2_ln(const float* __restrict__ x, const float* __restrict__ res, const float* __restrict__ lnw,
-               const float* __restrict__ lnb, float* __restrict__ sum_out, float eps,
-               const unsigned short* __restrict__ w, const float* __restrict__ b, float* __restrict__ y, int M, int N,
-               int K, int KS, int early) {
-    __shared__ double scratch[16];
-    float* xs = (float*)gemv_xs;
-    auto pro = [&]() {
-        int K4 = K / 4;
-        float4 a[2][LN_J], ww[LN_J], bb[LN_J];
-        double s[2] = {0, 0};
-#pragma unroll
-        for (int j = 0; j < LN_J; j++) {
-            int i = threadIdx.x + 256 * j;
-            if (i < K4) {
-                ww[j] = ((const float4*)lnw)[i];
-                bb[j] = lnb ? ((const float4*)lnb)[i] : make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-                for (int m = 0; m < 2; m++) {
-                    if (m < M) {
-                        float4 v = ((const float4*)(x + (long long)m * K))[i];
-                        if (res) {
-                            float4 r = ((const float4*)(res + (long long)m * K))[i];
-                            v.x = __fadd_rn(v.x, r.x); v.y = __fadd_rn(v.y, r.y);
-                            v.z = __fadd_rn(v.z, r.z); v.w = __fadd_rn(v.w, r.w);
-                        }
-                        a[m][j] = v;
-                        s[m] += ((double)v.x + (double)v.y) + ((double)v.z + (double)v.w);
-                        if (sum_out && blockIdx.x == 0) ((float4*)(sum_out + (long long)m * K))[i] = v;
-                    }
-                }
-            }
-        }
-        block_sum2_d(s[0], s[1], scratch);
-        double mean[2] = {s[0] / K, s[1] / K}, q[2] = {0, 0};
-#pragma unroll
-        for (int j = 0; j < LN_J; j++) {
-            int i = threadIdx.x + 256 * j;
-#pragma unroll
-            for (int m = 0; m < 2; m++) {
-                if (i < K4 && m < M) {
-                    float4 v = a[m][j];
-                    double dx = (double)v.x - mean[m], dy = (double)v.y - mean[m];
-                    double dz = (double)v.z - mean[m], dw = (double)v.w - mean[m];
-                    q[m] += (dx * dx + dy * dy) + (dz * dz + dw * dw);
-                }
-            }
-        }
-        block_sum2_d(q[0], q[1], scratch);
-#pragma unroll
-        for (int m = 0; m < 2; m++) {
-            if (m >= M) break;
-            double rstd = 1.0 / sqrt(q[m] / K + (double)eps);
-#pragma unroll
-            for (int j = 0; j < LN_J; j++) {
-                int i = threadIdx.x + 256 * j;
-                if (i < K4) {
-                    float4 v = a[m][j], o;
-                    o.x = __fmul_rn((float)(((double)v.x - mean[m]) * rstd), ww[j].x);
-                    o.y = __fmul_rn((float)(((double)v.y - mean[m]) * rstd), ww[j].y);
-                    o.z = __fmul_rn((float)(((double)v.z - mean[m]) * rstd), ww[j].z);
-                    o.w = __fmul_rn((float)(((double)v.w - mean[m]) * rstd), ww[j].w);
-                    if (lnb) {
-                        o.x = __fadd_rn(o.x, bb[j].x); o.y = __fadd_rn(o.y, bb[j].y);
-                        o.z = __fadd_rn(o.z, bb[j].z); o.w = __fadd_rn(o.w, bb[j].w);
-                    }
-                    ((float4*)(xs + (long long)m * K))[i] = o;
-                }
-            }
-        }
-    };
-    gemv_body<4, 1, 2, 2, true>(xs, w, b, y, M, N, K, KS, early, pro);
-}
-
-// gemv_m2_gated: y = (rmsnorm(v)·nw)·wᵀ + b with v the gated scan output
-// y·silu(z) [M, K = Di] of one group (Mamba2's gated norm, then out_proj).
-// M ≤ 2, K % 4 == 0, K ≤ 4096.
-extern "C" __global__ void __launch_bounds__(256, 3)
-    gemv_m2_gated(const float* __restrict__ v, const float* __restrict__ nw, float eps,
-                  const unsigned short* __restrict__ w, const float* __restrict__ b, float* __restrict__ y, int M,
-                  int N, int K, int KS, int early) {
-    __shared__ double scratch[16];
-    float* xs = (float*)gemv_xs;
-    auto pro = [&]() {
-        int K4 = K / 4;
-        float4 a[2][GATED_J], ww[GATED_J];
-        double s[2] = {0, 0};
-#pragma unroll
-        for (int j = 0; j < GATED_J; j++) {
-            int i = threadIdx.x + 256 * j;
-            if (i < K4) {
-                ww[j] = ((const float4*)nw)[i];
-#pragma unroll
-                for (int m = 0; m < 2; m++) {
-                    if (m < M) {
-                        float4 e = ((const float4*)(v + (long long)m * K))[i];
-                        a[m][j] = e;
-                        s[m] += ((double)e.x * (double)e.x + (double)e.y * (double)e.y) +
-                                ((double)e.z * (double)e.z + (double)e.w * (double)e.w);
-                    }
-                }
-            }
-        }
-        block_sum2_d(s[0], s[1], scratch);
-#pragma unroll
-        for (int m = 0; m < 2; m++) {
-            if (m >= M) break;
-            float r = (float)(1.0 / sqrt(s[m] / K + (double)eps));
-#pragma unroll
-            for (int j = 0; j < GATED_J; j++) {
-                int i = threadIdx.x + 256 * j;
-                if (i < K4) {
-                    float4 e = a[m][j];
-                    e.x = __fmul_rn(__fmul_rn(e.x, r), ww[j].x); e.y = __fmul_rn(__fmul_rn(e.y, r), ww[j].y);
-                    e.z = __fmul_rn(__fmul_rn(e.z, r), ww[j].z); e.w = __fmul_rn(__fmul_rn(e.w, r), ww[j].w);
-                    ((float4*)(xs + (long long)m * K))[i] = e;
-                }
-            }
-        }
-    };
-    gemv_body<4, 1, 2, 2, true>(xs, w, b, y, M, N, K, KS, early, pro);
-}
+GEMV(gemv_m2_r1u4, 1, 4, 2, __launch_bounds__(256))
+GEMV(gemv_m2_r2u2, 2, 2, 2, __launch_bounds__(256))
+GEMV(gemv_m2_r4u1, 4, 1, 2, __launch_bounds__(256))
+GEMV(gemv_m8_r4u1, 4, 1, 8, __launch_bounds__(256, 2))
 
 // fill_bf16: deterministic pseudo-random BF16 values in ±scale (benchmark
 // weights without a host upload; never zeros).

@@ -87,10 +87,7 @@ __device__ __forceinline__ void scan_state_store(const float* st, float* sp, int
 }
 
 // mamba_scan: grid (B·H, ⌈P/8⌉), one warp per headdim row p; lanes hold
-// d_state entries n = lane + 32·i of the state [B, H, P, N]. It writes the
-// gated output y·silu(z) (z: the first Di entries of the in_proj row), so
-// the norm that follows — a kernel of its own or the prologue of out_proj
-// (gemv_m2_gated) — computes no exponentials.
+// d_state entries n = lane + 32·i of the state [B, H, P, N].
 extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_scan(const float* __restrict__ in, const float* __restrict__ xbc,
                                       const float* __restrict__ dtb, const float* __restrict__ alog,
                                       const float* __restrict__ Dw, float* __restrict__ state,
@@ -116,28 +113,27 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_scan(const f
         float xv = xr[h * P + p];
         scan_bc(xr, Di, G, g, N, lane, Bv, Cv);
         float acc = scan_step(st, decay, __fmul_rn(delta, xv), Bv, Cv, N, lane);
-        if (lane == 0) {
-            float yv = acc + dskip * xv;
-            y[row * Di + h * P + p] = __fmul_rn(yv, silu_ref(in[row * E + h * P + p]));
-        }
+        if (lane == 0) y[row * Di + h * P + p] = acc + dskip * xv;
     }
     scan_state_store(st, sp, N, lane);
 }
 
-// mamba_norm: one block per (row, group) of v [rows, Di], the gated scan
-// output y·silu(z) (the scans apply the gate): out = rmsnorm(v)·w.
-extern "C" __global__ void mamba_norm(const float* __restrict__ y, const float* __restrict__ w,
-                                      float* __restrict__ out, int Di, int G, float eps) {
+// mamba_norm: one block per (row, group) of y [rows, Di]:
+// out = rmsnorm(y·silu(z))·w with z the first Di entries of the in_proj row.
+extern "C" __global__ void mamba_norm(const float* __restrict__ y, const float* __restrict__ in,
+                                      const float* __restrict__ w, float* __restrict__ out,
+                                      int Di, int G, int E, float eps) {
     pdl_begin();
     __shared__ double scratch[32];
     long long row = blockIdx.x / G;
     int g = blockIdx.x % G;
     int gs = Di / G;
     const float* yr = y + row * Di + g * gs;
+    const float* z = in + row * E + g * gs;
     float* o = out + row * Di + g * gs;
     double ms = 0;
     for (int i = threadIdx.x; i < gs; i += blockDim.x) {
-        float v = yr[i];
+        float v = __fmul_rn(yr[i], silu_ref(z[i]));
         o[i] = v;
         ms += (double)v * (double)v;
     }
@@ -148,16 +144,18 @@ extern "C" __global__ void mamba_norm(const float* __restrict__ y, const float* 
 }
 
 // mamba_norm_v4 is mamba_norm for groups of gs = 4·gs4 floats (gs4 ≤
-// 4·blockDim) whose rows start 16-byte aligned (Di a multiple of 4): one
-// read of v into registers instead of a chain of dependent loads.
-extern "C" __global__ void mamba_norm_v4(const float* __restrict__ y, const float* __restrict__ w,
-                                         float* __restrict__ out, int Di, int G, float eps) {
+// 4·blockDim) whose rows start 16-byte aligned (Di, E multiples of 4): one
+// read of y and z into registers instead of a chain of dependent loads.
+extern "C" __global__ void mamba_norm_v4(const float* __restrict__ y, const float* __restrict__ in,
+                                         const float* __restrict__ w, float* __restrict__ out,
+                                         int Di, int G, int E, float eps) {
     pdl_begin();
     __shared__ double scratch[32];
     long long row = blockIdx.x / G;
     int g = blockIdx.x % G;
     int gs = Di / G, gs4 = gs / 4;
     const float4* yr = (const float4*)(y + row * Di + g * gs);
+    const float4* z = (const float4*)(in + row * E + g * gs);
     const float4* wg = (const float4*)(w + g * gs);
     float4* o = (float4*)(out + row * Di + g * gs);
     float4 v[4];
@@ -166,7 +164,9 @@ extern "C" __global__ void mamba_norm_v4(const float* __restrict__ y, const floa
     for (int k = 0; k < 4; k++) {
         int i = threadIdx.x + k * blockDim.x;
         if (i < gs4) {
-            float4 a = yr[i];
+            float4 a = yr[i], zz = z[i];
+            a.x = __fmul_rn(a.x, silu_ref(zz.x)); a.y = __fmul_rn(a.y, silu_ref(zz.y));
+            a.z = __fmul_rn(a.z, silu_ref(zz.z)); a.w = __fmul_rn(a.w, silu_ref(zz.w));
             v[k] = a;
             ms += ((double)a.x * (double)a.x + (double)a.y * (double)a.y) + ((double)a.z * (double)a.z + (double)a.w * (double)a.w);
         }
@@ -245,8 +245,8 @@ extern "C" __global__ void mamba_dt(const float* __restrict__ in, const float* _
 // mamba_scan_pre is mamba_scan over precomputed (delta, decay), with the
 // next position's operands loaded while the current one is combined.
 extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_scan_pre(const float* __restrict__ dd, const float* __restrict__ xbc,
-                                      const float* __restrict__ in, const float* __restrict__ Dw, float* __restrict__ state,
-                                      float* __restrict__ y, int T, int E, int Di, int C, int H, int P, int N, int G) {
+                                      const float* __restrict__ Dw, float* __restrict__ state,
+                                      float* __restrict__ y, int T, int Di, int C, int H, int P, int N, int G) {
     pdl_begin();
     int bh = blockIdx.x;
     int b = bh / H, h = bh % H;
@@ -274,11 +274,7 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_scan_pre(con
         for (int i = 0; i < SCAN_MAXN / 32; i++) cB[i] = Bv[i], cC[i] = Cv[i];
         if (t + 1 < T) load(t + 1);
         float acc = scan_step(st, cdec, __fmul_rn(cd, cx), cB, cC, N, lane);
-        if (lane == 0) {
-            long long row = (long long)b * T + t;
-            float yv = acc + dskip * cx;
-            y[row * Di + h * P + p] = __fmul_rn(yv, silu_ref(in[row * E + h * P + p]));
-        }
+        if (lane == 0) y[((long long)b * T + t) * Di + h * P + p] = acc + dskip * cx;
     }
     scan_state_store(st, sp, N, lane);
 }
