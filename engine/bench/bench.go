@@ -61,6 +61,7 @@ type Report struct {
 	DecodeStep    Stat        `json:"decode_step"`            // as generation runs it (a replayed graph where the backend records one)
 	EagerStep     Stat        `json:"decode_step_eager"`      // the same step op by op (GenerateOptions.EagerSteps)
 	FirstStepMs   float64     `json:"first_step_ms"`          // the first step of the first utterance (records the graph)
+	ReplayStepMs  float64     `json:"replay_step_ms"`         // the step graph alone, replayed back to back (0: no graph)
 	FloorPercent  float64     `json:"floor_fraction_percent"` // floor / p50 step
 	Prefill       Stat        `json:"prefill"`
 	PrefixLen     int         `json:"prefill_positions"`
@@ -214,17 +215,18 @@ func measureModel(ctx context.Context, timer compute.Timer, m *zonos.Model, o Op
 	}
 	r.Prefill = stat(pre)
 	progress(fmt.Sprintf("%d decode steps as generation runs them (and op by op where the backend records graphs)", o.DecodeSteps))
-	first, steps, err := measureSteps(ctx, timer, m, prefix, o, false)
+	first, steps, replay, err := measureSteps(ctx, timer, m, prefix, o, false)
 	if err != nil {
 		return err
 	}
+	r.ReplayStepMs = float64(replay) / 1e6
 	r.FirstStepMs = float64(first) / 1e6
 	r.DecodeStep = stat(steps)
 	if r.DecodeStep.P50 > 0 {
 		r.FloorPercent = 100 * r.FloorMs / r.DecodeStep.P50
 	}
 	if _, ok := m.Backend().(compute.GraphOps); ok { // else there is no other way to run the step
-		if _, steps, err = measureSteps(ctx, timer, m, prefix, o, true); err != nil {
+		if _, steps, _, err = measureSteps(ctx, timer, m, prefix, o, true); err != nil {
 			return err
 		}
 		r.EagerStep = stat(steps)
@@ -315,14 +317,14 @@ func measureBatch(ctx context.Context, timer compute.Timer, m *zonos.Model, pref
 // nine tokens back on the host, each step fed the previous step's tokens —
 // after an untimed prefill. The first step is returned apart: on a fresh
 // state it records the step graph.
-func measureSteps(ctx context.Context, timer compute.Timer, m *zonos.Model, prefix compute.Tensor, o Options, eager bool) (time.Duration, []time.Duration, error) {
+func measureSteps(ctx context.Context, timer compute.Timer, m *zonos.Model, prefix compute.Tensor, o Options, eager bool) (time.Duration, []time.Duration, time.Duration, error) {
 	gopt := zonos.GenerateOptions{MaxNewTokens: o.DecodeSteps + 1, CFGScale: 2, Sampling: sample.Defaults(), Seed: o.Seed,
 		ForbidEOS: true, EagerSteps: eager}
 	dec := m.NewDecoder(prefix, prefix.Shape()[1]+1+o.DecodeSteps+2, gopt)
 	defer dec.Close()
 	tok, err := dec.Prefill([][zonos.NumCodebooks]int32{maskColumn})
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
 	w := gopt.Sampling.RepetitionWindow
 	history := make([][]int32, zonos.NumCodebooks)
@@ -330,7 +332,7 @@ func measureSteps(ctx context.Context, timer compute.Timer, m *zonos.Model, pref
 	var steps []time.Duration
 	for i := 0; i <= o.DecodeSteps; i++ {
 		if err := ctx.Err(); err != nil {
-			return 0, nil, err
+			return 0, nil, 0, err
 		}
 		var col [zonos.NumCodebooks]int32
 		copy(col[:], tok)
@@ -343,7 +345,7 @@ func measureSteps(ctx context.Context, timer compute.Timer, m *zonos.Model, pref
 		var serr error
 		d := timer.Time(func() { tok, serr = dec.Step(col, history) })
 		if serr != nil {
-			return 0, nil, serr
+			return 0, nil, 0, serr
 		}
 		if i == 0 {
 			first = d
@@ -351,7 +353,15 @@ func measureSteps(ctx context.Context, timer compute.Timer, m *zonos.Model, pref
 			steps = append(steps, d)
 		}
 	}
-	return first, steps, nil
+	// Last: the step graph alone, back to back (it leaves the state past
+	// any real utterance; the decoder is closed right after).
+	var col [zonos.NumCodebooks]int32
+	copy(col[:], tok)
+	replay, _, err := dec.ReplayTime(timer, col, history, max(o.DecodeSteps, 1))
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	return first, steps, replay, nil
 }
 
 func measureStreaming(ctx context.Context, timer compute.Timer, e *engine.Engine, codec *dac.Model, o Options, r *Report, progress func(string)) error {

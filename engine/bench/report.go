@@ -55,6 +55,10 @@ func (r *Report) Markdown(w io.Writer) {
 	fmt.Fprintf(w, "| vocoder real-time factor (streamed, chunk %d) | %.1f× | %.1f× | %d | — | — |\n", r.Chunk, r.VocoderRTF.P50, r.VocoderRTF.P90, r.VocoderRTF.N)
 	fmt.Fprintf(w, "\nWeight-read floor: %.3f GB ÷ %.0f GB/s read bandwidth (measured in this run; copy %.0f GB/s) = %.3f ms; the decode step p50 reaches **%.1f %%** of it.\n",
 		r.StepGB, r.ReadGBs, r.CopyGBs, r.FloorMs, r.FloorPercent)
+	if r.ReplayStepMs > 0 && r.DecodeStep.P50 > 0 {
+		fmt.Fprintf(w, "The step graph alone, replayed back to back (no token read-back or host work between steps): %.3f ms per step, so the host round trip is %.3f ms (%.0f %%) of the decode step.\n",
+			r.ReplayStepMs, r.DecodeStep.P50-r.ReplayStepMs, 100*(r.DecodeStep.P50-r.ReplayStepMs)/r.DecodeStep.P50)
+	}
 	if r.EagerStep.P50 > 0 && r.DecodeStep.P50 > 0 {
 		fmt.Fprintf(w, "Decode step as generation runs it vs op by op, same run: %.2f× faster. First step of the first utterance (records the step graph where the backend keeps one): %.1f ms.\n",
 			r.EagerStep.P50/r.DecodeStep.P50, r.FirstStepMs)

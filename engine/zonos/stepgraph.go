@@ -3,6 +3,7 @@ package zonos
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"zonostream/engine/compute"
 )
@@ -94,15 +95,37 @@ func (m *Model) recordStep(st *State, ops compute.SamplerOps, k stepKey) (*stepG
 // histories[u] is utterance u's repetition window as runTokens builds it
 // (each row at most w long; nil: none yet).
 func (sg *stepGraph) replay(m *Model, st *State, cols [][NumCodebooks]int32, histories [][][]int32, seed, counter uint64) ([]int32, error) {
-	n := sg.n
-	if len(cols) != n || len(histories) != n {
-		return nil, fmt.Errorf("decode step of %d utterances fed %d columns and %d histories", n, len(cols), len(histories))
-	}
-	if err := checkColumns(cols); err != nil {
+	if err := sg.setInput(m, st, cols, histories, seed, counter); err != nil {
 		return nil, err
 	}
+	g := m.b.(compute.GraphOps)
+	var err error
+	m.onDevice(func() {
+		g.WriteI32(sg.in, sg.buf)
+		err = sg.g.Launch()
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The read waits outside the hand-off: on the CUDA backend the owner
+	// thread is then free, while the step runs, to launch another lane's
+	// work (the vocoder, compute.Laned).
+	tok := m.b.ReadI32(sg.tok)
+	st.pos++
+	return tok, nil
+}
+
+// setInput fills sg.buf, the host copy of the step's input tensor.
+func (sg *stepGraph) setInput(m *Model, st *State, cols [][NumCodebooks]int32, histories [][][]int32, seed, counter uint64) error {
+	n := sg.n
+	if len(cols) != n || len(histories) != n {
+		return fmt.Errorf("decode step of %d utterances fed %d columns and %d histories", n, len(cols), len(histories))
+	}
+	if err := checkColumns(cols); err != nil {
+		return err
+	}
 	if st.pos+1 > st.maxLen {
-		return nil, fmt.Errorf("sequence of %d positions exceeds the %d the state was made for", st.pos+1, st.maxLen)
+		return fmt.Errorf("sequence of %d positions exceeds the %d the state was made for", st.pos+1, st.maxLen)
 	}
 	b := sg.buf
 	for u, col := range cols {
@@ -133,21 +156,40 @@ func (sg *stepGraph) replay(m *Model, st *State, cols [][NumCodebooks]int32, his
 			}
 		}
 	}
-	g := m.b.(compute.GraphOps)
-	var err error
-	m.onDevice(func() {
-		g.WriteI32(sg.in, b)
-		err = sg.g.Launch()
+	return nil
+}
+
+// ReplayTime is a measurement for zonos bench: the device time of the
+// recorded decode step alone, replayed k times back to back on the same
+// input with no token read-back or host work between replays, per replay.
+// What a real step takes beyond it is the host round trip that device-side
+// token feedback would remove. The replays leave the state where no
+// utterance would: close the decoder afterwards. ok is false when the
+// step is not replayed (no graphs on this backend, or knobs that need op
+// by op).
+func (d *Decoder) ReplayTime(timer compute.Timer, col [NumCodebooks]int32, history [][]int32, k int) (per time.Duration, ok bool, err error) {
+	dt, isDev := d.ts.(*deviceTokens)
+	if !isDev || k <= 0 {
+		return 0, false, nil
+	}
+	sg := dt.stepGraph()
+	if sg == nil {
+		return 0, false, nil
+	}
+	if err := sg.setInput(d.m, d.st, [][NumCodebooks]int32{col}, [][][]int32{history}, dt.seed, dt.counter); err != nil {
+		return 0, false, err
+	}
+	g := d.m.b.(compute.GraphOps)
+	d.m.onDevice(func() { g.WriteI32(sg.in, sg.buf) })
+	total := timer.Time(func() {
+		for i := 0; i < k && err == nil; i++ {
+			d.m.onDevice(func() { err = sg.g.Launch() })
+		}
 	})
 	if err != nil {
-		return nil, err
+		return 0, false, err
 	}
-	// The read waits outside the hand-off: on the CUDA backend the owner
-	// thread is then free, while the step runs, to launch another lane's
-	// work (the vocoder, compute.Laned).
-	tok := m.b.ReadI32(sg.tok)
-	st.pos++
-	return tok, nil
+	return total / time.Duration(k), true, nil
 }
 
 func (sg *stepGraph) destroy(b compute.Backend) {
