@@ -389,6 +389,7 @@ func TestMamba2(t *testing.T) {
 	specs := []compute.Mamba2Spec{
 		{DInner: 4096, Heads: 64, HeadDim: 64, DState: 128, Groups: 1, DConv: 4, Eps: 1e-5}, // real hybrid
 		{DInner: 96, Heads: 6, HeadDim: 16, DState: 20, Groups: 2, DConv: 3, Eps: 1e-5},     // odd
+		{DInner: 128, Heads: 4, HeadDim: 32, DState: 40, Groups: 2, DConv: 3, Eps: 1e-5},    // odd, through mamba_step
 	}
 	for i, s := range specs {
 		const B = 2

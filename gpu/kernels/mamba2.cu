@@ -118,6 +118,84 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_scan(const f
     scan_state_store(st, sp, N, lane);
 }
 
+// mamba_step: the decode step's conv and scan in one kernel, grid B·H, one
+// block per (batch row, head), 8 warps over the head's P rows. The block
+// first computes the conv outputs it needs — its head's P x channels and
+// its group's B and C channels — into shared memory (same arithmetic as
+// mamba_conv), while the state rows of the scan are already on their way,
+// then scans as mamba_scan does. It rolls the conv state of its own x
+// channels; the B and C channels are read by every head of the group, so
+// their state is rolled by the norm kernel that follows (mamba_norm_v4's
+// roll argument), after every block has read it.
+#define STEP_ROWS 8 // P ≤ 8 · SCAN_WARPS
+extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
+    mamba_step(const float* __restrict__ in, const float* __restrict__ cw, const float* __restrict__ cb,
+               float* __restrict__ cst, const float* __restrict__ dtb, const float* __restrict__ alog,
+               const float* __restrict__ Dw, float* __restrict__ state, float* __restrict__ y, int E, int Di, int C,
+               int H, int P, int N, int G, int Kc) {
+    pdl_begin();
+    __shared__ float xs[8 * SCAN_WARPS], bs[SCAN_MAXN], cs[SCAN_MAXN];
+    int b = blockIdx.x / H, h = blockIdx.x % H;
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    int g = h / (H / G);
+    const float* row = in + (long long)b * E;
+    // The scan's state rows first: they do not depend on the conv.
+    float st[STEP_ROWS][SCAN_MAXN / 32];
+#pragma unroll
+    for (int r = 0; r < STEP_ROWS; r++) {
+        int p = warp + SCAN_WARPS * r;
+        if (p < P) scan_state_load(st[r], state + (((long long)b * H + h) * P + p) * N, N, lane);
+    }
+    // Conv outputs: P x channels, then N B and N C channels.
+    for (int i = threadIdx.x; i < P + 2 * N; i += blockDim.x) {
+        int c;
+        float* dst;
+        if (i < P) {
+            c = h * P + i, dst = &xs[i];
+        } else if (i < P + N) {
+            c = Di + g * N + (i - P), dst = &bs[i - P];
+        } else {
+            c = Di + G * N + g * N + (i - P - N), dst = &cs[i - P - N];
+        }
+        float* sp = cst + ((long long)b * C + c) * Kc;
+        float acc = cb[c];
+        // The window is the state shifted by one plus the new input; the
+        // shift is done in place in ascending order (only this block reads
+        // its x channels).
+#pragma unroll
+        for (int j = 0; j < CONV_MAXK; j++) {
+            if (j < Kc) {
+                float v = j + 1 < Kc ? sp[j + 1] : row[Di + c];
+                acc = __fadd_rn(acc, __fmul_rn(v, cw[c * Kc + j]));
+                if (i < P) sp[j] = v;
+            }
+        }
+        *dst = silu_ref(acc);
+    }
+    __syncthreads();
+    float A = -(float)exp((double)alog[h]);
+    float delta, decay;
+    softplus_decay(row[Di + C + h] + dtb[h], A, &delta, &decay);
+    float dskip = Dw[h];
+    float Bv[SCAN_MAXN / 32], Cv[SCAN_MAXN / 32];
+#pragma unroll
+    for (int i = 0; i < SCAN_MAXN / 32; i++) {
+        int n = lane + 32 * i;
+        Bv[i] = n < N ? bs[n] : 0.f;
+        Cv[i] = n < N ? cs[n] : 0.f;
+    }
+#pragma unroll
+    for (int r = 0; r < STEP_ROWS; r++) {
+        int p = warp + SCAN_WARPS * r;
+        if (p < P) {
+            float xv = xs[p];
+            float acc = scan_step(st[r], decay, __fmul_rn(delta, xv), Bv, Cv, N, lane);
+            if (lane == 0) y[(long long)b * Di + h * P + p] = acc + dskip * xv;
+            scan_state_store(st[r], state + (((long long)b * H + h) * P + p) * N, N, lane);
+        }
+    }
+}
+
 // mamba_norm: one block per (row, group) of y [rows, Di]:
 // out = rmsnorm(y·silu(z))·w with z the first Di entries of the in_proj row.
 extern "C" __global__ void mamba_norm(const float* __restrict__ y, const float* __restrict__ in,
@@ -146,13 +224,25 @@ extern "C" __global__ void mamba_norm(const float* __restrict__ y, const float* 
 // mamba_norm_v4 is mamba_norm for groups of gs = 4·gs4 floats (gs4 ≤
 // 4·blockDim) whose rows start 16-byte aligned (Di, E multiples of 4): one
 // read of y and z into registers instead of a chain of dependent loads.
+//
+// roll (decode after mamba_step, else null): the conv state [rows, C, Kc]
+// whose B and C channels [Di, C) the block of group 0 rolls by one
+// position, appending the in_proj row's values.
 extern "C" __global__ void mamba_norm_v4(const float* __restrict__ y, const float* __restrict__ in,
                                          const float* __restrict__ w, float* __restrict__ out,
-                                         int Di, int G, int E, float eps) {
+                                         int Di, int G, int E, float eps, float* __restrict__ roll, int C, int Kc) {
     pdl_begin();
     __shared__ double scratch[32];
     long long row = blockIdx.x / G;
     int g = blockIdx.x % G;
+    if (roll && g == 0) {
+        for (int c = Di + threadIdx.x; c < C; c += blockDim.x) {
+            float* sp = roll + (row * C + c) * Kc;
+#pragma unroll
+            for (int j = 0; j < CONV_MAXK; j++)
+                if (j < Kc) sp[j] = j + 1 < Kc ? sp[j + 1] : in[row * E + Di + c];
+        }
+    }
     int gs = Di / G, gs4 = gs / 4;
     const float4* yr = (const float4*)(y + row * Di + g * gs);
     const float4* z = (const float4*)(in + row * E + g * gs);
