@@ -167,15 +167,26 @@ func (r *reader) close() {
 // then it copies and waits there, readOnOwner, as it must not wait for a
 // reader another goroutine may hold while it waits for the owner). An asynchronous kernel fault surfaces here
 // as a panic naming it.
-func (b *Backend) readRaw(t *tensor) []byte {
+func (b *Backend) readRaw(t *tensor) []byte { return b.readRawAsync(t)() }
+
+// readRawAsync is readRaw in two halves: the copy is queued (behind the
+// lane's work so far) when it returns, and the function it returns waits
+// for it. The lane's reader is held in between: call the function before
+// the next read.
+func (b *Backend) readRawAsync(t *tensor) func() []byte {
 	if syscall.Gettid() == b.ownerTID {
-		return b.readOnOwner(t)
+		raw := b.readOnOwner(t)
+		return func() []byte { return raw }
 	}
 	n := int64(t.n() * t.dt.Size())
-	raw := make([]byte, n)
 	r := b.reader
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	queued := false
+	defer func() {
+		if !queued { // a panic on the way: the read never started
+			r.mu.Unlock()
+		}
+	}()
 	b.do(func() {
 		r.reserve(n)
 		if n > 0 {
@@ -189,11 +200,16 @@ func (b *Backend) readRaw(t *tensor) []byte {
 		r.req <- struct{}{}
 		r.sent.Add(1)
 	})
-	if err := <-r.res; err != nil {
-		panic(fmt.Sprintf("gpu: read back: %v", err))
+	queued = true
+	return func() []byte {
+		defer r.mu.Unlock()
+		if err := <-r.res; err != nil {
+			panic(fmt.Sprintf("gpu: read back: %v", err))
+		}
+		raw := make([]byte, n)
+		if n > 0 {
+			copy(raw, unsafe.Slice((*byte)(r.buf), n))
+		}
+		return raw
 	}
-	if n > 0 {
-		copy(raw, unsafe.Slice((*byte)(r.buf), n))
-	}
-	return raw
 }

@@ -101,6 +101,8 @@ func (b *Backend) launch(k *kernel, grid, block [3]int, args ...any) {
 			v = uint64(int64(x))
 		case int32:
 			v = uint64(uint32(x))
+		case uint32:
+			v = uint64(x)
 		case uint64:
 			v = x
 		case float32:

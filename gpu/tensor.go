@@ -245,8 +245,22 @@ func (b *Backend) ReadI32(t compute.Tensor) []int32 {
 	if ct.dt != compute.I32 {
 		panic("gpu.ReadI32: tensor is " + ct.dt.String())
 	}
-	raw := b.readRaw(ct)
-	out := make([]int32, ct.n())
+	return i32s(b.readRaw(ct))
+}
+
+// ReadI32Async starts reading an I32 tensor (compute.GraphOps): the copy
+// is queued now, the returned function waits for it.
+func (b *Backend) ReadI32Async(t compute.Tensor) func() []int32 {
+	ct := cast(t)
+	if ct.dt != compute.I32 {
+		panic("gpu.ReadI32Async: tensor is " + ct.dt.String())
+	}
+	wait := b.readRawAsync(ct)
+	return func() []int32 { return i32s(wait()) }
+}
+
+func i32s(raw []byte) []int32 {
+	out := make([]int32, len(raw)/4)
 	for i := range out {
 		out[i] = int32(binary.LittleEndian.Uint32(raw[4*i:]))
 	}

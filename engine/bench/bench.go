@@ -61,7 +61,7 @@ type Report struct {
 	DecodeStep    Stat        `json:"decode_step"`            // as generation runs it (a replayed graph where the backend records one)
 	EagerStep     Stat        `json:"decode_step_eager"`      // the same step op by op (GenerateOptions.EagerSteps)
 	FirstStepMs   float64     `json:"first_step_ms"`          // the first step of the first utterance (records the graph)
-	ReplayStepMs  float64     `json:"replay_step_ms"`         // the step graph alone, replayed back to back (0: no graph)
+	ReplayStepMs  float64     `json:"replay_step_ms"`         // the step graph alone, replayed back to back with device-side token feedback (0: no graph)
 	FloorPercent  float64     `json:"floor_fraction_percent"` // floor / p50 step
 	Prefill       Stat        `json:"prefill"`
 	PrefixLen     int         `json:"prefill_positions"`
@@ -320,7 +320,8 @@ func measureBatch(ctx context.Context, timer compute.Timer, m *zonos.Model, pref
 func measureSteps(ctx context.Context, timer compute.Timer, m *zonos.Model, prefix compute.Tensor, o Options, eager bool) (time.Duration, []time.Duration, time.Duration, error) {
 	gopt := zonos.GenerateOptions{MaxNewTokens: o.DecodeSteps + 1, CFGScale: 2, Sampling: sample.Defaults(), Seed: o.Seed,
 		ForbidEOS: true, EagerSteps: eager}
-	dec := m.NewDecoder(prefix, prefix.Shape()[1]+1+o.DecodeSteps+2, gopt)
+	// Room for the timed steps and, after them, as many device-fed replays.
+	dec := m.NewDecoder(prefix, prefix.Shape()[1]+1+2*o.DecodeSteps+2, gopt)
 	defer dec.Close()
 	tok, err := dec.Prefill([][zonos.NumCodebooks]int32{maskColumn})
 	if err != nil {
@@ -353,8 +354,8 @@ func measureSteps(ctx context.Context, timer compute.Timer, m *zonos.Model, pref
 			steps = append(steps, d)
 		}
 	}
-	// Last: the step graph alone, back to back (it leaves the state past
-	// any real utterance; the decoder is closed right after).
+	// Last: the step graph alone, back to back, each replay fed by the one
+	// before on the device.
 	var col [zonos.NumCodebooks]int32
 	copy(col[:], tok)
 	replay, _, err := dec.ReplayTime(timer, col, history, max(o.DecodeSteps, 1))

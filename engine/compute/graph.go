@@ -26,6 +26,32 @@ type GraphOps interface {
 	// counter are read at run time from rng, I32 [4]: seed low and high
 	// words, counter low and high words.
 	SampleAt(logits, history Tensor, s SampleSpec, rng Tensor) Tensor
+	// FeedAt is device-side token feedback, recorded at the end of a
+	// decode step: from the sampled tokens tok (I32 [9n], utterance-major)
+	// it writes the next step's input into in (laid out as f says) the way
+	// the generate loop would, so the next step can be launched before
+	// the host has read this one's tokens. It returns I32 [n, 20]: per
+	// utterance the raw tokens, the column written and the loop state
+	// (remaining, stopping) after it.
+	FeedAt(tok, in Tensor, f StepFeed) Tensor
+	// ReadI32Async enqueues a copy of t to the host behind the device work
+	// queued so far and returns the function that waits for it and
+	// returns the values; more work (the next decode step) may be queued
+	// before calling it. One such read at a time per backend: collect it
+	// before reading anything else.
+	ReadI32Async(t Tensor) func() []int32
+}
+
+// StepFeed is the layout of a decode step's I32 input tensor for FeedAt:
+// the fed columns at [0, 9n) codebook-major, the position at Pos, the
+// sampler's seed and counter (low word first) at RNG … RNG+4, the
+// repetition windows [n·9, Window] at Hist, and per utterance the loop
+// state (remaining steps, stopping) at State. The counter advances by
+// Inc per step; EOS and MASK are the codes of the EOS rule.
+type StepFeed struct {
+	N, Pos, RNG, Hist, Window, State int
+	Inc                              uint32
+	EOS, MASK                        int32
 }
 
 // Graph is a recorded sequence of device work.

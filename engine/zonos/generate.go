@@ -69,6 +69,30 @@ type tokenSource interface {
 	stepTokens(col [NumCodebooks]int32, history [][]int32) ([]int32, error)
 }
 
+// aheadSource is a tokenSource that can queue the next decode step before
+// it returns this one's tokens (device-side token feedback): loop is the
+// generate loop's state before the step, and ahead says that the next
+// step will run, fed the column this step writes, made of this step's
+// tokens under the EOS rule (no known cells in it).
+type aheadSource interface {
+	stepTokensAhead(col [NumCodebooks]int32, history [][]int32, loop loopState, ahead bool) ([]int32, error)
+}
+
+// loopState is the generate loop's EOS bookkeeping before a step.
+type loopState struct {
+	remaining int
+	stopping  bool
+}
+
+// flat is the state as the step's input holds it.
+func (l loopState) flat() (int32, int32) {
+	s := int32(0)
+	if l.stopping {
+		s = 1
+	}
+	return int32(l.remaining), s
+}
+
 // hostTokens samples a stepper's logits on the host.
 type hostTokens struct {
 	src       stepper
@@ -215,6 +239,18 @@ func (d *deviceTokens) stepTokens(col [NumCodebooks]int32, history [][]int32) ([
 	return d.draw(heads, history, true)
 }
 
+func (d *deviceTokens) stepTokensAhead(col [NumCodebooks]int32, history [][]int32, loop loopState, ahead bool) ([]int32, error) {
+	sg := d.stepGraph()
+	if sg == nil || sg.out == nil {
+		return d.stepTokens(col, history)
+	}
+	tok, err := sg.step(d.m, d.st, col, history, d.seed, d.counter, loop, ahead)
+	if err == nil && d.spec.Temperature > 0 {
+		d.counter += uint64((NumCodebooks*LogitWidth + 3) / 4)
+	}
+	return tok, err
+}
+
 // stepGraph returns the state's recorded decode step for this
 // utterance's knobs, recording it (again) when the state has none or one
 // for other knobs; nil when the backend, the knobs or a failed recording
@@ -344,6 +380,41 @@ func runLoop(ctx context.Context, s stepper, o GenerateOptions, onFrame func(Fra
 	return runTokens(ctx, newHostTokens(s, o), o, onFrame)
 }
 
+// EOSRule is the generate loop's end-of-speech rule for one decode step:
+// tok are the step's sampled tokens, remaining and stopping the loop's
+// state before it. The first EOS on codebook 0 caps the remaining steps at
+// nine (one per codebook to close); from then on each column is MASK up to
+// the codebook being closed, which gets EOS. It returns the tokens to write,
+// the state after the step (remaining counts this step) and whether tok
+// opened with EOS. Device-side token feedback (compute.GraphOps FeedAt)
+// applies the same rule on the device.
+func EOSRule(tok []int32, remaining int, stopping bool) (col [NumCodebooks]int32, rem int, stop, eos bool) {
+	copy(col[:], tok)
+	if tok[0] == EOS {
+		remaining = min(remaining, NumCodebooks)
+		stopping, eos = true, true
+	}
+	if stopping {
+		idx := min(NumCodebooks-remaining, NumCodebooks-1)
+		for k := 0; k < idx; k++ {
+			col[k] = MASK
+		}
+		col[idx] = EOS
+	}
+	return col, remaining - 1, stopping, eos
+}
+
+// unknownColumn reports whether every cell of a delayed-grid column is
+// still to be generated.
+func unknownColumn(c [NumCodebooks]int32) bool {
+	for _, v := range c {
+		if v != Unknown {
+			return false
+		}
+	}
+	return true
+}
+
 // runTokens is generate()'s control flow (zonos/model.py), backend-agnostic.
 func runTokens(ctx context.Context, s tokenSource, o GenerateOptions, onFrame func(Frame) error) (*Result, error) {
 	if ctx == nil {
@@ -438,24 +509,20 @@ func runTokens(ctx context.Context, s tokenSource, o GenerateOptions, onFrame fu
 				history[k] = append(history[k], grid[t][k])
 			}
 		}
-		tok, err = s.stepTokens(grid[offset-1], history)
+		if as, ok := s.(aheadSource); ok {
+			ahead := remaining >= 2 && unknownColumn(grid[offset])
+			tok, err = as.stepTokensAhead(grid[offset-1], history, loopState{remaining, stopping}, ahead)
+		} else {
+			tok, err = s.stepTokens(grid[offset-1], history)
+		}
 		if err != nil {
 			return finish(res, offset-1), fmt.Errorf("decode step %d: %w", step, err)
 		}
-		if tok[0] == EOS {
-			remaining = min(remaining, NumCodebooks)
-			stopping = true
-			res.EOS = true
-		}
-		if stopping {
-			idx := min(NumCodebooks-remaining, NumCodebooks-1)
-			for k := 0; k < idx; k++ {
-				tok[k] = MASK
-			}
-			tok[idx] = EOS
-		}
-		write(offset, tok)
-		remaining--
+		var col [NumCodebooks]int32
+		var eos bool
+		col, remaining, stopping, eos = EOSRule(tok, remaining, stopping)
+		res.EOS = res.EOS || eos
+		write(offset, col[:])
 		res.StepTimes = append(res.StepTimes, time.Since(ts))
 		if o.OnStep != nil {
 			if err := o.OnStep(step, res.StepTimes[len(res.StepTimes)-1]); err != nil {

@@ -65,8 +65,13 @@ func (m *Model) releaseState(st *State) {
 
 // reset empties a state for a new utterance: the recurrent Mamba2 states
 // are zeroed; the KV caches need not be, since attention only reads the
-// positions the new utterance writes.
+// positions the new utterance writes. A step the last utterance queued
+// ahead and never collected (it was cancelled) runs before the clearing,
+// in stream order, and is forgotten.
 func (s *State) reset(g compute.GraphOps) {
+	if s.graph != nil {
+		s.graph.pending = false
+	}
 	for _, l := range s.layers {
 		if l.conv != nil {
 			g.Clear(l.conv)

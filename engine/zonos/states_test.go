@@ -40,6 +40,15 @@ func (p *poolBackend) SampleAt(logits, history compute.Tensor, s compute.SampleS
 	panic("poolBackend: SampleAt")
 }
 
+func (p *poolBackend) FeedAt(tok, in compute.Tensor, f compute.StepFeed) compute.Tensor {
+	panic("poolBackend: FeedAt")
+}
+
+func (p *poolBackend) ReadI32Async(t compute.Tensor) func() []int32 {
+	v := p.ReadI32(t)
+	return func() []int32 { return v }
+}
+
 // TestStatePool: states come back from the pool empty (position 0, Mamba2
 // states zeroed), the smallest big-enough one is reused, sizes are rounded
 // up, a state in use is never handed out twice, and at most statePoolSize

@@ -20,6 +20,14 @@ import (
 //	[9n+1, 9n+5)       the sampler's seed and Philox counter, low word first
 //	[9n+5, 9n+5+9n·w)  the repetition windows [n·9, w] (utterance-major),
 //	                   −1 where the history is shorter
+//	[9n+5+9n·w, +2n)   per utterance the generate loop's state before the
+//	                   step: remaining steps, stopping (0 or 1)
+//
+// A single utterance's graph ends with device-side token feedback
+// (compute.GraphOps FeedAt): it writes the next step's input from the
+// sampled tokens, so the generate loop can queue step s+1 before it has
+// read step s's tokens (step with ahead). out holds, for the host, the raw
+// tokens, the column written and the loop state after the step.
 //
 // Everything else (guidance scale, sampler knobs, whether EOS is allowed)
 // is baked into the graph, so it is recorded again when those change.
@@ -29,7 +37,15 @@ type stepGraph struct {
 	g   compute.Graph
 	in  compute.Tensor // I32, layout above
 	tok compute.Tensor // I32 [9n]: the replay's sampled tokens, utterance-major
+	out compute.Tensor // I32 [n, 20] from FeedAt (n = 1), else nil
 	buf []int32
+
+	// pending: a step is queued whose input the device wrote (step with
+	// ahead); next is the column it was fed and nextState the loop state
+	// it started from, for checking against the host's loop.
+	pending   bool
+	next      [NumCodebooks]int32
+	nextState [2]int32
 }
 
 // stepKey is what a recorded step bakes in besides the state.
@@ -43,6 +59,9 @@ type stepKey struct {
 func inPos(n int) int  { return NumCodebooks * n }
 func inRNG(n int) int  { return NumCodebooks*n + 1 }
 func inHist(n int) int { return NumCodebooks*n + 5 }
+
+// inState is where the loop state starts for n utterances and window w.
+func inState(n, w int) int { return inHist(n) + NumCodebooks*n*w }
 
 // graphsOff is ZONOS_CUDA_GRAPH=0: every decode step op by op (for
 // before/after measurements and bisecting).
@@ -68,7 +87,7 @@ func histWidth(spec compute.SampleSpec) int {
 func (m *Model) recordStep(st *State, ops compute.SamplerOps, k stepKey) (*stepGraph, error) {
 	g := m.b.(compute.GraphOps)
 	n, w := st.rows/2, histWidth(k.spec)
-	sg := &stepGraph{key: k, n: n, buf: make([]int32, inHist(n)+NumCodebooks*n*w)}
+	sg := &stepGraph{key: k, n: n, buf: make([]int32, inState(n, w)+2*n)}
 	sg.in = m.b.FromI32(sg.buf, len(sg.buf))
 	var err error
 	sg.g, err = g.Capture(func() {
@@ -82,6 +101,14 @@ func (m *Model) recordStep(st *State, ops compute.SamplerOps, k stepKey) (*stepG
 		heads := m.backbone(st, m.embedColumn(ids), position{dev: pos}, nil)
 		logits := ops.Guide(heads, k.cfg, k.padFrom, EOS, true)
 		sg.tok = g.SampleAt(logits, hist, k.spec, rng)
+		if n == 1 {
+			var inc uint32
+			if k.spec.Temperature > 0 {
+				inc = uint32((NumCodebooks*n*LogitWidth + 3) / 4)
+			}
+			sg.out = g.FeedAt(sg.tok, sg.in, compute.StepFeed{N: n, Pos: inPos(n), RNG: inRNG(n), Hist: inHist(n),
+				Window: w, State: inState(n, w), Inc: inc, EOS: EOS, MASK: MASK})
+		}
 	})
 	if err != nil {
 		m.b.Free(sg.in)
@@ -95,7 +122,10 @@ func (m *Model) recordStep(st *State, ops compute.SamplerOps, k stepKey) (*stepG
 // histories[u] is utterance u's repetition window as runTokens builds it
 // (each row at most w long; nil: none yet).
 func (sg *stepGraph) replay(m *Model, st *State, cols [][NumCodebooks]int32, histories [][][]int32, seed, counter uint64) ([]int32, error) {
-	if err := sg.setInput(m, st, cols, histories, seed, counter); err != nil {
+	if sg.pending {
+		return nil, fmt.Errorf("decode step replayed while a queued one is not collected")
+	}
+	if err := sg.setInput(m, st, cols, histories, seed, counter, nil); err != nil {
 		return nil, err
 	}
 	g := m.b.(compute.GraphOps)
@@ -115,8 +145,9 @@ func (sg *stepGraph) replay(m *Model, st *State, cols [][NumCodebooks]int32, his
 	return tok, nil
 }
 
-// setInput fills sg.buf, the host copy of the step's input tensor.
-func (sg *stepGraph) setInput(m *Model, st *State, cols [][NumCodebooks]int32, histories [][][]int32, seed, counter uint64) error {
+// setInput fills sg.buf, the host copy of the step's input tensor; loop
+// is the generate loop's state per utterance (nil: none, zeros).
+func (sg *stepGraph) setInput(m *Model, st *State, cols [][NumCodebooks]int32, histories [][][]int32, seed, counter uint64, loop []loopState) error {
 	n := sg.n
 	if len(cols) != n || len(histories) != n {
 		return fmt.Errorf("decode step of %d utterances fed %d columns and %d histories", n, len(cols), len(histories))
@@ -156,27 +187,88 @@ func (sg *stepGraph) setInput(m *Model, st *State, cols [][NumCodebooks]int32, h
 			}
 		}
 	}
+	at := inState(n, histWidth(sg.key.spec))
+	for u := 0; u < n; u++ {
+		b[at+2*u], b[at+2*u+1] = 0, 0
+		if u < len(loop) {
+			b[at+2*u], b[at+2*u+1] = loop[u].flat()
+		}
+	}
 	return nil
 }
 
-// ReplayTime is a measurement for zonos bench: the device time of the
-// recorded decode step alone, replayed k times back to back on the same
-// input with no token read-back or host work between replays, per replay.
-// What a real step takes beyond it is the host round trip that device-side
-// token feedback would remove. The replays leave the state where no
-// utterance would: close the decoder afterwards. ok is false when the
-// step is not replayed (no graphs on this backend, or knobs that need op
-// by op).
+// step runs one decode step of a single utterance with device-side token
+// feedback. Unless a step is already queued (pending), it writes the input
+// and launches; then it queues the read of the step's tokens and, with
+// ahead, launches the next step behind it — fed by FeedAt from the
+// device's own copy of this step's tokens — before it waits for the read.
+// The generate loop passes ahead only where FeedAt writes what it would
+// (a column of unknown cells, a step that will run). A queued step is
+// checked against what the loop then feeds it.
+func (sg *stepGraph) step(m *Model, st *State, col [NumCodebooks]int32, history [][]int32, seed, counter uint64, loop loopState, ahead bool) ([]int32, error) {
+	g := m.b.(compute.GraphOps)
+	if sg.pending {
+		sg.pending = false
+		if col != sg.next {
+			return nil, fmt.Errorf("device token feedback fed %v, the generate loop wrote %v", sg.next, col)
+		}
+		if r, s := loop.flat(); r != sg.nextState[0] || s != sg.nextState[1] {
+			return nil, fmt.Errorf("device token feedback at loop state (%d, %d), the generate loop at (%d, %d)",
+				sg.nextState[0], sg.nextState[1], r, s)
+		}
+	} else {
+		if err := sg.setInput(m, st, [][NumCodebooks]int32{col}, [][][]int32{history}, seed, counter, []loopState{loop}); err != nil {
+			return nil, err
+		}
+		var err error
+		m.onDevice(func() {
+			g.WriteI32(sg.in, sg.buf)
+			err = sg.g.Launch()
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	collect := g.ReadI32Async(sg.out)
+	ahead = ahead && st.pos+2 <= st.maxLen
+	var err error
+	if ahead {
+		m.onDevice(func() { err = sg.g.Launch() })
+	}
+	out := collect()
+	st.pos++
+	if err != nil {
+		return nil, err
+	}
+	if ahead {
+		sg.pending = true
+		copy(sg.next[:], out[NumCodebooks:2*NumCodebooks])
+		sg.nextState = [2]int32{out[18], out[19]}
+	}
+	return out[:NumCodebooks], nil
+}
+
+// ReplayTime is a measurement for zonos bench: the device time per step
+// of k steps replayed back to back from the column col, each fed by the
+// one before through device-side token feedback, with no token read-back
+// or host work in between. What a step through Step takes beyond it is the
+// host round trip. The decoder must have room for k more positions; close
+// it afterwards. ok is false when the step is not replayed (no graphs on
+// this backend, or knobs that need op by op).
 func (d *Decoder) ReplayTime(timer compute.Timer, col [NumCodebooks]int32, history [][]int32, k int) (per time.Duration, ok bool, err error) {
 	dt, isDev := d.ts.(*deviceTokens)
 	if !isDev || k <= 0 {
 		return 0, false, nil
 	}
 	sg := dt.stepGraph()
-	if sg == nil {
+	if sg == nil || sg.out == nil {
 		return 0, false, nil
 	}
-	if err := sg.setInput(d.m, d.st, [][NumCodebooks]int32{col}, [][][]int32{history}, dt.seed, dt.counter); err != nil {
+	if d.st.pos+k > d.st.maxLen {
+		return 0, false, fmt.Errorf("%d replays from position %d exceed the %d positions of the decoder", k, d.st.pos, d.st.maxLen)
+	}
+	if err := sg.setInput(d.m, d.st, [][NumCodebooks]int32{col}, [][][]int32{history}, dt.seed, dt.counter,
+		[]loopState{{remaining: k + NumCodebooks}}); err != nil {
 		return 0, false, err
 	}
 	g := d.m.b.(compute.GraphOps)
@@ -186,6 +278,7 @@ func (d *Decoder) ReplayTime(timer compute.Timer, col [NumCodebooks]int32, histo
 			d.m.onDevice(func() { err = sg.g.Launch() })
 		}
 	})
+	d.st.pos += k
 	if err != nil {
 		return 0, false, err
 	}

@@ -270,3 +270,58 @@ extern "C" __global__ void __launch_bounds__(256) sample_rows(
     int t = bargmax(x, W, sf, si);
     if (threadIdx.x == 0) out[r] = t;
 }
+
+// step_feed: device-side token feedback (compute.GraphOps FeedAt). After a
+// decode step's sampling it writes the next step's input in place, as the
+// host's generate loop would: for utterance u (one thread each; n ≤ the
+// block) the column the loop writes from the sampled tokens tok[9u…] —
+// the EOS rule included: the first EOS on codebook 0 caps the remaining
+// steps at 9 and from then on the column is MASK up to the closing
+// codebook, then EOS — into the fed ids ([9, n] codebook-major), its
+// repetition window rows shifted by one with the column appended, and its
+// loop state (remaining, stopping) at fb. Thread 0 advances the position
+// and the 64-bit Philox counter by inc. out[20u…] holds the raw tokens,
+// the written column and the new (remaining, stopping), for the host.
+// Columns whose cells are not all unknown (an audio prefix, the tail
+// beyond the last frame) are not handled: the host does not queue a step
+// behind those.
+extern "C" __global__ void step_feed(const int* __restrict__ tok, int* __restrict__ in, int* __restrict__ out, int n,
+                                     int posOff, int rngOff, unsigned int inc, int histOff, int w, int fbOff, int eos,
+                                     int mask) {
+    pdl_begin();
+    int u = threadIdx.x;
+    if (u == 0) {
+        in[posOff] += 1;
+        unsigned long long c = (unsigned long long)(unsigned int)in[rngOff + 2] |
+                               ((unsigned long long)(unsigned int)in[rngOff + 3] << 32);
+        c += inc;
+        in[rngOff + 2] = (int)(unsigned int)c;
+        in[rngOff + 3] = (int)(unsigned int)(c >> 32);
+    }
+    if (u >= n) return;
+    int t[9];
+    for (int k = 0; k < 9; k++) t[k] = tok[9 * u + k];
+    int rem = in[fbOff + 2 * u], stop = in[fbOff + 2 * u + 1];
+    for (int k = 0; k < 9; k++) out[20 * u + k] = t[k];
+    if (t[0] == eos) {
+        rem = min(rem, 9);
+        stop = 1;
+    }
+    if (stop) {
+        int idx = min(9 - rem, 8);
+        for (int k = 0; k < idx; k++) t[k] = mask;
+        t[idx] = eos;
+    }
+    rem -= 1;
+    for (int k = 0; k < 9; k++) {
+        in[k * n + u] = t[k];
+        out[20 * u + 9 + k] = t[k];
+        int* h = in + histOff + (9 * u + k) * w;
+        for (int i = 0; i + 1 < w; i++) h[i] = h[i + 1];
+        if (w > 0) h[w - 1] = t[k];
+    }
+    in[fbOff + 2 * u] = rem;
+    in[fbOff + 2 * u + 1] = stop;
+    out[20 * u + 18] = rem;
+    out[20 * u + 19] = stop;
+}

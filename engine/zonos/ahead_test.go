@@ -1,0 +1,109 @@
+package zonos
+
+import (
+	"context"
+	"fmt"
+	"testing"
+)
+
+// scriptedAhead is an aheadSource that plays scripted tokens and checks
+// the generate loop's promises: after a step asked for with ahead, the
+// loop's next step must come, fed exactly the column and loop state the
+// EOS rule (what the device's FeedAt applies) makes of that step's tokens.
+type scriptedAhead struct {
+	t      *testing.T
+	tokens func(step int) []int32
+	step   int
+
+	queued     bool
+	wantCol    [NumCodebooks]int32
+	wantLoop   loopState
+	aheads     int
+	mismatches int
+}
+
+func (s *scriptedAhead) prefillTokens(cols [][NumCodebooks]int32) ([]int32, error) {
+	return s.tokens(0), nil
+}
+
+func (s *scriptedAhead) stepTokens(col [NumCodebooks]int32, history [][]int32) ([]int32, error) {
+	s.t.Fatal("the loop stepped without the ahead interface")
+	return nil, nil
+}
+
+func (s *scriptedAhead) stepTokensAhead(col [NumCodebooks]int32, history [][]int32, loop loopState, ahead bool) ([]int32, error) {
+	if s.queued && (col != s.wantCol || loop != s.wantLoop) {
+		s.mismatches++
+		s.t.Errorf("step %d: queued with column %v and state %+v, the loop fed %v and %+v", s.step+1, s.wantCol, s.wantLoop, col, loop)
+	}
+	s.step++
+	tok := s.tokens(s.step)
+	c, r, st, _ := EOSRule(tok, loop.remaining, loop.stopping)
+	s.queued, s.wantCol, s.wantLoop = ahead, c, loopState{r, st}
+	if ahead {
+		s.aheads++
+	}
+	return tok, nil
+}
+
+// TestLoopQueuesOnlyWhatFeedbackWrites drives the generate loop with
+// scripted tokens — EOS early, EOS within the last nine steps, no EOS
+// (the tail columns hold MASK cells), an audio prefix (known cells) — and
+// checks every step it queues ahead: the next step comes, and the device's
+// rule for the fed column and loop state agrees with the loop.
+func TestLoopQueuesOnlyWhatFeedbackWrites(t *testing.T) {
+	plain := func(step int) []int32 {
+		tok := make([]int32, NumCodebooks)
+		for k := range tok {
+			tok[k] = int32((step*31 + k*7) % CodebookSize)
+		}
+		return tok
+	}
+	eosAt := func(at int) func(int) []int32 {
+		return func(step int) []int32 {
+			tok := plain(step)
+			if step >= at {
+				tok[0] = EOS // and again later: the rule must ignore repeats
+			}
+			return tok
+		}
+	}
+	prefix := make([][NumCodebooks]int32, 5)
+	for i := range prefix {
+		for k := range prefix[i] {
+			prefix[i][k] = int32(i*9 + k)
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		frames int
+		prefix [][NumCodebooks]int32
+		tokens func(int) []int32
+		eos    bool
+	}{
+		{"eos early", 60, nil, eosAt(12), true},
+		{"eos near the end", 30, nil, eosAt(34), true},
+		{"no eos", 25, nil, plain, false},
+		{"audio prefix", 30, prefix, eosAt(20), true},
+		{"one frame", 1, nil, plain, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := &scriptedAhead{t: t, tokens: c.tokens}
+			o := GenerateOptions{MaxNewTokens: c.frames, CFGScale: 2, AudioPrefix: c.prefix}
+			res, err := runTokens(context.Background(), s, o, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.queued {
+				t.Errorf("the last step (%d) queued one more that never ran", s.step)
+			}
+			if res.EOS != c.eos {
+				t.Errorf("EOS %v, want %v", res.EOS, c.eos)
+			}
+			if s.aheads == 0 && c.frames > 2 {
+				t.Errorf("no step queued ahead in %d", s.step)
+			}
+			t.Log(fmt.Sprintf("%d steps, %d queued ahead, EOS %v", s.step, s.aheads, res.EOS))
+		})
+	}
+}
