@@ -7,7 +7,8 @@
 // (CFG and the sampler on the device, token-identical to engine/sample),
 // compute.GraphOps (stream capture into CUDA graphs, positions and sampler
 // counters read from device memory, so engine/zonos replays a whole decode
-// step with one launch), compute.PackedAttention, compute.Timer (CUDA
+// step with one launch; FeedAt, device-side token feedback, lets it queue
+// the next step before reading this one's tokens, ReadI32Async), compute.PackedAttention, compute.Timer (CUDA
 // events, bandwidth probes, device memory held) and compute.Laned (Lane: a
 // second, low-priority stream with its own memory pool, where the engine
 // runs the vocoder beside decoding; lane.go).
@@ -21,8 +22,10 @@
 // 3xTF32 did not keep); row kernels that hold a
 // row in registers (LayerNorm, gated RMSNorm); attention with a cache,
 // split over blocks for one query (the blocks also write the new cache
-// row); the Mamba2 conv and scan, sequential for a step and with the
-// independent work hoisted out for prefill; the fed column's nine
+// row); the Mamba2 conv and scan — one kernel for a decode step
+// (mamba_step: a block per head computes the conv outputs it needs, then
+// scans; the gated norm that follows rolls the shared B/C conv state),
+// with the independent work hoisted out of the recurrence for prefill; the fed column's nine
 // embeddings summed in one kernel (compute.EmbeddingSummer).
 //
 // On Hopper the compute_90 modules are loaded and kernels are chained by
@@ -32,6 +35,7 @@
 // ends. `ZONOS_CUDA_GRAPH=0` (op by op), `ZONOS_PDL=0`,
 // `ZONOS_GEMV_EARLY=0`, `ZONOS_TC=0` (the older GEMM kernels),
 // `ZONOS_CONV=old` (the convolutions on simt_gemm with coarser split-K),
+// `ZONOS_MAMBA_STEP=0` (the decode step's conv and scan as two kernels),
 // `ZONOS_GEMV=old` and `ZONOS_CUDA_RUNNER=0` switch the newer paths off for
 // before/after measurements; docs/gpu/ holds the runs and profiles.
 //
