@@ -12,8 +12,12 @@
 // the device; with compute.GraphOps the whole step is recorded once per
 // inference State as a device graph and replayed (stepgraph.go), and
 // States are pooled per model so later utterances replay it too
-// (states.go). Generate and Decoder choose; the results are token-
-// identical (gpu TestStepGraphMatchesEager).
+// (states.go). A single utterance's graph ends with device-side token
+// feedback (GraphOps.FeedAt: the next step's input written from the
+// sampled tokens under EOSRule), so Generate queues step s+1 before it
+// reads step s's tokens wherever the column is all unknown. Generate and
+// Decoder choose; the results are token-identical (gpu
+// TestStepGraphMatchesEager).
 package zonos
 
 import (
