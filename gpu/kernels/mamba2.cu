@@ -134,10 +134,7 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_scan(const f
 //      the order of the float64 sum), and rolls the conv state of the B and
 //      C channels, which every head of a group reads and which therefore
 //      may change only once all blocks are done.
-#define STEP_ROWS 8   // P ≤ 8 · SCAN_WARPS
-#define STEP_V 8      // B·Di ≤ 4 · 256 · STEP_V (the last block's float4s per thread)
-#define STEP_ROLL 2   // B·2GN ≤ 256 · STEP_ROLL (B/C channels per thread)
-#define STEP_NORMS 128 // B·G
+#define STEP_ROWS 8 // P ≤ 8 · SCAN_WARPS
 extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
     mamba_step(const float* __restrict__ in, const float* __restrict__ cw, const float* __restrict__ cb,
                float* __restrict__ cst, const float* __restrict__ dtb, const float* __restrict__ alog,
@@ -146,14 +143,13 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
                unsigned int* __restrict__ ticket, int E, int Di, int C, int H, int P, int N, int G, int Kc,
                float eps) {
     pdl_begin();
-    __shared__ float xs[8 * SCAN_WARPS], ys[8 * SCAN_WARPS], bs[SCAN_MAXN], cs[SCAN_MAXN];
+    __shared__ float xs[8 * SCAN_WARPS], bs[SCAN_MAXN], cs[SCAN_MAXN];
     __shared__ double wsum[SCAN_WARPS];
     __shared__ bool last;
     int b = blockIdx.x / H, h = blockIdx.x % H;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int g = h / (H / G);
     const float* row = in + (long long)b * E;
-    float zv = threadIdx.x < P ? row[h * P + threadIdx.x] : 0.f; // the gate's z, for step 3
     // The scan's state rows first: they do not depend on the conv.
     float st[STEP_ROWS][SCAN_MAXN / 32];
 #pragma unroll
@@ -199,26 +195,22 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
         Bv[i] = n < N ? bs[n] : 0.f;
         Cv[i] = n < N ? cs[n] : 0.f;
     }
+    double ss = 0;
 #pragma unroll
     for (int r = 0; r < STEP_ROWS; r++) {
         int p = warp + SCAN_WARPS * r;
         if (p < P) {
             float xv = xs[p];
             float acc = scan_step(st[r], decay, __fmul_rn(delta, xv), Bv, Cv, N, lane);
-            if (lane == 0) ys[p] = acc + dskip * xv;
+            if (lane == 0) {
+                float yv = acc + dskip * xv;
+                float e = __fmul_rn(yv, silu_ref(row[h * P + p]));
+                v[(long long)b * Di + h * P + p] = e;
+                ss += (double)e * (double)e;
+            }
             scan_state_store(st[r], state + (((long long)b * H + h) * P + p) * N, N, lane);
         }
     }
-    __syncthreads();
-    // Gate, one thread per row p (z was loaded at the start), and the
-    // block's float64 sum of v², in a fixed order.
-    double ss = 0;
-    if (threadIdx.x < P) {
-        float e = __fmul_rn(ys[threadIdx.x], silu_ref(zv));
-        v[(long long)b * Di + h * P + threadIdx.x] = e;
-        ss = (double)e * (double)e;
-    }
-    ss = warp_sum_d(ss);
     if (lane == 0) wsum[warp] = ss;
     __threadfence(); // v, before the ticket says this block is done
     __syncthreads();
@@ -232,64 +224,27 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
     __syncthreads();
     if (!last) return;
     __threadfence();
-    // The last block: every load first (v, the norm weight, the B/C conv
-    // state and inputs: STEP_V float4s and STEP_ROLL channels per thread),
-    // then each (row, group)'s scale from the partials, then the stores.
-    int B = gridDim.x / H, hg = H / G, gs = Di / G, Di4 = Di / 4, CB = C - Di;
-    float4 va[STEP_V], wa[STEP_V];
-#pragma unroll
-    for (int q = 0; q < STEP_V; q++) {
-        int j = threadIdx.x + SCAN_WARPS * 32 * q;
-        if (j < B * Di4) {
-            va[q] = __ldcg((const float4*)v + j); // L2: written by other blocks
-            wa[q] = ((const float4*)nw)[j % Di4];
-        }
-    }
-    float ra[STEP_ROLL][CONV_MAXK];
-#pragma unroll
-    for (int q = 0; q < STEP_ROLL; q++) {
-        int i = threadIdx.x + SCAN_WARPS * 32 * q;
-        if (i < B * CB) {
-            int rb = i / CB, c = Di + i % CB;
-            const float* sp = cst + ((long long)rb * C + c) * Kc;
-#pragma unroll
-            for (int j = 0; j < CONV_MAXK; j++)
-                if (j < Kc) ra[q][j] = j + 1 < Kc ? sp[j + 1] : in[(long long)rb * E + Di + c];
-        }
-    }
-    __shared__ float rs[STEP_NORMS];
+    // The last block: the norm of every row and group, then the B/C roll.
+    __shared__ float rs[2 * 64];
+    int B = gridDim.x / H, hg = H / G, gs = Di / G;
     for (int q = warp; q < B * G; q += SCAN_WARPS) { // one warp per (row, group)
         int rb = q / G, rg = q % G;
         double t = 0;
-        for (int k = lane; k < hg; k += 32) t += __ldcg(partial + rb * H + rg * hg + k);
+        for (int k = lane; k < hg; k += 32) t += __ldcg(partial + rb * H + rg * hg + k); // L2: written by other blocks
         t = warp_sum_d(t);
         if (lane == 0) rs[q] = (float)(1.0 / sqrt(t / gs + (double)eps));
     }
     __syncthreads();
-#pragma unroll
-    for (int q = 0; q < STEP_V; q++) {
-        int j = threadIdx.x + SCAN_WARPS * 32 * q;
-        if (j < B * Di4) {
-            int rb = j / Di4, c = (j % Di4) * 4;
-            float r = rs[rb * G + c / gs];
-            float4 o;
-            o.x = __fmul_rn(__fmul_rn(va[q].x, r), wa[q].x);
-            o.y = __fmul_rn(__fmul_rn(va[q].y, r), wa[q].y);
-            o.z = __fmul_rn(__fmul_rn(va[q].z, r), wa[q].z);
-            o.w = __fmul_rn(__fmul_rn(va[q].w, r), wa[q].w);
-            ((float4*)out)[j] = o;
-        }
+    for (long long i = threadIdx.x; i < (long long)B * Di; i += blockDim.x) {
+        int rb = (int)(i / Di), c = (int)(i % Di);
+        out[i] = __fmul_rn(__fmul_rn(__ldcg(v + i), rs[rb * G + c / gs]), nw[c]);
     }
+    for (int i = threadIdx.x; i < B * (C - Di); i += blockDim.x) {
+        int rb = i / (C - Di), c = Di + i % (C - Di);
+        float* sp = cst + ((long long)rb * C + c) * Kc;
 #pragma unroll
-    for (int q = 0; q < STEP_ROLL; q++) {
-        int i = threadIdx.x + SCAN_WARPS * 32 * q;
-        if (i < B * CB) {
-            int rb = i / CB, c = Di + i % CB;
-            float* sp = cst + ((long long)rb * C + c) * Kc;
-#pragma unroll
-            for (int j = 0; j < CONV_MAXK; j++)
-                if (j < Kc) sp[j] = ra[q][j];
-        }
+        for (int j = 0; j < CONV_MAXK; j++)
+            if (j < Kc) sp[j] = j + 1 < Kc ? sp[j + 1] : in[(long long)rb * E + Di + c];
     }
     if (threadIdx.x == 0) *ticket = 0;
 }
