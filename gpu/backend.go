@@ -27,10 +27,6 @@ type Backend struct {
 	pool   *pool
 	reader *reader // read-backs (lane.go)
 	side   bool    // made by Lane
-	// ticket is a zeroed counter for kernels whose last block to finish
-	// completes the work (mamba_step), which leave it at zero again: one
-	// per lane, as kernels of one stream never run at the same time.
-	ticket *tensor
 }
 
 // device is what the lanes of one CUDA device share.
@@ -183,17 +179,7 @@ func (b *Backend) init(ordinal int) error {
 	b.pool = newPool(b)
 	b.lanes = []*Backend{b}
 	b.reader = newReader(b)
-	b.ticket = b.newTicket()
 	return nil
-}
-
-// newTicket allocates a lane's zeroed ticket counter (owner goroutine).
-func (b *Backend) newTicket() *tensor {
-	t := b.newTensor(compute.I32, 1)
-	if err := cu.MemsetD32Async(t.ptr(), 0, 1, b.stream); err != nil {
-		panic(fmt.Sprintf("gpu: ticket counter: %v", err))
-	}
-	return t
 }
 
 // release frees everything of every lane (owner goroutine).

@@ -68,7 +68,6 @@ func (b *Backend) Lane() compute.Backend {
 		l = &Backend{device: b.device, stream: s, side: true}
 		l.pool = newPool(l)
 		l.reader = newReader(l)
-		l.ticket = l.newTicket()
 		b.lanes = append(b.lanes, l)
 	})
 	return l

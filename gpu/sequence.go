@@ -140,14 +140,12 @@ func (b *Backend) attention(op qkvOperands, kCache, vCache compute.Tensor, pos i
 const (
 	mambaMaxConv  = 16
 	mambaMaxState = 256
-	// mambaStepRows bounds the head dim mamba_step takes (8 warps × 8
-	// rows), mambaStepNorms the norm groups of all rows (its last block).
-	mambaStepRows  = 64
-	mambaStepNorms = 128
+	// mambaStepRows bounds the head dim mamba_step takes (8 warps × 8 rows).
+	mambaStepRows = 64
 )
 
-// mambaStepOff (ZONOS_MAMBA_STEP=0) runs the decode step's mixer as three
-// kernels (mamba_conv, mamba_scan, mamba_norm_v4), for measurements.
+// mambaStepOff (ZONOS_MAMBA_STEP=0) runs the decode step's conv and scan as
+// two kernels (mamba_conv, mamba_scan), for measurements.
 var mambaStepOff = os.Getenv("ZONOS_MAMBA_STEP") == "0"
 
 func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convState, ssmState compute.Tensor, s compute.Mamba2Spec) compute.Tensor {
@@ -181,17 +179,14 @@ func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 		}
 		xbc := b.newTensor(compute.F32, B, T, C)
 		y := b.newTensor(compute.F32, B, T, Di)
-		if T == 1 && P <= mambaStepRows && B*G <= mambaStepNorms && !mambaStepOff { // decode: one kernel
-			partial := b.newTensor(compute.F32, 2*B*H) // float64 sums
+		th, v4 := v4Threads(Di / G)
+		v4 = v4 && Di%4 == 0 && E%4 == 0
+		roll := nullPtr
+		if T == 1 && v4 && P <= mambaStepRows && !mambaStepOff { // decode: conv and scan in one kernel
 			b.launch(b.k["mamba_step"], [3]int{B * H, 1, 1}, block256, in.ptr(), b.asF32(cw).ptr(), b.asF32(cb).ptr(),
-				cst.ptr(), b.asF32(dtb).ptr(), b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), y.ptr(),
-				partial.ptr(), b.asF32(nw).ptr(), out.ptr(), b.ticket.ptr(), E, Di, C, H, P, N, G, Kc, s.Eps)
-			partial.h.release()
-			xbc.h.release()
-			y.h.release()
-			return
-		}
-		if T == 1 { // decode: one pass each
+				cst.ptr(), b.asF32(dtb).ptr(), b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), y.ptr(), E, Di, C, H, P, N, G, Kc)
+			roll = cst.ptr()
+		} else if T == 1 { // decode: one pass each
 			b.launch(b.k["mamba_conv"], grid1(B*C), block256, in.ptr(), b.asF32(cw).ptr(), b.asF32(cb).ptr(),
 				cst.ptr(), xbc.ptr(), B, T, E, Di, C, Kc)
 			b.launch(b.k["mamba_scan"], [3]int{B * H, (P + 7) / 8, 1}, block256, in.ptr(), xbc.ptr(),
@@ -207,9 +202,9 @@ func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 				b.asF32(dd).ptr(), sst.ptr(), y.ptr(), T, Di, C, H, P, N, G)
 			dt.h.release()
 		}
-		if th, ok := v4Threads(Di / G); ok && Di%4 == 0 && E%4 == 0 {
+		if v4 {
 			b.launch(b.k["mamba_norm_v4"], [3]int{B * T * G, 1, 1}, [3]int{th, 1, 1}, y.ptr(), in.ptr(), b.asF32(nw).ptr(), out.ptr(),
-				Di, G, E, s.Eps)
+				Di, G, E, s.Eps, roll, C, Kc)
 		} else {
 			b.launch(b.k["mamba_norm"], [3]int{B * T * G, 1, 1}, block256, y.ptr(), in.ptr(), b.asF32(nw).ptr(), out.ptr(),
 				Di, G, E, s.Eps)

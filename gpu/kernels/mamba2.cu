@@ -118,34 +118,23 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_scan(const f
     scan_state_store(st, sp, N, lane);
 }
 
-// mamba_step: the whole decode-step mixer (conv, scan, gated RMSNorm) in
-// one kernel, grid B·H, one block per (batch row, head), 8 warps over the
-// head's P rows:
-//   1. the block computes the conv outputs it needs — its head's P x
-//      channels and its group's B and C channels — into shared memory
-//      (same arithmetic as mamba_conv) while the scan's state rows are
-//      already on their way, and rolls the conv state of its own x
-//      channels;
-//   2. it scans as mamba_scan does and gates each output, v = y·silu(z),
-//      writing v and the block's float64 sum of v² (partial[b·H + h]);
-//   3. the last block to finish (ticket: a zeroed counter that it resets)
-//      sums each row's partials in head order, writes out = v·r·w with
-//      r = 1/√(mean v² + eps) per norm group (mamba_norm's arithmetic up to
-//      the order of the float64 sum), and rolls the conv state of the B and
-//      C channels, which every head of a group reads and which therefore
-//      may change only once all blocks are done.
+// mamba_step: the decode step's conv and scan in one kernel, grid B·H, one
+// block per (batch row, head), 8 warps over the head's P rows. The block
+// first computes the conv outputs it needs — its head's P x channels and
+// its group's B and C channels — into shared memory (same arithmetic as
+// mamba_conv), while the state rows of the scan are already on their way,
+// then scans as mamba_scan does. It rolls the conv state of its own x
+// channels; the B and C channels are read by every head of the group, so
+// their state is rolled by the norm kernel that follows (mamba_norm_v4's
+// roll argument), after every block has read it.
 #define STEP_ROWS 8 // P ≤ 8 · SCAN_WARPS
 extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
     mamba_step(const float* __restrict__ in, const float* __restrict__ cw, const float* __restrict__ cb,
                float* __restrict__ cst, const float* __restrict__ dtb, const float* __restrict__ alog,
-               const float* __restrict__ Dw, float* __restrict__ state, float* __restrict__ v,
-               double* __restrict__ partial, const float* __restrict__ nw, float* __restrict__ out,
-               unsigned int* __restrict__ ticket, int E, int Di, int C, int H, int P, int N, int G, int Kc,
-               float eps) {
+               const float* __restrict__ Dw, float* __restrict__ state, float* __restrict__ y, int E, int Di, int C,
+               int H, int P, int N, int G, int Kc) {
     pdl_begin();
     __shared__ float xs[8 * SCAN_WARPS], bs[SCAN_MAXN], cs[SCAN_MAXN];
-    __shared__ double wsum[SCAN_WARPS];
-    __shared__ bool last;
     int b = blockIdx.x / H, h = blockIdx.x % H;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int g = h / (H / G);
@@ -176,9 +165,9 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
 #pragma unroll
         for (int j = 0; j < CONV_MAXK; j++) {
             if (j < Kc) {
-                float u = j + 1 < Kc ? sp[j + 1] : row[Di + c];
-                acc = __fadd_rn(acc, __fmul_rn(u, cw[c * Kc + j]));
-                if (i < P) sp[j] = u;
+                float v = j + 1 < Kc ? sp[j + 1] : row[Di + c];
+                acc = __fadd_rn(acc, __fmul_rn(v, cw[c * Kc + j]));
+                if (i < P) sp[j] = v;
             }
         }
         *dst = silu_ref(acc);
@@ -195,58 +184,16 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
         Bv[i] = n < N ? bs[n] : 0.f;
         Cv[i] = n < N ? cs[n] : 0.f;
     }
-    double ss = 0;
 #pragma unroll
     for (int r = 0; r < STEP_ROWS; r++) {
         int p = warp + SCAN_WARPS * r;
         if (p < P) {
             float xv = xs[p];
             float acc = scan_step(st[r], decay, __fmul_rn(delta, xv), Bv, Cv, N, lane);
-            if (lane == 0) {
-                float yv = acc + dskip * xv;
-                float e = __fmul_rn(yv, silu_ref(row[h * P + p]));
-                v[(long long)b * Di + h * P + p] = e;
-                ss += (double)e * (double)e;
-            }
+            if (lane == 0) y[(long long)b * Di + h * P + p] = acc + dskip * xv;
             scan_state_store(st[r], state + (((long long)b * H + h) * P + p) * N, N, lane);
         }
     }
-    if (lane == 0) wsum[warp] = ss;
-    __threadfence(); // v, before the ticket says this block is done
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        double t = 0;
-        for (int w = 0; w < SCAN_WARPS; w++) t += wsum[w];
-        partial[blockIdx.x] = t;
-        __threadfence();
-        last = atomicAdd(ticket, 1u) == gridDim.x - 1;
-    }
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
-    // The last block: the norm of every row and group, then the B/C roll.
-    __shared__ float rs[2 * 64];
-    int B = gridDim.x / H, hg = H / G, gs = Di / G;
-    for (int q = warp; q < B * G; q += SCAN_WARPS) { // one warp per (row, group)
-        int rb = q / G, rg = q % G;
-        double t = 0;
-        for (int k = lane; k < hg; k += 32) t += __ldcg(partial + rb * H + rg * hg + k); // L2: written by other blocks
-        t = warp_sum_d(t);
-        if (lane == 0) rs[q] = (float)(1.0 / sqrt(t / gs + (double)eps));
-    }
-    __syncthreads();
-    for (long long i = threadIdx.x; i < (long long)B * Di; i += blockDim.x) {
-        int rb = (int)(i / Di), c = (int)(i % Di);
-        out[i] = __fmul_rn(__fmul_rn(__ldcg(v + i), rs[rb * G + c / gs]), nw[c]);
-    }
-    for (int i = threadIdx.x; i < B * (C - Di); i += blockDim.x) {
-        int rb = i / (C - Di), c = Di + i % (C - Di);
-        float* sp = cst + ((long long)rb * C + c) * Kc;
-#pragma unroll
-        for (int j = 0; j < CONV_MAXK; j++)
-            if (j < Kc) sp[j] = j + 1 < Kc ? sp[j + 1] : in[(long long)rb * E + Di + c];
-    }
-    if (threadIdx.x == 0) *ticket = 0;
 }
 
 // mamba_norm: one block per (row, group) of y [rows, Di]:
@@ -277,13 +224,25 @@ extern "C" __global__ void mamba_norm(const float* __restrict__ y, const float* 
 // mamba_norm_v4 is mamba_norm for groups of gs = 4·gs4 floats (gs4 ≤
 // 4·blockDim) whose rows start 16-byte aligned (Di, E multiples of 4): one
 // read of y and z into registers instead of a chain of dependent loads.
+//
+// roll (decode after mamba_step, else null): the conv state [rows, C, Kc]
+// whose B and C channels [Di, C) the block of group 0 rolls by one
+// position, appending the in_proj row's values.
 extern "C" __global__ void mamba_norm_v4(const float* __restrict__ y, const float* __restrict__ in,
                                          const float* __restrict__ w, float* __restrict__ out,
-                                         int Di, int G, int E, float eps) {
+                                         int Di, int G, int E, float eps, float* __restrict__ roll, int C, int Kc) {
     pdl_begin();
     __shared__ double scratch[32];
     long long row = blockIdx.x / G;
     int g = blockIdx.x % G;
+    if (roll && g == 0) {
+        for (int c = Di + threadIdx.x; c < C; c += blockDim.x) {
+            float* sp = roll + (row * C + c) * Kc;
+#pragma unroll
+            for (int j = 0; j < CONV_MAXK; j++)
+                if (j < Kc) sp[j] = j + 1 < Kc ? sp[j + 1] : in[row * E + Di + c];
+        }
+    }
     int gs = Di / G, gs4 = gs / 4;
     const float4* yr = (const float4*)(y + row * Di + g * gs);
     const float4* z = (const float4*)(in + row * E + g * gs);
