@@ -128,13 +128,7 @@ func (sg *stepGraph) replay(m *Model, st *State, cols [][NumCodebooks]int32, his
 	if err := sg.setInput(m, st, cols, histories, seed, counter, nil); err != nil {
 		return nil, err
 	}
-	g := m.b.(compute.GraphOps)
-	var err error
-	m.onDevice(func() {
-		g.WriteI32(sg.in, sg.buf)
-		err = sg.g.Launch()
-	})
-	if err != nil {
+	if err := sg.writeAndLaunch(m); err != nil {
 		return nil, err
 	}
 	// The read waits outside the hand-off: on the CUDA backend the owner
@@ -143,6 +137,18 @@ func (sg *stepGraph) replay(m *Model, st *State, cols [][NumCodebooks]int32, his
 	tok := m.b.ReadI32(sg.tok)
 	st.pos++
 	return tok, nil
+}
+
+// writeAndLaunch copies sg.buf into the step's input and launches the
+// step, in one hand-off to the device.
+func (sg *stepGraph) writeAndLaunch(m *Model) error {
+	g := m.b.(compute.GraphOps)
+	var err error
+	m.onDevice(func() {
+		g.WriteI32(sg.in, sg.buf)
+		err = sg.g.Launch()
+	})
+	return err
 }
 
 // setInput fills sg.buf, the host copy of the step's input tensor; loop
@@ -220,12 +226,7 @@ func (sg *stepGraph) step(m *Model, st *State, col [NumCodebooks]int32, history 
 		if err := sg.setInput(m, st, [][NumCodebooks]int32{col}, [][][]int32{history}, seed, counter, []loopState{loop}); err != nil {
 			return nil, err
 		}
-		var err error
-		m.onDevice(func() {
-			g.WriteI32(sg.in, sg.buf)
-			err = sg.g.Launch()
-		})
-		if err != nil {
+		if err := sg.writeAndLaunch(m); err != nil {
 			return nil, err
 		}
 	}
