@@ -177,21 +177,24 @@ func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 		if B*T == 0 {
 			return
 		}
-		xbc := b.newTensor(compute.F32, B, T, C)
 		y := b.newTensor(compute.F32, B, T, Di)
 		th, v4 := v4Threads(Di / G)
 		v4 = v4 && Di%4 == 0 && E%4 == 0
 		roll := nullPtr
-		if T == 1 && v4 && P <= mambaStepRows && !mambaStepOff { // decode: conv and scan in one kernel
+		var xbc *tensor // the conv's output, where it is not kept in shared memory
+		switch {
+		case T == 1 && v4 && P <= mambaStepRows && !mambaStepOff: // decode: conv and scan in one kernel
 			b.launch(b.k["mamba_step"], [3]int{B * H, 1, 1}, block256, in.ptr(), b.asF32(cw).ptr(), b.asF32(cb).ptr(),
 				cst.ptr(), b.asF32(dtb).ptr(), b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), y.ptr(), E, Di, C, H, P, N, G, Kc)
 			roll = cst.ptr()
-		} else if T == 1 { // decode: one pass each
+		case T == 1: // decode: one pass each
+			xbc = b.newTensor(compute.F32, B, T, C)
 			b.launch(b.k["mamba_conv"], grid1(B*C), block256, in.ptr(), b.asF32(cw).ptr(), b.asF32(cb).ptr(),
 				cst.ptr(), xbc.ptr(), B, T, E, Di, C, Kc)
 			b.launch(b.k["mamba_scan"], [3]int{B * H, (P + 7) / 8, 1}, block256, in.ptr(), xbc.ptr(),
 				b.asF32(dtb).ptr(), b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), y.ptr(), T, E, Di, C, H, P, N, G)
-		} else { // prefill: the parallel parts out of the recurrence
+		default: // prefill: the parallel parts out of the recurrence
+			xbc = b.newTensor(compute.F32, B, T, C)
 			b.launch(b.k["mamba_conv_par"], grid1(B*T*C), block256, in.ptr(), b.asF32(cw).ptr(), b.asF32(cb).ptr(),
 				cst.ptr(), xbc.ptr(), B, T, E, Di, C, Kc)
 			b.launch(b.k["mamba_conv_state"], grid1(B*C), block256, in.ptr(), cst.ptr(), B, T, E, Di, C, Kc)
@@ -209,7 +212,9 @@ func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 			b.launch(b.k["mamba_norm"], [3]int{B * T * G, 1, 1}, block256, y.ptr(), in.ptr(), b.asF32(nw).ptr(), out.ptr(),
 				Di, G, E, s.Eps)
 		}
-		xbc.h.release()
+		if xbc != nil {
+			xbc.h.release()
+		}
 		y.h.release()
 	})
 	return out
