@@ -180,9 +180,6 @@ func (b *Backend) init(ordinal int) error {
 				return fmt.Errorf("cuda: kernel %s.%s: %w", m, fn, err)
 			}
 			k := &kernel{name: fn, fn: f, pdl: waits[fn]}
-			if err := setCarveout(k); err != nil {
-				return err
-			}
 			if strings.HasPrefix(fn, "gemv_m") {
 				if err := allowSmem(k, gemvMaxSmem); err != nil {
 					return err

@@ -38,12 +38,6 @@ static CUresult zs_allow_smem(CUfunction f, int bytes) {
 	return cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
 }
 
-// zs_carveout sets f's preferred shared-memory carveout (percent of the
-// maximum; -1 lets the driver choose).
-static CUresult zs_carveout(CUfunction f, int percent) {
-	return cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, percent);
-}
-
 // zs_args allocates n parameter slots and n pointers to them.
 static void** zs_args(int n) {
 	void** p = (void**)malloc(n * (sizeof(void*) + sizeof(uint64_t)));
@@ -186,24 +180,6 @@ var block256 = [3]int{256, 1, 1}
 func allowSmem(k *kernel, bytes int) error {
 	if err := cuErr(C.zs_allow_smem(cuFunction(k.fn), C.int(bytes))); err != nil {
 		return fmt.Errorf("cuda: kernel %s: allowing %d bytes of shared memory: %w", k.name, bytes, err)
-	}
-	return nil
-}
-
-// carveout is the preferred shared-memory carveout given to every kernel
-// (ZONOS_CARVEOUT, percent; unset: the driver's choice per kernel). An SM
-// runs blocks of different kernels side by side only in one L1/shared
-// split, so kernels that overlap through programmatic dependent launch
-// should prefer the same one.
-var carveout = envInt("ZONOS_CARVEOUT", -1)
-
-// setCarveout applies carveout to k.
-func setCarveout(k *kernel) error {
-	if carveout < 0 {
-		return nil
-	}
-	if err := cuErr(C.zs_carveout(cuFunction(k.fn), C.int(min(carveout, 100)))); err != nil {
-		return fmt.Errorf("cuda: kernel %s: shared-memory carveout %d %%: %w", k.name, carveout, err)
 	}
 	return nil
 }
