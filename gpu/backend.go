@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strings"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -169,23 +168,12 @@ func (b *Backend) init(ordinal int) error {
 			return fmt.Errorf("cuda: loading kernels %q: %w (driver CUDA %d.%d may be too old for this PTX; update the NVIDIA driver)", m, err, drv/1000, drv%1000/10)
 		}
 		b.mods = append(b.mods, mod)
-		if hopper {
-			if err := setPDLFirst(mod, pdlFirst); err != nil {
-				return fmt.Errorf("cuda: kernels %q: %w", m, err)
-			}
-		}
 		for _, fn := range kernels.Entries(m) {
 			f, err := mod.Function(fn)
 			if err != nil {
 				return fmt.Errorf("cuda: kernel %s.%s: %w", m, fn, err)
 			}
-			k := &kernel{name: fn, fn: f, pdl: waits[fn]}
-			if strings.HasPrefix(fn, "gemv_m") {
-				if err := allowSmem(k, gemvMaxSmem); err != nil {
-					return err
-				}
-			}
-			b.k[fn] = k
+			b.k[fn] = &kernel{name: fn, fn: f, pdl: waits[fn]}
 		}
 	}
 	b.pool = newPool(b)

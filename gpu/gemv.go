@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,29 +26,13 @@ import (
 //	ZONOS_GEMV_PLAN=file  per-shape plans, lines "N K kernel KS" (written
 //	                      by TestGemvBandwidth with ZONOS_GEMV_PLAN_OUT)
 type gemvPlan struct {
-	kernel string // gemv_m2_r1u4, gemv_m2_r2u2, gemv_m2_r4u1 or gemv_m8_r4u1
+	kernel string // gemv_m2_r1u4, gemv_m2_r2u2 or gemv_m2_r4u1
 	rows   int    // R
 	ks     int    // 1, 2, 4 or 8
-	stages int    // S, the ring of weight stages per lane: 2, or 3, 4, 6 (r4u1 M=2 only)
 }
 
 // gemvKernels are the compiled variants and their R.
 var gemvKernels = map[string]int{"gemv_m2_r1u4": 1, "gemv_m2_r2u2": 2, "gemv_m2_r4u1": 4, "gemv_m8_r4u1": 4}
-
-// gemvDeep are the ring depths beyond 2 that gemv_m2_r4u1 is compiled
-// with (gemv_m2_r4u1_sS), deepest first.
-var gemvDeep = []int{6, 4, 3}
-
-const (
-	// gemvStageBytes is one ring stage of a block: 8 warps × R·U = 4
-	// copies × 32 lanes × 16 bytes.
-	gemvStageBytes = 8 * 4 * 32 * 16
-	// gemvMaxSmem is the dynamic shared memory the GEMVs are allowed.
-	gemvMaxSmem = 6 * gemvStageBytes
-	// gemvSmemPerSM bounds the rings of the blocks that share an SM (the
-	// H100/H200 SM has 228 KiB), so a plan's blocks stay one wave.
-	gemvSmemPerSM = 200 << 10
-)
 
 // gemvBatchRows bounds the rows Linear gives the GEMV. Batch step on the
 // H200 (2026-11-29, zonos bench): 8 rows 5.26 ms with gemv_m8 vs 6.54 ms
@@ -59,38 +42,16 @@ const gemvBatchRows = 8
 
 func (p gemvPlan) rowsPerBlock() int { return 8 / p.ks * p.rows }
 
-// name is the kernel's entry point.
-func (p gemvPlan) name() string {
-	if p.stages > 2 {
-		return fmt.Sprintf("%s_s%d", p.kernel, p.stages)
-	}
-	return p.kernel
-}
-
-// smem is the dynamic shared memory of one block: its ring.
-func (p gemvPlan) smem() int { return max(p.stages, 2) * gemvStageBytes }
-
-func (p gemvPlan) String() string { return fmt.Sprintf("%s/ks%d", p.name(), p.ks) }
+func (p gemvPlan) String() string { return fmt.Sprintf("%s/ks%d", p.kernel, p.ks) }
 
 var (
-	// gemvEarly: the GEMV requests its first weight stages before waiting
+	// gemvEarly: the GEMV requests its first weight stage before waiting
 	// for the previous kernel (ZONOS_GEMV_EARLY=0 turns it off).
-	gemvEarly = os.Getenv("ZONOS_GEMV_EARLY") != "0"
-	// gemvStagesMax caps the ring (ZONOS_GEMV_STAGES=2: the two-stage
-	// kernel everywhere, for measurements).
-	gemvStagesMax = envInt("ZONOS_GEMV_STAGES", 6)
-	gemvOld       = os.Getenv("ZONOS_GEMV") == "old"
-	gemvFileOnce  sync.Once
-	gemvFile      map[[2]int]gemvPlan
+	gemvEarly    = os.Getenv("ZONOS_GEMV_EARLY") != "0"
+	gemvOld      = os.Getenv("ZONOS_GEMV") == "old"
+	gemvFileOnce sync.Once
+	gemvFile     map[[2]int]gemvPlan
 )
-
-// envInt reads a positive integer setting, def when unset or malformed.
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
-		return v
-	}
-	return def
-}
 
 // loadGemvPlans reads ZONOS_GEMV_PLAN once; a malformed file is ignored
 // with a message on stderr (the defaults are always correct).
@@ -116,13 +77,12 @@ func loadGemvPlans() map[[2]int]gemvPlan {
 			n, e1 := strconv.Atoi(fs[0])
 			k, e2 := strconv.Atoi(fs[1])
 			ks, e3 := strconv.Atoi(fs[3])
-			p, ok := parseGemvKernel(fs[2])
+			r, ok := gemvKernels[fs[2]]
 			if e1 != nil || e2 != nil || e3 != nil || !ok || (ks != 1 && ks != 2 && ks != 4 && ks != 8) {
 				fmt.Fprintf(os.Stderr, "gpu: ZONOS_GEMV_PLAN: ignoring line %q\n", sc.Text())
 				continue
 			}
-			p.ks = ks
-			m[[2]int{n, k}] = p
+			m[[2]int{n, k}] = gemvPlan{fs[2], r, ks}
 		}
 		gemvFile = m
 		fmt.Fprintf(os.Stderr, "gpu: %d GEMV plans from %s\n", len(m), path)
@@ -130,50 +90,13 @@ func loadGemvPlans() map[[2]int]gemvPlan {
 	return gemvFile
 }
 
-// parseGemvKernel reads a kernel name as gemvPlan.name writes it.
-func parseGemvKernel(name string) (gemvPlan, bool) {
-	p := gemvPlan{kernel: name, stages: 2}
-	if i := strings.LastIndex(name, "_s"); i > 0 {
-		s, err := strconv.Atoi(name[i+2:])
-		if err != nil || !slices.Contains(gemvDeep, s) {
-			return p, false
-		}
-		p.kernel, p.stages = name[:i], s
-		if p.kernel != "gemv_m2_r4u1" {
-			return p, false
-		}
-	}
-	r, ok := gemvKernels[p.kernel]
-	p.rows = r
-	return p, ok
-}
-
 // defaultGemvPlan: four rows per warp group (activation reuse), and K
 // split over as few warps as still give the grid about 1.4 blocks per SM.
 // On the H200 (2026-11-29, TestGemvBandwidth) this is the best of the 12
-// two-stage variants at every decode shape: r4u1 with KS 1 for N ≥ 8512,
-// KS 2 for N = 3072, KS 4 for N = 2048. The ring is then as deep as
-// gemvStages allows.
+// variants at every decode shape: r4u1 with KS 1 for N ≥ 8512, KS 2 for
+// N = 3072, KS 4 for N = 2048.
 func defaultGemvPlan(n, k, sms int) gemvPlan {
-	p := splitPlan(gemvPlan{kernel: "gemv_m2_r4u1", rows: 4, ks: 1, stages: 2}, n, k, sms)
-	p.stages = gemvStages(p, n, k, sms)
-	return p
-}
-
-// gemvStages is the deepest ring (at most gemvStagesMax) that is no deeper
-// than a lane's batches need and keeps every block of the plan resident
-// in one wave (ceil(blocks/SMs) rings within gemvSmemPerSM).
-func gemvStages(p gemvPlan, n, k, sms int) int {
-	blocks := (n + p.rowsPerBlock() - 1) / p.rowsPerBlock()
-	perSM := (blocks + sms - 1) / sms
-	per := (k/8 + p.ks - 1) / p.ks
-	batches := (per + 31) / 32 // U = 1
-	for _, s := range gemvDeep {
-		if s <= gemvStagesMax && s <= batches+1 && perSM*s*gemvStageBytes <= gemvSmemPerSM {
-			return s
-		}
-	}
-	return 2
+	return splitPlan(gemvPlan{kernel: "gemv_m2_r4u1", rows: 4, ks: 1}, n, k, sms)
 }
 
 // splitPlan sets p's KS by defaultGemvPlan's rule.
@@ -204,7 +127,7 @@ func (b *Backend) gemvRows(x, w *tensor, bias, y cu.DevicePtr, m, n, k int) {
 		b.gemvM2(b.gemvPlanFor(n, k), x, w, bias, y, m, n, k)
 		return
 	}
-	b.gemvM2(splitPlan(gemvPlan{kernel: "gemv_m8_r4u1", rows: 4, ks: 1, stages: 2}, n, k, b.sms), x, w, bias, y, m, n, k)
+	b.gemvM2(splitPlan(gemvPlan{kernel: "gemv_m8_r4u1", rows: 4, ks: 1}, n, k, b.sms), x, w, bias, y, m, n, k)
 }
 
 // b2i is a kernel's int flag.
@@ -218,5 +141,5 @@ func b2i(v bool) int32 {
 // gemvM2 launches plan p: y[m, n] = x·wᵀ + bias (owner goroutine).
 func (b *Backend) gemvM2(p gemvPlan, x, w *tensor, bias, y cu.DevicePtr, m, n, k int) {
 	blocks := (n + p.rowsPerBlock() - 1) / p.rowsPerBlock()
-	b.launchSmem(b.k[p.name()], [3]int{blocks, 1, 1}, block256, p.smem(), x.ptr(), w.ptr(), bias, y, int32(m), int32(n), int32(k), int32(p.ks), b2i(gemvEarly))
+	b.launch(b.k[p.kernel], [3]int{blocks, 1, 1}, block256, x.ptr(), w.ptr(), bias, y, int32(m), int32(n), int32(k), int32(p.ks), b2i(gemvEarly))
 }

@@ -84,31 +84,9 @@ __device__ __forceinline__ void pdl_trigger() {
 #endif
 }
 
-// pdl_trigger_first is set by the backend when it loads the module
-// (ZONOS_PDL_FIRST, default on; Backend.setPDLFirst). Set, pdl_begin
-// lets the next kernel launch before this one waits, so a chain of
-// latency-bound row kernels launches as one and the weight-read GEMV at
-// its end becomes resident early and streams its weight (gemv_body's
-// ring) while they run. The GEMV itself triggers only after its wait
-// (pdl_begin_last), which stops the chain: at most one GEMV waits ahead.
-// Constant memory is never written while kernels run, so reading it
-// before the wait is safe.
-__constant__ int pdl_trigger_first;
-
 // pdl_begin is the first statement of every kernel: wait for the previous
-// kernel and let the next one launch (before the wait where
-// pdl_trigger_first says so, else after it).
+// kernel, then let the next one launch.
 __device__ __forceinline__ void pdl_begin() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (pdl_trigger_first) pdl_trigger();
-#endif
-    pdl_wait();
-    pdl_trigger();
-}
-
-// pdl_begin_last waits, then lets the next kernel launch: the weight-read
-// GEMV's pdl_begin, so that kernels launched ahead stop at it.
-__device__ __forceinline__ void pdl_begin_last() {
     pdl_wait();
     pdl_trigger();
 }

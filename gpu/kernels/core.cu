@@ -340,31 +340,20 @@ extern "C" __global__ void copy_axis2(const unsigned short* __restrict__ src, un
 // ---------------------------------------------------------------------------
 // Weight-read GEMV for the CFG decode step (issue 7): y[m, n] = x[m, :]·w[n, :]
 // (+ b[n]) for M ≤ MR rows (2 for one utterance) and BF16 weights with
-// K % 8 == 0. Each BF16 weight is read exactly once, 16 bytes at a time,
-// by cp.async into shared memory (bypassing L1, where the activations
-// stay; 256-byte L2 sectors), through a ring of S stages per lane: a lane
-// has up to (S-1)·R·U copies in flight while it does the arithmetic of
-// the oldest stage, so the narrow N = 2048 shapes keep enough bytes in
-// flight (ptxas interleaves plain register loads with the FMAs that use
-// them, leaving only ~2 loads per lane in flight; the copies cannot be
-// reordered that way).
-//
-// The first S-1 stages are requested before the kernel waits for its
-// predecessor (programmatic dependent launch): the weight is never
-// written by a kernel that can still be running (it is uploaded, or
-// filled and synchronised, before use), and the activations x are read
-// only after the wait. A deep ring (S = 4, 6: up to 96 KiB of dynamic
-// shared memory per block) so streams most of a projection's weight
-// while the latency-bound row kernels before it (norms, the Mamba2 step)
-// still run, instead of leaving the memory idle until they finish.
-//
-// A block of 8 warps holds (8/KS)·R output rows: KS warps share one group
-// of R rows, each reading its own contiguous slice of K. Every lane copies
-// and reads back only its own shared-memory slots, so no barrier is
-// needed until the slices are combined. Partial sums are reduced in a
-// fixed order (warp shuffle, then the KS slices in index order): results
-// are deterministic. R, U and S are compile-time (R·U ≤ 4: 16 KiB of
-// dynamic shared memory per stage); KS ∈ {1, 2, 4, 8} is an argument.
+// K % 8 == 0. Each BF16 weight
+// is read exactly once, 16 bytes at a time, by cp.async into shared memory
+// (bypassing L1, where the activations stay; 256-byte L2 sectors), in two
+// stages per lane: a lane has up to 2·R·U copies in flight while it does
+// the arithmetic of the previous batch, so the narrow N = 2048 shapes keep
+// enough bytes in flight (ptxas interleaves plain register loads with the
+// FMAs that use them, leaving only ~2 loads per lane in flight; the copies
+// cannot be reordered that way). A block of 8 warps holds (8/KS)·R output
+// rows: KS warps share one group of R rows, each reading its own contiguous
+// slice of K. Every lane copies and reads back only its own shared-memory
+// slots, so no barrier is needed until the slices are combined. Partial
+// sums are reduced in a fixed order (warp shuffle, then the KS slices in
+// index order): results are deterministic. R and U are compile-time
+// (R·U ≤ 4: 32 KiB of static shared memory); KS ∈ {1, 2, 4, 8} is an argument.
 __device__ __forceinline__ void fma_bf16x8(float& acc, uint4 v, float4 a, float4 b) {
     acc += a.x * __uint_as_float(v.x << 16) + a.y * __uint_as_float(v.x & 0xffff0000u) +
            a.z * __uint_as_float(v.y << 16) + a.w * __uint_as_float(v.y & 0xffff0000u) +
@@ -372,11 +361,11 @@ __device__ __forceinline__ void fma_bf16x8(float& acc, uint4 v, float4 a, float4
            b.z * __uint_as_float(v.w << 16) + b.w * __uint_as_float(v.w & 0xffff0000u);
 }
 
-template <int R, int U, int MR, int S>
+template <int R, int U, int MR>
 __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const unsigned short* __restrict__ w,
                                           const float* __restrict__ bias, float* __restrict__ y, int M, int N,
                                           int K, int KS, int early) {
-    extern __shared__ uint4 gemv_ring[]; // [S][8 warps][R·U][32 lanes]
+    __shared__ uint4 buf[2][8][R * U][32];
     __shared__ float part[8][R][MR];
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int group = warp / KS, slice = warp % KS;
@@ -394,44 +383,35 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
 #pragma unroll
         for (int r = 0; r < R; r++) acc[m][r] = 0.f;
     const int B = 32 * U; // k8 elements per batch per warp
-    const int stage = 8 * R * U * 32;
-    uint4* mine = gemv_ring + warp * (R * U * 32) + lane;
     int nb = hi > lo ? (hi - lo + B - 1) / B : 0;
-    int put = 0; // ring slot the next issued batch goes to
-    // issue requests batch b into slot put (nothing past the last batch)
-    // and always commits a group, so that at batch b exactly S-1 groups
-    // are younger than b's and cp.async.wait_group S-1 finds it complete.
     auto issue = [&](int b) {
-        // The slot was read (by this lane only) one batch ago: keep those
-        // shared-memory reads before the copy that overwrites it.
-        asm volatile("" ::: "memory");
-        if (b < nb) {
+        int st = b & 1;
 #pragma unroll
-            for (int j = 0; j < U; j++) {
-                int k = lo + b * B + 32 * j + lane;
-                if (k < hi) {
+        for (int j = 0; j < U; j++) {
+            int k = lo + b * B + 32 * j + lane;
+            if (k < hi) {
 #pragma unroll
-                    for (int r = 0; r < R; r++) cp_async16(mine + put * stage + (j * R + r) * 32, wr[r] + k);
-                }
+                for (int r = 0; r < R; r++) cp_async16(&buf[st][warp][j * R + r][lane], wr[r] + k);
             }
         }
         cp_async_commit();
-        put = put + 1 == S ? 0 : put + 1;
     };
-    if (early)
-#pragma unroll
-        for (int b = 0; b < S - 1; b++) issue(b);
-    pdl_begin_last();
-    if (!early)
-#pragma unroll
-        for (int b = 0; b < S - 1; b++) issue(b);
-    int get = 0;
+    // The first weight stage is requested before waiting for the previous
+    // kernel (programmatic dependent launch): the weight is never written
+    // by a kernel that can still be running (it is uploaded, or filled and
+    // synchronised, before use), and the activations x are read only after
+    // the wait. early = 0 waits first (ZONOS_GEMV_EARLY=0, measurements).
+    if (early && nb > 0) issue(0);
+    pdl_begin();
+    if (!early && nb > 0) issue(0);
     for (int b = 0; b < nb; b++) {
-        issue(b + S - 1);
-        cp_async_wait<S - 1>();
-        asm volatile("" ::: "memory");
-        const uint4* slot = mine + get * stage;
-        get = get + 1 == S ? 0 : get + 1;
+        if (b + 1 < nb) {
+            issue(b + 1);
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
+        }
+        int st = b & 1;
 #pragma unroll
         for (int j = 0; j < U; j++) {
             int k = lo + b * B + 32 * j + lane;
@@ -444,7 +424,7 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
                         const float4* xm = (const float4*)(x + (long long)min(m, M - 1) * K);
                         float4 p = __ldg(xm + 2 * k), q = __ldg(xm + 2 * k + 1);
 #pragma unroll
-                        for (int r = 0; r < R; r++) fma_bf16x8(acc[m][r], slot[(j * R + r) * 32], p, q);
+                        for (int r = 0; r < R; r++) fma_bf16x8(acc[m][r], buf[st][warp][j * R + r][lane], p, q);
                     }
                 }
             }
@@ -474,9 +454,7 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
     }
 }
 
-// gemv_mMR_rRuU[_sS]: the GEMV for M ≤ MR rows with an S-stage ring (2
-// where the name has no _s). Launched with S·16 KiB of dynamic shared
-// memory (gemvPlan.smem). MR = 2 is the CFG decode step;
+// gemv_mMR_rRuU: the GEMV for M ≤ MR rows. MR = 2 is the CFG decode step;
 // MR = 8 serves zonos.Batch up to 4 utterances (2 rows each), whose
 // weights are read once for every row: each lane multiplies a 16-byte
 // weight piece by all M activation rows (read through L1, where they
@@ -485,19 +463,16 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
 // staged weight in shared memory); a tensor-core tile for 8–32 rows is
 // the better tool (docs/gpu/2026-11-29-lanes-batch). A 16-row variant
 // (2 output rows per warp) measured slower than tc_gemm and was dropped.
-#define GEMV(name, R, U, MR, S, BOUNDS)                                                                       \
+#define GEMV(name, R, U, MR, BOUNDS)                                                                          \
     extern "C" __global__ void BOUNDS                                                                         \
         name(const float* __restrict__ x, const unsigned short* __restrict__ w, const float* __restrict__ b,  \
              float* __restrict__ y, int M, int N, int K, int KS, int early) {                                 \
-        gemv_body<R, U, MR, S>(x, w, b, y, M, N, K, KS, early);                                               \
+        gemv_body<R, U, MR>(x, w, b, y, M, N, K, KS, early);                                                  \
     }
-GEMV(gemv_m2_r1u4, 1, 4, 2, 2, __launch_bounds__(256))
-GEMV(gemv_m2_r2u2, 2, 2, 2, 2, __launch_bounds__(256))
-GEMV(gemv_m2_r4u1, 4, 1, 2, 2, __launch_bounds__(256))
-GEMV(gemv_m2_r4u1_s3, 4, 1, 2, 3, __launch_bounds__(256))
-GEMV(gemv_m2_r4u1_s4, 4, 1, 2, 4, __launch_bounds__(256))
-GEMV(gemv_m2_r4u1_s6, 4, 1, 2, 6, __launch_bounds__(256))
-GEMV(gemv_m8_r4u1, 4, 1, 8, 2, __launch_bounds__(256, 2))
+GEMV(gemv_m2_r1u4, 1, 4, 2, __launch_bounds__(256))
+GEMV(gemv_m2_r2u2, 2, 2, 2, __launch_bounds__(256))
+GEMV(gemv_m2_r4u1, 4, 1, 2, __launch_bounds__(256))
+GEMV(gemv_m8_r4u1, 4, 1, 8, __launch_bounds__(256, 2))
 
 // fill_bf16: deterministic pseudo-random BF16 values in ±scale (benchmark
 // weights without a host upload; never zeros).
