@@ -332,39 +332,71 @@ extern "C" __global__ void mamba_dt(const float* __restrict__ in, const float* _
     }
 }
 
-// mamba_scan_pre is mamba_scan over precomputed (delta, decay), with the
-// next position's operands loaded while the current one is combined.
-extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_scan_pre(const float* __restrict__ dd, const float* __restrict__ xbc,
+// mamba_scan_pre is mamba_scan over precomputed (delta, decay), for
+// prefill, SCAN_CHUNK positions at a time. The block's warps share one
+// group, so the chunk's B and C rows and (delta, decay) are staged once
+// into shared memory by the whole block; each warp then walks the chunk
+// with only the state update on its sequential path, keeping its lanes'
+// partial C·state sums in registers, and reduces them afterwards (the
+// same warp_sum of the same partials as scan_step: bit-identical to
+// mamba_scan). Reducing inside the walk put a 5-shuffle chain and the next
+// position's loads on every position's critical path.
+#define SCAN_CHUNK 16
+extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32, 3) mamba_scan_pre(const float* __restrict__ dd, const float* __restrict__ xbc,
                                       const float* __restrict__ Dw, float* __restrict__ state,
                                       float* __restrict__ y, int T, int Di, int C, int H, int P, int N, int G) {
+    __shared__ float sB[SCAN_CHUNK][SCAN_MAXN], sC[SCAN_CHUNK][SCAN_MAXN];
+    __shared__ float sdd[SCAN_CHUNK][2];
     pdl_begin();
     int bh = blockIdx.x;
     int b = bh / H, h = bh % H;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int p = blockIdx.y * SCAN_WARPS + warp;
-    if (p >= P) return;
+    bool live = p < P; // every warp stages; only live ones scan
     int g = h / (H / G);
     float dskip = Dw[h];
     float st[SCAN_MAXN / 32];
-    float* sp = state + (((long long)b * H + h) * P + p) * N;
-    scan_state_load(st, sp, N, lane);
-    float delta, decay, xv, Bv[SCAN_MAXN / 32], Cv[SCAN_MAXN / 32];
-    auto load = [&](int t) {
-        long long row = (long long)b * T + t;
-        delta = dd[2 * (row * H + h)];
-        decay = dd[2 * (row * H + h) + 1];
-        const float* xr = xbc + row * C;
-        xv = xr[h * P + p];
-        scan_bc(xr, Di, G, g, N, lane, Bv, Cv);
-    };
-    if (T > 0) load(0);
-    for (int t = 0; t < T; t++) {
-        float cd = delta, cdec = decay, cx = xv, cB[SCAN_MAXN / 32], cC[SCAN_MAXN / 32];
+    float* sp = state + (((long long)b * H + h) * P + min(p, P - 1)) * N;
+    if (live) scan_state_load(st, sp, N, lane);
+    for (int t0 = 0; t0 < T; t0 += SCAN_CHUNK) {
+        int tc = min(SCAN_CHUNK, T - t0);
+        const float* x0 = xbc + ((long long)b * T + t0) * C;
+        __syncthreads(); // the previous chunk is no longer read
+        for (int i = threadIdx.x; i < tc * N; i += blockDim.x) {
+            int t = i / N, n = i % N;
+            sB[t][n] = x0[(long long)t * C + Di + g * N + n];
+            sC[t][n] = x0[(long long)t * C + Di + G * N + g * N + n];
+        }
+        if (threadIdx.x < 2 * tc) {
+            int t = threadIdx.x >> 1;
+            sdd[t][threadIdx.x & 1] = dd[2 * (((long long)b * T + t0 + t) * H + h) + (threadIdx.x & 1)];
+        }
+        float xv[SCAN_CHUNK], acc[SCAN_CHUNK];
 #pragma unroll
-        for (int i = 0; i < SCAN_MAXN / 32; i++) cB[i] = Bv[i], cC[i] = Cv[i];
-        if (t + 1 < T) load(t + 1);
-        float acc = scan_step(st, cdec, __fmul_rn(cd, cx), cB, cC, N, lane);
-        if (lane == 0) y[((long long)b * T + t) * Di + h * P + p] = acc + dskip * cx;
+        for (int t = 0; t < SCAN_CHUNK; t++) xv[t] = live && t < tc ? x0[(long long)t * C + h * P + p] : 0.f;
+        __syncthreads();
+        if (!live) continue;
+#pragma unroll
+        for (int t = 0; t < SCAN_CHUNK; t++) {
+            acc[t] = 0.f;
+            if (t < tc) {
+                float decay = sdd[t][1], dx = __fmul_rn(sdd[t][0], xv[t]);
+#pragma unroll
+                for (int i = 0; i < SCAN_MAXN / 32; i++) {
+                    int n = lane + 32 * i;
+                    if (n < N) {
+                        float v = __fadd_rn(__fmul_rn(st[i], decay), __fmul_rn(dx, sB[t][n]));
+                        st[i] = v;
+                        acc[t] += v * sC[t][n];
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (int t = 0; t < SCAN_CHUNK; t++) {
+            float sum = warp_sum(acc[t]);
+            if (lane == 0 && t < tc) y[((long long)b * T + t0 + t) * Di + h * P + p] = sum + dskip * xv[t];
+        }
     }
-    scan_state_store(st, sp, N, lane);
+    if (live) scan_state_store(st, sp, N, lane);
 }
