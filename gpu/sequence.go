@@ -144,6 +144,16 @@ const (
 	mambaStepRows = 64
 )
 
+// scanPreKernel is the prefill scan compiled for d_state n: the fewest
+// slots per lane (mamba_scan_pre_nS, S·32 ≥ n) of S ∈ {1, 2, 4, 8}.
+func scanPreKernel(n int) string {
+	s := 1
+	for s*32 < n {
+		s *= 2
+	}
+	return fmt.Sprintf("mamba_scan_pre_n%d", s)
+}
+
 // mambaStepOff (ZONOS_MAMBA_STEP=0) runs the decode step's conv and scan as
 // two kernels (mamba_conv, mamba_scan), for measurements.
 var mambaStepOff = os.Getenv("ZONOS_MAMBA_STEP") == "0"
@@ -201,7 +211,7 @@ func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 			dt := b.newTensor(compute.F32, B, T, H, 2)
 			b.launch(b.k["mamba_dt"], grid1(B*T*H), block256, in.ptr(), b.asF32(dtb).ptr(), b.asF32(alog).ptr(), dt.ptr(),
 				B, T, E, Di, C, H)
-			b.launch(b.k["mamba_scan_pre"], [3]int{B * H, (P + 7) / 8, 1}, block256, dt.ptr(), xbc.ptr(),
+			b.launch(b.k[scanPreKernel(N)], [3]int{B * H, (P + 7) / 8, 1}, block256, dt.ptr(), xbc.ptr(),
 				b.asF32(dd).ptr(), sst.ptr(), y.ptr(), T, Di, C, H, P, N, G)
 			dt.h.release()
 		}

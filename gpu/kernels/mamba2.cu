@@ -332,20 +332,26 @@ extern "C" __global__ void mamba_dt(const float* __restrict__ in, const float* _
     }
 }
 
-// mamba_scan_pre is mamba_scan over precomputed (delta, decay), for
-// prefill, SCAN_CHUNK positions at a time. The block's warps share one
-// group, so the chunk's B and C rows and (delta, decay) are staged once
-// into shared memory by the whole block; each warp then walks the chunk
-// with only the state update on its sequential path, keeping its lanes'
-// partial C·state sums in registers, and reduces them afterwards (the
-// same warp_sum of the same partials as scan_step: bit-identical to
-// mamba_scan). Reducing inside the walk put a 5-shuffle chain and the next
-// position's loads on every position's critical path.
+// mamba_scan_pre_nS is mamba_scan over precomputed (delta, decay), for
+// prefill, d_state N ≤ 32·S, SCAN_CHUNK positions at a time. The scan is
+// bound by instruction issue (ncu, H200, 2026-11-29: 79 M instructions
+// for one 61-position layer, 55 % of issue slots busy), so the kernel
+// spends as few as it can per state element:
+//   - S is compile-time: a lane walks only the S slots N needs (the
+//     generic kernel walked SCAN_MAXN/32 = 8, predicated, for N = 128);
+//   - the block's warps share one group, so the chunk's B and C rows and
+//     (delta, decay) are staged once into shared memory, lane-major (a
+//     lane's S values n = lane + 32·i side by side: one vector load);
+//   - only the state update is on the sequential path: the lanes' partial
+//     C·state sums stay in registers and are reduced after the chunk.
+// Each output is the same arithmetic in the same order as mamba_scan
+// (state update, partial sums over i, then warp_sum): bit-identical.
 #define SCAN_CHUNK 16
-extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32, 3) mamba_scan_pre(const float* __restrict__ dd, const float* __restrict__ xbc,
-                                      const float* __restrict__ Dw, float* __restrict__ state,
-                                      float* __restrict__ y, int T, int Di, int C, int H, int P, int N, int G) {
-    __shared__ float sB[SCAN_CHUNK][SCAN_MAXN], sC[SCAN_CHUNK][SCAN_MAXN];
+template <int S>
+__device__ __forceinline__ void scan_pre_body(const float* __restrict__ dd, const float* __restrict__ xbc,
+                                              const float* __restrict__ Dw, float* __restrict__ state,
+                                              float* __restrict__ y, int T, int Di, int C, int H, int P, int N, int G) {
+    __shared__ __align__(16) float sB[SCAN_CHUNK][32 * S], sC[SCAN_CHUNK][32 * S];
     __shared__ float sdd[SCAN_CHUNK][2];
     pdl_begin();
     int bh = blockIdx.x;
@@ -355,17 +361,24 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32, 3) mamba_scan_pre(
     bool live = p < P; // every warp stages; only live ones scan
     int g = h / (H / G);
     float dskip = Dw[h];
-    float st[SCAN_MAXN / 32];
+    float st[S];
+    bool on[S];
     float* sp = state + (((long long)b * H + h) * P + min(p, P - 1)) * N;
-    if (live) scan_state_load(st, sp, N, lane);
+#pragma unroll
+    for (int i = 0; i < S; i++) {
+        on[i] = lane + 32 * i < N;
+        st[i] = live && on[i] ? sp[lane + 32 * i] : 0.f;
+    }
     for (int t0 = 0; t0 < T; t0 += SCAN_CHUNK) {
         int tc = min(SCAN_CHUNK, T - t0);
         const float* x0 = xbc + ((long long)b * T + t0) * C;
         __syncthreads(); // the previous chunk is no longer read
-        for (int i = threadIdx.x; i < tc * N; i += blockDim.x) {
-            int t = i / N, n = i % N;
-            sB[t][n] = x0[(long long)t * C + Di + g * N + n];
-            sC[t][n] = x0[(long long)t * C + Di + G * N + g * N + n];
+        for (int e = threadIdx.x; e < tc * 32 * S; e += blockDim.x) {
+            int t = e / (32 * S), n = e % (32 * S);
+            int at = (n & 31) * S + (n >> 5); // lane-major
+            const float* xr = x0 + (long long)t * C + Di + g * N;
+            sB[t][at] = n < N ? xr[n] : 0.f;
+            sC[t][at] = n < N ? xr[G * N + n] : 0.f;
         }
         if (threadIdx.x < 2 * tc) {
             int t = threadIdx.x >> 1;
@@ -381,13 +394,24 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32, 3) mamba_scan_pre(
             acc[t] = 0.f;
             if (t < tc) {
                 float decay = sdd[t][1], dx = __fmul_rn(sdd[t][0], xv[t]);
+                float Bv[S], Cv[S];
+                if (S % 4 == 0) {
 #pragma unroll
-                for (int i = 0; i < SCAN_MAXN / 32; i++) {
-                    int n = lane + 32 * i;
-                    if (n < N) {
-                        float v = __fadd_rn(__fmul_rn(st[i], decay), __fmul_rn(dx, sB[t][n]));
+                    for (int i = 0; i < S; i += 4) {
+                        float4 bq = *(const float4*)&sB[t][lane * S + i], cq = *(const float4*)&sC[t][lane * S + i];
+                        Bv[i] = bq.x, Bv[i + 1] = bq.y, Bv[i + 2] = bq.z, Bv[i + 3] = bq.w;
+                        Cv[i] = cq.x, Cv[i + 1] = cq.y, Cv[i + 2] = cq.z, Cv[i + 3] = cq.w;
+                    }
+                } else {
+#pragma unroll
+                    for (int i = 0; i < S; i++) Bv[i] = sB[t][lane * S + i], Cv[i] = sC[t][lane * S + i];
+                }
+#pragma unroll
+                for (int i = 0; i < S; i++) {
+                    if (on[i]) { // slots past N are skipped, as in mamba_scan
+                        float v = __fadd_rn(__fmul_rn(st[i], decay), __fmul_rn(dx, Bv[i]));
                         st[i] = v;
-                        acc[t] += v * sC[t][n];
+                        acc[t] += v * Cv[i];
                     }
                 }
             }
@@ -398,5 +422,19 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32, 3) mamba_scan_pre(
             if (lane == 0 && t < tc) y[((long long)b * T + t0 + t) * Di + h * P + p] = sum + dskip * xv[t];
         }
     }
-    if (live) scan_state_store(st, sp, N, lane);
+#pragma unroll
+    for (int i = 0; i < S; i++)
+        if (live && on[i]) sp[lane + 32 * i] = st[i];
 }
+
+#define SCAN_PRE(S)                                                                                          \
+    extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32, 3)                                         \
+        mamba_scan_pre_n##S(const float* __restrict__ dd, const float* __restrict__ xbc,                    \
+                            const float* __restrict__ Dw, float* __restrict__ state, float* __restrict__ y, \
+                            int T, int Di, int C, int H, int P, int N, int G) {                              \
+        scan_pre_body<S>(dd, xbc, Dw, state, y, T, Di, C, H, P, N, G);                                       \
+    }
+SCAN_PRE(1)
+SCAN_PRE(2)
+SCAN_PRE(4)
+SCAN_PRE(8)
