@@ -173,7 +173,11 @@ func (b *Backend) init(ordinal int) error {
 			if err != nil {
 				return fmt.Errorf("cuda: kernel %s.%s: %w", m, fn, err)
 			}
-			b.k[fn] = &kernel{name: fn, fn: f, pdl: waits[fn]}
+			k := &kernel{name: fn, fn: f, pdl: waits[fn]}
+			if err := allowSmem(k); err != nil {
+				return err
+			}
+			b.k[fn] = k
 		}
 	}
 	b.pool = newPool(b)

@@ -177,6 +177,8 @@ func TestLinear(t *testing.T) {
 		{77, 130, 65, compute.F16, false},
 		{160, 8192, 2048, compute.BF16, true}, // prefill fc2: 8 K splits
 		{100, 1500, 200, compute.F32, true},   // fp32 weight, ragged K chunks
+		{142, 2048, 8512, compute.BF16, true}, // prefill in_proj (80 positions × CFG)
+		{70, 264, 200, compute.F16, true},     // F16 on tensor cores, ragged tiles
 	}
 	for _, c := range cases {
 		x := randF32(r, 1, c.m, c.k)
@@ -709,5 +711,45 @@ func TestScanPreKernels(t *testing.T) {
 		if 32*s < n || (s > 1 && 16*s >= n) {
 			t.Errorf("d_state %d: %d slots per lane", n, s)
 		}
+	}
+}
+
+// TestMambaPrefillMatchesSteps: the prefill path (mamba_conv_par,
+// mamba_dt, mamba_scan_pre_nS with its chunked reduction) gives the same
+// bits as feeding the same positions one at a time through the decode
+// path (mamba_step), for the output and both states: the two scans do the
+// same arithmetic in the same order. 37 positions cross two 16-position
+// chunks and end inside a third.
+func TestMambaPrefillMatchesSteps(t *testing.T) {
+	need(t)
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, s := range []compute.Mamba2Spec{
+		{DInner: 4096, Heads: 64, HeadDim: 64, DState: 128, Groups: 1, DConv: 4, Eps: 1e-5},
+		{DInner: 128, Heads: 4, HeadDim: 32, DState: 40, Groups: 2, DConv: 3, Eps: 1e-5},
+	} {
+		const B, T = 2, 37
+		_, wg := mambaWeights(t, r, s, compute.BF16)
+		C := s.DInner + 2*s.Groups*s.DState
+		E := 2*s.DInner + 2*s.Groups*s.DState + s.Heads
+		vals := randVals(r, B*T*E, 1)
+		convP, ssmP := gb.Zeros(B, C, s.DConv), gb.Zeros(B, s.Heads, s.HeadDim, s.DState)
+		outP := gb.ReadF32(gb.Mamba2(gb.FromF32(vals, B, T, E), wg, convP, ssmP, s))
+		convS, ssmS := gb.Zeros(B, C, s.DConv), gb.Zeros(B, s.Heads, s.HeadDim, s.DState)
+		outS := make([]float32, len(outP))
+		D := len(outP) / (B * T)
+		for p := 0; p < T; p++ {
+			col := make([]float32, 0, B*E)
+			for b := 0; b < B; b++ {
+				col = append(col, vals[(b*T+p)*E:(b*T+p+1)*E]...)
+			}
+			o := gb.ReadF32(gb.Mamba2(gb.FromF32(col, B, 1, E), wg, convS, ssmS, s))
+			for b := 0; b < B; b++ {
+				copy(outS[(b*T+p)*D:(b*T+p+1)*D], o[b*D:(b+1)*D])
+			}
+		}
+		name := fmt.Sprintf("Di%d N%d G%d", s.DInner, s.DState, s.Groups)
+		checkVals(t, name+" output", outS, outP, 0)
+		checkVals(t, name+" conv state", gb.ReadF32(convS), gb.ReadF32(convP), 0)
+		checkVals(t, name+" ssm state", gb.ReadF32(ssmS), gb.ReadF32(ssmP), 0)
 	}
 }

@@ -15,8 +15,8 @@ package gpu
 // start before the previous kernel of the stream completes, and waits for
 // it in griddepcontrol.wait (pdl_begin in kernels/common.cuh).
 static CUresult zs_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                          unsigned bz, void* stream, void** params, int pdl) {
-	if (!pdl) return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, 0, (CUstream)stream, params, 0);
+                          unsigned bz, unsigned smem, void* stream, void** params, int pdl) {
+	if (!pdl) return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, (CUstream)stream, params, 0);
 	CUlaunchAttribute attr;
 	memset(&attr, 0, sizeof attr);
 	attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
@@ -25,10 +25,17 @@ static CUresult zs_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, u
 	memset(&cfg, 0, sizeof cfg);
 	cfg.gridDimX = gx; cfg.gridDimY = gy; cfg.gridDimZ = gz;
 	cfg.blockDimX = bx; cfg.blockDimY = by; cfg.blockDimZ = bz;
+	cfg.sharedMemBytes = smem;
 	cfg.hStream = (CUstream)stream;
 	cfg.attrs = &attr;
 	cfg.numAttrs = 1;
 	return cuLaunchKernelEx(&cfg, f, params, 0);
+}
+
+// zs_allow_smem lets f be launched with up to bytes of dynamic shared
+// memory (above the default 48 KiB).
+static CUresult zs_allow_smem(CUfunction f, int bytes) {
+	return cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
 }
 
 // zs_args allocates n parameter slots and n pointers to them.
@@ -85,6 +92,12 @@ func pdlWanted() bool { return os.Getenv("ZONOS_PDL") != "0" }
 // int32, float32 (its bits in the low half), float64; the driver copies
 // the parameter's own size from the slot, low bytes first (little endian).
 func (b *Backend) launch(k *kernel, grid, block [3]int, args ...any) {
+	b.launchSmem(k, grid, block, 0, args...)
+}
+
+// launchSmem is launch with smem bytes of dynamic shared memory (at most
+// what dynamicSmem allows k).
+func (b *Backend) launchSmem(k *kernel, grid, block [3]int, smem int, args ...any) {
 	if len(args) > maxArgs {
 		panic(fmt.Sprintf("gpu: kernel %s has %d arguments (at most %d)", k.name, len(args), maxArgs))
 	}
@@ -119,7 +132,7 @@ func (b *Backend) launch(k *kernel, grid, block [3]int, args ...any) {
 		pdl = 1
 	}
 	r := C.zs_launch(cuFunction(k.fn), C.uint(grid[0]), C.uint(grid[1]), C.uint(grid[2]),
-		C.uint(block[0]), C.uint(block[1]), C.uint(block[2]), unsafe.Pointer(b.stream.C()), b.args, pdl)
+		C.uint(block[0]), C.uint(block[1]), C.uint(block[2]), C.uint(smem), unsafe.Pointer(b.stream.C()), b.args, pdl)
 	if err := cuErr(r); err != nil {
 		panic(fmt.Sprintf("gpu: CUDA kernel launch failed: %s (grid %v, block %v): %v", k.name, grid, block, err))
 	}
@@ -140,3 +153,19 @@ func grid1(n int) [3]int {
 }
 
 var block256 = [3]int{256, 1, 1}
+
+// dynamicSmem lists the kernels launched with more dynamic shared memory
+// than the default 48 KiB allows, and how much.
+var dynamicSmem = map[string]int{"tc_wide": tcWideSmem}
+
+// allowSmem lets k be launched with the dynamic shared memory it needs.
+func allowSmem(k *kernel) error {
+	bytes, ok := dynamicSmem[k.name]
+	if !ok {
+		return nil
+	}
+	if err := cuErr(C.zs_allow_smem(cuFunction(k.fn), C.int(bytes))); err != nil {
+		return fmt.Errorf("cuda: kernel %s: allowing %d bytes of shared memory: %w", k.name, bytes, err)
+	}
+	return nil
+}

@@ -23,6 +23,15 @@ const (
 // and bisecting.
 var tcOff = os.Getenv("ZONOS_TC") == "0"
 
+// tcWideOff is ZONOS_TC_WIDE=0: Linear's tensor-core products run on
+// tc_gemm's 32 × 32 warp tiles instead of tc_wide's 32 × 64 (for
+// before/after measurements).
+var tcWideOff = os.Getenv("ZONOS_TC_WIDE") == "0"
+
+// tcWideSmem is tc_wide's dynamic shared memory, TW_SMEM in
+// kernels/tc.cu: 3 stages of a 64 × 40 fp32 and a 128 × 40 halfword tile.
+const tcWideSmem = 3 * (64*40*4 + 128*40*2)
+
 // ZONOS_CONV=old runs the convolutions as before conv_simt (for
 // before/after measurements): on simt_gemm's 64 × 64 tiles (convOld) with
 // the coarser split-K (convOldSplits). The kernels alone give
@@ -82,14 +91,16 @@ func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor,
 		wk = b.newTensor(compute.F32, splits*total)
 		work = wk.ptr()
 	}
-	kernel, tileN := "simt_gemm", 64 // fp32 FMAs: fp32 weights
+	kernel, tileN, smem := "simt_gemm", 64, 0 // fp32 FMAs: fp32 weights
 	switch {
+	case mode == tcLinear && w.dt != compute.F32 && kr%8 == 0 && !tcWideOff:
+		kernel, tileN, smem = "tc_wide", 128, tcWideSmem // BF16/F16 weights: exact in TF32; wide warp tiles
 	case mode == tcLinear && w.dt != compute.F32 && kr%8 == 0:
 		kernel = "tc_gemm" // BF16/F16 weights: exact in TF32; rows in 16-byte pieces
 	case mode != tcLinear && !convOld:
 		kernel, tileN = "conv_simt", 128 // convolutions: coalesced input gather
 	}
-	b.launch(b.k[kernel], [3]int{(n + tileN - 1) / tileN, (m + 63) / 64, batch * phases * splits}, [3]int{128, 1, 1},
+	b.launchSmem(b.k[kernel], [3]int{(n + tileN - 1) / tileN, (m + 63) / 64, batch * phases * splits}, [3]int{128, 1, 1}, smem,
 		x.ptr(), wp, bias, out.ptr(), work, mode, m, n, kr, wdt, splits, chunk,
 		c.cin, c.t, c.cout, c.kw, c.tout, c.stride, c.pad, c.dil)
 	if wk != nil {

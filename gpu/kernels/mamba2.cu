@@ -343,10 +343,33 @@ extern "C" __global__ void mamba_dt(const float* __restrict__ in, const float* _
 //     (delta, decay) are staged once into shared memory, lane-major (a
 //     lane's S values n = lane + 32·i side by side: one vector load);
 //   - only the state update is on the sequential path: the lanes' partial
-//     C·state sums stay in registers and are reduced after the chunk.
+//     C·state sums stay in registers and are reduced after the chunk,
+//     all 16 at once (chunk_sum16).
 // Each output is the same arithmetic in the same order as mamba_scan
 // (state update, partial sums over i, then warp_sum): bit-identical.
 #define SCAN_CHUNK 16
+
+// chunk_sum16 reduces 16 values over the warp at once (a transposing
+// butterfly): at each xor distance m = 16, 8, 4, 2 a lane keeps half of
+// its values and adds its partner's copy of the same half, then the last
+// value is added across m = 1. Value j ends in lanes 2j and 2j+1 as
+// warp_sum(a[j]) would compute it: the same pairs are added in the same
+// tree (each add is own + partner, as in warp_sum), so the bits match;
+// it costs 16 shuffles instead of 80.
+__device__ __forceinline__ float chunk_sum16(float* a, int lane) {
+#pragma unroll
+    for (int m = 16, c = 16; m >= 2; m >>= 1, c >>= 1) {
+        bool hi = lane & m;
+#pragma unroll
+        for (int k = 0; k < c / 2; k++) {
+            float send = hi ? a[k] : a[k + c / 2];
+            float keep = hi ? a[k + c / 2] : a[k];
+            a[k] = keep + __shfl_xor_sync(0xffffffffu, send, m);
+        }
+    }
+    return a[0] + __shfl_xor_sync(0xffffffffu, a[0], 1);
+}
+
 template <int S>
 __device__ __forceinline__ void scan_pre_body(const float* __restrict__ dd, const float* __restrict__ xbc,
                                               const float* __restrict__ Dw, float* __restrict__ state,
@@ -416,10 +439,13 @@ __device__ __forceinline__ void scan_pre_body(const float* __restrict__ dd, cons
                 }
             }
         }
-#pragma unroll
-        for (int t = 0; t < SCAN_CHUNK; t++) {
-            float sum = warp_sum(acc[t]);
-            if (lane == 0 && t < tc) y[((long long)b * T + t0 + t) * Di + h * P + p] = sum + dskip * xv[t];
+        // The chunk's 16 sums, reduced together: lanes 2j and 2j+1 end
+        // with position j's (chunk_sum16).
+        float sum = chunk_sum16(acc, lane);
+        int j = (lane >> 1) & 15;
+        if (!(lane & 1) && j < tc) {
+            long long row = (long long)b * T + t0 + j;
+            y[row * Di + h * P + p] = sum + dskip * xbc[row * C + h * P + p];
         }
     }
 #pragma unroll

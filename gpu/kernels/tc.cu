@@ -313,6 +313,137 @@ __device__ __forceinline__ void tc_linear_tile(const Problem& p, const float* __
             }
 }
 
+// ---- Tensor-core Linear, wide warp tiles (tc_wide) -----------------------
+// The prefill projections with BF16 weights. tc_gemm is bound by
+// instruction issue (ncu, H200, 2026-11-29, fc1 at 142 rows: 60 % of
+// issue slots busy, the tensor pipe at 42 %): per 16 products a warp
+// spent ~48 other instructions splitting the activation into its two TF32
+// parts, loading fragments element by element and widening the weight.
+// Here a warp owns 32 × 64 outputs (each activation split serves 8 weight
+// fragments instead of 4), the weight fragments come from shared memory
+// by ldmatrix (four 8 × 8 fragments per instruction) and the activation's
+// as pairs (64-bit loads): both read k in the order 2t, 2t + 1 that
+// ldmatrix delivers, so mma slot t holds k = 2t and slot t + 4 k = 2t + 1
+// in A and B alike. Block tile 64 × 128, 32-wide k steps in a 3-stage
+// cp.async ring (dynamic shared memory), split-K and placement as tc_gemm;
+// products in the same order per output (small part, then big).
+#define TW_M 64
+#define TW_N 128
+#define TW_K 32
+#define TW_STAGES 3
+#define TW_LDA (TW_K + 8)  // fp32 words: 64-bit fragment loads conflict-free per half-warp
+#define TW_LDB (TW_K + 8)  // halfwords: 80-byte rows, ldmatrix conflict-free
+#define TW_STAGE_A (TW_M * TW_LDA)      // floats
+#define TW_STAGE_B (TW_N * TW_LDB)      // halfwords
+#define TW_SMEM (TW_STAGES * (TW_STAGE_A * 4 + TW_STAGE_B * 2))
+
+__device__ __forceinline__ void ldmatrix_x4(unsigned* r, const void* smem) {
+    unsigned a = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
+
+__device__ __forceinline__ void tc_wide_tile(const Problem& p, const float* __restrict__ bias, float* __restrict__ out,
+                                             float* __restrict__ work, int splits, int kchunk) {
+    extern __shared__ __align__(16) unsigned char tw_smem[];
+    float* As = (float*)tw_smem;                                          // [stage][TW_M][TW_LDA]
+    unsigned short* Bs = (unsigned short*)(As + TW_STAGES * TW_STAGE_A); // [stage][TW_N][TW_LDB]
+    int s = blockIdx.z % splits;
+    int m0 = blockIdx.y * TW_M, n0 = blockIdx.x * TW_N;
+    int k_lo = s * kchunk, k_hi = min(p.Kr, k_lo + kchunk);
+    long long total = (long long)p.M * p.N;
+    int nk = k_hi > k_lo ? (k_hi - k_lo + TW_K - 1) / TW_K : 0;
+    const unsigned short* w = (const unsigned short*)p.w;
+    // Stage loader: A 64 × 32 fp32 and B 128 × 32 halfwords, 512 16-byte
+    // pieces each (4 per thread); outside M, N or [k_lo, k_hi) zero-filled.
+    auto load = [&](int st, int k0) {
+        float* A = As + st * TW_STAGE_A;
+        unsigned short* Bt = Bs + st * TW_STAGE_B;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            int e = threadIdx.x + i * TC_THREADS;
+            int r = e >> 3, c = (e & 7) * 4;
+            int gm = m0 + r, gk = k0 + c;
+            bool in = gm < p.M && gk < k_hi;
+            cp_async16z(&A[r * TW_LDA + c], p.x + (in ? (long long)gm * p.Kr + gk : 0), in);
+        }
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            int e = threadIdx.x + i * TC_THREADS;
+            int r = e >> 2, c = (e & 3) * 8;
+            int gn = n0 + r, gk = k0 + c;
+            bool in = gn < p.N && gk < k_hi;
+            cp_async16z(&Bt[r * TW_LDB + c], w + (in ? (long long)gn * p.Kr + gk : 0), in);
+        }
+    };
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    int wm = (warp >> 1) * 32, wn = (warp & 1) * 64;
+    int g = lane >> 2, t = lane & 3;
+    float acc[2][8][4];
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[i][j][e] = 0.f;
+#pragma unroll
+    for (int st = 0; st < TW_STAGES - 1; st++) {
+        if (st < nk) load(st, k_lo + st * TW_K);
+        cp_async_commit();
+    }
+    // ldmatrix row addresses: lanes 8q..8q+7 give the rows of fragment q.
+    int brow = wn + 8 * (lane >> 3) + (lane & 7);
+    for (int kt = 0; kt < nk; kt++) {
+        asm volatile("cp.async.wait_group %0;" ::"n"(TW_STAGES - 2));
+        __syncthreads();  // stage kt landed for every thread; stage kt − 1 is no longer read
+        if (kt + TW_STAGES - 1 < nk) load((kt + TW_STAGES - 1) % TW_STAGES, k_lo + (kt + TW_STAGES - 1) * TW_K);
+        cp_async_commit();
+        const float* A = As + (kt % TW_STAGES) * TW_STAGE_A;
+        const unsigned short* Bt = Bs + (kt % TW_STAGES) * TW_STAGE_B;
+#pragma unroll
+        for (int kk = 0; kk < TW_K; kk += 8) {
+            unsigned big[2][4], small[2][4], bq[2][4];
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                const float* a = A + (wm + 16 * i + g) * TW_LDA + kk + 2 * t;
+                float2 lo = *(const float2*)a, hi = *(const float2*)(a + 8 * TW_LDA);
+                float v[4] = {lo.x, hi.x, lo.y, hi.y}; // slots (g, t), (g+8, t), (g, t+4), (g+8, t+4)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    big[i][e] = tf32_bits(v[e]);
+                    small[i][e] = tf32_bits(v[e] - __uint_as_float(big[i][e]));
+                }
+            }
+#pragma unroll
+            for (int h = 0; h < 2; h++) ldmatrix_x4(bq[h], Bt + (brow + 32 * h) * TW_LDB + kk);
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                unsigned pair = bq[j >> 2][j & 3]; // k = 2t (low half), 2t + 1 (high half)
+                unsigned b0 = p.wdt == 1 ? pair << 16 : __float_as_uint(f16_to_f32((unsigned short)pair));
+                unsigned b1 = p.wdt == 1 ? pair & 0xffff0000u : __float_as_uint(f16_to_f32((unsigned short)(pair >> 16)));
+#pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    mma_tf32(acc[i][j], small[i], b0, b1);
+                    mma_tf32(acc[i][j], big[i], b0, b1);
+                }
+            }
+        }
+    }
+    asm volatile("cp.async.wait_group 0;");
+    // Fragment (i, j): c0 (g, 2t), c1 (g, 2t + 1), c2 (g + 8, 2t), c3 (g + 8, 2t + 1).
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int gm = m0 + wm + 16 * i + g + (e >> 1) * 8;
+                int gn = n0 + wn + 8 * j + 2 * t + (e & 1);
+                place(p, bias, out, work, splits, s, total, gm, gn, acc[i][j][e]);
+            }
+}
+
 // ---- Convolutions on fp32 FMAs (conv_gemm_tile) -------------------------
 // The DAC's convolutions as implicit GEMMs (modes TC_CONV and TC_CONVT):
 // 64 output channels × 128 time steps per block, 8 × 8 outputs per
@@ -452,6 +583,15 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS) tc_gemm(GEMM_PARAMS) {
     pdl_begin();
     GEMM_PROBLEM
     tc_linear_tile(p, bias, out, work, splits, kchunk);
+}
+
+// tc_wide: TC_LINEAR on tensor cores with 32 × 64 warp tiles, for BF16/F16
+// weights and K % 8 == 0; grid (⌈N/128⌉, ⌈M/64⌉, splits), 128 threads,
+// TW_SMEM bytes of dynamic shared memory.
+extern "C" __global__ void __launch_bounds__(TC_THREADS) tc_wide(GEMM_PARAMS) {
+    pdl_begin();
+    GEMM_PROBLEM
+    tc_wide_tile(p, bias, out, work, splits, kchunk);
 }
 
 // simt_gemm: any mode on fp32 FMAs.
