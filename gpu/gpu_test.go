@@ -753,3 +753,17 @@ func TestMambaPrefillMatchesSteps(t *testing.T) {
 		checkVals(t, name+" ssm state", gb.ReadF32(ssmS), gb.ReadF32(ssmP), 0)
 	}
 }
+
+// TestWideSplits: tc_wide's K splits cover the reduction in 32-wide
+// steps, at most 8 and none shorter than 256 (but the last), and a grid
+// that already fills the GPU is not split.
+func TestWideSplits(t *testing.T) {
+	for _, c := range []struct{ kr, m, n, want int }{
+		{2048, 142, 16384, 1}, {2048, 142, 8512, 2}, {8192, 142, 2048, 8}, {2048, 142, 3072, 6}, {264, 70, 200, 1},
+	} {
+		s, chunk := wideSplits(c.kr, c.m, c.n, 132)
+		if s != c.want || chunk%32 != 0 || s*chunk < c.kr || (s-1)*chunk >= c.kr || (s > 1 && chunk < 256) {
+			t.Errorf("K %d, %d × %d: %d splits of %d, want %d", c.kr, c.m, c.n, s, chunk, c.want)
+		}
+	}
+}

@@ -66,6 +66,28 @@ func tcSplits(mode, kr, m int) (splits, chunk int) {
 	return max(1, (kr+chunk-1)/chunk), chunk
 }
 
+// wideSplitsOff is ZONOS_TC_SPLITS=old: tc_wide splits K by tcSplits' rule
+// (one split per 512, whatever the grid), for before/after measurements.
+var wideSplitsOff = os.Getenv("ZONOS_TC_SPLITS") == "old"
+
+// tcWideResident is how many tc_wide blocks an SM holds (its shared
+// memory, tcWideSmem, allows 3 of 228 KiB).
+const tcWideResident = 3
+
+// wideSplits splits K for tc_wide so that the grid is about one wave of
+// resident blocks: as many splits as the output tiles leave room for
+// (rounded), each at least 256 long, at most 8. A wide output needs none
+// (no partials written and summed again by tc_reduce); a narrow one is
+// split as finely as before. The split depends on the shape and the GPU
+// only, so a product is reduced in the same order every time.
+func wideSplits(kr, m, n, sms int) (splits, chunk int) {
+	tiles := ((n + 127) / 128) * ((m + 63) / 64)
+	s := (2*sms*tcWideResident + tiles) / (2 * tiles) // round(sms·resident / tiles)
+	s = max(1, min(s, 8, kr/256))
+	chunk = max(32, ((kr+s-1)/s+31)/32*32)
+	return max(1, (kr+chunk-1)/chunk), chunk
+}
+
 // tcShape describes the convolution of a conv-mode tc_gemm.
 type tcShape struct {
 	batch, cin, t, cout, kw, tout, stride, pad, dil int
@@ -76,7 +98,11 @@ type tcShape struct {
 // For tcConvT the grid also runs one slice per output phase (stride of
 // them) and n bounds the columns of one phase.
 func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor, m, n, kr int, c tcShape) {
+	wide := mode == tcLinear && w.dt != compute.F32 && kr%8 == 0 && !tcWideOff
 	splits, chunk := tcSplits(mode, kr, m)
+	if wide && !wideSplitsOff {
+		splits, chunk = wideSplits(kr, m, n, b.sms)
+	}
 	phases, batch := 1, 1
 	if mode != tcLinear {
 		batch = c.batch
@@ -93,7 +119,7 @@ func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor,
 	}
 	kernel, tileN, smem := "simt_gemm", 64, 0 // fp32 FMAs: fp32 weights
 	switch {
-	case mode == tcLinear && w.dt != compute.F32 && kr%8 == 0 && !tcWideOff:
+	case wide:
 		kernel, tileN, smem = "tc_wide", 128, tcWideSmem // BF16/F16 weights: exact in TF32; wide warp tiles
 	case mode == tcLinear && w.dt != compute.F32 && kr%8 == 0:
 		kernel = "tc_gemm" // BF16/F16 weights: exact in TF32; rows in 16-byte pieces
