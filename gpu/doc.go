@@ -16,8 +16,9 @@
 // Kernels by job (gpu/kernels/*.cu): the decode step's weight-read GEMV
 // for one or two rows (gemv_m2_*, core.cu) and for up to 8 (gemv_m8: a
 // batch of up to 4 utterances); tiled GEMMs with split-K for more rows
-// (tc.cu: a cp.async-pipelined TF32 tensor-core tile for 16-bit-weight
-// Linear; conv_simt, fp32 FMAs on 64 × 128 tiles with a coalesced input
+// (tc.cu: tc_wide, a cp.async-pipelined TF32 tensor-core tile for
+// 16-bit-weight Linear with 32 × 64 warp tiles and ldmatrix fragments,
+// split along K only as far as the grid needs to fill the GPU; conv_simt, fp32 FMAs on 64 × 128 tiles with a coalesced input
 // gather, for the DAC's convolutions, whose precision the tensor cores'
 // 3xTF32 did not keep); row kernels that hold a
 // row in registers (LayerNorm, gated RMSNorm); attention with a cache,
@@ -25,7 +26,9 @@
 // row); the Mamba2 conv and scan — one kernel for a decode step
 // (mamba_step: a block per head computes the conv outputs it needs, then
 // scans; the gated norm that follows rolls the shared B/C conv state),
-// with the independent work hoisted out of the recurrence for prefill; the fed column's nine
+// with the independent work hoisted out of the recurrence for prefill
+// (mamba_scan_pre_nS: compiled per d_state slot count, 16 positions'
+// B and C staged per block, their sums reduced in one butterfly); the fed column's nine
 // embeddings summed in one kernel (compute.EmbeddingSummer).
 //
 // On Hopper the compute_90 modules are loaded and kernels are chained by
@@ -34,6 +37,8 @@
 // and the GEMV's first weight copies in flight before the previous kernel
 // ends. `ZONOS_CUDA_GRAPH=0` (op by op), `ZONOS_PDL=0`,
 // `ZONOS_GEMV_EARLY=0`, `ZONOS_TC=0` (the older GEMM kernels),
+// `ZONOS_TC_WIDE=0` (Linear on tc_gemm's 32 × 32 warp tiles),
+// `ZONOS_TC_SPLITS=old` (tc_wide split by tcSplits' fixed rule),
 // `ZONOS_CONV=old` (the convolutions on simt_gemm with coarser split-K),
 // `ZONOS_MAMBA_STEP=0` (the decode step's conv and scan as two kernels),
 // `ZONOS_GEMV=old` and `ZONOS_CUDA_RUNNER=0` switch the newer paths off for

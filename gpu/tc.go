@@ -8,6 +8,7 @@ import (
 	"gorgonia.org/cu"
 
 	"zonostream/engine/compute"
+	"zonostream/gpu/kernels"
 )
 
 // Modes of tc_gemm (gpu/kernels/tc.cu).
@@ -28,9 +29,8 @@ var tcOff = os.Getenv("ZONOS_TC") == "0"
 // before/after measurements).
 var tcWideOff = os.Getenv("ZONOS_TC_WIDE") == "0"
 
-// tcWideSmem is tc_wide's dynamic shared memory, TW_SMEM in
-// kernels/tc.cu: 3 stages of a 64 × 40 fp32 and a 128 × 40 halfword tile.
-const tcWideSmem = 3 * (64*40*4 + 128*40*2)
+// tcWideSmem is tc_wide's dynamic shared memory (TW_SMEM in kernels/tc.cu).
+const tcWideSmem = kernels.WideSmem
 
 // ZONOS_CONV=old runs the convolutions as before conv_simt (for
 // before/after measurements): on simt_gemm's 64 × 64 tiles (convOld) with

@@ -134,3 +134,9 @@ func Entries(module string) []string {
 	}
 	return names
 }
+
+// WideSmem is the dynamic shared memory tc_wide (tc.cu) is launched with:
+// TW_SMEM: TW_STAGES stages of a TW_M × TW_LDA fp32 activation tile and a
+// TW_N × TW_LDB halfword weight tile (TestWideSmem checks it against the
+// defines).
+const WideSmem = 3 * (64*40*4 + 128*40*2)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -163,5 +164,31 @@ func TestKernelsUsedExist(t *testing.T) {
 	}
 	if used < 20 {
 		t.Fatalf("found only %d kernel uses in ../*.go", used)
+	}
+}
+
+// TestWideSmem: WideSmem is TW_SMEM as tc.cu's defines compute it, so the
+// backend never launches tc_wide with less shared memory than it uses.
+func TestWideSmem(t *testing.T) {
+	src, err := os.ReadFile("tc.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := map[string]int{}
+	for _, line := range strings.Split(string(src), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 3 && f[0] == "#define" && strings.HasPrefix(f[1], "TW_") {
+			expr := strings.Trim(f[2], "()")
+			if n, err := strconv.Atoi(expr); err == nil {
+				def[f[1]] = n
+			} else if len(f) >= 5 && f[3] == "+" { // (TW_K + 8)
+				a, _ := strconv.Atoi(strings.TrimSuffix(f[4], ")"))
+				def[f[1]] = def[strings.TrimPrefix(f[2], "(")] + a
+			}
+		}
+	}
+	want := def["TW_STAGES"] * (def["TW_M"]*def["TW_LDA"]*4 + def["TW_N"]*def["TW_LDB"]*2)
+	if want == 0 || want != WideSmem {
+		t.Errorf("TW_SMEM from tc.cu is %d (defines %v), WideSmem %d", want, def, WideSmem)
 	}
 }
