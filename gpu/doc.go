@@ -24,8 +24,8 @@
 // row in registers (LayerNorm, gated RMSNorm); attention with a cache,
 // split over blocks for one query (the blocks also write the new cache
 // row); the Mamba2 conv and scan — one kernel for a decode step
-// (mamba_step_nS: a block per head computes the conv outputs it needs,
-// then scans, walking only the state slots d_state needs; the gated norm that follows rolls the shared B/C conv state),
+// (mamba_step: a block per head computes the conv outputs it needs, then
+// scans; the gated norm that follows rolls the shared B/C conv state),
 // with the independent work hoisted out of the recurrence for prefill
 // (mamba_scan_pre_nS: compiled per d_state slot count, 16 positions'
 // B and C staged per block, their sums reduced in one butterfly); the fed column's nine

@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 
@@ -700,20 +699,17 @@ func TestConvSimtMatchesGemmTile(t *testing.T) {
 }
 
 // TestScanPreKernels: every d_state up to the kernels' limit has a loaded
-// prefill scan and decode step with enough slots, and no more than twice
-// what it needs.
+// prefill scan with enough slots, and no more than twice what it needs.
 func TestScanPreKernels(t *testing.T) {
 	need(t)
-	for _, kind := range []string{"mamba_scan_pre", "mamba_step"} {
-		for n := 1; n <= mambaMaxState; n++ {
-			name := slotKernel(kind, n)
-			var s int
-			if _, err := fmt.Sscanf(strings.TrimPrefix(name, kind), "_n%d", &s); err != nil || gb.k[name] == nil {
-				t.Fatalf("d_state %d: %s is not a loaded kernel (%v)", n, name, err)
-			}
-			if 32*s < n || (s > 1 && 16*s >= n) {
-				t.Errorf("d_state %d: %d slots per lane", n, s)
-			}
+	for n := 1; n <= mambaMaxState; n++ {
+		name := scanPreKernel(n)
+		var s int
+		if _, err := fmt.Sscanf(name, "mamba_scan_pre_n%d", &s); err != nil || gb.k[name] == nil {
+			t.Fatalf("d_state %d: %s is not a loaded kernel (%v)", n, name, err)
+		}
+		if 32*s < n || (s > 1 && 16*s >= n) {
+			t.Errorf("d_state %d: %d slots per lane", n, s)
 		}
 	}
 }

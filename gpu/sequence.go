@@ -144,15 +144,14 @@ const (
 	mambaStepRows = 64
 )
 
-// slotKernel names the variant of a scan kernel (mamba_scan_pre,
-// mamba_step) compiled for d_state n: the fewest state slots per lane
-// (name_nS, S·32 ≥ n) of S ∈ {1, 2, 4, 8}.
-func slotKernel(name string, n int) string {
+// scanPreKernel is the prefill scan compiled for d_state n: the fewest
+// slots per lane (mamba_scan_pre_nS, S·32 ≥ n) of S ∈ {1, 2, 4, 8}.
+func scanPreKernel(n int) string {
 	s := 1
 	for s*32 < n {
 		s *= 2
 	}
-	return fmt.Sprintf("%s_n%d", name, s)
+	return fmt.Sprintf("mamba_scan_pre_n%d", s)
 }
 
 // mambaStepOff (ZONOS_MAMBA_STEP=0) runs the decode step's conv and scan as
@@ -195,7 +194,7 @@ func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 		var xbc *tensor // the conv's output, where it is not kept in shared memory
 		switch {
 		case T == 1 && v4 && P <= mambaStepRows && !mambaStepOff: // decode: conv and scan in one kernel
-			b.launch(b.k[slotKernel("mamba_step", N)], [3]int{B * H, 1, 1}, block256, in.ptr(), b.asF32(cw).ptr(), b.asF32(cb).ptr(),
+			b.launch(b.k["mamba_step"], [3]int{B * H, 1, 1}, block256, in.ptr(), b.asF32(cw).ptr(), b.asF32(cb).ptr(),
 				cst.ptr(), b.asF32(dtb).ptr(), b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), y.ptr(), E, Di, C, H, P, N, G, Kc)
 			roll = cst.ptr()
 		case T == 1: // decode: one pass each
@@ -212,7 +211,7 @@ func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 			dt := b.newTensor(compute.F32, B, T, H, 2)
 			b.launch(b.k["mamba_dt"], grid1(B*T*H), block256, in.ptr(), b.asF32(dtb).ptr(), b.asF32(alog).ptr(), dt.ptr(),
 				B, T, E, Di, C, H)
-			b.launch(b.k[slotKernel("mamba_scan_pre", N)], [3]int{B * H, (P + 7) / 8, 1}, block256, dt.ptr(), xbc.ptr(),
+			b.launch(b.k[scanPreKernel(N)], [3]int{B * H, (P + 7) / 8, 1}, block256, dt.ptr(), xbc.ptr(),
 				b.asF32(dd).ptr(), sst.ptr(), y.ptr(), T, Di, C, H, P, N, G)
 			dt.h.release()
 		}

@@ -53,15 +53,12 @@ __device__ __forceinline__ void scan_bc(const float* xr, int Di, int G, int g, i
     }
 }
 
-// scan_partial advances the state row st (S slots per lane: n = lane +
-// 32·i) by one position and returns this lane's part of C·state;
-// warp_sum of it is the position's output.
-template <int S>
-__device__ __forceinline__ float scan_partial(float* st, float decay, float dx, const float* Bv, const float* Cv, int N,
-                                              int lane) {
+// scan_step advances the state row st by one position and returns C·state
+// summed over the warp.
+__device__ __forceinline__ float scan_step(float* st, float decay, float dx, const float* Bv, const float* Cv, int N, int lane) {
     float acc = 0.f;
 #pragma unroll
-    for (int i = 0; i < S; i++) {
+    for (int i = 0; i < SCAN_MAXN / 32; i++) {
         int n = lane + 32 * i;
         if (n < N) {
             float v = __fadd_rn(__fmul_rn(st[i], decay), __fmul_rn(dx, Bv[i]));
@@ -69,66 +66,24 @@ __device__ __forceinline__ float scan_partial(float* st, float decay, float dx, 
             acc += v * Cv[i];
         }
     }
-    return acc;
-}
-
-// scan_step is scan_partial summed over the warp.
-__device__ __forceinline__ float scan_step(float* st, float decay, float dx, const float* Bv, const float* Cv, int N, int lane) {
-    return warp_sum(scan_partial<SCAN_MAXN / 32>(st, decay, dx, Bv, Cv, N, lane));
+    return warp_sum(acc);
 }
 
 // scan_state moves a state row between memory and the lanes' registers.
-template <int S = SCAN_MAXN / 32>
 __device__ __forceinline__ void scan_state_load(float* st, const float* sp, int N, int lane) {
 #pragma unroll
-    for (int i = 0; i < S; i++) {
+    for (int i = 0; i < SCAN_MAXN / 32; i++) {
         int n = lane + 32 * i;
         st[i] = n < N ? sp[n] : 0.f;
     }
 }
 
-template <int S = SCAN_MAXN / 32>
 __device__ __forceinline__ void scan_state_store(const float* st, float* sp, int N, int lane) {
 #pragma unroll
-    for (int i = 0; i < S; i++) {
+    for (int i = 0; i < SCAN_MAXN / 32; i++) {
         int n = lane + 32 * i;
         if (n < N) sp[n] = st[i];
     }
-}
-
-// warp_sums reduces V values (a power of two ≤ 32) over the warp at once,
-// a transposing butterfly: at each xor distance m = 16, 8, … a lane keeps
-// half of its values and adds its partner's copy of the same half; once
-// one value is left, the remaining distances add it as warp_sum does.
-// Value j ends in the lanes with (lane >> (5 − log2 V)) & (V − 1) = j,
-// equal to warp_sum(a[j]) bit for bit: the same pairs are added in the
-// same tree, each add own + partner. It costs V − 1 + 5 − log2 V shuffles
-// instead of 5·V.
-template <int V>
-__device__ __forceinline__ float warp_sums(float* a, int lane) {
-    int c = V;
-#pragma unroll
-    for (int m = 16; m >= 1; m >>= 1) {
-        if (c > 1) {
-            bool hi = lane & m;
-#pragma unroll
-            for (int k = 0; k < c / 2; k++) {
-                float send = hi ? a[k] : a[k + c / 2];
-                float keep = hi ? a[k + c / 2] : a[k];
-                a[k] = keep + __shfl_xor_sync(0xffffffffu, send, m);
-            }
-            c /= 2;
-        } else {
-            a[0] += __shfl_xor_sync(0xffffffffu, a[0], m);
-        }
-    }
-    return a[0];
-}
-
-// warp_sums_slot is the value index warp_sums<V> leaves in lane.
-template <int V>
-__device__ __forceinline__ int warp_sums_slot(int lane) {
-    return (lane >> (5 - (V == 32 ? 5 : V == 16 ? 4 : V == 8 ? 3 : V == 4 ? 2 : V == 2 ? 1 : 0))) & (V - 1);
 }
 
 // mamba_scan: grid (B·H, ⌈P/8⌉), one warp per headdim row p; lanes hold
@@ -173,28 +128,23 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_scan(const f
 // their state is rolled by the norm kernel that follows (mamba_norm_v4's
 // roll argument), after every block has read it.
 #define STEP_ROWS 8 // P ≤ 8 · SCAN_WARPS
-// mamba_step_nS: S state slots per lane (d_state ≤ 32·S), so a lane walks
-// only the slots N needs; the 8 rows' sums of a warp are reduced together
-// (warp_sums). Same arithmetic as mamba_scan, bit for bit.
-template <int S>
-__device__ __forceinline__ void mamba_step_body(const float* __restrict__ in, const float* __restrict__ cw,
-                                                const float* __restrict__ cb, float* __restrict__ cst,
-                                                const float* __restrict__ dtb, const float* __restrict__ alog,
-                                                const float* __restrict__ Dw, float* __restrict__ state,
-                                                float* __restrict__ y, int E, int Di, int C, int H, int P, int N, int G,
-                                                int Kc) {
+extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
+    mamba_step(const float* __restrict__ in, const float* __restrict__ cw, const float* __restrict__ cb,
+               float* __restrict__ cst, const float* __restrict__ dtb, const float* __restrict__ alog,
+               const float* __restrict__ Dw, float* __restrict__ state, float* __restrict__ y, int E, int Di, int C,
+               int H, int P, int N, int G, int Kc) {
     pdl_begin();
-    __shared__ float xs[8 * SCAN_WARPS], bs[32 * S], cs[32 * S];
+    __shared__ float xs[8 * SCAN_WARPS], bs[SCAN_MAXN], cs[SCAN_MAXN];
     int b = blockIdx.x / H, h = blockIdx.x % H;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int g = h / (H / G);
     const float* row = in + (long long)b * E;
     // The scan's state rows first: they do not depend on the conv.
-    float st[STEP_ROWS][S];
+    float st[STEP_ROWS][SCAN_MAXN / 32];
 #pragma unroll
     for (int r = 0; r < STEP_ROWS; r++) {
         int p = warp + SCAN_WARPS * r;
-        if (p < P) scan_state_load<S>(st[r], state + (((long long)b * H + h) * P + p) * N, N, lane);
+        if (p < P) scan_state_load(st[r], state + (((long long)b * H + h) * P + p) * N, N, lane);
     }
     // Conv outputs: P x channels, then N B and N C channels.
     for (int i = threadIdx.x; i < P + 2 * N; i += blockDim.x) {
@@ -227,40 +177,24 @@ __device__ __forceinline__ void mamba_step_body(const float* __restrict__ in, co
     float delta, decay;
     softplus_decay(row[Di + C + h] + dtb[h], A, &delta, &decay);
     float dskip = Dw[h];
-    float Bv[S], Cv[S];
+    float Bv[SCAN_MAXN / 32], Cv[SCAN_MAXN / 32];
 #pragma unroll
-    for (int i = 0; i < S; i++) {
+    for (int i = 0; i < SCAN_MAXN / 32; i++) {
         int n = lane + 32 * i;
         Bv[i] = n < N ? bs[n] : 0.f;
         Cv[i] = n < N ? cs[n] : 0.f;
     }
-    float acc[STEP_ROWS];
 #pragma unroll
     for (int r = 0; r < STEP_ROWS; r++) {
         int p = warp + SCAN_WARPS * r;
-        acc[r] = 0.f;
         if (p < P) {
-            acc[r] = scan_partial<S>(st[r], decay, __fmul_rn(delta, xs[p]), Bv, Cv, N, lane);
-            scan_state_store<S>(st[r], state + (((long long)b * H + h) * P + p) * N, N, lane);
+            float xv = xs[p];
+            float acc = scan_step(st[r], decay, __fmul_rn(delta, xv), Bv, Cv, N, lane);
+            if (lane == 0) y[(long long)b * Di + h * P + p] = acc + dskip * xv;
+            scan_state_store(st[r], state + (((long long)b * H + h) * P + p) * N, N, lane);
         }
     }
-    float sum = warp_sums<STEP_ROWS>(acc, lane);
-    int r = warp_sums_slot<STEP_ROWS>(lane), p = warp + SCAN_WARPS * r;
-    if (!(lane & 3) && p < P) y[(long long)b * Di + h * P + p] = sum + dskip * xs[p];
 }
-
-#define MAMBA_STEP(S)                                                                                              \
-    extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_step_n##S(                                 \
-        const float* __restrict__ in, const float* __restrict__ cw, const float* __restrict__ cb,                  \
-        float* __restrict__ cst, const float* __restrict__ dtb, const float* __restrict__ alog,                    \
-        const float* __restrict__ Dw, float* __restrict__ state, float* __restrict__ y, int E, int Di, int C, int H, \
-        int P, int N, int G, int Kc) {                                                                             \
-        mamba_step_body<S>(in, cw, cb, cst, dtb, alog, Dw, state, y, E, Di, C, H, P, N, G, Kc);                   \
-    }
-MAMBA_STEP(1)
-MAMBA_STEP(2)
-MAMBA_STEP(4)
-MAMBA_STEP(8)
 
 // mamba_norm: one block per (row, group) of y [rows, Di]:
 // out = rmsnorm(y·silu(z))·w with z the first Di entries of the in_proj row.
@@ -410,10 +344,31 @@ extern "C" __global__ void mamba_dt(const float* __restrict__ in, const float* _
 //     lane's S values n = lane + 32·i side by side: one vector load);
 //   - only the state update is on the sequential path: the lanes' partial
 //     C·state sums stay in registers and are reduced after the chunk,
-//     all 16 at once (warp_sums).
+//     all 16 at once (chunk_sum16).
 // Each output is the same arithmetic in the same order as mamba_scan
 // (state update, partial sums over i, then warp_sum): bit-identical.
 #define SCAN_CHUNK 16
+
+// chunk_sum16 reduces 16 values over the warp at once (a transposing
+// butterfly): at each xor distance m = 16, 8, 4, 2 a lane keeps half of
+// its values and adds its partner's copy of the same half, then the last
+// value is added across m = 1. Value j ends in lanes 2j and 2j+1 as
+// warp_sum(a[j]) would compute it: the same pairs are added in the same
+// tree (each add is own + partner, as in warp_sum), so the bits match;
+// it costs 16 shuffles instead of 80.
+__device__ __forceinline__ float chunk_sum16(float* a, int lane) {
+#pragma unroll
+    for (int m = 16, c = 16; m >= 2; m >>= 1, c >>= 1) {
+        bool hi = lane & m;
+#pragma unroll
+        for (int k = 0; k < c / 2; k++) {
+            float send = hi ? a[k] : a[k + c / 2];
+            float keep = hi ? a[k + c / 2] : a[k];
+            a[k] = keep + __shfl_xor_sync(0xffffffffu, send, m);
+        }
+    }
+    return a[0] + __shfl_xor_sync(0xffffffffu, a[0], 1);
+}
 
 template <int S>
 __device__ __forceinline__ void scan_pre_body(const float* __restrict__ dd, const float* __restrict__ xbc,
@@ -485,9 +440,9 @@ __device__ __forceinline__ void scan_pre_body(const float* __restrict__ dd, cons
             }
         }
         // The chunk's 16 sums, reduced together: lanes 2j and 2j+1 end
-        // with position j's.
-        float sum = warp_sums<SCAN_CHUNK>(acc, lane);
-        int j = warp_sums_slot<SCAN_CHUNK>(lane);
+        // with position j's (chunk_sum16).
+        float sum = chunk_sum16(acc, lane);
+        int j = (lane >> 1) & 15;
         if (!(lane & 1) && j < tc) {
             long long row = (long long)b * T + t0 + j;
             y[row * Di + h * P + p] = sum + dskip * xbc[row * C + h * P + p];
