@@ -37,7 +37,6 @@
 // and the GEMV's first weight copies in flight before the previous kernel
 // ends. `ZONOS_CUDA_GRAPH=0` (op by op), `ZONOS_PDL=0`,
 // `ZONOS_GEMV_EARLY=0`, `ZONOS_TC=0` (the older GEMM kernels),
-// `ZONOS_TC_WIDE=0` (Linear on tc_gemm's 32 × 32 warp tiles),
 // `ZONOS_TC_SPLITS=old` (tc_wide split by tcSplits' fixed rule),
 // `ZONOS_CONV=old` (the convolutions on simt_gemm with coarser split-K),
 // `ZONOS_MAMBA_STEP=0` (the decode step's conv and scan as two kernels),

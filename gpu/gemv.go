@@ -17,7 +17,7 @@ import (
 // M ≤ gemvBatchRows rows with BF16 weights and K % 8 == 0: every
 // projection of the CFG decode step (M = 2: gemv_m2_*) and of a batch of
 // up to 4 utterances (zonos.Batch, 2 rows each: gemv_m8). More rows take
-// the tiled GEMM (tc_gemm), which measured faster at 32 rows. A plan names the kernel variant (R output rows per warp
+// the tiled tensor-core GEMM (tc_wide), which measured faster at 32 rows. A plan names the kernel variant (R output rows per warp
 // group, U copies per lane and stage) and KS, the warps that split K.
 //
 // Environment (for measurements; the defaults need none):
@@ -36,7 +36,8 @@ var gemvKernels = map[string]int{"gemv_m2_r1u4": 1, "gemv_m2_r2u2": 2, "gemv_m2_
 
 // gemvBatchRows bounds the rows Linear gives the GEMV. Batch step on the
 // H200 (2026-11-29, zonos bench): 8 rows 5.26 ms with gemv_m8 vs 6.54 ms
-// with linear_gemv; 32 rows 9.57 ms with tc_gemm vs 20.6 ms with a 16-row
+// with linear_gemv; 32 rows 9.57 ms with tc_gemm (tc_wide's predecessor;
+// tc_wide: 8.33 ms, docs/gpu/2026-11-29-ring) vs 20.6 ms with a 16-row
 // GEMV variant.
 const gemvBatchRows = 8
 

@@ -11,7 +11,7 @@ import (
 	"zonostream/gpu/kernels"
 )
 
-// Modes of tc_gemm (gpu/kernels/tc.cu).
+// Modes of the tiled GEMMs (gpu/kernels/tc.cu).
 const (
 	tcLinear   = 0
 	tcConvMode = 1
@@ -23,11 +23,6 @@ const (
 // transposed convolutions over every tap), for before/after measurements
 // and bisecting.
 var tcOff = os.Getenv("ZONOS_TC") == "0"
-
-// tcWideOff is ZONOS_TC_WIDE=0: Linear's tensor-core products run on
-// tc_gemm's 32 × 32 warp tiles instead of tc_wide's 32 × 64 (for
-// before/after measurements).
-var tcWideOff = os.Getenv("ZONOS_TC_WIDE") == "0"
 
 // tcWideSmem is tc_wide's dynamic shared memory (TW_SMEM in kernels/tc.cu).
 const tcWideSmem = kernels.WideSmem
@@ -88,17 +83,17 @@ func wideSplits(kr, m, n, sms int) (splits, chunk int) {
 	return max(1, (kr+chunk-1)/chunk), chunk
 }
 
-// tcShape describes the convolution of a conv-mode tc_gemm.
+// tcShape describes the convolution of a conv-mode GEMM.
 type tcShape struct {
 	batch, cin, t, cout, kw, tout, stride, pad, dil int
 }
 
-// tcGemm launches tc_gemm, conv_simt or simt_gemm (and tc_reduce when split),
+// tcGemm launches tc_wide, conv_simt or simt_gemm (and tc_reduce when split),
 // computing the m × n product reduced over kr into out (owner goroutine).
 // For tcConvT the grid also runs one slice per output phase (stride of
 // them) and n bounds the columns of one phase.
 func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor, m, n, kr int, c tcShape) {
-	wide := mode == tcLinear && w.dt != compute.F32 && kr%8 == 0 && !tcWideOff
+	wide := mode == tcLinear && w.dt != compute.F32 && kr%8 == 0
 	splits, chunk := tcSplits(mode, kr, m)
 	if wide && !wideSplitsOff {
 		splits, chunk = wideSplits(kr, m, n, b.sms)
@@ -120,9 +115,7 @@ func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor,
 	kernel, tileN, smem := "simt_gemm", 64, 0 // fp32 FMAs: fp32 weights
 	switch {
 	case wide:
-		kernel, tileN, smem = "tc_wide", 128, tcWideSmem // BF16/F16 weights: exact in TF32; wide warp tiles
-	case mode == tcLinear && w.dt != compute.F32 && kr%8 == 0:
-		kernel = "tc_gemm" // BF16/F16 weights: exact in TF32; rows in 16-byte pieces
+		kernel, tileN, smem = "tc_wide", 128, tcWideSmem // BF16/F16 weights: exact in TF32; rows in 16-byte pieces
 	case mode != tcLinear && !convOld:
 		kernel, tileN = "conv_simt", 128 // convolutions: coalesced input gather
 	}

@@ -462,7 +462,7 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
 // 567 GB/s, 25 % occupancy at 86 registers, most stalls waiting on the
 // staged weight in shared memory); a tensor-core tile for 8–32 rows is
 // the better tool (docs/gpu/2026-11-29-lanes-batch). A 16-row variant
-// (2 output rows per warp) measured slower than tc_gemm and was dropped.
+// (2 output rows per warp) measured slower than tc_gemm (now tc_wide) and was dropped.
 #define GEMV(name, R, U, MR, BOUNDS)                                                                          \
     extern "C" __global__ void BOUNDS                                                                         \
         name(const float* __restrict__ x, const unsigned short* __restrict__ w, const float* __restrict__ b,  \

@@ -1,11 +1,11 @@
 // Tiled GEMMs for the large products: prefill projections (Linear with many
-// rows) on tensor cores (tc_linear_tile), the DAC's convolutions as
-// implicit GEMMs on the CUDA cores (gemm_tile). Both use 64 × 64 output
-// tiles, 32-wide k steps, the same split-K and the same output placement
-// (place); they differ in how operands reach shared memory and in the
-// inner product.
+// rows) on tensor cores (tc_wide_tile, 64 × 128 tiles), the DAC's
+// convolutions as implicit GEMMs on the CUDA cores (gemm_tile 64 × 64,
+// conv_gemm_tile 64 × 128). All use 32-wide (or 16-wide) k steps, split-K
+// and the same output placement (place); they differ in how operands reach
+// shared memory and in the inner product.
 //
-// Tensor cores (tc_gemm, Linear only): the fp32 activation is split into
+// Tensor cores (tc_wide, Linear only): the fp32 activation is split into
 // two TF32 parts, x = big + small, and multiplied by the BF16/F16 weight,
 // which TF32 holds exactly: big·w + small·w with fp32 accumulation keeps
 // about 21 bits of every product. The same trick with fp32 weights (3
@@ -177,32 +177,22 @@ __device__ __forceinline__ void gemm_tile(Problem p, const float* __restrict__ b
         for (int j = 0; j < 4; j++) place(p, bias, out, work, splits, s, total, m0 + ty * 8 + i, n0 + tx * 4 + j, acc[i][j]);
 }
 
-// ---- Tensor-core Linear (tc_gemm) ---------------------------------------
-// Same 64 × 64 tiles, 32-wide k steps, split-K and output placement as
-// gemm_tile, with the operands streamed into shared memory by cp.async
-// three k steps ahead (the register-prefetch version waited on global
-// memory at every step: 2–4 µs per step at 3 blocks per SM) and raw
-// mma.sync.m16n8k8 TF32 products whose fragment layouts (PTX ISA) let the
-// BF16 weight stay 16-bit in shared memory. Each warp owns 32 × 32 of the
-// tile: 2 × 4 products per 8-wide k slice, each done twice (the small then
-// the big TF32 part of the activation). Every output's k order is the
-// tile-local one, wherever the tile lies.
-#define TCP_STAGES 3
-#define TCP_LDA (TC_K + 4)  // fp32 activation rows: conflict-free fragment reads
-#define TCP_LDB (TC_K + 8)  // bf16/f16 weight rows (halfwords)
-
+// ---- Tensor-core helpers -------------------------------------------------
+// cp_async16z copies 16 bytes global → shared, or writes 16 zero bytes.
 __device__ __forceinline__ void cp_async16z(void* smem, const void* g, bool in) {
     unsigned s = (unsigned)__cvta_generic_to_shared(smem);
     int n = in ? 16 : 0;  // 0: zero-fill
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(g), "r"(n));
 }
 
+// tf32_bits rounds v to TF32 (to nearest, ties away), as fp32 bits.
 __device__ __forceinline__ unsigned tf32_bits(float v) {
     unsigned u;
     asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(v));
     return u;
 }
 
+// mma_tf32: c += a·b for one m16n8k8 TF32 fragment (fp32 accumulation).
 __device__ __forceinline__ void mma_tf32(float* c, const unsigned* a, unsigned b0, unsigned b1) {
     asm volatile(
         "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
@@ -211,122 +201,25 @@ __device__ __forceinline__ void mma_tf32(float* c, const unsigned* a, unsigned b
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// w16 widens a BF16 (wdt 1) or F16 weight to the fp32 bits a TF32 operand
-// takes (exact: both fit TF32's 10-bit mantissa and 8-bit exponent... F16
-// values fit TF32 exactly too).
-__device__ __forceinline__ unsigned w16(unsigned short h, int wdt) {
-    return wdt == 1 ? ((unsigned)h) << 16 : __float_as_uint(f16_to_f32(h));
-}
-
-__device__ __forceinline__ void tc_linear_tile(const Problem& p, const float* __restrict__ bias, float* __restrict__ out,
-                                               float* __restrict__ work, int splits, int kchunk) {
-    __shared__ __align__(16) float As[TCP_STAGES][TC_M * TCP_LDA];
-    __shared__ __align__(16) unsigned short Bs[TCP_STAGES][TC_N * TCP_LDB];
-    int s = blockIdx.z % splits;
-    int m0 = blockIdx.y * TC_M, n0 = blockIdx.x * TC_N;
-    int k_lo = s * kchunk, k_hi = min(p.Kr, k_lo + kchunk);
-    long long total = (long long)p.M * p.N;
-    int nk = k_hi > k_lo ? (k_hi - k_lo + TC_K - 1) / TC_K : 0;
-    const unsigned short* w = (const unsigned short*)p.w;
-    // Stage loader: A 64 × 32 fp32 = 512 16-byte pieces (4 per thread),
-    // B 64 × 32 halfwords = 256 pieces (2 per thread); outside M, N or
-    // [k_lo, k_hi) the piece is zero-filled (K % 8 == 0: never straddles).
-    auto load = [&](int st, int k0) {
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            int e = threadIdx.x + i * TC_THREADS;
-            int r = e >> 3, c = (e & 7) * 4;
-            int gm = m0 + r, gk = k0 + c;
-            bool in = gm < p.M && gk < k_hi;
-            cp_async16z(&As[st][r * TCP_LDA + c], p.x + (in ? (long long)gm * p.Kr + gk : 0), in);
-        }
-#pragma unroll
-        for (int i = 0; i < 2; i++) {
-            int e = threadIdx.x + i * TC_THREADS;
-            int r = e >> 2, c = (e & 3) * 8;
-            int gn = n0 + r, gk = k0 + c;
-            bool in = gn < p.N && gk < k_hi;
-            cp_async16z(&Bs[st][r * TCP_LDB + c], w + (in ? (long long)gn * p.Kr + gk : 0), in);
-        }
-    };
-    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    int wm = (warp >> 1) * 32, wn = (warp & 1) * 32;
-    int g = lane >> 2, t = lane & 3;
-    float acc[2][4][4];
-#pragma unroll
-    for (int i = 0; i < 2; i++)
-#pragma unroll
-        for (int j = 0; j < 4; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) acc[i][j][e] = 0.f;
-#pragma unroll
-    for (int st = 0; st < TCP_STAGES - 1; st++) {
-        if (st < nk) load(st, k_lo + st * TC_K);
-        cp_async_commit();
-    }
-    for (int kt = 0; kt < nk; kt++) {
-        asm volatile("cp.async.wait_group %0;" ::"n"(TCP_STAGES - 2));
-        __syncthreads();  // stage kt landed for every thread; stage kt − 1 is no longer read
-        if (kt + TCP_STAGES - 1 < nk) load((kt + TCP_STAGES - 1) % TCP_STAGES, k_lo + (kt + TCP_STAGES - 1) * TC_K);
-        cp_async_commit();
-        const float* A = As[kt % TCP_STAGES];
-        const unsigned short* Bt = Bs[kt % TCP_STAGES];
-#pragma unroll
-        for (int kk = 0; kk < TC_K; kk += 8) {
-            unsigned big[2][4], small[2][4], b[4][2];
-#pragma unroll
-            for (int i = 0; i < 2; i++) {
-                const float* a = A + (wm + 16 * i + g) * TCP_LDA + kk + t;
-                float v[4] = {a[0], a[8 * TCP_LDA], a[4], a[8 * TCP_LDA + 4]};
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    big[i][e] = tf32_bits(v[e]);
-                    small[i][e] = tf32_bits(v[e] - __uint_as_float(big[i][e]));
-                }
-            }
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-                const unsigned short* bp = Bt + (wn + 8 * j + g) * TCP_LDB + kk + t;
-                b[j][0] = w16(bp[0], p.wdt);
-                b[j][1] = w16(bp[4], p.wdt);
-            }
-#pragma unroll
-            for (int i = 0; i < 2; i++)
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    mma_tf32(acc[i][j], small[i], b[j][0], b[j][1]);
-                    mma_tf32(acc[i][j], big[i], b[j][0], b[j][1]);
-                }
-        }
-    }
-    asm volatile("cp.async.wait_group 0;");
-    // Fragment (i, j): c0 (g, 2t), c1 (g, 2t + 1), c2 (g + 8, 2t), c3 (g + 8, 2t + 1).
-#pragma unroll
-    for (int i = 0; i < 2; i++)
-#pragma unroll
-        for (int j = 0; j < 4; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                int gm = m0 + wm + 16 * i + g + (e >> 1) * 8;
-                int gn = n0 + wn + 8 * j + 2 * t + (e & 1);
-                place(p, bias, out, work, splits, s, total, gm, gn, acc[i][j][e]);
-            }
-}
-
-// ---- Tensor-core Linear, wide warp tiles (tc_wide) -----------------------
-// The prefill projections with BF16 weights. tc_gemm is bound by
-// instruction issue (ncu, H200, 2026-11-29, fc1 at 142 rows: 60 % of
-// issue slots busy, the tensor pipe at 42 %): per 16 products a warp
-// spent ~48 other instructions splitting the activation into its two TF32
-// parts, loading fragments element by element and widening the weight.
-// Here a warp owns 32 × 64 outputs (each activation split serves 8 weight
-// fragments instead of 4), the weight fragments come from shared memory
-// by ldmatrix (four 8 × 8 fragments per instruction) and the activation's
-// as pairs (64-bit loads): both read k in the order 2t, 2t + 1 that
-// ldmatrix delivers, so mma slot t holds k = 2t and slot t + 4 k = 2t + 1
-// in A and B alike. Block tile 64 × 128, 32-wide k steps in a 3-stage
-// cp.async ring (dynamic shared memory), split-K and placement as tc_gemm;
-// products in the same order per output (small part, then big).
+// ---- Tensor-core Linear (tc_wide) ------------------------------------------
+// The prefill projections (and batches over 4 utterances) with BF16/F16
+// weights, as raw mma.sync.m16n8k8 TF32 products whose operands are
+// streamed into shared memory by cp.async two k steps ahead. The earlier
+// tile (32 × 32 per warp, fragments loaded element by element; removed
+// after docs/gpu/2026-11-29-ring) was bound by instruction issue (ncu,
+// H200, fc1 at 142 rows: 60 % of issue slots busy, the tensor pipe at
+// 42 %): per 16 products a warp spent ~48 other instructions splitting the
+// activation into its two TF32 parts, loading fragments and widening the
+// weight. Here a warp owns 32 × 64 outputs (each activation split serves
+// 8 weight fragments), the weight fragments come from shared memory by
+// ldmatrix (four 8 × 8 fragments per instruction, the BF16 weight staying
+// 16-bit in shared memory) and the activation's as pairs (64-bit loads):
+// both read k in the order 2t, 2t + 1 that ldmatrix delivers, so mma slot
+// t holds k = 2t and slot t + 4 k = 2t + 1 in A and B alike. Block tile
+// 64 × 128, 32-wide k steps in a 3-stage ring (dynamic shared memory),
+// split-K and placement as gemm_tile; each product is done twice, the
+// small then the big TF32 part of the activation. Every output's k order
+// is the tile-local one, wherever the tile lies.
 #define TW_M 64
 #define TW_N 128
 #define TW_K 32
@@ -577,16 +470,9 @@ __device__ __forceinline__ void conv_gemm_tile(Problem p, const float* __restric
     p.x = x, p.w = w, p.mode = mode, p.M = M, p.N = N, p.Kr = Kr, p.wdt = wdt, p.Cin = Cin, p.T = T;   \
     p.Cout = Cout, p.Kw = Kw, p.Tout = Tout, p.stride = stride, p.pad = pad, p.dil = dil;
 
-// tc_gemm: TC_LINEAR on tensor cores, for BF16/F16 weights (an fp32
-// weight would need a third product) and K % 8 == 0 (16-byte loads).
-extern "C" __global__ void __launch_bounds__(TC_THREADS) tc_gemm(GEMM_PARAMS) {
-    pdl_begin();
-    GEMM_PROBLEM
-    tc_linear_tile(p, bias, out, work, splits, kchunk);
-}
-
 // tc_wide: TC_LINEAR on tensor cores with 32 × 64 warp tiles, for BF16/F16
-// weights and K % 8 == 0; grid (⌈N/128⌉, ⌈M/64⌉, splits), 128 threads,
+// weights (an fp32 weight would need a third product) and K % 8 == 0
+// (16-byte loads); grid (⌈N/128⌉, ⌈M/64⌉, splits), 128 threads,
 // TW_SMEM bytes of dynamic shared memory.
 extern "C" __global__ void __launch_bounds__(TC_THREADS) tc_wide(GEMM_PARAMS) {
     pdl_begin();
