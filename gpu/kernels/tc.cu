@@ -93,6 +93,27 @@ __device__ __forceinline__ void place(const Problem& p, const float* bias, float
     else out[idx] = v + bv;
 }
 
+// block_tile sets the block's per-tile fields of p (phase ρ, batch item,
+// the transposed conv's phase geometry) for a grid whose z index is
+// (batch item · phases + ρ) · splits + split. It returns false when phase
+// ρ has no output column at n0: the block then has nothing to do. Shared
+// by gemm_tile and conv_gemm_tile, which differ in tile sizes and gather.
+__device__ __forceinline__ bool block_tile(Problem& p, int splits, int n0) {
+    int phases = p.mode == TC_CONVT ? p.stride : 1;
+    int z = blockIdx.z;
+    p.rho = (z / splits) % phases;
+    p.bat = z / (splits * phases);
+    p.J = p.mode == TC_CONVT ? p.Kw / p.stride : 1;
+    p.t0 = 0, p.cph = 0, p.Nph = p.N;
+    if (p.mode == TC_CONVT) {
+        p.t0 = ((p.rho - p.pad) % p.stride + p.stride) % p.stride;
+        p.cph = (p.t0 + p.pad - p.rho) / p.stride;
+        p.Nph = p.t0 < p.Tout ? (p.Tout - p.t0 + p.stride - 1) / p.stride : 0;
+        if (n0 >= p.Nph) return false;
+    }
+    return true;
+}
+
 // gemm_tile: grid (⌈N/64⌉, ⌈M/64⌉, batch·phases·splits), 128 threads.
 // Split s reduces k in [s·kchunk, min(Kr, (s+1)·kchunk)); with splits > 1
 // it writes raw partials to work[s·total + index] for tc_reduce. The next
@@ -104,21 +125,11 @@ __device__ __forceinline__ void gemm_tile(Problem p, const float* __restrict__ b
     float* As = smem;
     float* Bs = smem + TC_K * SI_LD;
 
-    int phases = p.mode == TC_CONVT ? p.stride : 1;
-    int z = blockIdx.z;
-    int s = z % splits;
-    p.rho = (z / splits) % phases;
-    p.bat = z / (splits * phases);
+    int s = blockIdx.z % splits;
     int m0 = blockIdx.y * TC_M, n0 = blockIdx.x * TC_N;
+    if (!block_tile(p, splits, n0)) return;
+    int phases = p.mode == TC_CONVT ? p.stride : 1;
     int k_lo = s * kchunk, k_hi = min(p.Kr, k_lo + kchunk);
-    p.J = p.mode == TC_CONVT ? p.Kw / p.stride : 1;
-    p.t0 = 0, p.cph = 0, p.Nph = p.N;
-    if (p.mode == TC_CONVT) {
-        p.t0 = ((p.rho - p.pad) % p.stride + p.stride) % p.stride;
-        p.cph = (p.t0 + p.pad - p.rho) / p.stride;
-        p.Nph = p.t0 < p.Tout ? (p.Tout - p.t0 + p.stride - 1) / p.stride : 0;
-        if (n0 >= p.Nph) return;
-    }
     p.xb = p.mode == TC_LINEAR ? p.x : p.x + (long long)p.bat * p.Cin * p.T;
     long long total = p.mode == TC_LINEAR ? (long long)p.M * p.N
                                           : (long long)(gridDim.z / (splits * phases)) * p.Cout * p.Tout;
@@ -358,21 +369,11 @@ __device__ __forceinline__ void conv_gemm_tile(Problem p, const float* __restric
                                                float* __restrict__ work, int splits, int kchunk) {
     __shared__ __align__(16) float As[2][CV_K * CV_LDA];
     __shared__ __align__(16) float Bs[2][CV_K * CV_LDB];
-    int phases = p.mode == TC_CONVT ? p.stride : 1;
-    int z = blockIdx.z;
-    int s = z % splits;
-    p.rho = (z / splits) % phases;
-    p.bat = z / (splits * phases);
+    int s = blockIdx.z % splits;
     int m0 = blockIdx.y * CV_M, n0 = blockIdx.x * CV_N;
+    if (!block_tile(p, splits, n0)) return;
+    int phases = p.mode == TC_CONVT ? p.stride : 1;
     int k_lo = s * kchunk, k_hi = min(p.Kr, k_lo + kchunk);
-    p.J = p.mode == TC_CONVT ? p.Kw / p.stride : 1;
-    p.t0 = 0, p.cph = 0, p.Nph = p.N;
-    if (p.mode == TC_CONVT) {
-        p.t0 = ((p.rho - p.pad) % p.stride + p.stride) % p.stride;
-        p.cph = (p.t0 + p.pad - p.rho) / p.stride;
-        p.Nph = p.t0 < p.Tout ? (p.Tout - p.t0 + p.stride - 1) / p.stride : 0;
-        if (n0 >= p.Nph) return;
-    }
     p.xb = p.x + (long long)p.bat * p.Cin * p.T;
     long long total = (long long)(gridDim.z / (splits * phases)) * p.Cout * p.Tout;
     const int tid = threadIdx.x;
