@@ -12,6 +12,8 @@ import (
 	"os"
 	"sort"
 	"syscall"
+
+	"zonostream/engine/compute"
 )
 
 // DType is a safetensors element type.
@@ -220,11 +222,11 @@ func (t *Tensor) Float32s() ([]float32, error) {
 		}
 	case BF16:
 		for i := range out {
-			out[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(t.Data[2*i:])) << 16)
+			out[i] = compute.BF16ToFloat32(binary.LittleEndian.Uint16(t.Data[2*i:]))
 		}
 	case F16:
 		for i := range out {
-			out[i] = HalfToFloat32(binary.LittleEndian.Uint16(t.Data[2*i:]))
+			out[i] = compute.F16ToFloat32(binary.LittleEndian.Uint16(t.Data[2*i:]))
 		}
 	default:
 		return nil, fmt.Errorf("tensor %q: %s is not a float dtype", t.Name, t.DType)
@@ -253,26 +255,4 @@ func (t *Tensor) Int64s() ([]int64, error) {
 		return nil, fmt.Errorf("tensor %q: %s is not an integer dtype", t.Name, t.DType)
 	}
 	return out, nil
-}
-
-// HalfToFloat32 widens an IEEE 754 half-precision value.
-func HalfToFloat32(h uint16) float32 {
-	sign := uint32(h>>15) & 1
-	exp := uint32(h>>10) & 0x1f
-	mant := uint32(h) & 0x3ff
-	switch {
-	case exp == 0 && mant == 0:
-		return math.Float32frombits(sign << 31)
-	case exp == 0:
-		e := int32(-14)
-		for mant&0x400 == 0 {
-			mant <<= 1
-			e--
-		}
-		mant &= 0x3ff
-		return math.Float32frombits(sign<<31 | uint32(e+127)<<23 | mant<<13)
-	case exp == 0x1f:
-		return math.Float32frombits(sign<<31 | 0xff<<23 | mant<<13)
-	}
-	return math.Float32frombits(sign<<31 | (exp-15+127)<<23 | mant<<13)
 }

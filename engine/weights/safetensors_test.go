@@ -29,6 +29,8 @@ func TestWriteOpenRoundTrip(t *testing.T) {
 		{Name: "b", DType: BF16, Shape: []int{2}, Data: bf},
 		{Name: "c", DType: I64, Shape: []int{2}, Data: i64},
 		{Name: "d", DType: BOOL, Shape: []int{}, Data: []byte{1}},
+		// f16 1.0, −2.0 and the smallest subnormal 2⁻²⁴
+		{Name: "e", DType: F16, Shape: []int{3}, Data: []byte{0x00, 0x3c, 0x00, 0xc0, 0x01, 0x00}},
 	}
 	if err := Write(p, in, map[string]string{"format": "pt"}); err != nil {
 		t.Fatal(err)
@@ -38,7 +40,7 @@ func TestWriteOpenRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if got := f.Names(); strings.Join(got, ",") != "a,b,c,d" {
+	if got := f.Names(); strings.Join(got, ",") != "a,b,c,d,e" {
 		t.Fatalf("names %v", got)
 	}
 	if f.Metadata["format"] != "pt" {
@@ -53,6 +55,11 @@ func TestWriteOpenRoundTrip(t *testing.T) {
 	bv, _ := b.Float32s()
 	if bv[0] != 1 || bv[1] != 2 {
 		t.Errorf("b = %v", bv)
+	}
+	e, _ := f.Tensor("e")
+	ev, _ := e.Float32s()
+	if ev[0] != 1 || ev[1] != -2 || ev[2] != 0x1p-24 {
+		t.Errorf("e = %v", ev)
 	}
 	c, _ := f.Tensor("c")
 	cv, _ := c.Int64s()
