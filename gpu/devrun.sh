@@ -4,12 +4,25 @@
 # and the zonos CLI here, from the committed HEAD (git archive, so edits in
 # progress in a shared working tree stay out), bundles them with the shared
 # libraries they need (libespeak-ng and its data, audio libraries; not
-# libcuda, which the driver provides), copies every golden pack, and writes
-# .devbin/run.sh. Then, through the device tool:
+# libcuda, which the driver provides), packs every golden pack into
+# golden.tar.xz (the device tool carries 64 MiB with the tree; the packs
+# alone are 40 MB unpacked), and writes .devbin/run.sh. Then, through the
+# device tool:
 #   run  command: bash .devbin/run.sh
-#        carry:   [".devbin/bundle.tar.xz", ".devbin/golden", ".devbin/run.sh"]
+#        carry:   [".devbin"]
 # Logs come back in $OUT: env.txt, conformance-cuda.log, gpu-test.log,
-# bench.log and bench/<date>-<gpu>.md (memcheck.log when SAN is set).
+# bench.log and bench/<date>-<gpu>.md (memcheck.log when SAN is set,
+# ab.log and ab-summary.txt when AB is set).
+#
+# Same-run A/B (machines differ by up to 10 ms of TTFA between calls, so a
+# change is measured against its baseline in one call):
+#   BASE=<rev> gpu/devrun.sh   also builds zonos at <rev> (.devbin/base.tar.xz);
+#   AB=<rounds> on the device  then benches HEAD and BASE alternately
+#                              (new, base, base, new, …) before the other steps;
+#   ABENV='ZONOS_X=old'        benches HEAD with and without that environment
+#                              instead (a switch in one binary; no BASE needed).
+#   ABARGS                     the bench flags of each A/B round (default
+#                              --runs 3 --steps 60 --batch 0).
 # WORKTREE=1 builds the working tree as it is instead of HEAD.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +37,15 @@ else
 	COMMIT="$COMMIT+worktree"
 fi
 rm -rf .devbin && mkdir -p .devbin/lib .devbin/golden
+if [ -n "${BASE:-}" ]; then # the A/B baseline: the zonos CLI at BASE (same libraries)
+	B=$(mktemp -d /tmp/zonos-base.XXXXXX)
+	git archive "$BASE" | tar -x -C "$B"
+	mkdir -p "$B/out"
+	(cd "$B" && CGO_ENABLED=1 go build -tags cuda -ldflags='-s -w' -o out/zonos ./cmd/zonos)
+	git rev-parse --short "$BASE" >"$B/out/commit"
+	tar cJf .devbin/base.tar.xz -C "$B/out" zonos commit
+	rm -rf "$B"
+fi
 (cd "$SRC" && CGO_ENABLED=1 go test -c -tags cuda -ldflags='-s -w' -o "$ROOT/.devbin/gpu.test" ./gpu/ &&
 	CGO_ENABLED=1 go build -tags cuda -ldflags='-s -w' -o "$ROOT/.devbin/zonos" ./cmd/zonos)
 [ "$SRC" = "$ROOT" ] || rm -rf "$SRC"
@@ -39,6 +61,7 @@ for p in "$GOLDEN"/*/; do
 	cp -r "$GOLDEN/$p" .devbin/golden/ && chmod -R u+w ".devbin/golden/$p"
 done
 cp "$GOLDEN/README.md" .devbin/golden/ 2>/dev/null || true
+tar cJf .devbin/golden.tar.xz -C .devbin golden && rm -rf .devbin/golden
 echo "$COMMIT" >.devbin/commit
 (cd .devbin && tar cJf bundle.tar.xz gpu.test zonos lib espeak-ng-data commit && rm -rf gpu.test zonos lib espeak-ng-data)
 cat >.devbin/run.sh <<'RUN'
@@ -47,6 +70,7 @@ cat >.devbin/run.sh <<'RUN'
 # cuda backend; zonos bench --backend cuda. Each step under its own timeout.
 cd "$(dirname "$0")"
 mkdir -p /tmp/zb && tar xJf bundle.tar.xz -C /tmp/zb
+[ -f golden.tar.xz ] && tar xJf golden.tar.xz
 export LD_LIBRARY_PATH=/tmp/zb/lib ESPEAK_DATA_PATH=/tmp/zb
 G=$(pwd)/golden
 { date -u; echo "commit: $(cat /tmp/zb/commit)"; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nvcc --version | tail -2; } 2>&1 | tee $OUT/env.txt
@@ -56,6 +80,21 @@ step() { # step NAME SECONDS LOG CMD…: run CMD in /tmp/zb, log with its comman
 	(cd /tmp/zb && echo "command: $*" && echo "date: $(date -u)" && timeout $secs "$@") 2>&1 | tee $OUT/$log | grep -v "^=== RUN" | grep -v " ok$" | tail -${TAILN:-40}
 	echo "$name rc=$?"
 }
+if [ -n "${AB:-}" ]; then # same-run A/B of the bench, alternating arms (see devrun.sh)
+	[ -f base.tar.xz ] && mkdir -p /tmp/zbase && tar xJf base.tar.xz -C /tmp/zbase
+	if [ -n "${ABENV:-}" ]; then arms=("new:/tmp/zb:" "switch:/tmp/zb:$ABENV")
+	elif [ -f /tmp/zbase/zonos ]; then arms=("new:/tmp/zb:" "base:/tmp/zbase:")
+	else echo "AB needs BASE=<rev> at build time or ABENV"; arms=(); fi
+	for ((i = 0; i < ${#arms[@]} * AB; i++)); do
+		# order new, base, base, new, new, base, …: each arm first as often
+		r=$((i / 2)) j=$((i % 2)); [ $((r % 2)) = 1 ] && j=$((1 - j))
+		IFS=: read -r label dir envs <<<"${arms[$j]}"
+		c=$(cat $dir/commit)
+		echo "== arm $label commit $c env ${envs:-none}" | tee -a $OUT/ab.log
+		(cd $dir && env $envs timeout ${TAB:-90} ./zonos bench --backend cuda ${ABARGS:---runs 3 --steps 60 --batch 0} 2>&1) >>$OUT/ab.log
+	done
+	[ ${#arms[@]} -gt 0 ] && bash ab-summary.sh $OUT/ab.log | tee $OUT/ab-summary.txt
+fi
 [ -z "${NOTEST:-}" ] && step gpu.test ${TT:-400} gpu-test.log env ZONOS_GOLDEN_DIR=$G ./gpu.test -test.v -test.count=1 -test.timeout ${TT:-400}s ${TARGS}
 [ -z "${NOCONF:-}" ] && step conformance ${TC:-150} conformance-cuda.log env ZONOS_GOLDEN_DIR=$G ./zonos conformance --backend cuda --golden $G
 [ -z "${NOBENCH:-}" ] && step bench ${TB:-220} bench.log ./zonos bench --backend cuda --write $OUT/bench
@@ -68,4 +107,5 @@ if [ -n "${SAN:-}" ]; then # SAN='regexp of tests' runs them under compute-sanit
 	step memcheck 240 memcheck.log $CS --tool memcheck --print-limit 20 ./gpu.test -test.short -test.count=1 -test.run "$SAN"
 fi
 RUN
-du -sh .devbin/bundle.tar.xz .devbin/golden
+if [ -z "${WORKTREE:-}" ]; then git show HEAD:gpu/ab-summary.sh >.devbin/ab-summary.sh; else cp gpu/ab-summary.sh .devbin/; fi
+du -sh .devbin/*.tar.xz
