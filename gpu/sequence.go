@@ -50,12 +50,34 @@ func (b *Backend) AttentionPacked(qkv, kCache, vCache compute.Tensor, pos int, p
 	return b.attention(op, kCache, vCache, pos, pt, a)
 }
 
+// posTensor checks a device position tensor: I32 [P], row b of the batch
+// at position P[b mod P] (compute.GraphOps.AttentionAt); P must divide the
+// batch, which attention checks.
 func posTensor(pos compute.Tensor) *tensor {
 	pt := cast(pos)
-	if pt.dt != compute.I32 || pt.n() != 1 {
-		panic(fmt.Sprintf("gpu.AttentionAt: position tensor %v %v, want I32 [1]", pt.dt, pt.shape))
+	if pt.dt != compute.I32 || len(pt.shape) != 1 || pt.n() < 1 {
+		panic(fmt.Sprintf("gpu.AttentionAt: position tensor %v %v, want I32 [P]", pt.dt, pt.shape))
 	}
 	return pt
+}
+
+var _ compute.RaggedAttention = (*Backend)(nil)
+
+// AttentionRagged is one decode step of a batch whose sequences stand at
+// different positions (compute.RaggedAttention): the positions go to the
+// device and the step runs as AttentionAt's, row b at pos[b mod len(pos)].
+func (b *Backend) AttentionRagged(q, k, v, kCache, vCache compute.Tensor, pos []int, a compute.AttentionSpec) compute.Tensor {
+	maxT := cast(kCache).shape[1]
+	p := make([]int32, len(pos))
+	for i, x := range pos {
+		if x < 0 || x >= maxT {
+			panic(fmt.Sprintf("gpu.AttentionRagged: position %d of row %d outside cache of %d", x, i, maxT))
+		}
+		p[i] = int32(x)
+	}
+	pt := b.FromI32(p, len(p))
+	defer b.Free(pt)
+	return b.AttentionAt(q, k, v, kCache, vCache, pt, a)
 }
 
 // qkvOperands locate q, k and v: tensors, element offsets into them and
@@ -90,8 +112,12 @@ func (b *Backend) attention(op qkvOperands, kCache, vCache compute.Tensor, pos i
 		panic(fmt.Sprintf("gpu.Attention: [B %d, T %d] with cache %v spec %+v", B, T, cs, a))
 	}
 	maxT := cs[1]
-	if pt != nil && T != 1 {
-		panic(fmt.Sprintf("gpu.AttentionAt: %d positions, want 1", T))
+	npos := 1
+	if pt != nil {
+		npos = pt.n()
+		if T != 1 || B%npos != 0 {
+			panic(fmt.Sprintf("gpu.AttentionAt: %d new positions for %d rows from %d device positions; want 1 new position, and device positions dividing the rows", T, B, npos))
+		}
 	}
 	if pos < 0 || pos+T > maxT {
 		panic(fmt.Sprintf("gpu.Attention: positions [%d,%d) outside cache of %d", pos, pos+T, maxT))
@@ -123,7 +149,7 @@ func (b *Backend) attention(op qkvOperands, kCache, vCache compute.Tensor, pos i
 		if T == 1 { // decode: spread the cache over attnSplits blocks per head (which also write the new row)
 			part := b.newTensor(compute.F32, B*H*attnSplits*(Dh+2))
 			b.launch(b.k["attn_split"], [3]int{B * H, attnSplits, 1}, [3]int{128, 1, 1}, qp, kp, vp, kc.ptr(), vc.ptr(), part.ptr(),
-				H, Hk, Dh, maxT, pos, pp, dr, inter, a.RotaryBase, scale, attnSplits, op.ldq, op.ldkv)
+				H, Hk, Dh, maxT, pos, pp, npos, dr, inter, a.RotaryBase, scale, attnSplits, op.ldq, op.ldkv)
 			b.launch(b.k["attn_merge"], [3]int{B * H, 1, 1}, [3]int{128, 1, 1}, part.ptr(), out.ptr(), Dh, attnSplits)
 			part.h.release()
 			return

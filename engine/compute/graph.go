@@ -19,8 +19,10 @@ type GraphOps interface {
 	WriteI32(dst Tensor, data []int32)
 	// Clear sets every element of t to zero in place.
 	Clear(t Tensor)
-	// AttentionAt is SequenceOps.Attention with the first position read at
-	// run time from pos, an I32 [1] tensor (the caller checks its range).
+	// AttentionAt is SequenceOps.Attention for one new position (T = 1)
+	// read at run time from pos, an I32 [P] tensor: row b at position
+	// pos[b mod P] (P = 1: one position for all rows; as RaggedAttention
+	// otherwise). P must divide the rows; the caller checks the range.
 	AttentionAt(q, k, v, kCache, vCache, pos Tensor, a AttentionSpec) Tensor
 	// SampleAt is SamplerOps.Sample with Philox noise whose seed and
 	// counter are read at run time from rng, I32 [4]: seed low and high

@@ -69,8 +69,18 @@ type Mamba2Weights struct {
 // PackedAttention is an optional SequenceOps extension: Attention reading
 // q, k and v straight out of the fused in_proj output qkv [B, T,
 // (H + 2·Hkv)·Dh] (q first, then k, then v) instead of three sliced
-// copies. posT, when not nil, is the first position as an I32 [1] device
-// tensor (GraphOps.AttentionAt) and pos is ignored.
+// copies. posT, when not nil, holds the positions as a device tensor
+// (GraphOps.AttentionAt) and pos is ignored.
 type PackedAttention interface {
 	AttentionPacked(qkv, kCache, vCache Tensor, pos int, posT Tensor, a AttentionSpec) Tensor
+}
+
+// RaggedAttention is an optional SequenceOps extension for a batch whose
+// sequences stand at different positions (zonos.Batch with prompts of
+// different lengths, or an utterance that joined later): Attention for one
+// new position per row (q, k, v [B, 1, ·]), row b at position
+// pos[b mod len(pos)] — one position per utterance when the rows are
+// utterances' CFG pairs (b and b + n). len(pos) must divide B.
+type RaggedAttention interface {
+	AttentionRagged(q, k, v, kCache, vCache Tensor, pos []int, a AttentionSpec) Tensor
 }

@@ -46,6 +46,23 @@ func rotate(v, cos, sin []float32, dr int, style compute.Rotary) {
 }
 
 func (b *Backend) Attention(q, k, v, kCache, vCache compute.Tensor, pos int, a compute.AttentionSpec) compute.Tensor {
+	return b.attention(q, k, v, kCache, vCache, []int{pos}, a)
+}
+
+var _ compute.RaggedAttention = (*Backend)(nil)
+
+// AttentionRagged is one decode step with a position per row, row b at
+// pos[b mod len(pos)] (compute.RaggedAttention).
+func (b *Backend) AttentionRagged(q, k, v, kCache, vCache compute.Tensor, pos []int, a compute.AttentionSpec) compute.Tensor {
+	if T := cast(q).shape[1]; T != 1 {
+		panic(fmt.Sprintf("cpu.AttentionRagged: %d new positions per row, want 1", T))
+	}
+	return b.attention(q, k, v, kCache, vCache, pos, a)
+}
+
+// attention is Attention with row b starting at position pos[b mod
+// len(pos)]; with one position it is the plain op.
+func (b *Backend) attention(q, k, v, kCache, vCache compute.Tensor, pos []int, a compute.AttentionSpec) compute.Tensor {
 	qs, ks, vs := f32Of(q, "Attention"), f32Of(k, "Attention"), f32Of(v, "Attention")
 	kc, vc := f32Of(kCache, "Attention"), f32Of(vCache, "Attention")
 	qt, cs := cast(q).shape, cast(kCache).shape
@@ -55,23 +72,32 @@ func (b *Backend) Attention(q, k, v, kCache, vCache compute.Tensor, pos int, a c
 	if qt[2] != H*Dh || cast(k).shape[2] != Hk*Dh || cs[0] != B || cs[2] != Hk || cs[3] != Dh {
 		panic(fmt.Sprintf("cpu.Attention: q %v k %v cache %v spec %+v", qt, cast(k).shape, cs, a))
 	}
-	if pos < 0 || pos+T > maxT {
-		panic(fmt.Sprintf("cpu.Attention: positions [%d,%d) outside cache of %d", pos, pos+T, maxT))
+	if len(pos) == 0 || B%len(pos) != 0 {
+		panic(fmt.Sprintf("cpu.Attention: %d positions for %d rows", len(pos), B))
+	}
+	for _, p := range pos {
+		if p < 0 || p+T > maxT {
+			panic(fmt.Sprintf("cpu.Attention: positions [%d,%d) outside cache of %d", p, p+T, maxT))
+		}
 	}
 	dr := a.RotaryDim
 	// RotaryDim 0 means no rotary embedding (mamba_ssm MHA with
 	// rotary_emb_dim = 0); the transformer backbone passes HeadDim.
-	cos, sin := rotaryTable(pos, T, dr, a.RotaryBase)
 	half := dr / 2
+	cos, sin := make([][]float32, len(pos)), make([][]float32, len(pos))
+	for i, p := range pos {
+		cos[i], sin[i] = rotaryTable(p, T, dr, a.RotaryBase)
+	}
 	// Rotate k and write k, v into the caches.
 	for bi := 0; bi < B; bi++ {
+		pi := bi % len(pos)
 		for t := 0; t < T; t++ {
 			for h := 0; h < Hk; h++ {
 				src := ((bi*T+t)*Hk + h) * Dh
-				dst := ((bi*maxT+pos+t)*Hk + h) * Dh
+				dst := ((bi*maxT+pos[pi]+t)*Hk + h) * Dh
 				copy(kc[dst:dst+Dh], ks[src:src+Dh])
 				copy(vc[dst:dst+Dh], vs[src:src+Dh])
-				rotate(kc[dst:dst+Dh], cos[t*half:], sin[t*half:], dr, a.Rotary)
+				rotate(kc[dst:dst+Dh], cos[pi][t*half:], sin[pi][t*half:], dr, a.Rotary)
 			}
 		}
 	}
@@ -80,13 +106,14 @@ func (b *Backend) Attention(q, k, v, kCache, vCache compute.Tensor, pos int, a c
 	group := H / Hk
 	b.parallelFor(B*T*H, func(lo, hi int) {
 		qv := make([]float32, Dh)
-		scores := make([]float32, pos+T)
+		scores := make([]float32, maxT)
 		for idx := lo; idx < hi; idx++ {
 			bi, t, h := idx/(T*H), (idx/H)%T, idx%H
+			pi := bi % len(pos)
 			kh := h / group
 			copy(qv, qs[((bi*T+t)*H+h)*Dh:])
-			rotate(qv, cos[t*half:], sin[t*half:], dr, a.Rotary)
-			n := pos + t + 1
+			rotate(qv, cos[pi][t*half:], sin[pi][t*half:], dr, a.Rotary)
+			n := pos[pi] + t + 1
 			mx := float32(math.Inf(-1))
 			for j := 0; j < n; j++ {
 				s := dot(qv, kc[((bi*maxT+j)*Hk+kh)*Dh:][:Dh]) * scale

@@ -142,12 +142,16 @@ func (l *layer) newState(b compute.Backend, batch, maxT int) layerState {
 	}
 }
 
-// position is where a forward pass starts in the cache: a host index, or
-// (dev != nil) an I32 [1] tensor read on the device at run time, which is
-// what a decode step recorded as a graph needs (compute.GraphOps).
+// position is where a forward pass starts in the cache: a host index; or
+// (dev != nil) an I32 [n] tensor read on the device at run time, one
+// position per utterance, which is what a decode step recorded as a graph
+// needs (compute.GraphOps); or (rows != nil) one host position per
+// utterance of a batch whose utterances stand at different positions
+// (compute.RaggedAttention; one new position each).
 type position struct {
 	host int
 	dev  compute.Tensor
+	rows []int
 }
 
 // forward runs the block on hidden [B, T, d] with the incoming residual
@@ -170,13 +174,14 @@ func (l *layer) forward(b compute.Backend, hidden, residual compute.Tensor, st l
 func (a *attention) forward(b compute.Backend, x compute.Tensor, st layerState, pos position) compute.Tensor {
 	s := a.spec
 	qkv := b.Linear(x, a.inProj, nil)
+	if pos.rows != nil { // Batch: checked by canRagged before
+		q, k, v := splitQKV(b, qkv, s)
+		return b.Linear(b.(compute.RaggedAttention).AttentionRagged(q, k, v, st.k, st.v, pos.rows, s), a.outProj, nil)
+	}
 	if pa, ok := b.(compute.PackedAttention); ok {
 		return b.Linear(pa.AttentionPacked(qkv, st.k, st.v, pos.host, pos.dev, s), a.outProj, nil)
 	}
-	qn, kn := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
-	q := b.Slice(qkv, 2, 0, qn)
-	k := b.Slice(qkv, 2, qn, qn+kn)
-	v := b.Slice(qkv, 2, qn+kn, qn+2*kn)
+	q, k, v := splitQKV(b, qkv, s)
 	var o compute.Tensor
 	if pos.dev != nil {
 		o = b.(compute.GraphOps).AttentionAt(q, k, v, st.k, st.v, pos.dev, s)
@@ -184,6 +189,13 @@ func (a *attention) forward(b compute.Backend, x compute.Tensor, st layerState, 
 		o = b.Attention(q, k, v, st.k, st.v, pos.host, s)
 	}
 	return b.Linear(o, a.outProj, nil)
+}
+
+// splitQKV cuts the fused in_proj output [B, T, (H + 2·Hkv)·Dh] into q, k
+// and v.
+func splitQKV(b compute.Backend, qkv compute.Tensor, s compute.AttentionSpec) (q, k, v compute.Tensor) {
+	qn, kn := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
+	return b.Slice(qkv, 2, 0, qn), b.Slice(qkv, 2, qn, qn+kn), b.Slice(qkv, 2, qn+kn, qn+2*kn)
 }
 
 func (m *mamba2) forward(b compute.Backend, x compute.Tensor, st layerState) compute.Tensor {

@@ -3,6 +3,7 @@ package zonos
 import (
 	"math"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"zonostream/engine/compute"
@@ -175,8 +176,11 @@ func TestBatchRefusesMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := GenerateOptions{CFGScale: 2, Sampling: sample.Defaults()}
-	if _, err := m.NewBatch([]compute.Tensor{a, bb}, 64, o); err == nil {
-		t.Error("prompts of different lengths accepted")
+	if _, err := m.NewBatch([]compute.Tensor{a, m.Backend().Zeros(2, 3, 5)}, 64, o); err == nil {
+		t.Error("a prompt of the wrong width accepted")
+	}
+	if _, err := m.NewBatch([]compute.Tensor{a, bb}, bb.Shape()[1]+1, o); err == nil {
+		t.Error("a batch without room for a step accepted")
 	}
 	if _, err := m.NewBatch(nil, 64, o); err == nil {
 		t.Error("empty batch accepted")
@@ -187,5 +191,176 @@ func TestBatchRefusesMismatch(t *testing.T) {
 	}
 	if _, err := m.NewBatch(many, 64, o); err == nil {
 		t.Errorf("batch of %d accepted", len(many))
+	}
+}
+
+// TestBatchRaggedMatchesSingle: utterances at different positions — prompts
+// of different lengths, one that leaves, and a new one that joins the
+// freed slot mid-way — get, step by step, the guided logits each gets from
+// its own State (teacher-forced), on both backbones; an empty slot yields
+// nothing and a joined slot's position starts from its own prompt.
+func TestBatchRaggedMatchesSingle(t *testing.T) {
+	for _, variant := range []string{"hybrid", "transformer"} {
+		t.Run(variant, func(t *testing.T) {
+			dir := golden.Pack(t, "zonos-"+variant+"-tiny")
+			m, err := Load(cpu.New(0), filepath.Join(dir, "config.json"), filepath.Join(dir, "model.safetensors"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			prompt := func(n, salt int) compute.Tensor {
+				ids := []int32{2}
+				for i := 0; i < n; i++ {
+					ids = append(ids, int32(10+(i*7+salt*5)%60))
+				}
+				p, _, err := m.Prefix(Inputs{PhonemeIDs: append(ids, 3), Values: map[string][]float32{"language_id": {float32(24 + salt)}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return p
+			}
+			const steps, maxLen = 8, 40
+			ps := []compute.Tensor{prompt(3, 0), prompt(7, 1), prompt(5, 2)}
+			mask := [][NumCodebooks]int32{{MASK, MASK, MASK, MASK, MASK, MASK, MASK, MASK, MASK}}
+			b, err := m.NewBatch(ps, maxLen, GenerateOptions{CFGScale: 2, Sampling: sample.Defaults(), Seed: 5})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			if _, err := b.Prefill(mask); err != nil {
+				t.Fatal(err)
+			}
+			single := func(p compute.Tensor) *State {
+				st := m.NewState(maxLen)
+				if _, err := m.Prefill(st, p, mask, 2, nil); err != nil {
+					t.Fatal(err)
+				}
+				return st
+			}
+			sts := []*State{single(ps[0]), single(ps[1]), single(ps[2])}
+			for u, st := range sts {
+				if b.PosOf(u) != st.Pos() {
+					t.Fatalf("slot %d at position %d after prefill, its single state at %d", u, b.PosOf(u), st.Pos())
+				}
+			}
+			joined := prompt(9, 3)
+			worst := 0.0
+			for s := 0; s < steps; s++ {
+				switch s {
+				case 3: // slot 1's utterance ends
+					if err := b.Leave(1); err != nil {
+						t.Fatal(err)
+					}
+					sts[1] = nil
+				case 5: // a new, longer utterance takes slot 1
+					if _, err := b.Join(1, joined, mask); err != nil {
+						t.Fatal(err)
+					}
+					sts[1] = single(joined)
+					if b.PosOf(1) != sts[1].Pos() || b.PosOf(0) == b.PosOf(1) {
+						t.Fatalf("joined slot at %d, its single state at %d, slot 0 at %d", b.PosOf(1), sts[1].Pos(), b.PosOf(0))
+					}
+				}
+				cols := make([][NumCodebooks]int32, len(sts))
+				for u := range cols {
+					for k := range cols[u] {
+						cols[u][k] = int32((s*131 + u*17 + k*7) % CodebookSize)
+					}
+				}
+				got, err := b.Logits(cols)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for u, st := range sts {
+					if st == nil {
+						if got[u] != nil || b.Active(u) {
+							t.Fatalf("step %d: empty slot %d gave logits", s, u)
+						}
+						continue
+					}
+					want, err := m.Step(st, cols[u], 2, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for i := range want {
+						if math.IsInf(float64(want[i]), -1) != math.IsInf(float64(got[u][i]), -1) {
+							t.Fatalf("step %d slot %d logit %d: batch %g single %g", s, u, i, got[u][i], want[i])
+						}
+						if !math.IsInf(float64(want[i]), 0) {
+							d := math.Abs(float64(got[u][i] - want[i]))
+							worst = max(worst, d)
+							if d > 1e-5*max(1, math.Abs(float64(want[i]))) {
+								t.Fatalf("step %d slot %d logit %d: batch %g single %g", s, u, i, got[u][i], want[i])
+							}
+						}
+					}
+					if b.PosOf(u) != st.Pos() {
+						t.Fatalf("step %d: slot %d at %d, its single state at %d", s, u, b.PosOf(u), st.Pos())
+					}
+				}
+			}
+			t.Logf("ragged batch, %d steps with a leave and a join: max |batch − single| %.3g", steps, worst)
+		})
+	}
+}
+
+// TestBatchSlotErrors: a slot is joined only when empty and in range, and
+// a step needs an utterance somewhere.
+func TestBatchSlotErrors(t *testing.T) {
+	dir := golden.Pack(t, "zonos-hybrid-tiny")
+	m, err := Load(cpu.New(0), filepath.Join(dir, "config.json"), filepath.Join(dir, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := m.NewEmptyBatch(2, 32, GenerateOptions{CFGScale: 2, Sampling: sample.Defaults()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	mask := [][NumCodebooks]int32{{MASK, MASK, MASK, MASK, MASK, MASK, MASK, MASK, MASK}}
+	none := make([][NumCodebooks]int32, 2)
+	if _, err := b.Step(none, make([][][]int32, 2)); err == nil {
+		t.Error("a step with every slot empty was accepted")
+	}
+	if _, err := b.Prefill(mask); err == nil {
+		t.Error("Prefill of an empty batch accepted")
+	}
+	p := batchPrefixes(t, m, 1)[0]
+	if _, err := b.Join(2, p, mask); err == nil {
+		t.Error("slot 2 of 2 accepted")
+	}
+	tok, err := b.Join(0, p, mask)
+	if err != nil || len(tok) != NumCodebooks {
+		t.Fatalf("join: %v %v", tok, err)
+	}
+	if _, err := b.Join(0, p, mask); err == nil {
+		t.Error("a second utterance joined an occupied slot")
+	}
+	out, err := b.Step(none, [][][]int32{nil, nil})
+	if err != nil || out[0] == nil || out[1] != nil {
+		t.Fatalf("step with slot 1 empty: %v %v", out, err)
+	}
+	if b.PosOf(0) != p.Shape()[1]+2 || b.PosOf(1) != 0 {
+		t.Errorf("positions %d, %d after a join and a step", b.PosOf(0), b.PosOf(1))
+	}
+}
+
+// TestPaddedHistories: a device draw's windows are left-padded with −1 to
+// the longest, an empty slot's are all −1, and no history at all is none.
+func TestPaddedHistories(t *testing.T) {
+	row := func(v ...int32) [][]int32 {
+		h := make([][]int32, NumCodebooks)
+		for k := range h {
+			h[k] = append([]int32(nil), v...)
+		}
+		return h
+	}
+	got := paddedHistories([][][]int32{row(5, 6, 7), nil, row(9)})
+	for k := 0; k < NumCodebooks; k++ {
+		if !slices.Equal(got[0][k], []int32{5, 6, 7}) || !slices.Equal(got[1][k], []int32{-1, -1, -1}) || !slices.Equal(got[2][k], []int32{-1, -1, 9}) {
+			t.Fatalf("codebook %d: %v %v %v", k, got[0][k], got[1][k], got[2][k])
+		}
+	}
+	if paddedHistories([][][]int32{nil, nil}) != nil {
+		t.Error("no history padded into one")
 	}
 }

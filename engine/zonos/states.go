@@ -96,3 +96,24 @@ func (s *State) free(b compute.Backend) {
 	}
 	s.layers = nil
 }
+
+// copyUtterance copies the single-utterance state one (rows 0 and 1:
+// conditional, unconditional) into utterance u's rows (u and n + u) of s:
+// KV caches, conv and SSM states (Batch.Join). Both have the same layers
+// and cache length.
+func (s *State) copyUtterance(b compute.Backend, u int, one *State) {
+	n := s.rows / 2
+	for i, l := range s.layers {
+		src := one.layers[i]
+		for _, t := range [][2]compute.Tensor{{l.k, src.k}, {l.v, src.v}, {l.conv, src.conv}, {l.ssm, src.ssm}} {
+			if t[0] == nil {
+				continue
+			}
+			for c := 0; c < 2; c++ {
+				row := b.Slice(t[1], 0, c, c+1)
+				b.CopyInto(t[0], 0, c*n+u, row)
+				b.Free(row)
+			}
+		}
+	}
+}

@@ -15,13 +15,14 @@ import (
 // n = 1 for Generate) records all of them in one graph. What changes
 // between steps lives in one I32 input tensor written before each replay:
 //
-//	[0, 9n)            the fed columns, codebook-major [9, n]
-//	[9n]               the position (st.pos, shared: Batch runs in lockstep)
-//	[9n+1, 9n+5)       the sampler's seed and Philox counter, low word first
-//	[9n+5, 9n+5+9n·w)  the repetition windows [n·9, w] (utterance-major),
-//	                   −1 where the history is shorter
-//	[9n+5+9n·w, +2n)   per utterance the generate loop's state before the
-//	                   step: remaining steps, stopping (0 or 1)
+//	[0, 9n)              the fed columns, codebook-major [9, n]
+//	[9n, 10n)            each utterance's position (a Batch's utterances
+//	                     may stand at different ones)
+//	[10n, 10n+4)         the sampler's seed and Philox counter, low word first
+//	[10n+4, 10n+4+9n·w)  the repetition windows [n·9, w] (utterance-major),
+//	                     −1 where the history is shorter
+//	[10n+4+9n·w, +2n)    per utterance the generate loop's state before the
+//	                     step: remaining steps, stopping (0 or 1)
 //
 // A single utterance's graph ends with device-side token feedback
 // (compute.GraphOps FeedAt): it writes the next step's input from the
@@ -55,10 +56,11 @@ type stepKey struct {
 	padFrom int
 }
 
-// Offsets into the step's input tensor for n utterances.
+// Offsets into the step's input tensor for n utterances (for n = 1 the
+// position is one word, which FeedAt advances).
 func inPos(n int) int  { return NumCodebooks * n }
-func inRNG(n int) int  { return NumCodebooks*n + 1 }
-func inHist(n int) int { return NumCodebooks*n + 5 }
+func inRNG(n int) int  { return (NumCodebooks + 1) * n }
+func inHist(n int) int { return (NumCodebooks+1)*n + 4 }
 
 // inState is where the loop state starts for n utterances and window w.
 func inState(n, w int) int { return inHist(n) + NumCodebooks*n*w }
@@ -92,7 +94,7 @@ func (m *Model) recordStep(st *State, ops compute.SamplerOps, k stepKey) (*stepG
 	var err error
 	sg.g, err = g.Capture(func() {
 		ids := m.b.Slice(sg.in, 0, 0, NumCodebooks*n)
-		pos := m.b.Slice(sg.in, 0, inPos(n), inPos(n)+1)
+		pos := m.b.Slice(sg.in, 0, inPos(n), inPos(n)+n)
 		rng := m.b.Slice(sg.in, 0, inRNG(n), inRNG(n)+4)
 		var hist compute.Tensor
 		if w > 0 {
@@ -118,14 +120,15 @@ func (m *Model) recordStep(st *State, ops compute.SamplerOps, k stepKey) (*stepG
 }
 
 // replay runs the recorded step for the columns cols (one per utterance)
-// at st.pos and returns the 9 tokens of each utterance, utterance-major.
+// at positions pos (one per utterance; nil: st.pos for all, which then
+// advances) and returns the 9 tokens of each utterance, utterance-major.
 // histories[u] is utterance u's repetition window as runTokens builds it
 // (each row at most w long; nil: none yet).
-func (sg *stepGraph) replay(m *Model, st *State, cols [][NumCodebooks]int32, histories [][][]int32, seed, counter uint64) ([]int32, error) {
+func (sg *stepGraph) replay(m *Model, st *State, cols [][NumCodebooks]int32, histories [][][]int32, pos []int, seed, counter uint64) ([]int32, error) {
 	if sg.pending {
 		return nil, fmt.Errorf("decode step replayed while a queued one is not collected")
 	}
-	if err := sg.setInput(m, st, cols, histories, seed, counter, nil); err != nil {
+	if err := sg.setInput(m, st, cols, histories, pos, seed, counter, nil); err != nil {
 		return nil, err
 	}
 	if err := sg.writeAndLaunch(m); err != nil {
@@ -135,7 +138,9 @@ func (sg *stepGraph) replay(m *Model, st *State, cols [][NumCodebooks]int32, his
 	// thread is then free, while the step runs, to launch another lane's
 	// work (the vocoder, compute.Laned).
 	tok := m.b.ReadI32(sg.tok)
-	st.pos++
+	if pos == nil {
+		st.pos++
+	}
 	return tok, nil
 }
 
@@ -151,26 +156,33 @@ func (sg *stepGraph) writeAndLaunch(m *Model) error {
 	return err
 }
 
-// setInput fills sg.buf, the host copy of the step's input tensor; loop
-// is the generate loop's state per utterance (nil: none, zeros).
-func (sg *stepGraph) setInput(m *Model, st *State, cols [][NumCodebooks]int32, histories [][][]int32, seed, counter uint64, loop []loopState) error {
+// setInput fills sg.buf, the host copy of the step's input tensor: the
+// utterances' positions are pos (nil: st.pos for all); loop is the
+// generate loop's state per utterance (nil: none, zeros).
+func (sg *stepGraph) setInput(m *Model, st *State, cols [][NumCodebooks]int32, histories [][][]int32, pos []int, seed, counter uint64, loop []loopState) error {
 	n := sg.n
-	if len(cols) != n || len(histories) != n {
-		return fmt.Errorf("decode step of %d utterances fed %d columns and %d histories", n, len(cols), len(histories))
+	if len(cols) != n || len(histories) != n || (pos != nil && len(pos) != n) {
+		return fmt.Errorf("decode step of %d utterances fed %d columns, %d histories and %d positions", n, len(cols), len(histories), len(pos))
 	}
 	if err := checkColumns(cols); err != nil {
 		return err
 	}
-	if st.pos+1 > st.maxLen {
-		return fmt.Errorf("sequence of %d positions exceeds the %d the state was made for", st.pos+1, st.maxLen)
-	}
 	b := sg.buf
+	for u := 0; u < n; u++ {
+		p := st.pos
+		if pos != nil {
+			p = pos[u]
+		}
+		if p < 0 || p+1 > st.maxLen {
+			return fmt.Errorf("sequence of %d positions exceeds the %d the state was made for", p+1, st.maxLen)
+		}
+		b[inPos(n)+u] = int32(p)
+	}
 	for u, col := range cols {
 		for k, c := range col {
 			b[k*n+u] = c
 		}
 	}
-	b[inPos(n)] = int32(st.pos)
 	r := inRNG(n)
 	b[r], b[r+1] = int32(uint32(seed)), int32(uint32(seed>>32))
 	b[r+2], b[r+3] = int32(uint32(counter)), int32(uint32(counter>>32))
@@ -223,7 +235,7 @@ func (sg *stepGraph) step(m *Model, st *State, col [NumCodebooks]int32, history 
 				sg.nextState[0], sg.nextState[1], r, s)
 		}
 	} else {
-		if err := sg.setInput(m, st, [][NumCodebooks]int32{col}, [][][]int32{history}, seed, counter, []loopState{loop}); err != nil {
+		if err := sg.setInput(m, st, [][NumCodebooks]int32{col}, [][][]int32{history}, nil, seed, counter, []loopState{loop}); err != nil {
 			return nil, err
 		}
 		if err := sg.writeAndLaunch(m); err != nil {
@@ -268,7 +280,7 @@ func (d *Decoder) ReplayTime(timer compute.Timer, col [NumCodebooks]int32, histo
 	if d.st.pos+k > d.st.maxLen {
 		return 0, false, fmt.Errorf("%d replays from position %d exceed the %d positions of the decoder", k, d.st.pos, d.st.maxLen)
 	}
-	if err := sg.setInput(d.m, d.st, [][NumCodebooks]int32{col}, [][][]int32{history}, dt.seed, dt.counter,
+	if err := sg.setInput(d.m, d.st, [][NumCodebooks]int32{col}, [][][]int32{history}, nil, dt.seed, dt.counter,
 		[]loopState{{remaining: k + NumCodebooks}}); err != nil {
 		return 0, false, err
 	}

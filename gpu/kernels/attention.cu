@@ -140,7 +140,10 @@ extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32) attn(const float* _
 // blocks (flash-decoding): block (r, s) takes a contiguous share of the
 // cache positions [0, n) and writes its unnormalised partial — o[Dh], then
 // the running max m and sum l — to part[(r·S + s)·(Dh + 2)]; attn_merge
-// combines them. A decode step has only B·H = 32 (b, h) pairs: one block
+// combines them. With posp, row b's position is posp[b mod npos]: one
+// position for every row (npos = 1), or one per utterance of a batch
+// whose utterances stand at different positions (npos = n, rows b and
+// b + n being one utterance's two CFG rows). A decode step has only B·H = 32 (b, h) pairs: one block
 // each left 100+ SMs idle and walked the cache serially (31 µs at 100
 // positions, growing with the utterance). T must be 1.
 //
@@ -151,13 +154,13 @@ extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32) attn(const float* _
 // KV head write the same values.
 extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32) attn_split(const float* __restrict__ q, const float* __restrict__ k,
                                 const float* __restrict__ v, float* kc, float* vc, float* __restrict__ part,
-                                int H, int Hk, int Dh, int maxT, int pos, const int* __restrict__ posp,
+                                int H, int Hk, int Dh, int maxT, int pos, const int* __restrict__ posp, int npos,
                                 int dr, int interleaved, double base, float scale, int S, int ldq, int ldkv) {
     pdl_begin();
     __shared__ float qs[ATT_MAXD];
-    if (posp) pos = *posp;
     int r = blockIdx.x, sidx = blockIdx.y;
     int h = r % H, b = r / H;
+    if (posp) pos = posp[b % npos];
     const float* qv = q + (long long)b * ldq + (long long)h * Dh;
     for (int d = threadIdx.x; d < Dh; d += blockDim.x) qs[d] = rotated(qv, d, pos, dr, interleaved, base);
     __syncthreads();
