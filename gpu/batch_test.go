@@ -18,284 +18,164 @@ import (
 // TestBatchOnGPU: a batch of utterances decoded on the GPU gives the CPU
 // batch's guided logits (teacher-forced, per utterance), and its replayed
 // batched step graph samples exactly the tokens of the same batch op by op,
-// on both backbones.
+// on both backbones: in lockstep (prompts of one length), and with the
+// utterances at different positions — prompts of different lengths, a slot
+// left and joined again mid-way — where the graph reads one position per
+// utterance on the device and the eager step takes them from the host
+// (compute.RaggedAttention).
 func TestBatchOnGPU(t *testing.T) {
 	need(t)
 	for _, pack := range []string{"zonos-hybrid-tiny", "zonos-transformer-tiny"} {
-		t.Run(pack, func(t *testing.T) {
-			p := golden.Pack(t, pack)
-			load := func(b compute.Backend) *zonos.Model {
-				m, err := zonos.Load(b, filepath.Join(p, "config.json"), filepath.Join(p, "model.safetensors"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				return m
-			}
-			mg, mc := load(gb), load(cpu.New(0))
-			const n, steps = 5, 12
-			prefixes := func(m *zonos.Model) []compute.Tensor {
-				var ps []compute.Tensor
-				for u := 0; u < n; u++ {
-					ids := []int32{2, int32(10 + u), int32(20 + 3*u), int32(30 + u), 11, 3}
-					pr, _, err := m.Prefix(zonos.Inputs{PhonemeIDs: ids, Values: map[string][]float32{"language_id": {float32(24 + u)}}})
-					if err != nil {
-						t.Fatal(err)
-					}
-					ps = append(ps, pr)
-				}
-				return ps
-			}
-			mask := [][zonos.NumCodebooks]int32{{zonos.MASK, zonos.MASK, zonos.MASK, zonos.MASK, zonos.MASK, zonos.MASK, zonos.MASK, zonos.MASK, zonos.MASK}}
-			o := zonos.GenerateOptions{CFGScale: 2, Sampling: sample.Defaults(), Seed: 4}
-			pg, pc := prefixes(mg), prefixes(mc)
-			bg, err := mg.NewBatch(pg, pg[0].Shape()[1]+steps+2, o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer bg.Close()
-			bc, err := mc.NewBatch(pc, pc[0].Shape()[1]+steps+2, o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := bg.Prefill(mask); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := bc.Prefill(mask); err != nil {
-				t.Fatal(err)
-			}
-			worst := 0.0
-			for s := 0; s < steps; s++ {
-				cols := make([][zonos.NumCodebooks]int32, n)
-				for u := range cols {
-					for k := range cols[u] {
-						cols[u][k] = int32((s*131 + u*17 + k*7) % zonos.CodebookSize)
-					}
-				}
-				g, err := bg.Logits(cols)
-				if err != nil {
-					t.Fatal(err)
-				}
-				c, err := bc.Logits(cols)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for u := range g {
-					for i := range c[u] {
-						if math.IsInf(float64(c[u][i]), 0) {
-							continue
-						}
-						d := math.Abs(float64(g[u][i] - c[u][i]))
-						worst = max(worst, d)
-						if d > 1e-4*max(1, math.Abs(float64(c[u][i]))) {
-							t.Fatalf("step %d utterance %d logit %d: gpu %g cpu %g", s, u, i, g[u][i], c[u][i])
-						}
-					}
-				}
-			}
-			t.Logf("%d utterances × %d teacher-forced steps: max |gpu − cpu| %.3g", n, steps, worst)
-
-			roll := func(eager bool) [][][]int32 {
-				o := o
-				o.EagerSteps = eager
-				b, err := mg.NewBatch(pg, pg[0].Shape()[1]+steps+2, o)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer b.Close()
-				tok, err := b.Prefill(mask)
-				if err != nil {
-					t.Fatal(err)
-				}
-				out := [][][]int32{tok}
-				hist := make([][][]int32, n)
-				for u := range hist {
-					hist[u] = make([][]int32, zonos.NumCodebooks)
-				}
-				for s := 0; s < steps; s++ {
-					cols := make([][zonos.NumCodebooks]int32, n)
-					for u := range cols {
-						for k := range cols[u] {
-							cols[u][k] = min(tok[u][k], zonos.CodebookSize-1)
-							hist[u][k] = append(hist[u][k], cols[u][k])
-						}
-					}
-					if tok, err = b.Step(cols, hist); err != nil {
-						t.Fatal(err)
-					}
-					out = append(out, tok)
-				}
-				return out
-			}
-			gr, ea := roll(false), roll(true)
-			for s := range gr {
-				for u := range gr[s] {
-					if !slices.Equal(gr[s][u], ea[s][u]) {
-						t.Fatalf("step %d utterance %d: graph %v, eager %v", s, u, gr[s][u], ea[s][u])
-					}
-				}
-			}
-			t.Logf("%d utterances × %d sampled steps: graph and eager tokens identical", n, steps)
-		})
+		t.Run(pack+"/lockstep", func(t *testing.T) { checkBatchOnGPU(t, pack, []int{4, 4, 4, 4, 4}, false) })
+		t.Run(pack+"/ragged", func(t *testing.T) { checkBatchOnGPU(t, pack, []int{3, 7, 5, 4}, true) })
 	}
 }
 
-// TestBatchRaggedOnGPU: a batch whose utterances stand at different
-// positions — prompts of different lengths, a slot left and joined again
-// mid-way — gives on the GPU the CPU batch's guided logits (teacher-forced),
-// and its replayed step graph (device positions, one per utterance)
-// samples exactly the tokens of the same batch op by op (attention with
-// host positions, compute.RaggedAttention), on both backbones.
-func TestBatchRaggedOnGPU(t *testing.T) {
-	need(t)
-	for _, pack := range []string{"zonos-hybrid-tiny", "zonos-transformer-tiny"} {
-		t.Run(pack, func(t *testing.T) {
-			p := golden.Pack(t, pack)
-			load := func(b compute.Backend) *zonos.Model {
-				m, err := zonos.Load(b, filepath.Join(p, "config.json"), filepath.Join(p, "model.safetensors"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				return m
-			}
-			mg, mc := load(gb), load(cpu.New(0))
-			prompt := func(m *zonos.Model, n, salt int) compute.Tensor {
-				ids := []int32{2}
-				for i := 0; i < n; i++ {
-					ids = append(ids, int32(10+(i*7+salt*5)%60))
-				}
-				pr, _, err := m.Prefix(zonos.Inputs{PhonemeIDs: append(ids, 3), Values: map[string][]float32{"language_id": {float32(24 + salt)}}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return pr
-			}
-			lens := []int{3, 7, 5, 4}
-			prompts := func(m *zonos.Model) []compute.Tensor {
-				var ps []compute.Tensor
-				for u, n := range lens {
-					ps = append(ps, prompt(m, n, u))
-				}
-				return ps
-			}
-			const steps, maxLen = 12, 48
-			mask := [][zonos.NumCodebooks]int32{{zonos.MASK, zonos.MASK, zonos.MASK, zonos.MASK, zonos.MASK, zonos.MASK, zonos.MASK, zonos.MASK, zonos.MASK}}
-			o := zonos.GenerateOptions{CFGScale: 2, Sampling: sample.Defaults(), Seed: 4}
-			// churn leaves slot 1 before step 4 and joins a 9-phoneme
-			// prompt there before step 7.
-			churn := func(m *zonos.Model, b *zonos.Batch, s int) {
-				switch s {
-				case 4:
-					if err := b.Leave(1); err != nil {
-						t.Fatal(err)
-					}
-				case 7:
-					if _, err := b.Join(1, prompt(m, 9, 7), mask); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-			bg, err := mg.NewBatch(prompts(mg), maxLen, o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer bg.Close()
-			bc, err := mc.NewBatch(prompts(mc), maxLen, o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer bc.Close()
-			if _, err := bg.Prefill(mask); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := bc.Prefill(mask); err != nil {
-				t.Fatal(err)
-			}
-			worst := 0.0
-			for s := 0; s < steps; s++ {
-				churn(mg, bg, s)
-				churn(mc, bc, s)
-				cols := make([][zonos.NumCodebooks]int32, len(lens))
-				for u := range cols {
-					for k := range cols[u] {
-						cols[u][k] = int32((s*131 + u*17 + k*7) % zonos.CodebookSize)
-					}
-				}
-				g, err := bg.Logits(cols)
-				if err != nil {
-					t.Fatal(err)
-				}
-				c, err := bc.Logits(cols)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for u := range c {
-					if (g[u] == nil) != (c[u] == nil) || bg.PosOf(u) != bc.PosOf(u) {
-						t.Fatalf("step %d slot %d: gpu at %d (%d logits), cpu at %d (%d logits)", s, u, bg.PosOf(u), len(g[u]), bc.PosOf(u), len(c[u]))
-					}
-					for i := range c[u] {
-						if math.IsInf(float64(c[u][i]), 0) {
-							continue
-						}
-						d := math.Abs(float64(g[u][i] - c[u][i]))
-						worst = max(worst, d)
-						if d > 1e-4*max(1, math.Abs(float64(c[u][i]))) {
-							t.Fatalf("step %d slot %d logit %d: gpu %g cpu %g", s, u, i, g[u][i], c[u][i])
-						}
-					}
-				}
-			}
-			t.Logf("ragged batch of %d, %d teacher-forced steps with a leave and a join: max |gpu − cpu| %.3g", len(lens), steps, worst)
-
-			roll := func(eager bool) [][][]int32 {
-				o := o
-				o.EagerSteps = eager
-				b, err := mg.NewBatch(prompts(mg), maxLen, o)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer b.Close()
-				tok, err := b.Prefill(mask)
-				if err != nil {
-					t.Fatal(err)
-				}
-				out := [][][]int32{tok}
-				hist := make([][][]int32, len(lens))
-				for s := 0; s < steps; s++ {
-					churn(mg, b, s)
-					cols := make([][zonos.NumCodebooks]int32, len(lens))
-					for u := range cols {
-						if !b.Active(u) {
-							hist[u] = nil
-							continue
-						}
-						if hist[u] == nil || tok[u] == nil {
-							hist[u] = make([][]int32, zonos.NumCodebooks)
-						}
-						for k := range cols[u] {
-							c := int32(zonos.MASK)
-							if tok[u] != nil {
-								c = min(tok[u][k], zonos.CodebookSize-1)
-							}
-							cols[u][k] = c
-							hist[u][k] = append(hist[u][k], c)
-						}
-					}
-					if tok, err = b.Step(cols, hist); err != nil {
-						t.Fatal(err)
-					}
-					out = append(out, tok)
-				}
-				return out
-			}
-			gr, ea := roll(false), roll(true)
-			for s := range gr {
-				for u := range gr[s] {
-					if !slices.Equal(gr[s][u], ea[s][u]) {
-						t.Fatalf("step %d slot %d: graph %v, eager %v", s, u, gr[s][u], ea[s][u])
-					}
-				}
-			}
-			t.Logf("ragged batch of %d × %d sampled steps with a leave and a join: graph and eager tokens identical", len(lens), steps)
-		})
+// checkBatchOnGPU runs TestBatchOnGPU's checks for prompts of lens
+// phonemes (plus BOS and EOS); with churn, slot 1 leaves before step 4 and
+// a 9-phoneme prompt joins it before step 7.
+func checkBatchOnGPU(t *testing.T, pack string, lens []int, churn bool) {
+	p := golden.Pack(t, pack)
+	load := func(b compute.Backend) *zonos.Model {
+		m, err := zonos.Load(b, filepath.Join(p, "config.json"), filepath.Join(p, "model.safetensors"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
 	}
+	mg, mc := load(gb), load(cpu.New(0))
+	prompt := func(m *zonos.Model, n, salt int) compute.Tensor {
+		ids := []int32{2}
+		for i := 0; i < n; i++ {
+			ids = append(ids, int32(10+(i*7+salt*5)%60))
+		}
+		pr, _, err := m.Prefix(zonos.Inputs{PhonemeIDs: append(ids, 3), Values: map[string][]float32{"language_id": {float32(24 + salt)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pr
+	}
+	n := len(lens)
+	prompts := func(m *zonos.Model) []compute.Tensor {
+		var ps []compute.Tensor
+		for u, l := range lens {
+			ps = append(ps, prompt(m, l, u))
+		}
+		return ps
+	}
+	const steps, maxLen = 12, 48
+	mask := [][zonos.NumCodebooks]int32{{zonos.MASK, zonos.MASK, zonos.MASK, zonos.MASK, zonos.MASK, zonos.MASK, zonos.MASK, zonos.MASK, zonos.MASK}}
+	o := zonos.GenerateOptions{CFGScale: 2, Sampling: sample.Defaults(), Seed: 4}
+	change := func(m *zonos.Model, b *zonos.Batch, s int) {
+		switch {
+		case !churn:
+		case s == 4:
+			if err := b.Leave(1); err != nil {
+				t.Fatal(err)
+			}
+		case s == 7:
+			if _, err := b.Join(1, prompt(m, 9, 7), mask); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	newBatch := func(m *zonos.Model, o zonos.GenerateOptions) *zonos.Batch {
+		b, err := m.NewBatch(prompts(m), maxLen, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	bg, bc := newBatch(mg, o), newBatch(mc, o)
+	defer bg.Close()
+	defer bc.Close()
+	if _, err := bg.Prefill(mask); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bc.Prefill(mask); err != nil {
+		t.Fatal(err)
+	}
+	worst := 0.0
+	for s := 0; s < steps; s++ {
+		change(mg, bg, s)
+		change(mc, bc, s)
+		cols := make([][zonos.NumCodebooks]int32, n)
+		for u := range cols {
+			for k := range cols[u] {
+				cols[u][k] = int32((s*131 + u*17 + k*7) % zonos.CodebookSize)
+			}
+		}
+		g, err := bg.Logits(cols)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := bc.Logits(cols)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for u := range c {
+			if (g[u] == nil) != (c[u] == nil) || bg.PosOf(u) != bc.PosOf(u) {
+				t.Fatalf("step %d slot %d: gpu at %d (%d logits), cpu at %d (%d logits)", s, u, bg.PosOf(u), len(g[u]), bc.PosOf(u), len(c[u]))
+			}
+			for i := range c[u] {
+				if math.IsInf(float64(c[u][i]), 0) {
+					continue
+				}
+				d := math.Abs(float64(g[u][i] - c[u][i]))
+				worst = max(worst, d)
+				if d > 1e-4*max(1, math.Abs(float64(c[u][i]))) {
+					t.Fatalf("step %d slot %d logit %d: gpu %g cpu %g", s, u, i, g[u][i], c[u][i])
+				}
+			}
+		}
+	}
+	t.Logf("%d utterances × %d teacher-forced steps (churn %v): max |gpu − cpu| %.3g", n, steps, churn, worst)
+
+	roll := func(eager bool) [][][]int32 {
+		o := o
+		o.EagerSteps = eager
+		b := newBatch(mg, o)
+		defer b.Close()
+		tok, err := b.Prefill(mask)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := [][][]int32{tok}
+		hist := make([][][]int32, n)
+		for s := 0; s < steps; s++ {
+			change(mg, b, s)
+			cols := make([][zonos.NumCodebooks]int32, n)
+			for u := range cols {
+				if !b.Active(u) {
+					hist[u] = nil
+					continue
+				}
+				if hist[u] == nil {
+					hist[u] = make([][]int32, zonos.NumCodebooks)
+				}
+				for k := range cols[u] {
+					c := int32(zonos.MASK) // a slot joined since the last step
+					if tok[u] != nil {
+						c = min(tok[u][k], zonos.CodebookSize-1)
+					}
+					cols[u][k] = c
+					hist[u][k] = append(hist[u][k], c)
+				}
+			}
+			if tok, err = b.Step(cols, hist); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, tok)
+		}
+		return out
+	}
+	gr, ea := roll(false), roll(true)
+	for s := range gr {
+		for u := range gr[s] {
+			if !slices.Equal(gr[s][u], ea[s][u]) {
+				t.Fatalf("step %d slot %d: graph %v, eager %v", s, u, gr[s][u], ea[s][u])
+			}
+		}
+	}
+	t.Logf("%d utterances × %d sampled steps (churn %v): graph and eager tokens identical", n, steps, churn)
 }

@@ -107,8 +107,13 @@ func TestTruncatedWeights(t *testing.T) {
 	}
 }
 
-func loadTiny(t *testing.T) *Model {
-	dir := golden.Pack(t, "zonos-hybrid-tiny")
+func loadTiny(t *testing.T) *Model { return loadTinyVariant(t, "hybrid") }
+
+// loadTinyVariant loads the golden tiny model of a backbone variant
+// ("hybrid" or "transformer") on the CPU backend.
+func loadTinyVariant(t *testing.T, variant string) *Model {
+	t.Helper()
+	dir := golden.Pack(t, "zonos-"+variant+"-tiny")
 	m, err := Load(cpu.New(0), filepath.Join(dir, "config.json"), filepath.Join(dir, "model.safetensors"))
 	if err != nil {
 		t.Fatal(err)

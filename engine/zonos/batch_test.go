@@ -2,14 +2,11 @@ package zonos
 
 import (
 	"math"
-	"path/filepath"
 	"slices"
 	"testing"
 
 	"zonostream/engine/compute"
-	"zonostream/engine/cpu"
 	"zonostream/engine/sample"
-	"zonostream/internal/golden"
 )
 
 // batchPrefixes makes n prompts of the same length and different content.
@@ -27,6 +24,41 @@ func batchPrefixes(t *testing.T, m *Model, n int) []compute.Tensor {
 	return ps
 }
 
+// teacherColumns are the columns teacher-forced into n slots at step s.
+func teacherColumns(s, n int) [][NumCodebooks]int32 {
+	cols := make([][NumCodebooks]int32, n)
+	for u := range cols {
+		for k := range cols[u] {
+			cols[u][k] = int32((s*131 + u*17 + k*7) % CodebookSize)
+		}
+	}
+	return cols
+}
+
+// matchLogits fails t unless a batch's guided logits for slot u at step s
+// equal a single state's within 1e-5 relative (the same −inf cells), and
+// returns the largest difference.
+func matchLogits(t *testing.T, s, u int, got, want []float32) float64 {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("step %d slot %d: %d logits from the batch, %d from the single state", s, u, len(got), len(want))
+	}
+	worst := 0.0
+	for i := range want {
+		if math.IsInf(float64(want[i]), -1) != math.IsInf(float64(got[i]), -1) {
+			t.Fatalf("step %d slot %d logit %d: batch %g single %g", s, u, i, got[i], want[i])
+		}
+		if !math.IsInf(float64(want[i]), 0) {
+			d := math.Abs(float64(got[i] - want[i]))
+			worst = max(worst, d)
+			if d > 1e-5*max(1, math.Abs(float64(want[i]))) {
+				t.Fatalf("step %d slot %d logit %d: batch %g single %g", s, u, i, got[i], want[i])
+			}
+		}
+	}
+	return worst
+}
+
 // TestBatchMatchesSingle: n utterances decoded as one Batch give, step by
 // step, the guided logits each utterance gets from its own State
 // (teacher-forced with different columns per utterance), on both
@@ -34,11 +66,7 @@ func batchPrefixes(t *testing.T, m *Model, n int) []compute.Tensor {
 func TestBatchMatchesSingle(t *testing.T) {
 	for _, variant := range []string{"hybrid", "transformer"} {
 		t.Run(variant, func(t *testing.T) {
-			dir := golden.Pack(t, "zonos-"+variant+"-tiny")
-			m, err := Load(cpu.New(0), filepath.Join(dir, "config.json"), filepath.Join(dir, "model.safetensors"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			m := loadTinyVariant(t, variant)
 			const n, steps = 3, 6
 			ps := batchPrefixes(t, m, n)
 			mask := [][NumCodebooks]int32{{MASK, MASK, MASK, MASK, MASK, MASK, MASK, MASK, MASK}}
@@ -59,12 +87,7 @@ func TestBatchMatchesSingle(t *testing.T) {
 			}
 			worst := 0.0
 			for s := 0; s < steps; s++ {
-				cols := make([][NumCodebooks]int32, n)
-				for u := range cols {
-					for k := range cols[u] {
-						cols[u][k] = int32((s*131 + u*17 + k*7) % CodebookSize)
-					}
-				}
+				cols := teacherColumns(s, n)
 				got, err := b.Logits(cols)
 				if err != nil {
 					t.Fatal(err)
@@ -74,18 +97,7 @@ func TestBatchMatchesSingle(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					for i := range want {
-						if math.IsInf(float64(want[i]), -1) != math.IsInf(float64(got[u][i]), -1) {
-							t.Fatalf("step %d utterance %d logit %d: batch %g single %g", s, u, i, got[u][i], want[i])
-						}
-						if !math.IsInf(float64(want[i]), 0) {
-							d := math.Abs(float64(got[u][i] - want[i]))
-							worst = max(worst, d)
-							if d > 1e-5*max(1, math.Abs(float64(want[i]))) {
-								t.Fatalf("step %d utterance %d logit %d: batch %g single %g", s, u, i, got[u][i], want[i])
-							}
-						}
-					}
+					worst = max(worst, matchLogits(t, s, u, got[u], want))
 				}
 			}
 			t.Logf("%d utterances × %d steps: max |batch − single| %.3g", n, steps, worst)
@@ -100,11 +112,7 @@ func TestBatchMatchesSingle(t *testing.T) {
 // range and the same for the same seed; different prompts in one batch
 // are independent rows (not all equal).
 func TestBatchSamplingReproducible(t *testing.T) {
-	dir := golden.Pack(t, "zonos-hybrid-tiny")
-	m, err := Load(cpu.New(0), filepath.Join(dir, "config.json"), filepath.Join(dir, "model.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := loadTiny(t)
 	ps := batchPrefixes(t, m, 4)
 	run := func() [][][]int32 {
 		b, err := m.NewBatch(ps, ps[0].Shape()[1]+12, GenerateOptions{CFGScale: 2, Sampling: sample.Defaults(), Seed: 9})
@@ -162,11 +170,7 @@ func TestBatchSamplingReproducible(t *testing.T) {
 // TestBatchRefusesMismatch: prompts of different lengths (lockstep) and
 // empty or oversized batches are errors.
 func TestBatchRefusesMismatch(t *testing.T) {
-	dir := golden.Pack(t, "zonos-hybrid-tiny")
-	m, err := Load(cpu.New(0), filepath.Join(dir, "config.json"), filepath.Join(dir, "model.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := loadTiny(t)
 	a, _, err := m.Prefix(Inputs{PhonemeIDs: []int32{2, 10, 11, 3}, Values: map[string][]float32{"language_id": {24}}})
 	if err != nil {
 		t.Fatal(err)
@@ -202,11 +206,7 @@ func TestBatchRefusesMismatch(t *testing.T) {
 func TestBatchRaggedMatchesSingle(t *testing.T) {
 	for _, variant := range []string{"hybrid", "transformer"} {
 		t.Run(variant, func(t *testing.T) {
-			dir := golden.Pack(t, "zonos-"+variant+"-tiny")
-			m, err := Load(cpu.New(0), filepath.Join(dir, "config.json"), filepath.Join(dir, "model.safetensors"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			m := loadTinyVariant(t, variant)
 			prompt := func(n, salt int) compute.Tensor {
 				ids := []int32{2}
 				for i := 0; i < n; i++ {
@@ -260,12 +260,7 @@ func TestBatchRaggedMatchesSingle(t *testing.T) {
 						t.Fatalf("joined slot at %d, its single state at %d, slot 0 at %d", b.PosOf(1), sts[1].Pos(), b.PosOf(0))
 					}
 				}
-				cols := make([][NumCodebooks]int32, len(sts))
-				for u := range cols {
-					for k := range cols[u] {
-						cols[u][k] = int32((s*131 + u*17 + k*7) % CodebookSize)
-					}
-				}
+				cols := teacherColumns(s, len(sts))
 				got, err := b.Logits(cols)
 				if err != nil {
 					t.Fatal(err)
@@ -281,18 +276,7 @@ func TestBatchRaggedMatchesSingle(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					for i := range want {
-						if math.IsInf(float64(want[i]), -1) != math.IsInf(float64(got[u][i]), -1) {
-							t.Fatalf("step %d slot %d logit %d: batch %g single %g", s, u, i, got[u][i], want[i])
-						}
-						if !math.IsInf(float64(want[i]), 0) {
-							d := math.Abs(float64(got[u][i] - want[i]))
-							worst = max(worst, d)
-							if d > 1e-5*max(1, math.Abs(float64(want[i]))) {
-								t.Fatalf("step %d slot %d logit %d: batch %g single %g", s, u, i, got[u][i], want[i])
-							}
-						}
-					}
+					worst = max(worst, matchLogits(t, s, u, got[u], want))
 					if b.PosOf(u) != st.Pos() {
 						t.Fatalf("step %d: slot %d at %d, its single state at %d", s, u, b.PosOf(u), st.Pos())
 					}
@@ -306,11 +290,7 @@ func TestBatchRaggedMatchesSingle(t *testing.T) {
 // TestBatchSlotErrors: a slot is joined only when empty and in range, and
 // a step needs an utterance somewhere.
 func TestBatchSlotErrors(t *testing.T) {
-	dir := golden.Pack(t, "zonos-hybrid-tiny")
-	m, err := Load(cpu.New(0), filepath.Join(dir, "config.json"), filepath.Join(dir, "model.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := loadTiny(t)
 	b, err := m.NewEmptyBatch(2, 32, GenerateOptions{CFGScale: 2, Sampling: sample.Defaults()})
 	if err != nil {
 		t.Fatal(err)
