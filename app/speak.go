@@ -214,6 +214,13 @@ func (s *Speaker) run(ctx context.Context, job Job, req engine.Request, notices 
 	if err != nil {
 		return fail(fmt.Errorf("loading the %s model: %w", job.Settings.Variant, err))
 	}
+	// Still in the loading phase: the one-time costs of a fresh engine
+	// (espeak-ng's data, on the GPU the recorded decode step) are paid
+	// here, not in this utterance's time to first audio. Other warm-up
+	// errors are the request's own and come back from Synthesize below.
+	if err := eng.Warmup(ctx, req); err != nil && ctx.Err() != nil {
+		return fail(ctx.Err())
+	}
 	if job.Speaker != nil && !job.Settings.IsUnconditional("speaker") {
 		emb, err := s.voices.embed(ctx, s.Voice, job.Speaker)
 		switch {

@@ -12,6 +12,11 @@
 // (compute.Laned: the CUDA backend's second stream) the codec's kernels
 // also run beside the decode steps on the device. Audio events therefore
 // trail the FrameDone events they belong to; their PCM is unchanged.
+//
+// A freshly loaded engine's first utterance would also pay one-time costs
+// (espeak-ng loading its data; on the GPU recording the decode step and
+// the allocator's first growth); Warmup pays them beforehand, and the app
+// calls it while it still shows the model as loading.
 package engine
 
 import (
@@ -57,6 +62,8 @@ type Engine struct {
 	model   *zonos.Model
 	codec   *dac.Model
 	mu      sync.Mutex // one utterance at a time
+	warmMu  sync.Mutex // one Warmup at a time
+	warmed  bool       // Warmup has run (warmup.go)
 }
 
 // Load reads the bundle onto backend b. A backend that panics while the

@@ -1,0 +1,72 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"zonostream/engine/compute"
+)
+
+// warmupText is the throwaway utterance's text: short, with sound in every
+// espeak-ng voice.
+const warmupText = "Hello."
+
+// fullWarmup reports whether warming up runs a throwaway utterance on
+// backend b. Where the decode step is recorded as a device graph
+// (compute.GraphOps: the CUDA backend) the first utterance carries
+// one-time costs — recording the step, the allocator's first growth, the
+// vocoder's first kernels — that a throwaway utterance of tens of
+// milliseconds takes instead. On the CPU backend it would cost seconds and
+// save little. A variable so tests can take the full path on the CPU.
+var fullWarmup = func(b compute.Backend) bool {
+	_, ok := b.(compute.GraphOps)
+	return ok
+}
+
+// Warmup readies the engine so that its first utterance's time to first
+// audio is the steady one. It runs the text front end in req's language
+// (the first espeak-ng call loads its data: about 11 ms) and, where it pays
+// (fullWarmup), a throwaway utterance with req's knobs and length limit,
+// stopped at its first audio: its decode state, with the step recorded for
+// those knobs, goes back to the model's state pool for the next utterance.
+// Nothing is played or returned, and later utterances' output does not
+// depend on it (each seeds its own sampler and starts from a cleared
+// state). Once per engine: later calls return at once. Cancelling ctx
+// stops it; the engine is then warmed by the next call.
+func (e *Engine) Warmup(ctx context.Context, req Request) error {
+	e.warmMu.Lock()
+	defer e.warmMu.Unlock()
+	if e.warmed {
+		return nil
+	}
+	w := req
+	w.Text, w.AudioPrefix, w.FixedFrames = warmupText, nil, 0
+	if !fullWarmup(e.backend) {
+		if err := w.normalise(); err != nil {
+			return err
+		}
+		if _, err := e.pieces(w); err != nil {
+			return fmt.Errorf("engine warm-up: %w", err)
+		}
+		e.warmed = true
+		return nil
+	}
+	s, err := e.Synthesize(ctx, w)
+	if err != nil {
+		return fmt.Errorf("engine warm-up: %w", err)
+	}
+	for ev := range s.Events() {
+		if ev.Kind == Audio {
+			s.Cancel() // the first audio has been through every stage
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("engine warm-up: %w", err)
+	}
+	e.warmed = true
+	return nil
+}
