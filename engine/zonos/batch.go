@@ -123,8 +123,14 @@ func (m *Model) checkPrefix(p compute.Tensor, maxLen, cols int) error {
 	if len(s) != 3 || s[0] != 2 || s[2] != m.Config.Backbone.DModel {
 		return fmt.Errorf("prompt of shape %v; want [2, L, %d] (Model.Prefix)", s, m.Config.Backbone.DModel)
 	}
-	if s[1]+cols+1 > maxLen {
-		return fmt.Errorf("a %d-position prompt and %d prefill columns leave no room for a step in %d positions", s[1], cols, maxLen)
+	return roomFor(s[1], cols, maxLen)
+}
+
+// roomFor refuses a prompt of L positions whose cols prefill columns and
+// one step do not fit in maxLen positions.
+func roomFor(L, cols, maxLen int) error {
+	if L+cols+1 > maxLen {
+		return fmt.Errorf("a %d-position prompt and %d prefill columns leave no room for a step in %d positions", L, cols, maxLen)
 	}
 	return nil
 }
@@ -188,8 +194,8 @@ func (b *Batch) Prefill(cols [][NumCodebooks]int32) ([][]int32, error) {
 		return out, nil
 	}
 	L := b.prefix.Shape()[1]
-	if L+len(cols)+1 > b.st.maxLen {
-		return nil, fmt.Errorf("a %d-position prompt and %d prefill columns leave no room for a step in %d positions", L, len(cols), b.st.maxLen)
+	if err := roomFor(L, len(cols), b.st.maxLen); err != nil {
+		return nil, err
 	}
 	emb, err := b.m.embedColumns(cols)
 	if err != nil {
@@ -265,7 +271,10 @@ func (b *Batch) Leave(u int) error {
 // guided logits [9·1026] (no sampling; nil for an empty slot): for tests
 // and tools that compare a batch with single-utterance decoding.
 func (b *Batch) Logits(cols [][NumCodebooks]int32) ([][]float32, error) {
-	heads, err := b.forward(cols)
+	if len(cols) != b.n {
+		return nil, fmt.Errorf("batch of %d utterances fed %d columns", b.n, len(cols))
+	}
+	heads, err := b.forward(b.occupied(cols))
 	if err != nil {
 		return nil, err
 	}
@@ -398,12 +407,9 @@ func (b *Batch) advance() {
 	}
 }
 
-// forward runs one step's backbone and heads: [2, 9n, W] on the device.
+// forward runs one step's backbone and heads for the n columns cols
+// (empty slots' already MASK, occupied): [2, 9n, W] on the device.
 func (b *Batch) forward(cols [][NumCodebooks]int32) (compute.Tensor, error) {
-	if len(cols) != b.n {
-		return nil, fmt.Errorf("batch of %d utterances fed %d columns", b.n, len(cols))
-	}
-	cols = b.occupied(cols)
 	if err := checkColumns(cols); err != nil {
 		return nil, err
 	}
