@@ -174,7 +174,7 @@ func (l *layer) forward(b compute.Backend, hidden, residual compute.Tensor, st l
 func (a *attention) forward(b compute.Backend, x compute.Tensor, st layerState, pos position) compute.Tensor {
 	s := a.spec
 	qkv := b.Linear(x, a.inProj, nil)
-	if pos.rows != nil { // Batch: checked by canRagged before
+	if pos.rows != nil { // Batch.forward checked canRagged
 		q, k, v := splitQKV(b, qkv, s)
 		return b.Linear(b.(compute.RaggedAttention).AttentionRagged(q, k, v, st.k, st.v, pos.rows, s), a.outProj, nil)
 	}

@@ -420,6 +420,9 @@ func (b *Batch) forward(cols [][NumCodebooks]int32) (compute.Tensor, error) {
 	at := position{host: pos[0]}
 	for _, p := range pos {
 		if p != pos[0] {
+			if !b.m.canRagged() {
+				return nil, fmt.Errorf("batch step with utterances at different positions: the %T backend has no attention with a position per utterance", b.m.b)
+			}
 			at = position{rows: pos}
 			break
 		}
