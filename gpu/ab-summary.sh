@@ -31,6 +31,9 @@ arm == "" { next }
 /^\| steady per-frame/           { split($0, f, "|"); add("steady frame (ms)", num(f[3])) }
 /^\| generation real-time/       { split($0, f, "|"); add("generation RTF (x)", num(f[3])) }
 /^\| vocoder real-time/          { split($0, f, "|"); add("vocoder RTF (x)", num(f[3])) }
+/^First utterance of the freshly built engine/ {
+	s = $0; sub(/.*: TTFA /, "", s); sub(/ ms.*/, "", s); add("first utterance TTFA, cold (ms)", s + 0)
+}
 /^The step graph alone/ {
 	s = $0; sub(/ ms per step.*/, "", s); sub(/.*: /, "", s); add("step graph alone (ms)", s + 0)
 }

@@ -34,7 +34,7 @@ func TestRunTiny(t *testing.T) {
 	if r.DecodeStep.N != 3 || r.Prefill.N != 2 || r.TTFA.N != 2 || r.VocoderRTF.N != 2 {
 		t.Errorf("counts: %+v", r)
 	}
-	if r.StepGB <= 0 || r.ReadGBs <= 0 || r.CopyGBs <= 0 || r.FloorMs <= 0 || r.FloorPercent <= 0 || r.TTFA.P50 <= 0 || r.GenRTF.P50 <= 0 || r.MemoryGB <= 0 {
+	if r.StepGB <= 0 || r.ReadGBs <= 0 || r.CopyGBs <= 0 || r.FloorMs <= 0 || r.FloorPercent <= 0 || r.TTFA.P50 <= 0 || r.FirstTTFAMs <= 0 || r.GenRTF.P50 <= 0 || r.MemoryGB <= 0 {
 		t.Errorf("empty figures: %+v", r)
 	}
 	if len(r.Batches) != 2 || r.Batches[1].N != 3 || r.Batches[1].Step.N != 3 || r.Batches[1].Step.P50 <= 0 || r.Batches[1].RTF <= 0 {
@@ -45,7 +45,7 @@ func TestRunTiny(t *testing.T) {
 	}
 	var md bytes.Buffer
 	r.Markdown(&md)
-	for _, want := range []string{"decode step", "TTFA", "reference ÷ ours", "floor", "chunk 4", "| 3 |"} {
+	for _, want := range []string{"decode step", "TTFA", "reference ÷ ours", "floor", "chunk 4", "| 3 |", "First utterance"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q", want)
 		}

@@ -53,6 +53,10 @@ func (r *Report) Markdown(w io.Writer) {
 	fmt.Fprintf(w, "| generation real-time factor (audio s / wall s, vocoder included) | %.2f× | %.2f× | %d | 1.4–1.9× | %.2f× |\n",
 		r.GenRTF.P50, r.GenRTF.P90, r.GenRTF.N, r.GenRTF.P50/1.9)
 	fmt.Fprintf(w, "| vocoder real-time factor (streamed, chunk %d) | %.1f× | %.1f× | %d | — | — |\n", r.Chunk, r.VocoderRTF.P50, r.VocoderRTF.P90, r.VocoderRTF.N)
+	if r.FirstTTFAMs > 0 {
+		fmt.Fprintf(w, "\nFirst utterance of the freshly built engine, everything cold (text front end, step recording, allocator, vocoder): TTFA %.1f ms against the p50 of %.1f ms above; engine.Warmup pays the difference before an app's first utterance.\n",
+			r.FirstTTFAMs, r.TTFA.P50)
+	}
 	fmt.Fprintf(w, "\nWeight-read floor: %.3f GB ÷ %.0f GB/s read bandwidth (measured in this run; copy %.0f GB/s) = %.3f ms; the decode step p50 reaches **%.1f %%** of it.\n",
 		r.StepGB, r.ReadGBs, r.CopyGBs, r.FloorMs, r.FloorPercent)
 	if r.ReplayStepMs > 0 && r.DecodeStep.P50 > 0 {
