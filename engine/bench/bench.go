@@ -159,6 +159,7 @@ func Run(ctx context.Context, b compute.Backend, o Options, progress func(string
 	if err := measureFirstUtterance(ctx, e, o, r, progress); err != nil {
 		return nil, err
 	}
+	m.FreeStates() // the decode-step measurements' first step records afresh
 	if err := measureModel(ctx, timer, m, o, r, progress); err != nil {
 		return nil, err
 	}

@@ -63,6 +63,21 @@ func (m *Model) releaseState(st *State) {
 	}
 }
 
+// FreeStates frees the idle states the model keeps for later utterances,
+// with their recorded steps: their device memory goes back to the backend,
+// and the next utterance builds and records afresh (zonos bench does this
+// after timing a cold first utterance, so the decode-step figures start
+// cold too).
+func (m *Model) FreeStates() {
+	m.mu.Lock()
+	idle := m.states.idle
+	m.states.idle = nil
+	m.mu.Unlock()
+	for _, s := range idle {
+		s.free(m.b)
+	}
+}
+
 // reset empties a state for a new utterance: the recurrent Mamba2 states
 // are zeroed; the KV caches need not be, since attention only reads the
 // positions the new utterance writes. A step the last utterance queued

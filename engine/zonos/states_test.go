@@ -116,6 +116,14 @@ func TestStatePool(t *testing.T) {
 	if big.layers != nil {
 		t.Fatal("the state dropped from the pool was not freed")
 	}
+	kept := append([]*State(nil), m.states.idle...)
+	m.FreeStates()
+	if len(m.states.idle) != 0 || kept[0].layers != nil || kept[1].layers != nil {
+		t.Fatalf("FreeStates left %d idle states (or did not free them)", len(m.states.idle))
+	}
+	if fresh := m.acquireState(10); fresh == b || fresh == c {
+		t.Fatal("a freed state was handed out again")
+	}
 }
 
 func nonZero(v []float32) int {
