@@ -43,12 +43,13 @@ type Speaker struct {
 	// buttons). It may be nil.
 	OnEnd func(*Utterance)
 
-	mu     sync.Mutex
-	out    Output
-	cancel context.CancelFunc
-	done   chan struct{}
-	voices voiceCache
-	rng    *rand.Rand
+	mu      sync.Mutex
+	out     Output
+	cancel  context.CancelFunc
+	done    chan struct{}
+	preload context.CancelFunc // a background load (Preload) in progress
+	voices  voiceCache
+	rng     *rand.Rand
 }
 
 // NewSpeaker wires a speaker to models and an output (nil: none, with why
@@ -142,6 +143,39 @@ func (s *Speaker) Stop() {
 	if s.cancel != nil {
 		s.cancel()
 	}
+	if s.preload != nil {
+		s.preload()
+	}
+}
+
+// Preload loads the variant's model and warms it (engine.Warmup with
+// req's language, knobs and length limit) in the background, so that the
+// first Speak starts speaking instead of loading for seconds. An utterance
+// started meanwhile waits for that same load (Models.Load serialises), not
+// for another. Stop cancels it. A failure goes to OnNotice; the first
+// Speak tries again and reports its own error. done, when not nil, is
+// called when the preload has ended.
+func (s *Speaker) Preload(variant string, req engine.Request, done func(error)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.mu.Lock()
+	if s.preload != nil {
+		s.preload()
+	}
+	s.preload = cancel
+	s.mu.Unlock()
+	go func() {
+		defer cancel()
+		eng, err := s.Models.Load(ctx, variant)
+		if err == nil {
+			err = eng.Warmup(ctx, req)
+		}
+		if err != nil && ctx.Err() == nil {
+			s.OnNotice(fmt.Sprintf("Loading the %s model in the background failed: %v", variant, err))
+		}
+		if done != nil {
+			done(err)
+		}
+	}()
 }
 
 // start claims the speaker for one run.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-	"zonostream/audio"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -12,6 +11,8 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"zonostream/audio"
+	"zonostream/engine"
 	"zonostream/engine/weights"
 )
 
@@ -71,6 +72,9 @@ type UI struct {
 	// OnEnded, if set, is called on the UI goroutine after an utterance
 	// or playback has been shown as ended (tests wait on it).
 	OnEnded func()
+	// OnPreloaded, if set, is called (on the loading goroutine) when
+	// Preload has ended, with its error (tests wait on it).
+	OnPreloaded func(error)
 }
 
 // New builds the main window (not shown yet).
@@ -180,6 +184,25 @@ func (ui *UI) Speak() {
 	}
 	ui.notify(fmt.Sprintf("Speaking %d characters (seed %d)…", len([]rune(req.Text)), req.Seed))
 	ui.busy()
+}
+
+// Preload loads and warms the selected model in the background when it is
+// installed (Speaker.Preload): the app starts with the model resident, so
+// the first Speak is as quick as the later ones. The warm-up request is
+// built from the current settings (any text; the engine brings its own).
+func (ui *UI) Preload() {
+	ch, ok := ui.choice(ui.settings.Variant)
+	if !ok || !ch.Installed {
+		return
+	}
+	st := ui.settings
+	st.Text = "warm-up"
+	req, _, err := BuildRequest(st, Voice{}, func() uint64 { return 0 })
+	if err != nil { // settings the first Speak will complain about: warm with the defaults
+		req = engine.Request{Language: st.Language, Knobs: engine.DefaultKnobs()}
+	}
+	req.MaxSeconds = ui.Speaker.MaxSeconds
+	ui.Speaker.Preload(st.Variant, req, ui.OnPreloaded)
 }
 
 // SpeakText puts text in the compose box and speaks it.

@@ -27,6 +27,7 @@ type tinyModels struct {
 	installed map[string]bool
 	mu        sync.Mutex
 	eng       map[string]*engine.Engine
+	loads     int // engines actually loaded (not served from eng)
 }
 
 func newTinyModels(t testing.TB) *tinyModels {
@@ -49,6 +50,7 @@ func (m *tinyModels) Load(_ context.Context, v string) (*engine.Engine, error) {
 		return nil, err
 	}
 	m.eng[v] = e
+	m.loads++
 	return e, nil
 }
 

@@ -101,6 +101,7 @@ func run(backend, modelDir, dacDir, device string, null bool, say string, maxSec
 
 	ui := app.New(a, cfg)
 	ui.Speaker.MaxSeconds = maxSeconds
+	ui.Preload() // the selected model, when installed, loads while the window opens
 	if say != "" {
 		// Scripts (screenshot.sh) wait for this line before capturing.
 		ui.OnEnded = func() { fmt.Fprintln(os.Stderr, "zonos-stream: utterance ended") }
