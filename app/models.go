@@ -47,9 +47,11 @@ type HubModels struct {
 	// directories (config.json + model.safetensors each).
 	ModelDir, DACDir string
 
-	mu  sync.Mutex
-	cur string         // the loaded variant
-	eng *engine.Engine // one model at a time: each full-size one is gigabytes
+	mu sync.Mutex // guards Cache: held only briefly, so the window never waits on a load
+
+	loadMu sync.Mutex     // serialises Load (seconds for a full-size model) and guards cur, eng
+	cur    string         // the loaded variant
+	eng    *engine.Engine // one model at a time: each full-size one is gigabytes
 }
 
 // Backend is "name — device".
@@ -93,8 +95,8 @@ func (h *HubModels) Choices() []ModelChoice {
 
 // Load returns the variant's engine, loading it the first time.
 func (h *HubModels) Load(ctx context.Context, variant string) (*engine.Engine, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.loadMu.Lock()
+	defer h.loadMu.Unlock()
 	if h.eng != nil && h.cur == variant {
 		return h.eng, nil
 	}
@@ -112,7 +114,7 @@ func (h *HubModels) Load(ctx context.Context, variant string) (*engine.Engine, e
 		if err != nil {
 			return nil, err
 		}
-		b, err := weights.FindBundle(h.Cache, v)
+		b, err := weights.FindBundle(h.cache(), v)
 		if err != nil {
 			return nil, err
 		}

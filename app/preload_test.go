@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"zonostream/engine"
+	"zonostream/engine/cpu"
+	"zonostream/engine/weights"
 )
 
 // waitPreload waits for the UI's Preload to end and returns its error.
@@ -106,4 +108,26 @@ func TestPreloadStopped(t *testing.T) {
 			t.Errorf("a cancelled preload changed the status to %q", tu.status.Text)
 		}
 	})
+}
+
+// TestChoicesDuringLoad: the model picker's Choices and the cache in use
+// answer while a model is loading (a full-size load holds the loader for
+// seconds, and the window asks them on its own goroutine).
+func TestChoicesDuringLoad(t *testing.T) {
+	h := &HubModels{B: cpu.New(0), Cache: weights.Cache{Dir: t.TempDir(), From: "test"}}
+	h.loadMu.Lock() // a load in progress
+	defer h.loadMu.Unlock()
+	done := make(chan []ModelChoice, 1)
+	go func() {
+		_ = h.CurrentCache()
+		done <- h.Choices()
+	}()
+	select {
+	case ch := <-done:
+		if len(ch) != 2 || ch[0].Installed {
+			t.Errorf("choices of an empty cache: %+v", ch)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Choices waited for the load to finish")
+	}
 }
