@@ -59,9 +59,13 @@ func newClipView(ui *UI, title, help string, speaker bool) *clipView {
 	return v
 }
 
-// set shows clip c (nil clears).
+// set shows clip c (nil clears); a speaker clip starts encoding in the
+// background (Speaker.PrepareVoice).
 func (v *clipView) set(c *Clip) {
 	v.clip = c
+	if v.speaker {
+		v.ui.Speaker.PrepareVoice(c)
+	}
 	if c == nil {
 		v.info.SetText("No clip.")
 		v.playBtn.Disable()

@@ -48,6 +48,7 @@ type Speaker struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 	preload context.CancelFunc // a background load (Preload) in progress
+	prepare context.CancelFunc // a background voice encoding (PrepareVoice) in progress
 	voices  voiceCache
 	rng     *rand.Rand
 }
@@ -146,6 +147,33 @@ func (s *Speaker) Stop() {
 	if s.preload != nil {
 		s.preload()
 	}
+}
+
+// PrepareVoice starts encoding speaker clip c in the background (nil, or
+// no encoder: nothing), so that Speak finds its embedding ready instead
+// of encoding it first (on the CPU backend that is minutes for a 10 s
+// clip). It runs only while nothing is being spoken, since it shares the
+// backend with the utterance; Speak waits for an encoding in progress
+// rather than starting another. A later clip cancels the encoding of the
+// earlier one. Errors are left for Speak to report.
+func (s *Speaker) PrepareVoice(c *Clip) {
+	s.mu.Lock()
+	if s.prepare != nil {
+		s.prepare()
+		s.prepare = nil
+	}
+	if c == nil || s.Voice == nil || s.done != nil {
+		s.mu.Unlock()
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.prepare = cancel
+	enc := s.Voice
+	s.mu.Unlock()
+	go func() {
+		defer cancel()
+		_, _ = s.voices.embed(ctx, enc, c) // a failure is Speak's to report, when it needs the voice
+	}()
 }
 
 // Preload loads the variant's model and warms it (engine.Warmup with

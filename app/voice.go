@@ -20,10 +20,21 @@ type VoiceEncoder interface {
 var ErrNoVoiceEncoder = errors.New("voice cloning is not available in this build (no speaker encoder): speech uses the model's default voice")
 
 // voiceCache remembers embeddings by clip content, so speaking twice with
-// one clip encodes it once.
+// one clip encodes it once, and a clip already being encoded (Speaker.
+// PrepareVoice started it when the clip was set) is waited for, not
+// encoded again.
 type voiceCache struct {
-	mu sync.Mutex
-	m  map[[32]byte][]float32
+	mu       sync.Mutex
+	m        map[[32]byte][]float32
+	inflight map[[32]byte]*voiceJob
+}
+
+// voiceJob is one encoding in progress; v and err are set before done
+// closes.
+type voiceJob struct {
+	done chan struct{}
+	v    []float32
+	err  error
 }
 
 func clipKey(c *Clip) [32]byte {
@@ -40,27 +51,52 @@ func clipKey(c *Clip) [32]byte {
 	return k
 }
 
-// embed returns the cached embedding of c or computes it with enc.
+// embed returns the cached embedding of c, waits for an encoding of c in
+// progress, or computes it with enc. When the encoding it waited for
+// failed (its caller was cancelled, say), it tries once itself.
 func (vc *voiceCache) embed(ctx context.Context, enc VoiceEncoder, c *Clip) ([]float32, error) {
 	if enc == nil {
 		return nil, ErrNoVoiceEncoder
 	}
 	k := clipKey(c)
-	vc.mu.Lock()
-	if e, ok := vc.m[k]; ok {
+	for attempt := 0; ; attempt++ {
+		vc.mu.Lock()
+		if e, ok := vc.m[k]; ok {
+			vc.mu.Unlock()
+			return e, nil
+		}
+		j, running := vc.inflight[k]
+		if !running || attempt > 0 {
+			break // vc.mu still held
+		}
 		vc.mu.Unlock()
-		return e, nil
+		select {
+		case <-j.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if j.err == nil {
+			return j.v, nil
+		}
 	}
+	j := &voiceJob{done: make(chan struct{})}
+	if vc.inflight == nil {
+		vc.inflight = map[[32]byte]*voiceJob{}
+	}
+	vc.inflight[k] = j
 	vc.mu.Unlock()
-	e, err := enc.Embed(ctx, c.Samples, c.Rate)
-	if err != nil {
-		return nil, err
-	}
+	j.v, j.err = enc.Embed(ctx, c.Samples, c.Rate)
 	vc.mu.Lock()
-	if vc.m == nil {
-		vc.m = map[[32]byte][]float32{}
+	if vc.inflight[k] == j {
+		delete(vc.inflight, k)
 	}
-	vc.m[k] = e
+	if j.err == nil {
+		if vc.m == nil {
+			vc.m = map[[32]byte][]float32{}
+		}
+		vc.m[k] = j.v
+	}
 	vc.mu.Unlock()
-	return e, nil
+	close(j.done)
+	return j.v, j.err
 }
