@@ -194,6 +194,7 @@ func (v *weightsView) download() {
 				v.dl.SetText("Download")
 				v.state.SetText(fmt.Sprintf("The %s model is ready.", variant))
 				v.ui.notify(fmt.Sprintf("The %s model is installed; you can speak now.", variant))
+				v.ui.Preload() // the selected model, if that is the one just installed
 			}
 		})
 	}()
