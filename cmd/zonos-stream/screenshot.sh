@@ -15,7 +15,7 @@ work=$(mktemp -d) # fresh HOME: default preferences
 Xvfb ":$num" -screen 0 1240x880x24 -nolisten tcp >/dev/null 2>&1 &
 xvfb=$!
 app=
-trap 'kill $app $xvfb 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill $app $xvfb 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 sleep 1
 DISPLAY=":$num" LANG=en_US.UTF-8 HOME="$work" "$bin" --null-audio \
   --model-dir "$golden/zonos-hybrid-tiny" --dac-dir "$golden/dac-tiny" --max-seconds 3 \
