@@ -52,21 +52,36 @@ func (e *Engine) Warmup(ctx context.Context, req Request) error {
 		e.warmed = true
 		return nil
 	}
-	s, err := e.Synthesize(ctx, w)
-	if err != nil {
-		return fmt.Errorf("engine warm-up: %w", err)
-	}
-	for ev := range s.Events() {
-		if ev.Kind == Audio {
-			s.Cancel() // the first audio has been through every stage
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := s.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+	if _, err := e.SpeakToFirstAudio(ctx, w); err != nil {
 		return fmt.Errorf("engine warm-up: %w", err)
 	}
 	e.warmed = true
 	return nil
+}
+
+// SpeakToFirstAudio runs req until its first committed audio has been
+// through every stage, stops it there, and returns the utterance's meters
+// (TTFA among them; zero when it ended without audio). Nothing is played.
+// Warmup's throwaway utterance, and zonos bench's cold first utterance.
+func (e *Engine) SpeakToFirstAudio(ctx context.Context, req Request) (Metrics, error) {
+	s, err := e.Synthesize(ctx, req)
+	if err != nil {
+		return Metrics{}, err
+	}
+	var final Event
+	for ev := range s.Events() {
+		switch ev.Kind {
+		case Audio:
+			s.Cancel()
+		case Done, Failed:
+			final = ev
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return Metrics{}, err
+	}
+	if err := s.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+		return Metrics{}, err
+	}
+	return final.Metrics, nil
 }

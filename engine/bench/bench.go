@@ -10,7 +10,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"time"
@@ -388,29 +387,14 @@ func rolloutRequest(o Options, i int) engine.Request {
 // first utterance. The utterance is stopped at its first audio.
 func measureFirstUtterance(ctx context.Context, e *engine.Engine, o Options, r *Report, progress func(string)) error {
 	progress("the engine's first utterance, cold, to its first audio")
-	s, err := e.Synthesize(ctx, rolloutRequest(o, 0))
+	m, err := e.SpeakToFirstAudio(ctx, rolloutRequest(o, 0))
 	if err != nil {
 		return err
 	}
-	var final engine.Event
-	for ev := range s.Events() {
-		switch ev.Kind {
-		case engine.Audio:
-			s.Cancel()
-		case engine.Done, engine.Failed:
-			final = ev
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if final.Kind == engine.Failed && !errors.Is(final.Err, context.Canceled) {
-		return final.Err
-	}
-	if final.Metrics.TTFA <= 0 {
+	if m.TTFA <= 0 {
 		return fmt.Errorf("bench: the first utterance ended without audio")
 	}
-	r.FirstTTFAMs = float64(final.Metrics.TTFA) / 1e6
+	r.FirstTTFAMs = float64(m.TTFA) / 1e6
 	return nil
 }
 
