@@ -18,9 +18,11 @@
 // batch of up to 4 utterances); tiled GEMMs with split-K for more rows
 // (tc.cu: tc_wide, a cp.async-pipelined TF32 tensor-core tile for
 // 16-bit-weight Linear with 32 × 64 warp tiles and ldmatrix fragments,
-// split along K only as far as the grid needs to fill the GPU; conv_simt, fp32 FMAs on 64 × 128 tiles with a coalesced input
-// gather, for the DAC's convolutions, whose precision the tensor cores'
-// 3xTF32 did not keep); row kernels that hold a
+// split along K only as far as the grid needs to fill the GPU; conv_tc for
+// the DAC's convolutions, 64 × 128 tiles with a coalesced input gather on
+// tensor cores, three TF32 products per 8-wide k step summed into fp32
+// with IEEE adds, which keeps the precision that 3xTF32 accumulated in
+// the tensor cores did not; conv_simt, the same tile on fp32 FMAs); row kernels that hold a
 // row in registers (LayerNorm, gated RMSNorm); attention with a cache,
 // split over blocks for one query (the blocks also write the new cache
 // row); the Mamba2 conv and scan — one kernel for a decode step
@@ -38,7 +40,8 @@
 // ends. `ZONOS_CUDA_GRAPH=0` (op by op), `ZONOS_PDL=0`,
 // `ZONOS_GEMV_EARLY=0`, `ZONOS_TC=0` (the older GEMM kernels),
 // `ZONOS_TC_SPLITS=old` (tc_wide split by tcSplits' fixed rule),
-// `ZONOS_CONV=old` (the convolutions on simt_gemm with coarser split-K),
+// `ZONOS_CONV=simt` (the convolutions on conv_simt's fp32 FMAs),
+// `ZONOS_CONV=old` (on simt_gemm with coarser split-K),
 // `ZONOS_MAMBA_STEP=0` (the decode step's conv and scan as two kernels),
 // `ZONOS_GEMV=old` and `ZONOS_CUDA_RUNNER=0` switch the newer paths off for
 // before/after measurements; docs/gpu/ holds the runs and profiles.

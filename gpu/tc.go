@@ -31,9 +31,15 @@ const tcWideSmem = kernels.WideSmem
 // before/after measurements): on simt_gemm's 64 × 64 tiles (convOld) with
 // the coarser split-K (convOldSplits). The kernels alone give
 // bit-identical results for the same splits (TestConvSimtMatchesGemmTile).
+//
+// ZONOS_CONV=simt runs them on conv_simt (fp32 FMAs) instead of conv_tc
+// (tensor cores, three TF32 products per k step summed in fp32): the
+// before/after switch of conv_tc, and the CPU reference's exact arithmetic
+// where that is wanted.
 var (
 	convOld       = os.Getenv("ZONOS_CONV") == "old"
 	convOldSplits = convOld
+	convTC        = os.Getenv("ZONOS_CONV") == ""
 )
 
 // tcSplits chooses split-K for a reduction of length kr with m output
@@ -88,7 +94,7 @@ type tcShape struct {
 	batch, cin, t, cout, kw, tout, stride, pad, dil int
 }
 
-// tcGemm launches tc_wide, conv_simt or simt_gemm (and tc_reduce when split),
+// tcGemm launches tc_wide, conv_tc, conv_simt or simt_gemm (and tc_reduce when split),
 // computing the m × n product reduced over kr into out (owner goroutine).
 // For tcConvT the grid also runs one slice per output phase (stride of
 // them) and n bounds the columns of one phase.
@@ -116,8 +122,10 @@ func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor,
 	switch {
 	case wide:
 		kernel, tileN, smem = "tc_wide", 128, tcWideSmem // BF16/F16 weights: exact in TF32; rows in 16-byte pieces
+	case mode != tcLinear && !convOld && convTC:
+		kernel, tileN = "conv_tc", 128 // convolutions on tensor cores: coalesced input gather
 	case mode != tcLinear && !convOld:
-		kernel, tileN = "conv_simt", 128 // convolutions: coalesced input gather
+		kernel, tileN = "conv_simt", 128 // convolutions on fp32 FMAs: coalesced input gather
 	}
 	b.launchSmem(b.k[kernel], [3]int{(n + tileN - 1) / tileN, (m + 63) / 64, batch * phases * splits}, [3]int{128, 1, 1}, smem,
 		x.ptr(), wp, bias, out.ptr(), work, mode, m, n, kr, wdt, splits, chunk,

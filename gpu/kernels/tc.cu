@@ -1,7 +1,7 @@
 // Tiled GEMMs for the large products: prefill projections (Linear with many
 // rows) on tensor cores (tc_wide_tile, 64 × 128 tiles), the DAC's
-// convolutions as implicit GEMMs on the CUDA cores (gemm_tile 64 × 64,
-// conv_gemm_tile 64 × 128). All use 32-wide (or 16-wide) k steps, split-K
+// convolutions as implicit GEMMs (conv_tile 64 × 128: on tensor cores,
+// conv_tc, or on fp32 FMAs, conv_simt; gemm_tile 64 × 64 for any mode). All use 32-wide (or 16-wide) k steps, split-K
 // and the same output placement (place); they differ in how operands reach
 // shared memory and in the inner product.
 //
@@ -9,9 +9,10 @@
 // two TF32 parts, x = big + small, and multiplied by the BF16/F16 weight,
 // which TF32 holds exactly: big·w + small·w with fp32 accumulation keeps
 // about 21 bits of every product. The same trick with fp32 weights (3
-// products) measured only ~60 dB on the DAC (the tensor cores' fp32
-// accumulation is not IEEE), so the convolutions stay on fp32 FMAs
-// (simt_gemm), which also keeps the CPU reference's precision.
+// products) measured only ~60 dB on the DAC when the products accumulated
+// in the tensor cores over all of k (their accumulation is not IEEE);
+// conv_tc therefore sums each 8-wide k step's fragment into fp32 registers
+// with IEEE adds (see conv_tile).
 //
 // Order: each output is reduced over k in the same sequence of 32-wide
 // steps wherever its tile lies, and split-K partials are summed in split
@@ -97,7 +98,7 @@ __device__ __forceinline__ void place(const Problem& p, const float* bias, float
 // the transposed conv's phase geometry) for a grid whose z index is
 // (batch item · phases + ρ) · splits + split. It returns false when phase
 // ρ has no output column at n0: the block then has nothing to do. Shared
-// by gemm_tile and conv_gemm_tile, which differ in tile sizes and gather.
+// by gemm_tile and conv_tile, which differ in tile sizes and gather.
 __device__ __forceinline__ bool block_tile(Problem& p, int splits, int n0) {
     int phases = p.mode == TC_CONVT ? p.stride : 1;
     int z = blockIdx.z;
@@ -348,27 +349,44 @@ __device__ __forceinline__ void tc_wide_tile(const Problem& p, const float* __re
             }
 }
 
-// ---- Convolutions on fp32 FMAs (conv_gemm_tile) -------------------------
+// ---- Convolutions (conv_tile) ---------------------------------------------
 // The DAC's convolutions as implicit GEMMs (modes TC_CONV and TC_CONVT):
-// 64 output channels × 128 time steps per block, 8 × 8 outputs per
-// thread, 16-wide k steps double-buffered in shared memory with the next
-// step's operands in registers. What makes it faster than gemm_tile is the
-// gather: each thread fetches the input for one time step over the 16 k
-// rows, so a warp reads 32 consecutive samples (gemm_tile's warps read 32
-// different (channel, tap) rows), and it steps (ci, tap) incrementally
-// instead of dividing per element. Every output is the same sequential
-// fmaf chain over k as in gemm_tile, with the same split-K chunks: the
-// results are bit-identical to it.
+// 64 output channels × 128 time steps per block, 16-wide k steps
+// double-buffered in shared memory with the next step's operands in
+// registers. What made the fp32 tile faster than gemm_tile is the gather:
+// each thread fetches the input for one time step over the 16 k rows, so a
+// warp reads 32 consecutive samples (gemm_tile's warps read 32 different
+// (channel, tap) rows), and it steps (ci, tap) incrementally instead of
+// dividing per element. Two inner products share that gather:
+//
+//   - TC = false (conv_simt): 8 × 8 outputs per thread on fp32 FMAs. Every
+//     output is the same sequential fmaf chain over k as in gemm_tile,
+//     with the same split-K chunks: the results are bit-identical to it.
+//   - TC = true (conv_tc): each warp owns 32 × 64 outputs as m16n8k8 TF32
+//     fragments. Both operands are split into TF32 parts (v = big +
+//     small, about 22 bits together) and every 8-wide k step is three
+//     products, small·big, big·small, then big·big, into a fragment that
+//     starts at zero; that fragment is then added to the fp32 accumulator
+//     with an IEEE add. The tensor cores' own accumulation (not IEEE: it
+//     truncates while aligning) thus only ever sums 8 terms, which is what
+//     kept the earlier three-product attempt, accumulating in the
+//     fragment over all of k, at ~60 dB against the CPU. Every output is
+//     reduced in the same order wherever its tile lies (k steps, then
+//     split-K in split order), so streamed windows stay exact.
 #define CV_M 64
 #define CV_N 128
 #define CV_K 16
-#define CV_LDA (CV_M + 4)
-#define CV_LDB (CV_N + 4)
 
-__device__ __forceinline__ void conv_gemm_tile(Problem p, const float* __restrict__ bias, float* __restrict__ out,
-                                               float* __restrict__ work, int splits, int kchunk) {
-    __shared__ __align__(16) float As[2][CV_K * CV_LDA];
-    __shared__ __align__(16) float Bs[2][CV_K * CV_LDB];
+template <bool TC>
+__device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ bias, float* __restrict__ out,
+                                          float* __restrict__ work, int splits, int kchunk) {
+    // Row strides: the SIMT tile reads float4 rows (16-byte aligned); the
+    // tensor-core tile reads one k row per group of four lanes (t) at 8
+    // consecutive m or n (g): conflict-free when the stride is 8 (mod 32).
+    constexpr int LDA = TC ? CV_M + 8 : CV_M + 4;
+    constexpr int LDB = TC ? CV_N + 8 : CV_N + 4;
+    __shared__ __align__(16) float As[2][CV_K * LDA];
+    __shared__ __align__(16) float Bs[2][CV_K * LDB];
     int s = blockIdx.z % splits;
     int m0 = blockIdx.y * CV_M, n0 = blockIdx.x * CV_N;
     if (!block_tile(p, splits, n0)) return;
@@ -401,19 +419,23 @@ __device__ __forceinline__ void conv_gemm_tile(Problem p, const float* __restric
     };
     auto stash = [&](int buf) {
 #pragma unroll
-        for (int i = 0; i < 8; i++) As[buf][ak * CV_LDA + ar + 8 * i] = ra[i];
+        for (int i = 0; i < 8; i++) As[buf][ak * LDA + ar + 8 * i] = ra[i];
 #pragma unroll
-        for (int kk = 0; kk < CV_K; kk++) Bs[buf][kk * CV_LDB + tid] = rb[kk];
+        for (int kk = 0; kk < CV_K; kk++) Bs[buf][kk * LDB + tid] = rb[kk];
     };
 
-    // Thread (tx, ty) owns rows ty·4 + {0..3} and 32 + ty·4 + {0..3},
-    // columns tx·4 + {0..3} and 64 + tx·4 + {0..3}: conflict-free float4 reads.
+    // SIMT: thread (tx, ty) owns rows ty·4 + {0..3} and 32 + ty·4 + {0..3},
+    // columns tx·4 + {0..3} and 64 + tx·4 + {0..3} (conflict-free float4
+    // reads), output (i, j) in acc[8i + j].
     const int tx = tid & 15, ty = tid >> 4;
-    float acc[8][8];
+    // TC: warp w owns rows wm + [0, 32) and columns wn + [0, 64), fragment
+    // (i, j) (rows wm + 16i, columns wn + 8j) in acc[4(8i + j) + e] with
+    // e = 0..3 at (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1).
+    const int lane = tid & 31, g = lane >> 2, t = lane & 3;
+    const int wm = (tid >> 6) * 32, wn = ((tid >> 5) & 1) * 64;
+    float acc[64];
 #pragma unroll
-    for (int i = 0; i < 8; i++)
-#pragma unroll
-        for (int j = 0; j < 8; j++) acc[i][j] = 0.f;
+    for (int i = 0; i < 64; i++) acc[i] = 0.f;
     int buf = 0;
     if (k_lo < k_hi) {
         fetch(k_lo);
@@ -425,18 +447,51 @@ __device__ __forceinline__ void conv_gemm_tile(Problem p, const float* __restric
         if (more) fetch(k0 + CV_K);
         const float* A = As[buf];
         const float* B = Bs[buf];
+        if (TC) {
 #pragma unroll
-        for (int kk = 0; kk < CV_K; kk++) {
-            float4 a0 = *(const float4*)(A + kk * CV_LDA + ty * 4);
-            float4 a1 = *(const float4*)(A + kk * CV_LDA + 32 + ty * 4);
-            float4 b0 = *(const float4*)(B + kk * CV_LDB + tx * 4);
-            float4 b1 = *(const float4*)(B + kk * CV_LDB + 64 + tx * 4);
-            float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-            float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+            for (int kk = 0; kk < CV_K; kk += 8) {
+                unsigned big[2][4], small[2][4];
 #pragma unroll
-            for (int i = 0; i < 8; i++)
+                for (int i = 0; i < 2; i++) {
+                    const float* a = A + (kk + t) * LDA + wm + 16 * i + g;
+                    float v[4] = {a[0], a[8], a[4 * LDA], a[4 * LDA + 8]}; // (g, t), (g+8, t), (g, t+4), (g+8, t+4)
 #pragma unroll
-                for (int j = 0; j < 8; j++) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+                    for (int e = 0; e < 4; e++) {
+                        big[i][e] = tf32_bits(v[e]);
+                        small[i][e] = tf32_bits(v[e] - __uint_as_float(big[i][e]));
+                    }
+                }
+#pragma unroll
+                for (int j = 0; j < 8; j++) {
+                    const float* bp = B + (kk + t) * LDB + wn + 8 * j + g;
+                    float b0 = bp[0], b1 = bp[4 * LDB]; // (k t, n g), (k t+4, n g)
+                    unsigned bb0 = tf32_bits(b0), bb1 = tf32_bits(b1);
+                    unsigned bs0 = tf32_bits(b0 - __uint_as_float(bb0)), bs1 = tf32_bits(b1 - __uint_as_float(bb1));
+#pragma unroll
+                    for (int i = 0; i < 2; i++) {
+                        float d[4] = {0.f, 0.f, 0.f, 0.f};
+                        mma_tf32(d, small[i], bb0, bb1);
+                        mma_tf32(d, big[i], bs0, bs1);
+                        mma_tf32(d, big[i], bb0, bb1);
+#pragma unroll
+                        for (int e = 0; e < 4; e++) acc[4 * (8 * i + j) + e] += d[e];
+                    }
+                }
+            }
+        } else {
+#pragma unroll
+            for (int kk = 0; kk < CV_K; kk++) {
+                float4 a0 = *(const float4*)(A + kk * LDA + ty * 4);
+                float4 a1 = *(const float4*)(A + kk * LDA + 32 + ty * 4);
+                float4 b0 = *(const float4*)(B + kk * LDB + tx * 4);
+                float4 b1 = *(const float4*)(B + kk * LDB + 64 + tx * 4);
+                float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+                float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+                for (int i = 0; i < 8; i++)
+#pragma unroll
+                    for (int j = 0; j < 8; j++) acc[8 * i + j] = fmaf(a[i], b[j], acc[8 * i + j]);
+            }
         }
         if (more) stash(buf ^ 1);
         __syncthreads();
@@ -447,16 +502,28 @@ __device__ __forceinline__ void conv_gemm_tile(Problem p, const float* __restric
     const int ncols = convt ? p.Nph : p.Tout;
     const int tstep = convt ? p.stride : 1;
     float* dst = splits > 1 ? work + (long long)s * total : out;
+    if (TC) {
 #pragma unroll
-    for (int i = 0; i < 8; i++) {
-        int gm = m0 + (i < 4 ? ty * 4 + i : 32 + ty * 4 + i - 4);
-        if (gm >= p.M) continue;
-        float bv = splits == 1 && bias ? bias[gm] : 0.f;
-        float* row = dst + ((long long)p.bat * p.Cout + gm) * p.Tout + p.t0;
+        for (int o = 0; o < 64; o++) {
+            int f = o >> 2, e = o & 3;
+            int gm = m0 + wm + 16 * (f >> 3) + g + 8 * (e >> 1);
+            int col = n0 + wn + 8 * (f & 7) + 2 * t + (e & 1);
+            if (gm >= p.M || col >= ncols) continue;
+            float* row = dst + ((long long)p.bat * p.Cout + gm) * p.Tout + p.t0;
+            row[(long long)col * tstep] = splits > 1 ? acc[o] : acc[o] + (bias ? bias[gm] : 0.f);
+        }
+    } else {
 #pragma unroll
-        for (int j = 0; j < 8; j++) {
-            int col = n0 + (j < 4 ? tx * 4 + j : 64 + tx * 4 + j - 4);
-            if (col < ncols) row[(long long)col * tstep] = splits > 1 ? acc[i][j] : acc[i][j] + bv;
+        for (int i = 0; i < 8; i++) {
+            int gm = m0 + (i < 4 ? ty * 4 + i : 32 + ty * 4 + i - 4);
+            if (gm >= p.M) continue;
+            float bv = splits == 1 && bias ? bias[gm] : 0.f;
+            float* row = dst + ((long long)p.bat * p.Cout + gm) * p.Tout + p.t0;
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                int col = n0 + (j < 4 ? tx * 4 + j : 64 + tx * 4 + j - 4);
+                if (col < ncols) row[(long long)col * tstep] = splits > 1 ? acc[8 * i + j] : acc[8 * i + j] + bv;
+            }
         }
     }
 }
@@ -493,7 +560,15 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS) simt_gemm(GEMM_PARAMS) 
 extern "C" __global__ void __launch_bounds__(TC_THREADS, 4) conv_simt(GEMM_PARAMS) {
     pdl_begin();
     GEMM_PROBLEM
-    conv_gemm_tile(p, bias, out, work, splits, kchunk);
+    conv_tile<false>(p, bias, out, work, splits, kchunk);
+}
+
+// conv_tc: TC_CONV and TC_CONVT on tensor cores (three TF32 products per
+// k step, summed in fp32), same grid as conv_simt.
+extern "C" __global__ void __launch_bounds__(TC_THREADS, 3) conv_tc(GEMM_PARAMS) {
+    pdl_begin();
+    GEMM_PROBLEM
+    conv_tile<true>(p, bias, out, work, splits, kchunk);
 }
 
 // tc_reduce sums the split partials in split order and adds the bias (per
