@@ -667,12 +667,13 @@ var convCases = []struct {
 }
 
 // convOutputs runs each of convCases with the kernel choice that set
-// selects (it sets convOld / convTC), returning the outputs per case.
-func convOutputs(t *testing.T, seed uint64, set func()) [][]float32 {
+// selects (it sets convOld / convTC), returning the outputs per case, and
+// with ref the CPU backend's outputs for the same inputs (each output
+// accumulated in float64 and rounded once: the near-exact reference).
+func convOutputs(t *testing.T, seed uint64, set func(), ref bool) (outs, cpuOuts [][]float32) {
 	r := rand.New(rand.NewPCG(seed, seed+1))
 	defer func(old, tc bool) { convOld, convTC = old, tc }(convOld, convTC)
 	set()
-	var outs [][]float32
 	for _, c := range convCases {
 		var w pair
 		if c.transposed {
@@ -681,14 +682,27 @@ func convOutputs(t *testing.T, seed uint64, set func()) [][]float32 {
 			w = randW(t, r, compute.F32, 0.05, c.cout, c.cin, c.k)
 		}
 		bias := randW(t, r, compute.F32, 0.05, c.cout)
-		x := gb.FromF32(randVals(r, c.b*c.cin*c.t, 1), c.b, c.cin, c.t)
+		x := fromF32(randVals(r, c.b*c.cin*c.t, 1), c.b, c.cin, c.t)
 		if c.transposed {
-			outs = append(outs, gb.ReadF32(gb.ConvTranspose1d(x, w.g, bias.g, c.spec)))
+			outs = append(outs, gb.ReadF32(gb.ConvTranspose1d(x.g, w.g, bias.g, c.spec)))
 		} else {
-			outs = append(outs, gb.ReadF32(gb.Conv1d(x, w.g, bias.g, c.spec)))
+			outs = append(outs, gb.ReadF32(gb.Conv1d(x.g, w.g, bias.g, c.spec)))
+		}
+		if ref && c.transposed {
+			cpuOuts = append(cpuOuts, cb.ReadF32(cb.ConvTranspose1d(x.c, w.c, bias.c, c.spec)))
+		} else if ref {
+			cpuOuts = append(cpuOuts, cb.ReadF32(cb.Conv1d(x.c, w.c, bias.c, c.spec)))
 		}
 	}
-	return outs
+	return outs, cpuOuts
+}
+
+// maxDiff is max |a − b| and the largest |a|.
+func maxDiff(a, b []float32) (d, maxA float64) {
+	for i := range a {
+		d, maxA = max(d, math.Abs(float64(a[i])-float64(b[i]))), max(maxA, math.Abs(float64(a[i])))
+	}
+	return d, maxA
 }
 
 // TestConvSimtMatchesGemmTile: conv_simt gives bit-identical outputs to
@@ -696,8 +710,8 @@ func convOutputs(t *testing.T, seed uint64, set func()) [][]float32 {
 // convolution shapes, batched and strided ones included.
 func TestConvSimtMatchesGemmTile(t *testing.T) {
 	need(t)
-	a := convOutputs(t, 19, func() { convOld = true })
-	b := convOutputs(t, 19, func() { convOld, convTC = false, false })
+	a, _ := convOutputs(t, 19, func() { convOld = true }, false)
+	b, _ := convOutputs(t, 19, func() { convOld, convTC = false, false }, false)
 	for ci, c := range convCases {
 		if len(a[ci]) != len(b[ci]) {
 			t.Fatalf("%+v: %d vs %d outputs", c, len(a[ci]), len(b[ci]))
@@ -714,13 +728,17 @@ func TestConvSimtMatchesGemmTile(t *testing.T) {
 // 8-wide k step summed in fp32) stays within 1e-5 of the largest output of
 // conv_simt's fp32 FMAs on every DAC shape; the earlier 3xTF32 that
 // accumulated in the tensor cores reached only ~60 dB (1e-3), and a wrong
-// fragment placement is off by the outputs' own size.
+// fragment placement is off by the outputs' own size. It also logs how far
+// each kernel lands from the CPU's float64-accumulated outputs.
 func TestConvTCMatchesSimt(t *testing.T) {
 	need(t)
-	ref := convOutputs(t, 23, func() { convOld, convTC = false, false })
-	got := convOutputs(t, 23, func() { convOld, convTC = false, true })
+	ref, exact := convOutputs(t, 23, func() { convOld, convTC = false, false }, true)
+	got, _ := convOutputs(t, 23, func() { convOld, convTC = false, true }, false)
 	for ci, c := range convCases {
 		a, b := ref[ci], got[ci]
+		ds, _ := maxDiff(exact[ci], a)
+		dt, _ := maxDiff(exact[ci], b)
+		t.Logf("vs the CPU's float64 sums: conv_simt max|Δ| %.3g, conv_tc %.3g", ds, dt)
 		if len(a) != len(b) {
 			t.Fatalf("%+v: %d vs %d outputs", c, len(a), len(b))
 		}
