@@ -757,6 +757,39 @@ func TestConvTCMatchesSimt(t *testing.T) {
 	}
 }
 
+// TestConvTCTileWidthsAgree: conv_tc gives the same bits on its 128-, 64-
+// and 32-wide tiles (each output is the same arithmetic wherever it lies),
+// which lets convTile follow the input's length without breaking the
+// streamed windows' exactness.
+func TestConvTCTileWidthsAgree(t *testing.T) {
+	need(t)
+	defer func(old int) { convTileForce = old }(convTileForce)
+	var ref [][]float32
+	for _, w := range []int{128, 64, 32} {
+		got, _ := convOutputs(t, 29, func() { convOld, convTC, convTileForce = false, true, w }, false)
+		if ref == nil {
+			ref = got
+			continue
+		}
+		for ci, c := range convCases {
+			for i := range ref[ci] {
+				if got[ci][i] != ref[ci][i] {
+					t.Fatalf("%+v: output %d: tile 128 %v, tile %d %v", c, i, ref[ci][i], w, got[ci][i])
+				}
+			}
+		}
+	}
+}
+
+// TestConvTile: the widest tile that leaves at most an eighth empty.
+func TestConvTile(t *testing.T) {
+	for _, c := range [][2]int{{17, 32}, {22, 32}, {146, 32}, {182, 64}, {256, 128}, {1040, 128}, {1000, 128}, {1, 32}} {
+		if got := convTile(c[0]); got != c[1] {
+			t.Errorf("convTile(%d) = %d, want %d", c[0], got, c[1])
+		}
+	}
+}
+
 // TestScanPreKernels: every d_state up to the kernels' limit has a loaded
 // prefill scan with enough slots, and no more than twice what it needs.
 func TestScanPreKernels(t *testing.T) {

@@ -4,6 +4,7 @@ package gpu
 
 import (
 	"os"
+	"strconv"
 
 	"gorgonia.org/cu"
 
@@ -89,12 +90,39 @@ func wideSplits(kr, m, n, sms int) (splits, chunk int) {
 	return max(1, (kr+chunk-1)/chunk), chunk
 }
 
+// convTCKernels are conv_tc's compiled tile widths (time steps per tile).
+var convTCKernels = map[int]string{128: "conv_tc_n128", 64: "conv_tc_n64", 32: "conv_tc_n32"}
+
+// convTileForce is ZONOS_CONV_TILE=128 (or 64, 32): conv_tc always on that
+// tile width (before/after measurements of convTile; 0: convTile chooses).
+var convTileForce, _ = strconv.Atoi(os.Getenv("ZONOS_CONV_TILE"))
+
+// convTile is the widest conv_tc tile that leaves at most an eighth of its
+// columns empty for n output columns (one phase's, for a transposed
+// convolution), else the 32-wide one. A streamed emission's early stages
+// are short: the first convolution sees 16 frames plus its context, and a
+// transposed one 17 inputs per phase, on 128-wide tiles mostly padding
+// (ncu, H200, 2026-11-29: that transposed convolution alone took 225 µs
+// of a 3.1 ms emission). Every output is the same arithmetic whatever the
+// width, so windows stay exact.
+func convTile(n int) int {
+	if convTCKernels[convTileForce] != "" {
+		return convTileForce
+	}
+	for _, w := range []int{128, 64} {
+		if (n+w-1)/w*w-n <= n/8 {
+			return w
+		}
+	}
+	return 32
+}
+
 // tcShape describes the convolution of a conv-mode GEMM.
 type tcShape struct {
 	batch, cin, t, cout, kw, tout, stride, pad, dil int
 }
 
-// tcGemm launches tc_wide, conv_tc, conv_simt or simt_gemm (and tc_reduce when split),
+// tcGemm launches tc_wide, conv_tc_n*, conv_simt or simt_gemm (and tc_reduce when split),
 // computing the m × n product reduced over kr into out (owner goroutine).
 // For tcConvT the grid also runs one slice per output phase (stride of
 // them) and n bounds the columns of one phase.
@@ -123,7 +151,8 @@ func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor,
 	case wide:
 		kernel, tileN, smem = "tc_wide", 128, tcWideSmem // BF16/F16 weights: exact in TF32; rows in 16-byte pieces
 	case mode != tcLinear && !convOld && convTC:
-		kernel, tileN = "conv_tc", 128 // convolutions on tensor cores: coalesced input gather
+		tileN = convTile(n) // convolutions on tensor cores: coalesced input gather
+		kernel = convTCKernels[tileN]
 	case mode != tcLinear && !convOld:
 		kernel, tileN = "conv_simt", 128 // convolutions on fp32 FMAs: coalesced input gather
 	}

@@ -15,7 +15,8 @@ import (
 // whose directory name starts with "dac-" (made by transformers' DacModel,
 // see golden/README.md): latent (from_codes), audio (decode), enc.encoder_out,
 // enc.codes (identical), enc.quantized, and stream (chunked vs one-shot SNR,
-// which needs no golden). Float checks use check.RelTol, 1e-4·max(1, max|ref|).
+// which needs no golden). Float checks use check.RelTol, 1e-4·max(1, max|ref|),
+// except audio (AudioTol).
 func Conformance(goldenDir string, b compute.Backend) []check.Result {
 	packs, err := check.Packs(goldenDir, "dac-")
 	if err != nil {
@@ -31,6 +32,21 @@ func Conformance(goldenDir string, b compute.Backend) []check.Result {
 	}
 	return rs
 }
+
+// AudioTol is the bar for decoded audio against the golden: 2e-4 (audio
+// is in [-1, 1]), twice RelTol's, because the pack's random decoder
+// amplifies rounding by orders of magnitude and the golden carries its own:
+//   - the CPU backend, which sums every convolution in float64 and rounds
+//     once, lands 8.6e-5 from the golden (TestAudioTolRationale);
+//   - a one-ulp change of every latent value moves the audio by about
+//     1.5e-5 (the same test);
+//   - the GPU's tensor-core convolutions, each closer to the float64 sums
+//     than fp32 FMA chains are (TestConvTCMatchesSimt), land at 1.1e-4,
+//     and the FMA chains at 8.1e-5.
+// So 1e-4 sits at the noise of correct fp32 decoders. A real fault (a
+// wrong tap, weight or fragment) moves the audio by 1e-2 or more; Zonos'
+// own fp16 autocast decode is 0.033 away (golden/README.md).
+const AudioTol = 2e-4
 
 // StreamMinSNR is the bar for chunked against one-shot decoding (issue 3;
 // Sonata reached 67.5 dB, docs/ZONOS.md).
@@ -80,7 +96,8 @@ func conformPack(dir, pack string, b compute.Backend) []check.Result {
 			if got, err := m.Decode(codes); err != nil {
 				rs = append(rs, check.Failure(pack, "audio", err))
 			} else {
-				compare("audio", got, ref)
+				d, rm := check.MaxAbsDiff(got, ref)
+				rs = append(rs, check.Compare(pack, "audio", d, AudioTol*max(1, rm)))
 			}
 		}
 	}

@@ -377,18 +377,22 @@ __device__ __forceinline__ void tc_wide_tile(const Problem& p, const float* __re
 #define CV_N 128
 #define CV_K 16
 
-template <bool TC>
+template <bool TC, int TN>
 __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ bias, float* __restrict__ out,
                                           float* __restrict__ work, int splits, int kchunk) {
     // Row strides: the SIMT tile reads float4 rows (16-byte aligned); the
     // tensor-core tile reads one k row per group of four lanes (t) at 8
     // consecutive m or n (g): conflict-free when the stride is 8 (mod 32).
+    // TN is the tile's width in time steps: 128, or 64 / 32 (tensor cores
+    // only) for the short inputs of a streamed emission's early stages.
     constexpr int LDA = TC ? CV_M + 8 : CV_M + 4;
-    constexpr int LDB = TC ? CV_N + 8 : CV_N + 4;
+    constexpr int LDB = TC ? TN + 8 : TN + 4;
+    constexpr int KPER = CV_K * TN / TC_THREADS;  // k rows of B each thread gathers
+    constexpr int NF = TN / 16;                   // n8 fragments per warp (TC)
     __shared__ __align__(16) float As[2][CV_K * LDA];
     __shared__ __align__(16) float Bs[2][CV_K * LDB];
     int s = blockIdx.z % splits;
-    int m0 = blockIdx.y * CV_M, n0 = blockIdx.x * CV_N;
+    int m0 = blockIdx.y * CV_M, n0 = blockIdx.x * TN;
     if (!block_tile(p, splits, n0)) return;
     int phases = p.mode == TC_CONVT ? p.stride : 1;
     int k_lo = s * kchunk, k_hi = min(p.Kr, k_lo + kchunk);
@@ -400,19 +404,21 @@ __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ b
 
     // A (weights): element (row tid/16 + 8i, k tid%16), k fastest.
     const int ak = tid & 15, ar = tid >> 4;
-    // B (input): column tid of the tile, all 16 k rows.
-    const int gn = n0 + tid;
+    // B (input): column tid mod TN of the tile, KPER consecutive k rows
+    // from kb (all 16 when TN = 128).
+    const int bc = TN == TC_THREADS ? tid : tid % TN, kb = TN == TC_THREADS ? 0 : (tid / TN) * KPER;
+    const int gn = n0 + bc;
     const bool ncol = convt ? gn < p.Nph : gn < p.Tout;
     const int tbase = convt ? gn + p.cph : gn * p.stride - p.pad;  // input index before the tap offset
-    float ra[8], rb[CV_K];
+    float ra[8], rb[KPER];
     auto fetch = [&](int k0) {
 #pragma unroll
         for (int i = 0; i < 8; i++) ra[i] = gather_a(p, m0 + ar + 8 * i, k0 + ak, k_hi);
-        int ci = k0 / taps, tap = k0 - ci * taps;
+        int ci = (k0 + kb) / taps, tap = k0 + kb - ci * taps;
 #pragma unroll
-        for (int kk = 0; kk < CV_K; kk++) {
+        for (int kk = 0; kk < KPER; kk++) {
             int q = convt ? tbase - tap : tbase + tap * p.dil;
-            bool in = ncol && k0 + kk < k_hi && q >= 0 && q < p.T;
+            bool in = ncol && k0 + kb + kk < k_hi && q >= 0 && q < p.T;
             rb[kk] = in ? p.xb[(long long)ci * p.T + q] : 0.f;
             if (++tap == taps) tap = 0, ci++;
         }
@@ -421,21 +427,22 @@ __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ b
 #pragma unroll
         for (int i = 0; i < 8; i++) As[buf][ak * LDA + ar + 8 * i] = ra[i];
 #pragma unroll
-        for (int kk = 0; kk < CV_K; kk++) Bs[buf][kk * LDB + tid] = rb[kk];
+        for (int kk = 0; kk < KPER; kk++) Bs[buf][(kb + kk) * LDB + bc] = rb[kk];
     };
 
     // SIMT: thread (tx, ty) owns rows ty·4 + {0..3} and 32 + ty·4 + {0..3},
     // columns tx·4 + {0..3} and 64 + tx·4 + {0..3} (conflict-free float4
     // reads), output (i, j) in acc[8i + j].
     const int tx = tid & 15, ty = tid >> 4;
-    // TC: warp w owns rows wm + [0, 32) and columns wn + [0, 64), fragment
-    // (i, j) (rows wm + 16i, columns wn + 8j) in acc[4(8i + j) + e] with
-    // e = 0..3 at (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1).
+    // TC: warp w owns rows wm + [0, 32) and columns wn + [0, TN/2),
+    // fragment (i, j) (rows wm + 16i, columns wn + 8j) in acc[4(NF·i + j) +
+    // e] with e = 0..3 at (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1).
     const int lane = tid & 31, g = lane >> 2, t = lane & 3;
-    const int wm = (tid >> 6) * 32, wn = ((tid >> 5) & 1) * 64;
-    float acc[64];
+    const int wm = (tid >> 6) * 32, wn = ((tid >> 5) & 1) * (TN / 2);
+    constexpr int NACC = TC ? 8 * NF : 64;
+    float acc[NACC];
 #pragma unroll
-    for (int i = 0; i < 64; i++) acc[i] = 0.f;
+    for (int i = 0; i < NACC; i++) acc[i] = 0.f;
     int buf = 0;
     if (k_lo < k_hi) {
         fetch(k_lo);
@@ -462,7 +469,7 @@ __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ b
                     }
                 }
 #pragma unroll
-                for (int j = 0; j < 8; j++) {
+                for (int j = 0; j < NF; j++) {
                     const float* bp = B + (kk + t) * LDB + wn + 8 * j + g;
                     float b0 = bp[0], b1 = bp[4 * LDB]; // (k t, n g), (k t+4, n g)
                     unsigned bb0 = tf32_bits(b0), bb1 = tf32_bits(b1);
@@ -474,7 +481,7 @@ __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ b
                         mma_tf32(d, big[i], bs0, bs1);
                         mma_tf32(d, big[i], bb0, bb1);
 #pragma unroll
-                        for (int e = 0; e < 4; e++) acc[4 * (8 * i + j) + e] += d[e];
+                        for (int e = 0; e < 4; e++) acc[4 * (NF * i + j) + e] += d[e];
                     }
                 }
             }
@@ -504,10 +511,10 @@ __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ b
     float* dst = splits > 1 ? work + (long long)s * total : out;
     if (TC) {
 #pragma unroll
-        for (int o = 0; o < 64; o++) {
+        for (int o = 0; o < NACC; o++) {
             int f = o >> 2, e = o & 3;
-            int gm = m0 + wm + 16 * (f >> 3) + g + 8 * (e >> 1);
-            int col = n0 + wn + 8 * (f & 7) + 2 * t + (e & 1);
+            int gm = m0 + wm + 16 * (f / NF) + g + 8 * (e >> 1);
+            int col = n0 + wn + 8 * (f % NF) + 2 * t + (e & 1);
             if (gm >= p.M || col >= ncols) continue;
             float* row = dst + ((long long)p.bat * p.Cout + gm) * p.Tout + p.t0;
             row[(long long)col * tstep] = splits > 1 ? acc[o] : acc[o] + (bias ? bias[gm] : 0.f);
@@ -560,16 +567,23 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS) simt_gemm(GEMM_PARAMS) 
 extern "C" __global__ void __launch_bounds__(TC_THREADS, 4) conv_simt(GEMM_PARAMS) {
     pdl_begin();
     GEMM_PROBLEM
-    conv_tile<false>(p, bias, out, work, splits, kchunk);
+    conv_tile<false, CV_N>(p, bias, out, work, splits, kchunk);
 }
 
-// conv_tc: TC_CONV and TC_CONVT on tensor cores (three TF32 products per
-// k step, summed in fp32), same grid as conv_simt.
-extern "C" __global__ void __launch_bounds__(TC_THREADS, 3) conv_tc(GEMM_PARAMS) {
-    pdl_begin();
-    GEMM_PROBLEM
-    conv_tile<true>(p, bias, out, work, splits, kchunk);
-}
+// conv_tc_nTN: TC_CONV and TC_CONVT on tensor cores (three TF32 products
+// per k step, summed in fp32), tiles TN time steps wide: grid (⌈N/TN⌉,
+// ⌈M/64⌉, batch·phases·splits), 128 threads. Each output is the same
+// arithmetic whatever the tile width, so the width can follow the input's
+// length (convTile) without breaking the streamed windows' exactness.
+#define CONV_TC(TN, MINB)                                                            \
+    extern "C" __global__ void __launch_bounds__(TC_THREADS, MINB) conv_tc_n##TN(GEMM_PARAMS) { \
+        pdl_begin();                                                                 \
+        GEMM_PROBLEM                                                                 \
+        conv_tile<true, TN>(p, bias, out, work, splits, kchunk);                    \
+    }
+CONV_TC(128, 3)
+CONV_TC(64, 4)
+CONV_TC(32, 4)
 
 // tc_reduce sums the split partials in split order and adds the bias (per
 // column n for TC_LINEAR with N columns, per channel for the convs).
