@@ -154,9 +154,9 @@ func grid1(n int) [3]int {
 
 var block256 = [3]int{256, 1, 1}
 
-// dynamicSmem lists the kernels launched with dynamic shared memory
-// (some with more than the default 48 KiB allows), and how much.
-var dynamicSmem = map[string]int{"tc_wide": tcWideSmem, "conv_tc_n128": convTCSmem(128), "conv_tc_n64": convTCSmem(64), "conv_tc_n32": convTCSmem(32)}
+// dynamicSmem lists the kernels launched with more dynamic shared memory
+// than the default 48 KiB allows, and how much.
+var dynamicSmem = map[string]int{"tc_wide": tcWideSmem}
 
 // allowSmem lets k be launched with the dynamic shared memory it needs.
 func allowSmem(k *kernel) error {

@@ -93,12 +93,6 @@ func wideSplits(kr, m, n, sms int) (splits, chunk int) {
 // convTCKernels are conv_tc's compiled tile widths (time steps per tile).
 var convTCKernels = map[int]string{128: "conv_tc_n128", 64: "conv_tc_n64", 32: "conv_tc_n32"}
 
-// convTCSmem is conv_tc_nTN's dynamic shared memory (conv_tc_smem in
-// kernels/tc.cu, whose blocks trap if launched with less): two 16-wide k
-// steps of the 64-row weight tile and the tn-column input tile, each value
-// stored as a pair of TF32 parts (8 bytes), rows padded by 4 pairs.
-func convTCSmem(tn int) int { return 2 * 16 * ((64 + 4) + (tn + 4)) * 8 }
-
 // convTileForce is ZONOS_CONV_TILE=128 (or 64, 32): conv_tc always on that
 // tile width (before/after measurements of convTile; 0: convTile chooses).
 var convTileForce, _ = strconv.Atoi(os.Getenv("ZONOS_CONV_TILE"))
@@ -158,7 +152,7 @@ func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor,
 		kernel, tileN, smem = "tc_wide", 128, tcWideSmem // BF16/F16 weights: exact in TF32; rows in 16-byte pieces
 	case mode != tcLinear && !convOld && convTC:
 		tileN = convTile(n) // convolutions on tensor cores: coalesced input gather
-		kernel, smem = convTCKernels[tileN], convTCSmem(tileN)
+		kernel = convTCKernels[tileN]
 	case mode != tcLinear && !convOld:
 		kernel, tileN = "conv_simt", 128 // convolutions on fp32 FMAs: coalesced input gather
 	}

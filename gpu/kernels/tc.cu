@@ -377,17 +377,6 @@ __device__ __forceinline__ void tc_wide_tile(const Problem& p, const float* __re
 #define CV_N 128
 #define CV_K 16
 
-// conv_tc_smem is conv_tc_nTN's dynamic shared memory: two k steps of the
-// A (CV_M rows) and B (TN columns) tiles as (big, small) TF32 pairs, rows
-// padded by 4 pairs (gpu/tc.go convTCSmem computes the same).
-__host__ __device__ constexpr unsigned conv_tc_smem(int tn) { return 2u * CV_K * ((CV_M + 4) + (tn + 4)) * 8u; }
-
-// tf32_split is v as (big, small) TF32 parts, v ≈ big + small.
-__device__ __forceinline__ uint2 tf32_split(float v) {
-    unsigned big = tf32_bits(v);
-    return make_uint2(big, tf32_bits(v - __uint_as_float(big)));
-}
-
 template <bool TC, int TN>
 __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ bias, float* __restrict__ out,
                                           float* __restrict__ work, int splits, int kchunk) {
@@ -396,24 +385,12 @@ __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ b
     // consecutive m or n (g): conflict-free when the stride is 8 (mod 32).
     // TN is the tile's width in time steps: 128, or 64 / 32 (tensor cores
     // only) for the short inputs of a streamed emission's early stages.
-    // The tensor-core tile stores each operand already split, as (big,
-    // small) TF32 pairs (uint2, dynamic shared memory: conv_tc_smem), so a
-    // value is split once per block instead of once per fragment load; its
-    // 64-bit reads are conflict-free per half-warp with strides 4 (mod 16).
-    constexpr int LDA = CV_M + 4;
-    constexpr int LDB = TN + 4;
+    constexpr int LDA = TC ? CV_M + 8 : CV_M + 4;
+    constexpr int LDB = TC ? TN + 8 : TN + 4;
     constexpr int KPER = CV_K * TN / TC_THREADS;  // k rows of B each thread gathers
     constexpr int NF = TN / 16;                   // n8 fragments per warp (TC)
-    __shared__ __align__(16) float As[TC ? 1 : 2][TC ? 1 : CV_K * LDA];
-    __shared__ __align__(16) float Bs[TC ? 1 : 2][TC ? 1 : CV_K * LDB];
-    extern __shared__ uint2 conv_tc_dyn[];
-    uint2* As2 = conv_tc_dyn;                  // [2][CV_K · LDA]
-    uint2* Bs2 = conv_tc_dyn + 2 * CV_K * LDA; // [2][CV_K · LDB]
-    if (TC && threadIdx.x == 0) {
-        unsigned have;
-        asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(have));
-        if (have < conv_tc_smem(TN)) __trap(); // launched with too little (gpu/tc.go convTCSmem)
-    }
+    __shared__ __align__(16) float As[2][CV_K * LDA];
+    __shared__ __align__(16) float Bs[2][CV_K * LDB];
     int s = blockIdx.z % splits;
     int m0 = blockIdx.y * CV_M, n0 = blockIdx.x * TN;
     if (!block_tile(p, splits, n0)) return;
@@ -447,17 +424,10 @@ __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ b
         }
     };
     auto stash = [&](int buf) {
-        if (TC) {
 #pragma unroll
-            for (int i = 0; i < 8; i++) As2[buf * CV_K * LDA + ak * LDA + ar + 8 * i] = tf32_split(ra[i]);
+        for (int i = 0; i < 8; i++) As[buf][ak * LDA + ar + 8 * i] = ra[i];
 #pragma unroll
-            for (int kk = 0; kk < KPER; kk++) Bs2[buf * CV_K * LDB + (kb + kk) * LDB + bc] = tf32_split(rb[kk]);
-        } else {
-#pragma unroll
-            for (int i = 0; i < 8; i++) As[buf][ak * LDA + ar + 8 * i] = ra[i];
-#pragma unroll
-            for (int kk = 0; kk < KPER; kk++) Bs[buf][(kb + kk) * LDB + bc] = rb[kk];
-        }
+        for (int kk = 0; kk < KPER; kk++) Bs[buf][(kb + kk) * LDB + bc] = rb[kk];
     };
 
     // SIMT: thread (tx, ty) owns rows ty·4 + {0..3} and 32 + ty·4 + {0..3},
@@ -482,26 +452,28 @@ __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ b
     for (int k0 = k_lo; k0 < k_hi; k0 += CV_K) {
         bool more = k0 + CV_K < k_hi;
         if (more) fetch(k0 + CV_K);
-        const float* A = As[TC ? 0 : buf];
-        const float* B = Bs[TC ? 0 : buf];
+        const float* A = As[buf];
+        const float* B = Bs[buf];
         if (TC) {
-            const uint2* A2 = As2 + buf * CV_K * LDA;
-            const uint2* B2 = Bs2 + buf * CV_K * LDB;
 #pragma unroll
             for (int kk = 0; kk < CV_K; kk += 8) {
                 unsigned big[2][4], small[2][4];
 #pragma unroll
                 for (int i = 0; i < 2; i++) {
-                    const uint2* a = A2 + (kk + t) * LDA + wm + 16 * i + g;
-                    uint2 v[4] = {a[0], a[8], a[4 * LDA], a[4 * LDA + 8]}; // (g, t), (g+8, t), (g, t+4), (g+8, t+4)
+                    const float* a = A + (kk + t) * LDA + wm + 16 * i + g;
+                    float v[4] = {a[0], a[8], a[4 * LDA], a[4 * LDA + 8]}; // (g, t), (g+8, t), (g, t+4), (g+8, t+4)
 #pragma unroll
-                    for (int e = 0; e < 4; e++) big[i][e] = v[e].x, small[i][e] = v[e].y;
+                    for (int e = 0; e < 4; e++) {
+                        big[i][e] = tf32_bits(v[e]);
+                        small[i][e] = tf32_bits(v[e] - __uint_as_float(big[i][e]));
+                    }
                 }
 #pragma unroll
                 for (int j = 0; j < NF; j++) {
-                    const uint2* bp = B2 + (kk + t) * LDB + wn + 8 * j + g;
-                    uint2 p0 = bp[0], p1 = bp[4 * LDB]; // (k t, n g), (k t+4, n g)
-                    unsigned bb0 = p0.x, bb1 = p1.x, bs0 = p0.y, bs1 = p1.y;
+                    const float* bp = B + (kk + t) * LDB + wn + 8 * j + g;
+                    float b0 = bp[0], b1 = bp[4 * LDB]; // (k t, n g), (k t+4, n g)
+                    unsigned bb0 = tf32_bits(b0), bb1 = tf32_bits(b1);
+                    unsigned bs0 = tf32_bits(b0 - __uint_as_float(bb0)), bs1 = tf32_bits(b1 - __uint_as_float(bb1));
 #pragma unroll
                     for (int i = 0; i < 2; i++) {
                         float d[4] = {0.f, 0.f, 0.f, 0.f};
