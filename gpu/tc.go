@@ -43,6 +43,19 @@ var (
 	convTC        = os.Getenv("ZONOS_CONV") == ""
 )
 
+// convSplitPer is the reduction length per split of a convolution (192;
+// ZONOS_CONV_SPLIT=n for measurements). It depends on nothing but the
+// layer, as tcSplits requires.
+var convSplitPer = envInt("ZONOS_CONV_SPLIT", 192)
+
+// envInt is the positive integer in environment variable name, else def.
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
 // tcSplits chooses split-K for a reduction of length kr with m output
 // rows (a Linear's rows vary, a convolution's m is its channel count):
 // about one split per 512 of kr, at most 8; for convolutions with many
@@ -60,7 +73,7 @@ func tcSplits(mode, kr, m int) (splits, chunk int) {
 	s := min(8, max(1, kr/512))
 	switch {
 	case mode != tcLinear && !convOldSplits:
-		s = min(16, max(1, (kr+191)/192))
+		s = min(16, max(1, (kr+convSplitPer-1)/convSplitPer))
 	case mode != tcLinear && m >= 384:
 		s = min(16, max(1, kr/256))
 	}
