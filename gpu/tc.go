@@ -43,10 +43,13 @@ var (
 	convTC        = os.Getenv("ZONOS_CONV") == ""
 )
 
-// convSplitPer is the reduction length per split of a convolution (192;
+// convSplitPer is the reduction length per split of a convolution (128;
 // ZONOS_CONV_SPLIT=n for measurements). It depends on nothing but the
-// layer, as tcSplits requires.
-var convSplitPer = envInt("ZONOS_CONV_SPLIT", 192)
+// layer, as tcSplits requires. On conv_tc, finer is faster: H200,
+// 2026-11-29, same-run A/Bs of the streamed vocoder (docs/gpu/2026-11-29-conv-tc):
+// 192 → 512 per split 47.5× → 40.7×; 192 → 128 48.5× → 51.7×; 128 → 96
+// 49.8× → 48.7×.
+var convSplitPer = envInt("ZONOS_CONV_SPLIT", 128)
 
 // envInt is the positive integer in environment variable name, else def.
 func envInt(name string, def int) int {
@@ -64,7 +67,7 @@ func envInt(name string, def int) int {
 // convolution's choice depends on the layer alone, never on the signal
 // length, so every window of a signal reduces in the same order.
 //
-// Convolutions split finer, one split per 192 of kr (at most 16): the
+// Convolutions split finer, one split per convSplitPer of kr (at most 16): the
 // DAC's tiles are few at every stage of a streamed window (one 64-channel
 // row of tiles per 64 channels), and with coarse splits most layers filled
 // a fraction of a wave of blocks or left a second wave nearly empty. The
