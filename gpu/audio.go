@@ -4,15 +4,9 @@ package gpu
 
 import (
 	"fmt"
-	"os"
 
 	"zonostream/engine/compute"
 )
-
-// convDirect: convolutions with at most 8 output channels (the DAC's last,
-// 96 → 1) run on conv_direct, one thread per output; ZONOS_CONV_DIRECT=0
-// gives them to the tiled GEMMs like the others (measurements).
-var convDirect = os.Getenv("ZONOS_CONV_DIRECT") != "0"
 
 // conv launches the implicit-GEMM convolution kernel (owner goroutine).
 func (b *Backend) conv(x, w, bias, out *tensor, c compute.Conv1dSpec, K, Tout int, transposed bool) {
@@ -33,7 +27,7 @@ func (b *Backend) conv(x, w, bias, out *tensor, c compute.Conv1dSpec, K, Tout in
 		wf := b.asF32(w)
 		cv := tcShape{batch: B, cin: Cin, t: T, cout: Cout, kw: K, tout: Tout, stride: c.Stride, pad: c.Padding, dil: c.Dilation}
 		switch {
-		case !transposed && Cout <= 8 && convDirect: // a 64-row tile would be mostly empty
+		case !transposed && Cout <= 8: // a 64-row tile would be mostly empty
 			b.launch(b.k["conv_direct"], grid1(out.n()), block256, x.ptr(), wf.ptr(), bp, out.ptr(),
 				B, Cin, T, Cout, K, Tout, c.Stride, c.Padding, c.Dilation)
 			return

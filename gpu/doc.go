@@ -41,6 +41,9 @@
 // `ZONOS_GEMV_EARLY=0`, `ZONOS_TC=0` (the older GEMM kernels),
 // `ZONOS_TC_SPLITS=old` (tc_wide split by tcSplits' fixed rule),
 // `ZONOS_CONV=simt` (the convolutions on conv_simt's fp32 FMAs),
+// `ZONOS_CONV_TILE=128` (conv_tc on one tile width; convTile picks 128,
+// 64 or 32 by the input's length), `ZONOS_CONV_SPLIT=n` (a convolution's
+// reduction length per split, 128),
 // `ZONOS_CONV=old` (on simt_gemm with coarser split-K),
 // `ZONOS_MAMBA_STEP=0` (the decode step's conv and scan as two kernels),
 // `ZONOS_GEMV=old` and `ZONOS_CUDA_RUNNER=0` switch the newer paths off for

@@ -33,10 +33,9 @@ const tcWideSmem = kernels.WideSmem
 // the coarser split-K (convOldSplits). The kernels alone give
 // bit-identical results for the same splits (TestConvSimtMatchesGemmTile).
 //
-// ZONOS_CONV=simt runs them on conv_simt (fp32 FMAs) instead of conv_tc
-// (tensor cores, three TF32 products per k step summed in fp32): the
-// before/after switch of conv_tc, and the CPU reference's exact arithmetic
-// where that is wanted.
+// ZONOS_CONV=simt runs them on conv_simt (fp32 FMA chains) instead of
+// conv_tc (tensor cores, three TF32 products per k step summed in fp32):
+// conv_tc's before/after switch.
 var (
 	convOld       = os.Getenv("ZONOS_CONV") == "old"
 	convOldSplits = convOld
@@ -111,7 +110,7 @@ var convTCKernels = map[int]string{128: "conv_tc_n128", 64: "conv_tc_n64", 32: "
 
 // convTileForce is ZONOS_CONV_TILE=128 (or 64, 32): conv_tc always on that
 // tile width (before/after measurements of convTile; 0: convTile chooses).
-var convTileForce, _ = strconv.Atoi(os.Getenv("ZONOS_CONV_TILE"))
+var convTileForce = envInt("ZONOS_CONV_TILE", 0)
 
 // convTile is the widest conv_tc tile that leaves at most an eighth of its
 // columns empty for n output columns (one phase's, for a transposed

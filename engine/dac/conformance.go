@@ -44,9 +44,9 @@ func Conformance(goldenDir string, b compute.Backend) []check.Result {
 //     than fp32 FMA chains are (TestConvTCMatchesSimt), land at 1.1e-4,
 //     and the FMA chains at 8.1e-5.
 //
-// So 1e-4 sits at the noise of correct fp32 decoders. A real fault (a
-// wrong tap, weight or fragment) moves the audio by 1e-2 or more; Zonos'
-// own fp16 autocast decode is 0.033 away (golden/README.md).
+// So 1e-4 sits at the noise of correct fp32 decoders. A wrong tap, weight
+// or fragment changes the outputs it touches by their own size; Zonos' own
+// fp16 autocast decode is 0.033 away (golden/README.md).
 const AudioTol = 2e-4
 
 // StreamMinSNR is the bar for chunked against one-shot decoding (issue 3;
