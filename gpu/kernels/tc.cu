@@ -197,11 +197,17 @@ __device__ __forceinline__ void cp_async16z(void* smem, const void* g, bool in) 
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(g), "r"(n));
 }
 
-// tf32_bits rounds v to TF32 (to nearest, ties away), as fp32 bits.
-__device__ __forceinline__ unsigned tf32_bits(float v) {
-    unsigned u;
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(v));
-    return u;
+// tf32_split splits v into TF32 parts for two products, v ≈ big + small,
+// as CUTLASS's 3xTF32 does: big is v rounded to TF32 (to nearest, ties
+// away: cvt.rna.tf32's result for every finite v and for ±inf), small is
+// the exact remainder v − big passed as it is, whose low 13 bits the
+// tensor cores ignore (truncation: about 21 bits of v in all). Three
+// instructions per value; cvt.rna costs four for big alone (its inf/NaN
+// test) and two more for small (sm_90 SASS, 2026-11-29). A NaN v gives a
+// NaN small, so it still reaches the output.
+__device__ __forceinline__ void tf32_split(float v, unsigned& big, unsigned& small) {
+    big = (__float_as_uint(v) + 0x1000u) & 0xffffe000u;
+    small = __float_as_uint(v - __uint_as_float(big));
 }
 
 // mma_tf32: c += a·b for one m16n8k8 TF32 fragment (fp32 accumulation).
@@ -315,10 +321,7 @@ __device__ __forceinline__ void tc_wide_tile(const Problem& p, const float* __re
                 float2 lo = *(const float2*)a, hi = *(const float2*)(a + 8 * TW_LDA);
                 float v[4] = {lo.x, hi.x, lo.y, hi.y}; // slots (g, t), (g+8, t), (g, t+4), (g+8, t+4)
 #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    big[i][e] = tf32_bits(v[e]);
-                    small[i][e] = tf32_bits(v[e] - __uint_as_float(big[i][e]));
-                }
+                for (int e = 0; e < 4; e++) tf32_split(v[e], big[i][e], small[i][e]);
             }
 #pragma unroll
             for (int h = 0; h < 2; h++) ldmatrix_x4(bq[h], Bt + (brow + 32 * h) * TW_LDB + kk);
@@ -364,7 +367,7 @@ __device__ __forceinline__ void tc_wide_tile(const Problem& p, const float* __re
 //     with the same split-K chunks: the results are bit-identical to it.
 //   - TC = true (conv_tc): each warp owns 32 × 64 outputs as m16n8k8 TF32
 //     fragments. Both operands are split into TF32 parts (v = big +
-//     small, about 22 bits together) and every 8-wide k step is three
+//     small, about 21 bits together: tf32_split) and every 8-wide k step is three
 //     products, small·big, big·small, then big·big, into a fragment that
 //     starts at zero; that fragment is then added to the fp32 accumulator
 //     with an IEEE add. The tensor cores' own accumulation (not IEEE: it
@@ -463,17 +466,15 @@ __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ b
                     const float* a = A + (kk + t) * LDA + wm + 16 * i + g;
                     float v[4] = {a[0], a[8], a[4 * LDA], a[4 * LDA + 8]}; // (g, t), (g+8, t), (g, t+4), (g+8, t+4)
 #pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        big[i][e] = tf32_bits(v[e]);
-                        small[i][e] = tf32_bits(v[e] - __uint_as_float(big[i][e]));
-                    }
+                    for (int e = 0; e < 4; e++) tf32_split(v[e], big[i][e], small[i][e]);
                 }
 #pragma unroll
                 for (int j = 0; j < NF; j++) {
                     const float* bp = B + (kk + t) * LDB + wn + 8 * j + g;
                     float b0 = bp[0], b1 = bp[4 * LDB]; // (k t, n g), (k t+4, n g)
-                    unsigned bb0 = tf32_bits(b0), bb1 = tf32_bits(b1);
-                    unsigned bs0 = tf32_bits(b0 - __uint_as_float(bb0)), bs1 = tf32_bits(b1 - __uint_as_float(bb1));
+                    unsigned bb0, bb1, bs0, bs1;
+                    tf32_split(b0, bb0, bs0);
+                    tf32_split(b1, bb1, bs1);
 #pragma unroll
                     for (int i = 0; i < 2; i++) {
                         float d[4] = {0.f, 0.f, 0.f, 0.f};
