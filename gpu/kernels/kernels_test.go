@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -191,4 +192,26 @@ func TestWideSmem(t *testing.T) {
 	if want == 0 || want != WideSmem {
 		t.Errorf("TW_SMEM from tc.cu is %d (defines %v), WideSmem %d", want, def, WideSmem)
 	}
+}
+
+// TestGatherCheck builds and runs check/gather_check.cu, a host program
+// (no GPU needed) that compares conv_tile's incremental operand gather
+// with the direct definition for every thread, tile and k step of many
+// convolution geometries. It needs nvcc and skips without it.
+func TestGatherCheck(t *testing.T) {
+	nvcc, err := exec.LookPath("nvcc")
+	if err != nil {
+		t.Skip("nvcc not installed")
+	}
+	bin := filepath.Join(t.TempDir(), "gather_check")
+	cmd := exec.Command(nvcc, "-std=c++14", "-arch=sm_80", "-o", bin, "gather_check.cu")
+	cmd.Dir = "check"
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("nvcc: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin).CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "ok:") {
+		t.Fatalf("gather_check: %v\n%s", err, out)
+	}
+	t.Log(strings.TrimSpace(string(out)))
 }

@@ -99,9 +99,8 @@ __device__ __forceinline__ void place(const Problem& p, const float* bias, float
 // (batch item · phases + ρ) · splits + split. It returns false when phase
 // ρ has no output column at n0: the block then has nothing to do. Shared
 // by gemm_tile and conv_tile, which differ in tile sizes and gather.
-__device__ __forceinline__ bool block_tile(Problem& p, int splits, int n0) {
+__host__ __device__ __forceinline__ bool block_tile_z(Problem& p, int splits, int n0, int z) {
     int phases = p.mode == TC_CONVT ? p.stride : 1;
-    int z = blockIdx.z;
     p.rho = (z / splits) % phases;
     p.bat = z / (splits * phases);
     p.J = p.mode == TC_CONVT ? p.Kw / p.stride : 1;
@@ -113,6 +112,10 @@ __device__ __forceinline__ bool block_tile(Problem& p, int splits, int n0) {
         if (n0 >= p.Nph) return false;
     }
     return true;
+}
+
+__device__ __forceinline__ bool block_tile(Problem& p, int splits, int n0) {
+    return block_tile_z(p, splits, n0, blockIdx.z);
 }
 
 // gemm_tile: grid (⌈N/64⌉, ⌈M/64⌉, batch·phases·splits), 128 threads.
@@ -380,6 +383,83 @@ __device__ __forceinline__ void tc_wide_tile(const Problem& p, const float* __re
 #define CV_N 128
 #define CV_K 16
 
+// ConvGather is one thread's share of conv_tile's operand gather for
+// TC_CONV and TC_CONVT, walked incrementally. Consecutive fetches are
+// consecutive 16-wide k steps, so only the first one divides, and each
+// index is a 32-bit offset from a pointer set up once. A (the weights):
+// rows ar + 8i of the tile at k = k_lo + ak + 16·step. B (the input):
+// column bc at the KPER k rows from kb. Every value equals what gather_a
+// and gather_b return, zeros outside M, the output columns, [k_lo, k_hi)
+// and the input included (gpu/kernels/check/gather_check.cu checks it on the
+// host). The generic gather recomputed 64-bit addresses per element with
+// a runtime mode switch, and divided at every step: about half of
+// conv_tc's instructions per k step (sm_90 SASS, 2026-11-29).
+template <int KPER>
+struct ConvGather {
+    const float* a;  // TC_CONV: the weight at row m0 + ar, current k; TC_CONVT: at row m0 + ar, tap ρ
+    int astep;       // from row ar + 8i to row ar + 8(i + 1)
+    unsigned arows;  // bit i: row m0 + ar + 8i is inside M
+    int ka, aci, aj; // this thread's A k, and (TC_CONVT) k = aci·J + aj
+    int aoff;        // TC_CONVT: aci·Cout·Kw + aj·stride
+    int kbk, bci, btap, bq, boff; // B: first row's k = bci·taps + btap, its input index and ci·T
+    int tbase, taps, tstep;       // input index at tap 0; taps per channel; index step per tap
+    int d16, r16;                 // 16 = d16·taps + r16
+    bool convt, col;
+
+    __host__ __device__ void init(const Problem& p, int m0, int n0, int ak, int ar, int bc, int kb, int k_lo) {
+        convt = p.mode == TC_CONVT;
+        taps = convt ? p.J : p.Kw;
+        arows = 0;
+        for (int i = 0; i < 8; i++)
+            if (m0 + ar + 8 * i < p.M) arows |= 1u << i;
+        ka = k_lo + ak;
+        if (convt) {
+            aci = ka / p.J, aj = ka - aci * p.J;
+            aoff = aci * p.Cout * p.Kw + aj * p.stride;
+            a = (const float*)p.w + (long long)(m0 + ar) * p.Kw + p.rho;
+            astep = 8 * p.Kw;
+        } else {
+            aci = aj = aoff = 0;
+            a = (const float*)p.w + (long long)(m0 + ar) * p.Kr + ka;
+            astep = 8 * p.Kr;
+        }
+        int gn = n0 + bc;
+        col = convt ? gn < p.Nph : gn < p.Tout;
+        tbase = convt ? gn + p.cph : gn * p.stride - p.pad;
+        tstep = convt ? -1 : p.dil;
+        kbk = k_lo + kb;
+        bci = kbk / taps, btap = kbk - bci * taps;
+        d16 = 16 / taps, r16 = 16 - d16 * taps;
+    }
+
+    // fetch gathers the current k step into ra[8] and rb[KPER] and moves on
+    // to the next.
+    __host__ __device__ void fetch(const Problem& p, float* ra, float* rb, int k_hi) {
+        bool kin = ka < k_hi;
+        int base = convt ? aoff : 0;
+#pragma unroll
+        for (int i = 0; i < 8; i++) ra[i] = kin && (arows >> i & 1u) ? a[base + i * astep] : 0.f;
+        int tap = btap, off = bci * p.T, q = tbase + btap * tstep;
+#pragma unroll
+        for (int kk = 0; kk < KPER; kk++) {
+            bool in = col && kbk + kk < k_hi && (unsigned)q < (unsigned)p.T;
+            rb[kk] = in ? p.xb[off + q] : 0.f;
+            if (++tap == taps) tap = 0, off += p.T, q = tbase;
+            else q += tstep;
+        }
+        ka += 16;
+        if (convt) {
+            aj += r16, aci += d16; // taps = J here
+            if (aj >= p.J) aj -= p.J, aci++;
+            aoff = aci * p.Cout * p.Kw + aj * p.stride;
+        } else {
+            a += 16;
+        }
+        kbk += 16, btap += r16, bci += d16;
+        if (btap >= taps) btap -= taps, bci++;
+    }
+};
+
 template <bool TC, int TN>
 __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ bias, float* __restrict__ out,
                                           float* __restrict__ work, int splits, int kchunk) {
@@ -403,29 +483,16 @@ __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ b
     long long total = (long long)(gridDim.z / (splits * phases)) * p.Cout * p.Tout;
     const int tid = threadIdx.x;
     const bool convt = p.mode == TC_CONVT;
-    const int taps = convt ? p.J : p.Kw;  // k = ci·taps + tap
 
     // A (weights): element (row tid/16 + 8i, k tid%16), k fastest.
     const int ak = tid & 15, ar = tid >> 4;
     // B (input): column tid mod TN of the tile, KPER consecutive k rows
     // from kb (all 16 when TN = 128).
     const int bc = TN == TC_THREADS ? tid : tid % TN, kb = TN == TC_THREADS ? 0 : (tid / TN) * KPER;
-    const int gn = n0 + bc;
-    const bool ncol = convt ? gn < p.Nph : gn < p.Tout;
-    const int tbase = convt ? gn + p.cph : gn * p.stride - p.pad;  // input index before the tap offset
     float ra[8], rb[KPER];
-    auto fetch = [&](int k0) {
-#pragma unroll
-        for (int i = 0; i < 8; i++) ra[i] = gather_a(p, m0 + ar + 8 * i, k0 + ak, k_hi);
-        int ci = (k0 + kb) / taps, tap = k0 + kb - ci * taps;
-#pragma unroll
-        for (int kk = 0; kk < KPER; kk++) {
-            int q = convt ? tbase - tap : tbase + tap * p.dil;
-            bool in = ncol && k0 + kb + kk < k_hi && q >= 0 && q < p.T;
-            rb[kk] = in ? p.xb[(long long)ci * p.T + q] : 0.f;
-            if (++tap == taps) tap = 0, ci++;
-        }
-    };
+    ConvGather<KPER> gather;
+    gather.init(p, m0, n0, ak, ar, bc, kb, k_lo);
+    auto fetch = [&](int) { gather.fetch(p, ra, rb, k_hi); }; // k steps in order, from k_lo
     auto stash = [&](int buf) {
 #pragma unroll
         for (int i = 0; i < 8; i++) As[buf][ak * LDA + ar + 8 * i] = ra[i];
