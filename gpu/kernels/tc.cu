@@ -1,9 +1,10 @@
 // Tiled GEMMs for the large products: prefill projections (Linear with many
 // rows) on tensor cores (tc_wide_tile, 64 × 128 tiles), the DAC's
 // convolutions as implicit GEMMs (conv_tile 64 × 128: on tensor cores,
-// conv_tc, or on fp32 FMAs, conv_simt; gemm_tile 64 × 64 for any mode). All use 32-wide (or 16-wide) k steps, split-K
-// and the same output placement (place); they differ in how operands reach
-// shared memory and in the inner product.
+// conv_tc, or on fp32 FMAs, conv_simt; gemm_tile 64 × 64 for any mode).
+// All use 32-wide (or 16-wide) k steps, split-K and the same output
+// placement (place); they differ in how operands reach shared memory and
+// in the inner product.
 //
 // Tensor cores (tc_wide, Linear only): the fp32 activation is split into
 // two TF32 parts, x = big + small, and multiplied by the BF16/F16 weight,
@@ -401,9 +402,9 @@ struct ConvGather {
     unsigned arows;  // bit i: row m0 + ar + 8i is inside M
     int ka, aci, aj; // this thread's A k, and (TC_CONVT) k = aci·J + aj
     int aoff;        // TC_CONVT: aci·Cout·Kw + aj·stride
-    int kbk, bci, btap, bq, boff; // B: first row's k = bci·taps + btap, its input index and ci·T
+    int kbk, bci, btap;           // B: the first row's k = bci·taps + btap
     int tbase, taps, tstep;       // input index at tap 0; taps per channel; index step per tap
-    int d16, r16;                 // 16 = d16·taps + r16
+    int d16, r16;                 // CV_K = d16·taps + r16
     bool convt, col;
 
     __host__ __device__ void init(const Problem& p, int m0, int n0, int ak, int ar, int bc, int kb, int k_lo) {
@@ -429,7 +430,7 @@ struct ConvGather {
         tstep = convt ? -1 : p.dil;
         kbk = k_lo + kb;
         bci = kbk / taps, btap = kbk - bci * taps;
-        d16 = 16 / taps, r16 = 16 - d16 * taps;
+        d16 = CV_K / taps, r16 = CV_K - d16 * taps;
     }
 
     // fetch gathers the current k step into ra[8] and rb[KPER] and moves on
@@ -447,15 +448,15 @@ struct ConvGather {
             if (++tap == taps) tap = 0, off += p.T, q = tbase;
             else q += tstep;
         }
-        ka += 16;
+        ka += CV_K;
         if (convt) {
             aj += r16, aci += d16; // taps = J here
             if (aj >= p.J) aj -= p.J, aci++;
             aoff = aci * p.Cout * p.Kw + aj * p.stride;
         } else {
-            a += 16;
+            a += CV_K;
         }
-        kbk += 16, btap += r16, bci += d16;
+        kbk += CV_K, btap += r16, bci += d16;
         if (btap >= taps) btap -= taps, bci++;
     }
 };
@@ -492,7 +493,6 @@ __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ b
     float ra[8], rb[KPER];
     ConvGather<KPER> gather;
     gather.init(p, m0, n0, ak, ar, bc, kb, k_lo);
-    auto fetch = [&](int) { gather.fetch(p, ra, rb, k_hi); }; // k steps in order, from k_lo
     auto stash = [&](int buf) {
 #pragma unroll
         for (int i = 0; i < 8; i++) As[buf][ak * LDA + ar + 8 * i] = ra[i];
@@ -515,13 +515,13 @@ __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ b
     for (int i = 0; i < NACC; i++) acc[i] = 0.f;
     int buf = 0;
     if (k_lo < k_hi) {
-        fetch(k_lo);
+        gather.fetch(p, ra, rb, k_hi); // k steps in order, from k_lo
         stash(0);
     }
     __syncthreads();
     for (int k0 = k_lo; k0 < k_hi; k0 += CV_K) {
         bool more = k0 + CV_K < k_hi;
-        if (more) fetch(k0 + CV_K);
+        if (more) gather.fetch(p, ra, rb, k_hi);
         const float* A = As[buf];
         const float* B = Bs[buf];
         if (TC) {
