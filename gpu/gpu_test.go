@@ -14,6 +14,7 @@ import (
 
 	"zonostream/engine/compute"
 	"zonostream/engine/cpu"
+	chk "zonostream/internal/check"
 )
 
 // Every kernel is checked against its engine/cpu op on random data of real
@@ -697,14 +698,6 @@ func convOutputs(t *testing.T, seed uint64, set func(), ref bool) (outs, cpuOuts
 	return outs, cpuOuts
 }
 
-// maxDiff is max |a − b| and the largest |a|.
-func maxDiff(a, b []float32) (d, maxA float64) {
-	for i := range a {
-		d, maxA = max(d, math.Abs(float64(a[i])-float64(b[i]))), max(maxA, math.Abs(float64(a[i])))
-	}
-	return d, maxA
-}
-
 // TestConvSimtMatchesGemmTile: conv_simt gives bit-identical outputs to
 // simt_gemm (same fmaf chain per output, same split-K chunks) on the DAC's
 // convolution shapes, batched and strided ones included.
@@ -736,8 +729,8 @@ func TestConvTCMatchesSimt(t *testing.T) {
 	got, _ := convOutputs(t, 23, func() { convOld, convTC = false, true }, false)
 	for ci, c := range convCases {
 		a, b := ref[ci], got[ci]
-		ds, _ := maxDiff(exact[ci], a)
-		dt, _ := maxDiff(exact[ci], b)
+		ds, _ := chk.MaxAbsDiff(a, exact[ci])
+		dt, _ := chk.MaxAbsDiff(b, exact[ci])
 		t.Logf("vs the CPU's float64 sums: conv_simt max|Δ| %.3g, conv_tc %.3g", ds, dt)
 		if len(a) != len(b) {
 			t.Fatalf("%+v: %d vs %d outputs", c, len(a), len(b))
