@@ -164,6 +164,12 @@ func allowSmem(k *kernel) error {
 	if !ok {
 		return nil
 	}
+	return allowSmemBytes(k, bytes)
+}
+
+// allowSmemBytes lets k be launched with up to bytes of dynamic shared
+// memory.
+func allowSmemBytes(k *kernel, bytes int) error {
 	if err := cuErr(C.zs_allow_smem(cuFunction(k.fn), C.int(bytes))); err != nil {
 		return fmt.Errorf("cuda: kernel %s: allowing %d bytes of shared memory: %w", k.name, bytes, err)
 	}

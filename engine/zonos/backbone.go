@@ -158,6 +158,12 @@ type position struct {
 // stream (nil before the first block) and returns the new (hidden,
 // residual) pair; the stream after the block is hidden + residual.
 func (l *layer) forward(b compute.Backend, hidden, residual compute.Tensor, st layerState, pos position, eps float32) (compute.Tensor, compute.Tensor) {
+	if fb, ok := b.(compute.FusedMambaBlock); ok && l.ssm != nil && l.mlp == nil && residual != nil {
+		m := l.ssm
+		if out, res, ok := fb.MambaBlock(hidden, residual, l.norm.w, l.norm.b, eps, m.inProj, m.outProj, m.w, st.conv, st.ssm, m.spec); ok {
+			return out, res
+		}
+	}
 	x, residual := b.AddLayerNorm(hidden, residual, l.norm.w, l.norm.b, eps)
 	if l.attn != nil {
 		hidden = l.attn.forward(b, x, st, pos)

@@ -1,0 +1,296 @@
+// mamba_block: one decode position of a whole Mamba2 residual block of the
+// hybrid backbone (issue 7) in one persistent kernel, for M ≤ 2 rows (the
+// CFG pair of one utterance):
+//
+//	sum = hidden + residual; x = LayerNorm(sum)          (layernorm_v4)
+//	zx  = x·W_inᵀ                                         (the weight-read GEMV)
+//	y   = scan(conv(zx)) · silu(z)                        (mamba_step_head)
+//	out = rmsnorm(y)·w · W_outᵀ                           (mamba_norm_v4, GEMV)
+//
+// Why one kernel: the op-by-op step runs five kernels per Mamba layer, and
+// the weight stream stops while the three row kernels run (the profile
+// shows 117 GEMVs at ~65 % of the read bandwidth plus ~190 dependent row
+// kernels). Here the grid is one block per SM, all resident, meeting at two
+// grid-wide barriers (after in_proj, after the scan); every warp streams its
+// share of both projections' weights through one deep cp.async ring
+// (MB_RING stages of 512 bytes), so the out_proj weights are already in
+// shared memory while the scan and the norms run, and the in_proj weights
+// are on their way before the kernel waits for its predecessor.
+//
+// Every value is computed as the op-by-op kernels compute it: the LayerNorm
+// and gated-norm statistics are summed in the order a block of
+// v4_threads(d) threads sums them (vt_sum_d), the scan is mamba_step's own
+// body, and each projection row is accumulated as gemv_m2 accumulates it
+// for the same KS (lane k8 order, warp sum per K slice, slices in order).
+// TestMambaBlockMatchesOps checks the outputs and states bit for bit.
+#include "mamba.cuh"
+
+#define MB_WARPS 8
+#define MB_RING 32 // weight stages per warp, 512 bytes each (16 bytes a lane)
+
+// grid_sync: every block of the grid meets here (the grid is at most one
+// block per SM, so all are resident). bar is a counter that starts at 0:
+// block 0 adds 2³¹ − (blocks − 1), the others 1, so the top bit flips when
+// the last one arrives and the low bits return to 0 (cooperative groups'
+// scheme) — the same word serves every barrier of every launch in stream
+// order.
+__device__ __forceinline__ void grid_sync(unsigned* bar) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned inc = blockIdx.x == 0 ? 0x80000000u - (gridDim.x - 1) : 1u;
+        __threadfence();
+        unsigned old = atomicAdd(bar, inc), cur;
+        do {
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(cur) : "l"(bar) : "memory");
+        } while (((old ^ cur) & 0x80000000u) == 0);
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+// v4_threads is the block size the Go side gives layernorm_v4 and
+// mamba_norm_v4 for rows of d floats (gpu.v4Threads).
+__device__ __forceinline__ int v4_threads(int d) {
+    int th = min(1024, (d / 4 + 31) / 32 * 32);
+    while (d / 4 > 4 * th) th += 32;
+    return th;
+}
+
+// vt_sum_d is block_sum_d as a block of th threads (a multiple of 32, at
+// most 1024) computes it, played by this block's MB_WARPS warps: thread t
+// plays virtual threads t, t + 256, …; f(vt) is virtual thread vt's own sum.
+// Same warp trees, same order of the warp totals: the same bits.
+template <class F>
+__device__ __forceinline__ double vt_sum_d(int th, double* scratch, F f) {
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    __syncthreads();
+    for (int j = 0; j * MB_WARPS * 32 < th; j++) {
+        int vt = threadIdx.x + MB_WARPS * 32 * j;
+        double v = vt < th ? f(vt) : 0.0;
+        v = warp_sum_d(v);
+        if (lane == 0 && vt < th) scratch[warp + MB_WARPS * j] = v;
+    }
+    __syncthreads();
+    double t = 0;
+    for (int i = 0; i < th / 32; i++) t += scratch[i];
+    return t;
+}
+
+// WSeg is one projection as one warp streams it: the block owns rows
+// [N·blk/grid, N·(blk+1)/grid), its warp w rows n0 = first + w, n0 + 8, …;
+// a row is KS slices of per k8 chunks (8 BF16 weights), each walked in
+// steps of 32 chunks (one per lane) as gemv_m2 walks them.
+struct WSeg {
+    const uint4* w; // [N, K8]
+    int K8, per, spj, spr; // chunks per row, per slice; steps per slice, per row
+    int n0, rows;
+};
+
+__device__ __forceinline__ WSeg wseg(const unsigned short* w, int N, int K, int KS, int warp) {
+    WSeg s;
+    s.w = (const uint4*)w;
+    s.K8 = K >> 3;
+    s.per = (s.K8 + KS - 1) / KS;
+    s.spj = (s.per + 31) / 32;
+    s.spr = KS * s.spj;
+    long long r0 = (long long)blockIdx.x * N / gridDim.x, r1 = (long long)(blockIdx.x + 1) * N / gridDim.x;
+    s.n0 = (int)r0 + warp;
+    s.rows = s.n0 < r1 ? (int)((r1 - s.n0 + MB_WARPS - 1) / MB_WARPS) : 0;
+    return s;
+}
+
+// wseg_chunk is the chunk step t of a row gives lane, or −1 past its slice.
+__device__ __forceinline__ int wseg_chunk(const WSeg& s, int t, int lane) {
+    int sl = t / s.spj, j = t % s.spj;
+    int k8 = sl * s.per + 32 * j + lane;
+    return k8 < min(s.K8, (sl + 1) * s.per) ? k8 : -1;
+}
+
+extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
+    mamba_block(const float* __restrict__ hid, const float* __restrict__ res, const float* __restrict__ lnw,
+                const float* __restrict__ lnb, float* __restrict__ res_out, const unsigned short* __restrict__ w_in,
+                float* __restrict__ zx, const float* __restrict__ cw, const float* __restrict__ cb,
+                float* __restrict__ cst, const float* __restrict__ dtb, const float* __restrict__ alog,
+                const float* __restrict__ Dw, float* __restrict__ sst, float* __restrict__ yg,
+                const float* __restrict__ nw, const unsigned short* __restrict__ w_out, float* __restrict__ out,
+                unsigned* __restrict__ bar, int M, int D, int Di, int H, int P, int N, int G, int Kc, int ks_in,
+                int ks_out, float eps_ln, float eps_n) {
+    extern __shared__ uint4 mb_smem[];
+    __shared__ double scratch[32];
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    uint4* ring = mb_smem + warp * MB_RING * 32; // [MB_RING][32], this warp's
+    float* xs = (float*)(mb_smem + MB_WARPS * MB_RING * 32); // [M, max(D, Di)]
+    int E = 2 * Di + 2 * G * N + H, C = Di + 2 * G * N;
+    WSeg s0 = wseg(w_in, E, D, ks_in, warp), s1 = wseg(w_out, D, Di, ks_out, warp);
+    int q0 = s0.rows * s0.spr, qn = q0 + s1.rows * s1.spr;
+
+    // The weight stream: step q of this warp (both projections in turn)
+    // goes to ring slot q mod MB_RING, one commit group per step (empty
+    // past the end), so waiting for MB_RING − 1 pending groups means the
+    // step to consume has landed. Lanes read back only their own slots.
+    auto issue = [&](int q) {
+        if (q < qn) {
+            // Field by field: a reference to s0 or s1 would put both in
+            // local memory.
+            bool first = q < q0;
+            WSeg s;
+            s.w = first ? s0.w : s1.w;
+            s.K8 = first ? s0.K8 : s1.K8;
+            s.per = first ? s0.per : s1.per;
+            s.spj = first ? s0.spj : s1.spj;
+            s.spr = first ? s0.spr : s1.spr;
+            s.n0 = first ? s0.n0 : s1.n0;
+            int qq = first ? q : q - q0;
+            int k8 = wseg_chunk(s, qq % s.spr, lane);
+            if (k8 >= 0)
+                cp_async16(&ring[(q % MB_RING) * 32 + lane], s.w + (long long)(s.n0 + MB_WARPS * (qq / s.spr)) * s.K8 + k8);
+        }
+        cp_async_commit();
+    };
+    // consume runs the steps [qa, qb) of projection s on the activations x
+    // ([M, K] in shared memory), writing y [M, Ny].
+    auto consume = [&](const WSeg& s, int qa, int qb, const float* x, int K, float* y, int Ny) {
+        float acc0 = 0.f, acc1 = 0.f, tot0 = 0.f, tot1 = 0.f;
+        const float4* x0 = (const float4*)x;
+        const float4* x1 = (const float4*)(x + (M > 1 ? K : 0));
+        for (int q = qa; q < qb; q++) {
+            issue(q + MB_RING - 1);
+            cp_async_wait<MB_RING - 1>();
+            int qq = q - qa, t = qq % s.spr;
+            int k8 = wseg_chunk(s, t, lane);
+            if (k8 >= 0) {
+                uint4 v = ring[(q % MB_RING) * 32 + lane];
+                fma_bf16x8(acc0, v, x0[2 * k8], x0[2 * k8 + 1]);
+                fma_bf16x8(acc1, v, x1[2 * k8], x1[2 * k8 + 1]);
+            }
+            if (t % s.spj == s.spj - 1) { // end of a K slice
+                tot0 += warp_sum(acc0);
+                tot1 += warp_sum(acc1);
+                acc0 = acc1 = 0.f;
+            }
+            if (t == s.spr - 1) { // end of a row
+                int n = s.n0 + MB_WARPS * (qq / s.spr);
+                if (lane == 0) {
+                    y[n] = tot0 + 0.f;
+                    if (M > 1) y[Ny + n] = tot1 + 0.f;
+                }
+                tot0 = tot1 = 0.f;
+            }
+        }
+    };
+
+    // Weights are never written while kernels run: the first stages go
+    // out before waiting for the previous kernel.
+    for (int q = 0; q < MB_RING - 1; q++) issue(q);
+    pdl_begin();
+
+    // 1. sum = hidden + residual, x = LayerNorm(sum) into shared memory.
+    int D4 = D / 4, thl = v4_threads(D);
+    for (int m = 0; m < M; m++) {
+        float4* x4 = (float4*)(xs + m * D);
+        const float4* h4 = (const float4*)(hid + (long long)m * D);
+        const float4* r4 = (const float4*)(res + (long long)m * D);
+        for (int i = threadIdx.x; i < D4; i += blockDim.x) {
+            float4 a = h4[i], r = r4[i];
+            a.x = __fadd_rn(a.x, r.x); a.y = __fadd_rn(a.y, r.y);
+            a.z = __fadd_rn(a.z, r.z); a.w = __fadd_rn(a.w, r.w);
+            x4[i] = a;
+            if (blockIdx.x == 0) ((float4*)(res_out + (long long)m * D))[i] = a;
+        }
+        double mean = vt_sum_d(thl, scratch, [&](int vt) {
+                          double s = 0;
+                          for (int k = 0; k < 4; k++) {
+                              int i = vt + k * thl;
+                              if (i < D4) {
+                                  float4 a = x4[i];
+                                  s += ((double)a.x + (double)a.y) + ((double)a.z + (double)a.w);
+                              }
+                          }
+                          return s;
+                      }) / (4.0 * D4);
+        double ss = vt_sum_d(thl, scratch, [&](int vt) {
+            double ss = 0;
+            for (int k = 0; k < 4; k++) {
+                int i = vt + k * thl;
+                if (i < D4) {
+                    float4 a = x4[i];
+                    double dx = (double)a.x - mean, dy = (double)a.y - mean;
+                    double dz = (double)a.z - mean, dw = (double)a.w - mean;
+                    ss += (dx * dx + dy * dy) + (dz * dz + dw * dw);
+                }
+            }
+            return ss;
+        });
+        double rstd = 1.0 / sqrt(ss / (4.0 * D4) + (double)eps_ln);
+        for (int i = threadIdx.x; i < D4; i += blockDim.x) {
+            float4 a = x4[i], ww = ((const float4*)lnw)[i], y;
+            y.x = __fmul_rn((float)(((double)a.x - mean) * rstd), ww.x);
+            y.y = __fmul_rn((float)(((double)a.y - mean) * rstd), ww.y);
+            y.z = __fmul_rn((float)(((double)a.z - mean) * rstd), ww.z);
+            y.w = __fmul_rn((float)(((double)a.w - mean) * rstd), ww.w);
+            if (lnb) {
+                float4 bb = ((const float4*)lnb)[i];
+                y.x = __fadd_rn(y.x, bb.x); y.y = __fadd_rn(y.y, bb.y);
+                y.z = __fadd_rn(y.z, bb.z); y.w = __fadd_rn(y.w, bb.w);
+            }
+            x4[i] = y;
+        }
+    }
+    __syncthreads();
+
+    // 2. zx = x·W_inᵀ; the out_proj weights follow in the same ring.
+    consume(s0, 0, q0, xs, D, zx, E);
+    grid_sync(bar);
+
+    // 3. The conv and scan of each (row, head), gated by silu(z).
+    for (int u = blockIdx.x; u < M * H; u += gridDim.x) {
+        mamba_step_head(u / H, u % H, zx, cw, cb, cst, dtb, alog, Dw, sst, yg, 1, E, Di, C, H, P, N, G, Kc);
+        __syncthreads();
+    }
+    grid_sync(bar);
+
+    // 4. Every head has read the B and C conv states: roll them. Then the
+    // gated RMSNorm of each (row, group) into shared memory.
+    int nbc = C - Di;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (long long)M * nbc;
+         i += (long long)gridDim.x * blockDim.x) {
+        int m = (int)(i / nbc), c = Di + (int)(i % nbc);
+        float* sp = cst + ((long long)m * C + c) * Kc;
+#pragma unroll
+        for (int j = 0; j < CONV_MAXK; j++)
+            if (j < Kc) sp[j] = j + 1 < Kc ? sp[j + 1] : __ldcg(zx + (long long)m * E + Di + c);
+    }
+    int gs = Di / G, gs4 = gs / 4, thn = v4_threads(gs);
+    for (int m = 0; m < M; m++) {
+        for (int g = 0; g < G; g++) {
+            float4* x4 = (float4*)(xs + m * Di + g * gs);
+            const float4* y4 = (const float4*)(yg + (long long)m * Di + g * gs);
+            for (int i = threadIdx.x; i < gs4; i += blockDim.x) x4[i] = __ldcg(y4 + i);
+            double ms = vt_sum_d(thn, scratch, [&](int vt) {
+                double ms = 0;
+                for (int k = 0; k < 4; k++) {
+                    int i = vt + k * thn;
+                    if (i < gs4) {
+                        float4 a = x4[i];
+                        ms += ((double)a.x * (double)a.x + (double)a.y * (double)a.y) +
+                              ((double)a.z * (double)a.z + (double)a.w * (double)a.w);
+                    }
+                }
+                return ms;
+            });
+            float r = (float)(1.0 / sqrt(ms / gs + (double)eps_n));
+            const float4* wg = (const float4*)(nw + g * gs);
+            for (int i = threadIdx.x; i < gs4; i += blockDim.x) {
+                float4 a = x4[i], ww = wg[i];
+                a.x = __fmul_rn(__fmul_rn(a.x, r), ww.x); a.y = __fmul_rn(__fmul_rn(a.y, r), ww.y);
+                a.z = __fmul_rn(__fmul_rn(a.z, r), ww.z); a.w = __fmul_rn(__fmul_rn(a.w, r), ww.w);
+                x4[i] = a;
+            }
+        }
+    }
+    __syncthreads();
+
+    // 5. out = norm·W_outᵀ.
+    consume(s1, q0, qn, xs, Di, out, D);
+    cp_async_wait<0>();
+}

@@ -1,0 +1,115 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"zonostream/engine/compute"
+)
+
+// TestMambaBlockMatchesOps: mamba_block (one kernel for a whole Mamba2
+// residual block of a decode step) gives the same bits as the ops one by
+// one on this backend — AddLayerNorm, the in_proj GEMV, Mamba2 (mamba_step
+// and mamba_norm_v4), the out_proj GEMV — for the output, the new residual
+// and both states, over three consecutive steps (states carried, the grid
+// barrier reused), on the real hybrid shape and an odd one, for the CFG
+// pair and a single row, with and without a LayerNorm bias. The ops are
+// themselves checked against engine/cpu; the first step is also compared
+// with engine/cpu here.
+func TestMambaBlockMatchesOps(t *testing.T) {
+	need(t)
+	if gb.gridBar == 0 {
+		t.Skip("this device cannot run mamba_block (shared memory); the ops run one by one")
+	}
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, c := range []struct {
+		d    int
+		s    compute.Mamba2Spec
+		rows int
+		bias bool
+	}{
+		{2048, compute.Mamba2Spec{DInner: 4096, Heads: 64, HeadDim: 64, DState: 128, Groups: 1, DConv: 4, Eps: 1e-5}, 2, true},
+		{2048, compute.Mamba2Spec{DInner: 4096, Heads: 64, HeadDim: 64, DState: 128, Groups: 1, DConv: 4, Eps: 1e-5}, 1, false},
+		{104, compute.Mamba2Spec{DInner: 128, Heads: 4, HeadDim: 32, DState: 40, Groups: 2, DConv: 3, Eps: 1e-5}, 2, true},
+		{256, compute.Mamba2Spec{DInner: 512, Heads: 8, HeadDim: 64, DState: 128, Groups: 1, DConv: 4, Eps: 1e-5}, 2, true},
+	} {
+		s, D, M := c.s, c.d, c.rows
+		name := fmt.Sprintf("D%d Di%d N%d G%d rows %d bias %v", D, s.DInner, s.DState, s.Groups, M, c.bias)
+		C := s.DInner + 2*s.Groups*s.DState
+		E := 2*s.DInner + 2*s.Groups*s.DState + s.Heads
+		wc, wg := mambaWeights(t, r, s, compute.BF16)
+		lnw := randW(t, r, compute.BF16, 1, D)
+		var lnb pair
+		if c.bias {
+			lnb = randW(t, r, compute.BF16, 0.2, D)
+		}
+		wi := randW(t, r, compute.BF16, 0.03, E, D)
+		wo := randW(t, r, compute.BF16, 0.03, D, s.DInner)
+		convV, ssmV := randVals(r, M*C*s.DConv, 0.5), randVals(r, M*s.Heads*s.HeadDim*s.DState, 0.5)
+		states := func() (compute.Tensor, compute.Tensor) {
+			return gb.FromF32(convV, M, C, s.DConv), gb.FromF32(ssmV, M, s.Heads, s.HeadDim, s.DState)
+		}
+		convO, ssmO := states()
+		convF, ssmF := states()
+		convC, ssmC := cb.FromF32(convV, M, C, s.DConv), cb.FromF32(ssmV, M, s.Heads, s.HeadDim, s.DState)
+		hv, rv := randVals(r, M*D, 1), randVals(r, M*D, 1)
+		hO, rO := gb.FromF32(hv, M, 1, D), gb.FromF32(rv, M, 1, D)
+		hF, rF := hO, rO
+		for step := 0; step < 3; step++ {
+			x, resO := gb.AddLayerNorm(hO, rO, lnw.g, lnb.g, 1e-5)
+			outO := gb.Linear(gb.Mamba2(gb.Linear(x, wi.g, nil), wg, convO, ssmO, s), wo.g, nil)
+			outF, resF, ok := gb.MambaBlock(hF, rF, lnw.g, lnb.g, 1e-5, wi.g, wo.g, wg, convF, ssmF, s)
+			if !ok {
+				t.Fatalf("%s: MambaBlock did not take the block", name)
+			}
+			at := fmt.Sprintf("%s step %d", name, step)
+			checkVals(t, at+" output", gb.ReadF32(outO), gb.ReadF32(outF), 0)
+			checkVals(t, at+" residual", gb.ReadF32(resO), gb.ReadF32(resF), 0)
+			checkVals(t, at+" conv state", gb.ReadF32(convO), gb.ReadF32(convF), 0)
+			checkVals(t, at+" ssm state", gb.ReadF32(ssmO), gb.ReadF32(ssmF), 0)
+			if step == 0 {
+				xc, _ := cb.AddLayerNorm(cb.FromF32(hv, M, 1, D), cb.FromF32(rv, M, 1, D), lnw.c, lnb.c, 1e-5)
+				outC := cb.Linear(cb.Mamba2(cb.Linear(xc, wi.c, nil), wc, convC, ssmC, s), wo.c, nil)
+				checkVals(t, at+" output vs engine/cpu", cb.ReadF32(outC), gb.ReadF32(outF), tol)
+			}
+			hO, rO, hF, rF = outO, resO, outF, resF
+		}
+	}
+}
+
+// TestMambaBlockDeclines: shapes mamba_block does not take come back
+// ok false (the caller runs the ops), not wrong numbers: more than two
+// rows, more than one position, F32 projections.
+func TestMambaBlockDeclines(t *testing.T) {
+	need(t)
+	r := rand.New(rand.NewPCG(23, 24))
+	s := compute.Mamba2Spec{DInner: 128, Heads: 4, HeadDim: 32, DState: 40, Groups: 2, DConv: 3, Eps: 1e-5}
+	const D = 64
+	C := s.DInner + 2*s.Groups*s.DState
+	E := 2*s.DInner + 2*s.Groups*s.DState + s.Heads
+	_, wg := mambaWeights(t, r, s, compute.BF16)
+	lnw := randW(t, r, compute.BF16, 1, D)
+	wi, wo := randW(t, r, compute.BF16, 0.03, E, D), randW(t, r, compute.BF16, 0.03, D, s.DInner)
+	wi32 := randW(t, r, compute.F32, 0.03, E, D)
+	for _, c := range []struct {
+		name     string
+		rows, t  int
+		inProj   compute.Tensor
+		wantTake bool
+	}{
+		{"two rows, one position", 2, 1, wi.g, true},
+		{"four rows", 4, 1, wi.g, false},
+		{"two positions", 2, 2, wi.g, false},
+		{"F32 in_proj", 2, 1, wi32.g, false},
+	} {
+		h := gb.FromF32(randVals(r, c.rows*c.t*D, 1), c.rows, c.t, D)
+		conv, ssm := gb.Zeros(c.rows, C, s.DConv), gb.Zeros(c.rows, s.Heads, s.HeadDim, s.DState)
+		_, _, ok := gb.MambaBlock(h, h, lnw.g, nil, 1e-5, c.inProj, wo.g, wg, conv, ssm, s)
+		if ok != (c.wantTake && gb.gridBar != 0) {
+			t.Errorf("%s: took it %v", c.name, ok)
+		}
+	}
+}
