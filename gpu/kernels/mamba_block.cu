@@ -26,7 +26,8 @@
 #include "mamba.cuh"
 
 #define MB_WARPS 8
-#define MB_RING 32 // weight stages per warp, 512 bytes each (16 bytes a lane)
+#define MB_U 4     // 32-chunk steps per ring stage (64 bytes a lane)
+#define MB_RING 8  // ring stages per warp: 16 KiB in flight
 
 // grid_sync: every block of the grid meets here (the grid is at most one
 // block per SM, so all are resident). bar is a counter that starts at 0:
@@ -78,32 +79,63 @@ __device__ __forceinline__ double vt_sum_d(int th, double* scratch, F f) {
 
 // WSeg is one projection as one warp streams it: the block owns rows
 // [N·blk/grid, N·(blk+1)/grid), its warp w rows n0 = first + w, n0 + 8, …;
-// a row is KS slices of per k8 chunks (8 BF16 weights), each walked in
-// steps of 32 chunks (one per lane) as gemv_m2 walks them.
+// a row is KS slices of per k8 chunks (8 BF16 weights), each walked as
+// gemv_m2 walks it (lane l takes chunks lo + l, lo + 32 + l, …), MB_U of
+// those 32-chunk steps at a time.
 struct WSeg {
-    const uint4* w; // [N, K8]
-    int K8, per, spj, spr; // chunks per row, per slice; steps per slice, per row
+    const uint4* w; // row n0
+    int K8, per, KS, spg; // chunks per row and per slice, slices, step groups per slice
     int n0, rows;
 };
 
 __device__ __forceinline__ WSeg wseg(const unsigned short* w, int N, int K, int KS, int warp) {
     WSeg s;
-    s.w = (const uint4*)w;
     s.K8 = K >> 3;
+    s.KS = KS;
     s.per = (s.K8 + KS - 1) / KS;
-    s.spj = (s.per + 31) / 32;
-    s.spr = KS * s.spj;
+    s.spg = ((s.per + 31) / 32 + MB_U - 1) / MB_U;
     long long r0 = (long long)blockIdx.x * N / gridDim.x, r1 = (long long)(blockIdx.x + 1) * N / gridDim.x;
-    s.n0 = (int)r0 + warp;
-    s.rows = s.n0 < r1 ? (int)((r1 - s.n0 + MB_WARPS - 1) / MB_WARPS) : 0;
+    long long n0 = r0 + warp;
+    s.rows = n0 < r1 ? (int)((r1 - n0 + MB_WARPS - 1) / MB_WARPS) : 0;
+    s.n0 = (int)n0;
+    s.w = (const uint4*)w + n0 * s.K8;
     return s;
 }
 
-// wseg_chunk is the chunk step t of a row gives lane, or −1 past its slice.
-__device__ __forceinline__ int wseg_chunk(const WSeg& s, int t, int lane) {
-    int sl = t / s.spj, j = t % s.spj;
-    int k8 = sl * s.per + 32 * j + lane;
-    return k8 < min(s.K8, (sl + 1) * s.per) ? k8 : -1;
+// WCursor walks a warp's steps over both projections in order (row, slice,
+// step group) without a division: the copy side of the ring.
+struct WCursor {
+    WSeg s;
+    const uint4* row;
+    int seg, i, sl, g, lo, hi;
+};
+
+// wcursor_seg starts projection seg (0 or 1) at its first row, or the next
+// one with rows; seg 2 is past the end.
+__device__ __forceinline__ void wcursor_seg(WCursor& c, int seg, const WSeg& s0, const WSeg& s1) {
+    if (seg == 0 && s0.rows == 0) seg = 1;
+    if (seg == 1 && s1.rows == 0) seg = 2;
+    c.seg = seg;
+    if (seg < 2) {
+        c.s = seg == 0 ? s0 : s1;
+        c.row = c.s.w, c.i = 0;
+        c.sl = 0, c.g = 0, c.lo = 0, c.hi = min(c.s.K8, c.s.per);
+    }
+}
+
+// wcursor_next moves to the next step.
+__device__ __forceinline__ void wcursor_next(WCursor& c, const WSeg& s0, const WSeg& s1) {
+    if (++c.g < c.s.spg) return;
+    c.g = 0;
+    if (++c.sl < c.s.KS) {
+        c.lo += c.s.per;
+        c.hi = min(c.s.K8, c.lo + c.s.per);
+        return;
+    }
+    c.sl = 0, c.lo = 0, c.hi = min(c.s.K8, c.s.per);
+    c.row += MB_WARPS * c.s.K8;
+    if (++c.i < c.s.rows) return;
+    wcursor_seg(c, c.seg + 1, s0, s1);
 }
 
 extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
@@ -122,66 +154,67 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
     float* xs = (float*)(mb_smem + MB_WARPS * MB_RING * 32); // [M, max(D, Di)]
     int E = 2 * Di + 2 * G * N + H, C = Di + 2 * G * N;
     WSeg s0 = wseg(w_in, E, D, ks_in, warp), s1 = wseg(w_out, D, Di, ks_out, warp);
-    int q0 = s0.rows * s0.spr, qn = q0 + s1.rows * s1.spr;
 
-    // The weight stream: step q of this warp (both projections in turn)
-    // goes to ring slot q mod MB_RING, one commit group per step (empty
-    // past the end), so waiting for MB_RING − 1 pending groups means the
-    // step to consume has landed. Lanes read back only their own slots.
-    auto issue = [&](int q) {
-        if (q < qn) {
-            // Field by field: a reference to s0 or s1 would put both in
-            // local memory.
-            bool first = q < q0;
-            WSeg s;
-            s.w = first ? s0.w : s1.w;
-            s.K8 = first ? s0.K8 : s1.K8;
-            s.per = first ? s0.per : s1.per;
-            s.spj = first ? s0.spj : s1.spj;
-            s.spr = first ? s0.spr : s1.spr;
-            s.n0 = first ? s0.n0 : s1.n0;
-            int qq = first ? q : q - q0;
-            int k8 = wseg_chunk(s, qq % s.spr, lane);
-            if (k8 >= 0)
-                cp_async16(&ring[(q % MB_RING) * 32 + lane], s.w + (long long)(s.n0 + MB_WARPS * (qq / s.spr)) * s.K8 + k8);
+    // The weight stream: this warp's steps over both projections in turn,
+    // step k in ring slot k mod MB_RING, one commit group per step (empty
+    // past the end), so with MB_RING − 1 groups pending after a step is
+    // requested, the step to consume has landed. Lanes read back only their
+    // own slots.
+    WCursor cur;
+    wcursor_seg(cur, 0, s0, s1);
+    int issued = 0, consumed = 0;
+    auto issue = [&]() {
+        if (cur.seg < 2) {
+            uint4* slot = ring + (issued % MB_RING) * (MB_U * 32) + lane;
+#pragma unroll
+            for (int u = 0; u < MB_U; u++) {
+                int k8 = cur.lo + 32 * (cur.g * MB_U + u) + lane;
+                if (k8 < cur.hi) cp_async16(slot + 32 * u, cur.row + k8);
+            }
+            wcursor_next(cur, s0, s1);
         }
         cp_async_commit();
+        issued++;
     };
-    // consume runs the steps [qa, qb) of projection s on the activations x
-    // ([M, K] in shared memory), writing y [M, Ny].
-    auto consume = [&](const WSeg& s, int qa, int qb, const float* x, int K, float* y, int Ny) {
-        float acc0 = 0.f, acc1 = 0.f, tot0 = 0.f, tot1 = 0.f;
+    // consume runs projection s (its steps are next in the ring) on the
+    // activations x ([M, K] in shared memory), writing y [M, Ny].
+    auto consume = [&](const WSeg& s, const float* x, int K, float* y, int Ny) {
         const float4* x0 = (const float4*)x;
         const float4* x1 = (const float4*)(x + (M > 1 ? K : 0));
-        for (int q = qa; q < qb; q++) {
-            issue(q + MB_RING - 1);
-            cp_async_wait<MB_RING - 1>();
-            int qq = q - qa, t = qq % s.spr;
-            int k8 = wseg_chunk(s, t, lane);
-            if (k8 >= 0) {
-                uint4 v = ring[(q % MB_RING) * 32 + lane];
-                fma_bf16x8(acc0, v, x0[2 * k8], x0[2 * k8 + 1]);
-                fma_bf16x8(acc1, v, x1[2 * k8], x1[2 * k8 + 1]);
-            }
-            if (t % s.spj == s.spj - 1) { // end of a K slice
+        for (int i = 0; i < s.rows; i++) {
+            float tot0 = 0.f, tot1 = 0.f;
+            for (int sl = 0, lo = 0; sl < s.KS; sl++, lo += s.per) {
+                int hi = min(s.K8, lo + s.per);
+                float acc0 = 0.f, acc1 = 0.f;
+                for (int g = 0; g < s.spg; g++) {
+                    issue();
+                    cp_async_wait<MB_RING - 1>();
+                    const uint4* slot = ring + (consumed % MB_RING) * (MB_U * 32) + lane;
+                    consumed++;
+#pragma unroll
+                    for (int u = 0; u < MB_U; u++) {
+                        int k8 = lo + 32 * (g * MB_U + u) + lane;
+                        if (k8 < hi) {
+                            uint4 v = slot[32 * u];
+                            fma_bf16x8(acc0, v, x0[2 * k8], x0[2 * k8 + 1]);
+                            fma_bf16x8(acc1, v, x1[2 * k8], x1[2 * k8 + 1]);
+                        }
+                    }
+                }
                 tot0 += warp_sum(acc0);
                 tot1 += warp_sum(acc1);
-                acc0 = acc1 = 0.f;
             }
-            if (t == s.spr - 1) { // end of a row
-                int n = s.n0 + MB_WARPS * (qq / s.spr);
-                if (lane == 0) {
-                    y[n] = tot0 + 0.f;
-                    if (M > 1) y[Ny + n] = tot1 + 0.f;
-                }
-                tot0 = tot1 = 0.f;
+            if (lane == 0) {
+                int row = s.n0 + MB_WARPS * i;
+                y[row] = tot0 + 0.f;
+                if (M > 1) y[Ny + row] = tot1 + 0.f;
             }
         }
     };
 
     // Weights are never written while kernels run: the first stages go
     // out before waiting for the previous kernel.
-    for (int q = 0; q < MB_RING - 1; q++) issue(q);
+    for (int q = 0; q < MB_RING - 1; q++) issue();
     pdl_begin();
 
     // 1. sum = hidden + residual, x = LayerNorm(sum) into shared memory.
@@ -239,7 +272,7 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
     __syncthreads();
 
     // 2. zx = x·W_inᵀ; the out_proj weights follow in the same ring.
-    consume(s0, 0, q0, xs, D, zx, E);
+    consume(s0, xs, D, zx, E);
     grid_sync(bar);
 
     // 3. The conv and scan of each (row, head), gated by silu(z).
@@ -291,6 +324,6 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
     __syncthreads();
 
     // 5. out = norm·W_outᵀ.
-    consume(s1, q0, qn, xs, Di, out, D);
+    consume(s1, xs, Di, out, D);
     cp_async_wait<0>();
 }
