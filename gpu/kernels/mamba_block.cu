@@ -150,8 +150,8 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
     extern __shared__ uint4 mb_smem[];
     __shared__ double scratch[32];
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    uint4* ring = mb_smem + warp * MB_RING * 32; // [MB_RING][32], this warp's
-    float* xs = (float*)(mb_smem + MB_WARPS * MB_RING * 32); // [M, max(D, Di)]
+    uint4* ring = mb_smem + warp * (MB_RING * MB_U * 32); // this warp's [MB_RING][MB_U][32]
+    float* xs = (float*)(mb_smem + MB_WARPS * MB_RING * MB_U * 32); // [M, max(D, Di)]
     int E = 2 * Di + 2 * G * N + H, C = Di + 2 * G * N;
     WSeg s0 = wseg(w_in, E, D, ks_in, warp), s1 = wseg(w_out, D, Di, ks_out, warp);
 
