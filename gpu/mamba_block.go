@@ -26,8 +26,8 @@ var mambaBlockOff = os.Getenv("ZONOS_MAMBA_BLOCK") == "0"
 const (
 	mbWarps   = 8
 	mbRing    = 8                                // MB_RING in mamba_block.cu: stages per warp
-	mbU       = 4                                // MB_U: 32-chunk steps per stage
-	mbRingB   = mbWarps * mbRing * mbU * 32 * 16 // the rings' shared memory
+	mbR       = 4                                // MB_R: weight rows per step
+	mbRingB   = mbWarps * mbRing * mbR * 32 * 16 // the rings' shared memory
 	mbActMax  = 64 << 10                         // activations in shared memory: M·max(D, Di) floats
 	mbSmemMax = mbRingB + mbActMax
 )

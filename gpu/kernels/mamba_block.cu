@@ -26,7 +26,7 @@
 #include "mamba.cuh"
 
 #define MB_WARPS 8
-#define MB_U 4     // 32-chunk steps per ring stage (64 bytes a lane)
+#define MB_R 4     // weight rows per step (64 bytes a lane per ring stage)
 #define MB_RING 8  // ring stages per warp: 16 KiB in flight
 
 // grid_sync: every block of the grid meets here (the grid is at most one
@@ -78,13 +78,15 @@ __device__ __forceinline__ double vt_sum_d(int th, double* scratch, F f) {
 }
 
 // WSeg is one projection as one warp streams it: the block owns rows
-// [N·blk/grid, N·(blk+1)/grid), its warp w rows n0 = first + w, n0 + 8, …;
-// a row is KS slices of per k8 chunks (8 BF16 weights), each walked as
-// gemv_m2 walks it (lane l takes chunks lo + l, lo + 32 + l, …), MB_U of
-// those 32-chunk steps at a time.
+// [N·blk/grid, N·(blk+1)/grid), its warp w rows n0 = first + w, n0 + 8, …,
+// taken MB_R at a time (a row group) so each activation chunk read from
+// shared memory serves MB_R weight rows. A row is KS slices of per k8
+// chunks (8 BF16 weights), each walked as gemv_m2 walks it: lane l takes
+// chunks lo + l, lo + 32 + l, …, one such 32-chunk step of every row of the
+// group per ring stage.
 struct WSeg {
     const uint4* w; // row n0
-    int K8, per, KS, spg; // chunks per row and per slice, slices, step groups per slice
+    int K8, per, KS, spj; // chunks per row and per slice, slices, steps per slice
     int n0, rows;
 };
 
@@ -93,7 +95,7 @@ __device__ __forceinline__ WSeg wseg(const unsigned short* w, int N, int K, int 
     s.K8 = K >> 3;
     s.KS = KS;
     s.per = (s.K8 + KS - 1) / KS;
-    s.spg = ((s.per + 31) / 32 + MB_U - 1) / MB_U;
+    s.spj = (s.per + 31) / 32;
     long long r0 = (long long)blockIdx.x * N / gridDim.x, r1 = (long long)(blockIdx.x + 1) * N / gridDim.x;
     long long n0 = r0 + warp;
     s.rows = n0 < r1 ? (int)((r1 - n0 + MB_WARPS - 1) / MB_WARPS) : 0;
@@ -102,12 +104,12 @@ __device__ __forceinline__ WSeg wseg(const unsigned short* w, int N, int K, int 
     return s;
 }
 
-// WCursor walks a warp's steps over both projections in order (row, slice,
-// step group) without a division: the copy side of the ring.
+// WCursor walks a warp's steps over both projections in order (row group,
+// slice, step) without a division: the copy side of the ring.
 struct WCursor {
     WSeg s;
-    const uint4* row;
-    int seg, i, sl, g, lo, hi;
+    const uint4* grp; // the group's first row
+    int seg, i, j, lo, hi; // i: the group's first row index (of this warp's)
 };
 
 // wcursor_seg starts projection seg (0 or 1) at its first row, or the next
@@ -118,24 +120,31 @@ __device__ __forceinline__ void wcursor_seg(WCursor& c, int seg, const WSeg& s0,
     c.seg = seg;
     if (seg < 2) {
         c.s = seg == 0 ? s0 : s1;
-        c.row = c.s.w, c.i = 0;
-        c.sl = 0, c.g = 0, c.lo = 0, c.hi = min(c.s.K8, c.s.per);
+        c.grp = c.s.w, c.i = 0, c.j = 0, c.lo = 0, c.hi = min(c.s.K8, c.s.per);
     }
 }
 
 // wcursor_next moves to the next step.
 __device__ __forceinline__ void wcursor_next(WCursor& c, const WSeg& s0, const WSeg& s1) {
-    if (++c.g < c.s.spg) return;
-    c.g = 0;
-    if (++c.sl < c.s.KS) {
-        c.lo += c.s.per;
+    if (++c.j < c.s.spj) return;
+    c.j = 0;
+    c.lo += c.s.per;
+    if (c.lo < c.s.KS * c.s.per) {
         c.hi = min(c.s.K8, c.lo + c.s.per);
         return;
     }
-    c.sl = 0, c.lo = 0, c.hi = min(c.s.K8, c.s.per);
-    c.row += MB_WARPS * c.s.K8;
-    if (++c.i < c.s.rows) return;
+    c.lo = 0, c.hi = min(c.s.K8, c.s.per);
+    c.grp += MB_R * MB_WARPS * c.s.K8;
+    c.i += MB_R;
+    if (c.i < c.s.rows) return;
     wcursor_seg(c, c.seg + 1, s0, s1);
+}
+
+// The activations of both rows live in shared memory split by half chunk:
+// float4 i of row m (elements 4i … 4i + 3) at X[(2m + i mod 2)·K8 + i/2], so
+// the lanes of a step, one chunk each, read 16 consecutive bytes apiece.
+__device__ __forceinline__ float4& xq(float4* X, int m, int K8, int i) {
+    return X[(2 * m + (i & 1)) * K8 + (i >> 1)];
 }
 
 extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
@@ -150,8 +159,8 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
     extern __shared__ uint4 mb_smem[];
     __shared__ double scratch[32];
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    uint4* ring = mb_smem + warp * (MB_RING * MB_U * 32); // this warp's [MB_RING][MB_U][32]
-    float* xs = (float*)(mb_smem + MB_WARPS * MB_RING * MB_U * 32); // [M, max(D, Di)]
+    uint4* ring = mb_smem + warp * (MB_RING * MB_R * 32); // this warp's [MB_RING][MB_R][32]
+    float4* X = (float4*)(mb_smem + MB_WARPS * MB_RING * MB_R * 32); // M rows of max(D, Di), xq layout
     int E = 2 * Di + 2 * G * N + H, C = Di + 2 * G * N;
     WSeg s0 = wseg(w_in, E, D, ks_in, warp), s1 = wseg(w_out, D, Di, ks_out, warp);
 
@@ -165,11 +174,12 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
     int issued = 0, consumed = 0;
     auto issue = [&]() {
         if (cur.seg < 2) {
-            uint4* slot = ring + (issued % MB_RING) * (MB_U * 32) + lane;
+            uint4* slot = ring + (issued % MB_RING) * (MB_R * 32) + lane;
+            int k8 = cur.lo + 32 * cur.j + lane;
+            if (k8 < cur.hi) {
 #pragma unroll
-            for (int u = 0; u < MB_U; u++) {
-                int k8 = cur.lo + 32 * (cur.g * MB_U + u) + lane;
-                if (k8 < cur.hi) cp_async16(slot + 32 * u, cur.row + k8);
+                for (int r = 0; r < MB_R; r++)
+                    if (cur.i + r < cur.s.rows) cp_async16(slot + 32 * r, cur.grp + r * MB_WARPS * cur.s.K8 + k8);
             }
             wcursor_next(cur, s0, s1);
         }
@@ -177,37 +187,56 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
         issued++;
     };
     // consume runs projection s (its steps are next in the ring) on the
-    // activations x ([M, K] in shared memory), writing y [M, Ny].
-    auto consume = [&](const WSeg& s, const float* x, int K, float* y, int Ny) {
-        const float4* x0 = (const float4*)x;
-        const float4* x1 = (const float4*)(x + (M > 1 ? K : 0));
-        for (int i = 0; i < s.rows; i++) {
-            float tot0 = 0.f, tot1 = 0.f;
-            for (int sl = 0, lo = 0; sl < s.KS; sl++, lo += s.per) {
+    // activations X (xq layout, K8 chunks a row), writing y [M, Ny].
+    auto consume = [&](const WSeg& s, const float4* X, float* y, int Ny) {
+        const float4* xa0 = X;
+        const float4* xb0 = X + s.K8;
+        const float4* xa1 = X + (M > 1 ? 2 * s.K8 : 0);
+        const float4* xb1 = xa1 + s.K8;
+        for (int i = 0; i < s.rows; i += MB_R) {
+            float tot[MB_R][2];
+#pragma unroll
+            for (int r = 0; r < MB_R; r++) tot[r][0] = tot[r][1] = 0.f;
+            for (int lo = 0; lo < s.KS * s.per; lo += s.per) {
                 int hi = min(s.K8, lo + s.per);
-                float acc0 = 0.f, acc1 = 0.f;
-                for (int g = 0; g < s.spg; g++) {
+                float acc[MB_R][2];
+#pragma unroll
+                for (int r = 0; r < MB_R; r++) acc[r][0] = acc[r][1] = 0.f;
+                for (int j = 0; j < s.spj; j++) {
                     issue();
                     cp_async_wait<MB_RING - 1>();
-                    const uint4* slot = ring + (consumed % MB_RING) * (MB_U * 32) + lane;
+                    const uint4* slot = ring + (consumed % MB_RING) * (MB_R * 32) + lane;
                     consumed++;
+                    int k8 = lo + 32 * j + lane;
+                    if (k8 < hi) {
+                        float4 a0 = xa0[k8], b0 = xb0[k8], a1 = xa1[k8], b1 = xb1[k8];
 #pragma unroll
-                    for (int u = 0; u < MB_U; u++) {
-                        int k8 = lo + 32 * (g * MB_U + u) + lane;
-                        if (k8 < hi) {
-                            uint4 v = slot[32 * u];
-                            fma_bf16x8(acc0, v, x0[2 * k8], x0[2 * k8 + 1]);
-                            fma_bf16x8(acc1, v, x1[2 * k8], x1[2 * k8 + 1]);
+                        for (int r = 0; r < MB_R; r++) {
+                            if (i + r < s.rows) {
+                                uint4 v = slot[32 * r];
+                                fma_bf16x8(acc[r][0], v, a0, b0);
+                                fma_bf16x8(acc[r][1], v, a1, b1);
+                            }
                         }
                     }
                 }
-                tot0 += warp_sum(acc0);
-                tot1 += warp_sum(acc1);
+#pragma unroll
+                for (int r = 0; r < MB_R; r++) {
+                    if (i + r < s.rows) {
+                        tot[r][0] += warp_sum(acc[r][0]);
+                        tot[r][1] += warp_sum(acc[r][1]);
+                    }
+                }
             }
             if (lane == 0) {
-                int row = s.n0 + MB_WARPS * i;
-                y[row] = tot0 + 0.f;
-                if (M > 1) y[Ny + row] = tot1 + 0.f;
+#pragma unroll
+                for (int r = 0; r < MB_R; r++) {
+                    if (i + r < s.rows) {
+                        int row = s.n0 + MB_WARPS * (i + r);
+                        y[row] = tot[r][0] + 0.f;
+                        if (M > 1) y[Ny + row] = tot[r][1] + 0.f;
+                    }
+                }
             }
         }
     };
@@ -218,16 +247,15 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
     pdl_begin();
 
     // 1. sum = hidden + residual, x = LayerNorm(sum) into shared memory.
-    int D4 = D / 4, thl = v4_threads(D);
+    int D4 = D / 4, D8 = D / 8, thl = v4_threads(D);
     for (int m = 0; m < M; m++) {
-        float4* x4 = (float4*)(xs + m * D);
         const float4* h4 = (const float4*)(hid + (long long)m * D);
         const float4* r4 = (const float4*)(res + (long long)m * D);
         for (int i = threadIdx.x; i < D4; i += blockDim.x) {
             float4 a = h4[i], r = r4[i];
             a.x = __fadd_rn(a.x, r.x); a.y = __fadd_rn(a.y, r.y);
             a.z = __fadd_rn(a.z, r.z); a.w = __fadd_rn(a.w, r.w);
-            x4[i] = a;
+            xq(X, m, D8, i) = a;
             if (blockIdx.x == 0) ((float4*)(res_out + (long long)m * D))[i] = a;
         }
         double mean = vt_sum_d(thl, scratch, [&](int vt) {
@@ -235,7 +263,7 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
                           for (int k = 0; k < 4; k++) {
                               int i = vt + k * thl;
                               if (i < D4) {
-                                  float4 a = x4[i];
+                                  float4 a = xq(X, m, D8, i);
                                   s += ((double)a.x + (double)a.y) + ((double)a.z + (double)a.w);
                               }
                           }
@@ -246,7 +274,7 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
             for (int k = 0; k < 4; k++) {
                 int i = vt + k * thl;
                 if (i < D4) {
-                    float4 a = x4[i];
+                    float4 a = xq(X, m, D8, i);
                     double dx = (double)a.x - mean, dy = (double)a.y - mean;
                     double dz = (double)a.z - mean, dw = (double)a.w - mean;
                     ss += (dx * dx + dy * dy) + (dz * dz + dw * dw);
@@ -256,7 +284,7 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
         });
         double rstd = 1.0 / sqrt(ss / (4.0 * D4) + (double)eps_ln);
         for (int i = threadIdx.x; i < D4; i += blockDim.x) {
-            float4 a = x4[i], ww = ((const float4*)lnw)[i], y;
+            float4 a = xq(X, m, D8, i), ww = ((const float4*)lnw)[i], y;
             y.x = __fmul_rn((float)(((double)a.x - mean) * rstd), ww.x);
             y.y = __fmul_rn((float)(((double)a.y - mean) * rstd), ww.y);
             y.z = __fmul_rn((float)(((double)a.z - mean) * rstd), ww.z);
@@ -266,13 +294,13 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
                 y.x = __fadd_rn(y.x, bb.x); y.y = __fadd_rn(y.y, bb.y);
                 y.z = __fadd_rn(y.z, bb.z); y.w = __fadd_rn(y.w, bb.w);
             }
-            x4[i] = y;
+            xq(X, m, D8, i) = y;
         }
     }
     __syncthreads();
 
     // 2. zx = x·W_inᵀ; the out_proj weights follow in the same ring.
-    consume(s0, xs, D, zx, E);
+    consume(s0, X, zx, E);
     grid_sync(bar);
 
     // 3. The conv and scan of each (row, head), gated by silu(z).
@@ -293,18 +321,18 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
         for (int j = 0; j < CONV_MAXK; j++)
             if (j < Kc) sp[j] = j + 1 < Kc ? sp[j + 1] : __ldcg(zx + (long long)m * E + Di + c);
     }
-    int gs = Di / G, gs4 = gs / 4, thn = v4_threads(gs);
+    int gs = Di / G, gs4 = gs / 4, thn = v4_threads(gs), Di8 = Di / 8;
     for (int m = 0; m < M; m++) {
         for (int g = 0; g < G; g++) {
-            float4* x4 = (float4*)(xs + m * Di + g * gs);
+            int o = g * gs4; // the group's first float4 in the row
             const float4* y4 = (const float4*)(yg + (long long)m * Di + g * gs);
-            for (int i = threadIdx.x; i < gs4; i += blockDim.x) x4[i] = __ldcg(y4 + i);
+            for (int i = threadIdx.x; i < gs4; i += blockDim.x) xq(X, m, Di8, o + i) = __ldcg(y4 + i);
             double ms = vt_sum_d(thn, scratch, [&](int vt) {
                 double ms = 0;
                 for (int k = 0; k < 4; k++) {
                     int i = vt + k * thn;
                     if (i < gs4) {
-                        float4 a = x4[i];
+                        float4 a = xq(X, m, Di8, o + i);
                         ms += ((double)a.x * (double)a.x + (double)a.y * (double)a.y) +
                               ((double)a.z * (double)a.z + (double)a.w * (double)a.w);
                     }
@@ -314,16 +342,16 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
             float r = (float)(1.0 / sqrt(ms / gs + (double)eps_n));
             const float4* wg = (const float4*)(nw + g * gs);
             for (int i = threadIdx.x; i < gs4; i += blockDim.x) {
-                float4 a = x4[i], ww = wg[i];
+                float4 a = xq(X, m, Di8, o + i), ww = wg[i];
                 a.x = __fmul_rn(__fmul_rn(a.x, r), ww.x); a.y = __fmul_rn(__fmul_rn(a.y, r), ww.y);
                 a.z = __fmul_rn(__fmul_rn(a.z, r), ww.z); a.w = __fmul_rn(__fmul_rn(a.w, r), ww.w);
-                x4[i] = a;
+                xq(X, m, Di8, o + i) = a;
             }
         }
     }
     __syncthreads();
 
     // 5. out = norm·W_outᵀ.
-    consume(s1, xs, Di, out, D);
+    consume(s1, X, out, D);
     cp_async_wait<0>();
 }
