@@ -23,6 +23,12 @@ import (
 
 var mambaBlockOff = os.Getenv("ZONOS_MAMBA_BLOCK") == "0"
 
+// mambaBlockStamps, when set (TestMambaBlockPhases), receives mamba_block's
+// phase stamps: mbStamps global-timer readings per block.
+var mambaBlockStamps cu.DevicePtr
+
+const mbStamps = 16 // MB_STAMPS
+
 const (
 	mbWarps   = 8
 	mbRing    = 8                                // MB_RING in mamba_block.cu: stages per warp
@@ -106,7 +112,7 @@ func (b *Backend) MambaBlock(hidden, residual, normW, normB compute.Tensor, eps 
 			ht.ptr(), rt.ptr(), b.asF32(cast(normW)).ptr(), lnb, sum.ptr(), wi.ptr(), zx.ptr(),
 			b.asF32(cast(w.ConvWeight)).ptr(), b.asF32(cast(w.ConvBias)).ptr(), cst.ptr(),
 			b.asF32(cast(w.DtBias)).ptr(), b.asF32(cast(w.ALog)).ptr(), b.asF32(cast(w.D)).ptr(), sst.ptr(), yg.ptr(),
-			b.asF32(cast(w.NormWeight)).ptr(), wo.ptr(), out.ptr(), b.gridBar,
+			b.asF32(cast(w.NormWeight)).ptr(), wo.ptr(), out.ptr(), b.gridBar, mambaBlockStamps,
 			int32(M), int32(D), int32(Di), int32(H), int32(P), int32(N), int32(G), int32(Kc), int32(ksIn), int32(ksOut),
 			eps, s.Eps)
 		zx.h.release()

@@ -4,7 +4,10 @@ package gpu
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"os"
+	"slices"
 	"testing"
 
 	"zonostream/engine/compute"
@@ -112,4 +115,56 @@ func TestMambaBlockDeclines(t *testing.T) {
 			t.Errorf("%s: took it %v", c.name, ok)
 		}
 	}
+}
+
+// TestMambaBlockPhases (ZONOS_PROFILE=1, measurements only): where
+// mamba_block's time goes on the real hybrid shape, from the global-timer
+// stamps each block takes after each phase; logs the median over 30
+// launches of each phase's mean over blocks.
+func TestMambaBlockPhases(t *testing.T) {
+	need(t)
+	if os.Getenv("ZONOS_PROFILE") == "" || gb.gridBar == 0 {
+		t.Skip("ZONOS_PROFILE=1 measures mamba_block's phases")
+	}
+	r := rand.New(rand.NewPCG(25, 26))
+	s := compute.Mamba2Spec{DInner: 4096, Heads: 64, HeadDim: 64, DState: 128, Groups: 1, DConv: 4, Eps: 1e-5}
+	const D, M = 2048, 2
+	C := s.DInner + 2*s.Groups*s.DState
+	E := 2*s.DInner + 2*s.Groups*s.DState + s.Heads
+	_, wg := mambaWeights(t, r, s, compute.BF16)
+	lnw := randW(t, r, compute.BF16, 1, D)
+	wi, wo := randW(t, r, compute.BF16, 0.03, E, D), randW(t, r, compute.BF16, 0.03, D, s.DInner)
+	conv, ssm := gb.Zeros(M, C, s.DConv), gb.Zeros(M, s.Heads, s.HeadDim, s.DState)
+	h := gb.FromF32(randVals(r, M*D, 1), M, 1, D)
+	st := gb.Zeros(gb.sms * mbStamps * 2)
+	mambaBlockStamps = cast(st).ptr()
+	defer func() { mambaBlockStamps = 0 }()
+	names := []string{"start → waited", "LayerNorm", "in_proj", "barrier 1", "conv + scan", "barrier 2", "gated norm", "out_proj"}
+	per := make([][]float64, len(names)+1)
+	for it := 0; it < 30; it++ {
+		if _, _, ok := gb.MambaBlock(h, h, lnw.g, nil, 1e-5, wi.g, wo.g, wg, conv, ssm, s); !ok {
+			t.Fatal("MambaBlock did not take the block")
+		}
+		raw := gb.ReadF32(st)
+		ts := make([]uint64, len(raw)/2)
+		for i := range ts {
+			ts[i] = uint64(math.Float32bits(raw[2*i])) | uint64(math.Float32bits(raw[2*i+1]))<<32
+		}
+		first, last := uint64(math.MaxUint64), uint64(0)
+		for k := range names {
+			var sum float64
+			for blk := 0; blk < gb.sms; blk++ {
+				b := ts[blk*mbStamps:]
+				sum += float64(b[k+1] - b[k])
+				first, last = min(first, b[0]), max(last, b[len(names)])
+			}
+			per[k] = append(per[k], sum/float64(gb.sms)/1e3)
+		}
+		per[len(names)] = append(per[len(names)], float64(last-first)/1e3)
+	}
+	med := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
+	for k, n := range names {
+		t.Logf("%-16s %7.2f µs (mean over blocks, median of 30)", n, med(per[k]))
+	}
+	t.Logf("%-16s %7.2f µs (first start to last end)", "kernel", med(per[len(names)]))
 }

@@ -60,6 +60,13 @@ __device__ __forceinline__ void fma_bf16x8(float& acc, uint4 v, float4 a, float4
            b.z * __uint_as_float(v.w << 16) + b.w * __uint_as_float(v.w & 0xffff0000u);
 }
 
+// globaltimer reads the GPU's nanosecond clock (probes and phase stamps).
+__device__ __forceinline__ unsigned long long globaltimer() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
 // cp.async: 16-byte global → shared copies that bypass registers, in
 // commit groups (sm_80).
 __device__ __forceinline__ void cp_async16(void* smem, const void* g) {

@@ -485,12 +485,6 @@ extern "C" __global__ void fill_bf16(unsigned short* __restrict__ w, long long n
     }
 }
 
-__device__ __forceinline__ unsigned long long globaltimer() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
 // pdl_probe_spin and pdl_probe_stamp check programmatic dependent launch
 // (TestPDLOverlap): the spin kernel's blocks busy-wait ns nanoseconds of
 // the global timer and record the latest end in t[0]; the stamp kernel,

@@ -28,6 +28,7 @@
 #define MB_WARPS 8
 #define MB_R 4     // weight rows per step (64 bytes a lane per ring stage)
 #define MB_RING 8  // ring stages per warp: 16 KiB in flight
+#define MB_STAMPS 16 // phase stamps per block (at most)
 
 // grid_sync: every block of the grid meets here (the grid is at most one
 // block per SM, so all are resident). bar is a counter that starts at 0:
@@ -154,7 +155,7 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
                 float* __restrict__ cst, const float* __restrict__ dtb, const float* __restrict__ alog,
                 const float* __restrict__ Dw, float* __restrict__ sst, float* __restrict__ yg,
                 const float* __restrict__ nw, const unsigned short* __restrict__ w_out, float* __restrict__ out,
-                unsigned* __restrict__ bar, int M, int D, int Di, int H, int P, int N, int G, int Kc, int ks_in,
+                unsigned* __restrict__ bar, unsigned long long* __restrict__ stamps, int M, int D, int Di, int H, int P, int N, int G, int Kc, int ks_in,
                 int ks_out, float eps_ln, float eps_n) {
     extern __shared__ uint4 mb_smem[];
     __shared__ double scratch[32];
@@ -162,6 +163,13 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
     uint4* ring = mb_smem + warp * (MB_RING * MB_R * 32); // this warp's [MB_RING][MB_R][32]
     float4* X = (float4*)(mb_smem + MB_WARPS * MB_RING * MB_R * 32); // M rows of max(D, Di), xq layout
     int E = 2 * Di + 2 * G * N + H, C = Di + 2 * G * N;
+    // stamps (measurements, TestMambaBlockPhases; null otherwise): thread 0
+    // of each block records the global timer after each phase.
+    int nst = 0;
+    auto stamp = [&](unsigned long long t) {
+        if (stamps && threadIdx.x == 0) stamps[blockIdx.x * MB_STAMPS + nst] = t;
+        nst++;
+    };
     WSeg s0 = wseg(w_in, E, D, ks_in, warp), s1 = wseg(w_out, D, Di, ks_out, warp);
 
     // The weight stream: this warp's steps over both projections in turn,
@@ -243,8 +251,11 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
 
     // Weights are never written while kernels run: the first stages go
     // out before waiting for the previous kernel.
+    unsigned long long t0 = globaltimer(); // stored after the wait (nothing is written before it)
     for (int q = 0; q < MB_RING - 1; q++) issue();
     pdl_begin();
+    stamp(t0);
+    stamp(globaltimer());
 
     // 1. sum = hidden + residual, x = LayerNorm(sum) into shared memory.
     int D4 = D / 4, D8 = D / 8, thl = v4_threads(D);
@@ -298,17 +309,22 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
         }
     }
     __syncthreads();
+    stamp(globaltimer());
 
     // 2. zx = x·W_inᵀ; the out_proj weights follow in the same ring.
     consume(s0, X, zx, E);
+    stamp(globaltimer());
     grid_sync(bar);
+    stamp(globaltimer());
 
     // 3. The conv and scan of each (row, head), gated by silu(z).
     for (int u = blockIdx.x; u < M * H; u += gridDim.x) {
         mamba_step_head(u / H, u % H, zx, cw, cb, cst, dtb, alog, Dw, sst, yg, 1, E, Di, C, H, P, N, G, Kc);
         __syncthreads();
     }
+    stamp(globaltimer());
     grid_sync(bar);
+    stamp(globaltimer());
 
     // 4. Every head has read the B and C conv states: roll them. Then the
     // gated RMSNorm of each (row, group) into shared memory.
@@ -350,8 +366,10 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
         }
     }
     __syncthreads();
+    stamp(globaltimer());
 
     // 5. out = norm·W_outᵀ.
     consume(s1, X, out, D);
     cp_async_wait<0>();
+    stamp(globaltimer());
 }
