@@ -31,11 +31,11 @@ const mbStamps = 16 // MB_STAMPS
 
 const (
 	mbWarps   = 8
-	mbRing    = 8                                // MB_RING in mamba_block.cu: stages per warp
+	mbRing    = 7                                // MB_RING in mamba_block.cu: stages per warp
 	mbR       = 4                                // MB_R: weight rows per step
 	mbRingB   = mbWarps * mbRing * mbR * 32 * 16 // the rings' shared memory
-	mbActMax  = 64 << 10                         // activations in shared memory: M·max(D, Di) floats
-	mbSmemMax = mbRingB + mbActMax
+	mbSmemMax = 224 << 10                        // dynamic shared memory (the device's 227 KiB less static)
+	mbState   = 32 << 10                         // MB_STATE_BYTES: a prefetched scan state at most
 )
 
 // initMambaBlock lets mamba_block use its shared memory and allocates the
@@ -89,8 +89,13 @@ func (b *Backend) MambaBlock(hidden, residual, normW, normB compute.Tensor, eps 
 	if _, ok := v4Threads(Di / G); !ok {
 		return nil, nil, false
 	}
-	act := M * max(D, Di) * 4
-	if act > mbActMax {
+	// Activations (M rows), LayerNorm weight and bias, gated-norm weight,
+	// and a (row, head)'s scan state when it fits.
+	act := (M*max(D, Di) + 2*D + Di) * 4
+	if P*N*4 <= mbState {
+		act += P * N * 4
+	}
+	if mbRingB+act > mbSmemMax {
 		return nil, nil, false
 	}
 	cst, sst := cast(convState), cast(ssmState)

@@ -72,14 +72,16 @@ __device__ __forceinline__ void scan_state_store(const float* st, float* sp, int
 // head of the group, so their state is rolled after every block has read
 // it (mamba_norm_v4's roll argument, or mamba_block's second phase).
 // in (the in_proj rows) is read through L2 only (ld.cg): in mamba_block
-// other blocks of the same kernel wrote it. gate ≠ 0 writes y·silu(z)
+// other blocks of the same kernel wrote it. st_in, if not null, holds the
+// head's state rows already (mamba_block copies them to shared memory
+// early); the updated rows go to state. gate ≠ 0 writes y·silu(z)
 // instead of y (z: the first Di entries of the in_proj row).
 #define STEP_ROWS 8 // P ≤ 8 · SCAN_WARPS
 __device__ __forceinline__ void mamba_step_head(int b, int h, const float* __restrict__ in, const float* __restrict__ cw,
                                                 const float* __restrict__ cb, float* __restrict__ cst,
                                                 const float* __restrict__ dtb, const float* __restrict__ alog,
                                                 const float* __restrict__ Dw, float* __restrict__ state,
-                                                float* __restrict__ y, int gate, int E, int Di, int C, int H, int P,
+                                                const float* st_in, float* __restrict__ y, int gate, int E, int Di, int C, int H, int P,
                                                 int N, int G, int Kc) {
     __shared__ float xs[8 * SCAN_WARPS], bs[SCAN_MAXN], cs[SCAN_MAXN];
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -90,7 +92,7 @@ __device__ __forceinline__ void mamba_step_head(int b, int h, const float* __res
 #pragma unroll
     for (int r = 0; r < STEP_ROWS; r++) {
         int p = warp + SCAN_WARPS * r;
-        if (p < P) scan_state_load(st[r], state + (((long long)b * H + h) * P + p) * N, N, lane);
+        if (p < P) scan_state_load(st[r], (st_in ? st_in : state + ((long long)b * H + h) * P * N) + (long long)p * N, N, lane);
     }
     // Conv outputs: P x channels, then N B and N C channels.
     for (int i = threadIdx.x; i < P + 2 * N; i += blockDim.x) {

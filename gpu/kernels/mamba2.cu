@@ -67,7 +67,7 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
                const float* __restrict__ Dw, float* __restrict__ state, float* __restrict__ y, int E, int Di, int C,
                int H, int P, int N, int G, int Kc) {
     pdl_begin();
-    mamba_step_head(blockIdx.x / H, blockIdx.x % H, in, cw, cb, cst, dtb, alog, Dw, state, y, 0, E, Di, C, H, P, N, G, Kc);
+    mamba_step_head(blockIdx.x / H, blockIdx.x % H, in, cw, cb, cst, dtb, alog, Dw, state, 0, y, 0, E, Di, C, H, P, N, G, Kc);
 }
 
 // mamba_norm: one block per (row, group) of y [rows, Di]:

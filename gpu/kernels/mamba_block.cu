@@ -27,7 +27,8 @@
 
 #define MB_WARPS 8
 #define MB_R 4     // weight rows per step (64 bytes a lane per ring stage)
-#define MB_RING 8  // ring stages per warp: 16 KiB in flight
+#define MB_RING 7  // ring stages per warp: 14 KiB
+#define MB_STATE_BYTES 32768 // a prefetched scan state (P·N floats) at most
 #define MB_STAMPS 16 // phase stamps per block (at most)
 
 // grid_sync: every block of the grid meets here (the grid is at most one
@@ -162,6 +163,14 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     uint4* ring = mb_smem + warp * (MB_RING * MB_R * 32); // this warp's [MB_RING][MB_R][32]
     float4* X = (float4*)(mb_smem + MB_WARPS * MB_RING * MB_R * 32); // M rows of max(D, Di), xq layout
+    // Then the small weights (LayerNorm weight and bias, gated-norm weight)
+    // and the first unit's scan state, copied early so the row phases do
+    // not wait on memory behind the weight stream.
+    float* lnw_s = (float*)(X + M * max(D, Di) / 4);
+    float* lnb_s = lnw_s + D;
+    float* nw_s = lnb_s + D;
+    float* st_s = nw_s + Di;
+    bool st_pre = (long long)P * N * 4 <= MB_STATE_BYTES && blockIdx.x < M * H;
     int E = 2 * Di + 2 * G * N + H, C = Di + 2 * G * N;
     // stamps (measurements, TestMambaBlockPhases; null otherwise): thread 0
     // of each block records the global timer after each phase.
@@ -252,23 +261,37 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
     // Weights are never written while kernels run: the first stages go
     // out before waiting for the previous kernel.
     unsigned long long t0 = globaltimer(); // stored after the wait (nothing is written before it)
+    for (int i = threadIdx.x; i < D / 4; i += blockDim.x) {
+        cp_async16(lnw_s + 4 * i, lnw + 4 * i);
+        if (lnb) cp_async16(lnb_s + 4 * i, lnb + 4 * i);
+    }
+    for (int i = threadIdx.x; i < Di / 4; i += blockDim.x) cp_async16(nw_s + 4 * i, nw + 4 * i);
+    cp_async_commit();
     for (int q = 0; q < MB_RING - 1; q++) issue();
     pdl_begin();
     stamp(t0);
+    // The scan state of this block's first (row, head), which the previous
+    // step wrote, lands during in_proj (one more commit group ahead of the
+    // ring's: the ring's waits only get stricter).
+    if (st_pre) {
+        const float* src = sst + (long long)blockIdx.x * P * N;
+        for (int i = threadIdx.x; i < P * N / 4; i += blockDim.x) cp_async16(st_s + 4 * i, src + 4 * i);
+    }
+    cp_async_commit();
+    cp_async_wait<MB_RING>(); // the small weights
+    __syncthreads();
     stamp(globaltimer());
 
     // 1. sum = hidden + residual, x = LayerNorm(sum) into shared memory.
     int D4 = D / 4, D8 = D / 8, thl = v4_threads(D);
+    for (int i = threadIdx.x; i < M * D4; i += blockDim.x) { // both rows' loads in flight at once
+        float4 a = ((const float4*)hid)[i], r = ((const float4*)res)[i];
+        a.x = __fadd_rn(a.x, r.x); a.y = __fadd_rn(a.y, r.y);
+        a.z = __fadd_rn(a.z, r.z); a.w = __fadd_rn(a.w, r.w);
+        xq(X, i / D4, D8, i % D4) = a;
+        if (blockIdx.x == 0) ((float4*)res_out)[i] = a;
+    }
     for (int m = 0; m < M; m++) {
-        const float4* h4 = (const float4*)(hid + (long long)m * D);
-        const float4* r4 = (const float4*)(res + (long long)m * D);
-        for (int i = threadIdx.x; i < D4; i += blockDim.x) {
-            float4 a = h4[i], r = r4[i];
-            a.x = __fadd_rn(a.x, r.x); a.y = __fadd_rn(a.y, r.y);
-            a.z = __fadd_rn(a.z, r.z); a.w = __fadd_rn(a.w, r.w);
-            xq(X, m, D8, i) = a;
-            if (blockIdx.x == 0) ((float4*)(res_out + (long long)m * D))[i] = a;
-        }
         double mean = vt_sum_d(thl, scratch, [&](int vt) {
                           double s = 0;
                           for (int k = 0; k < 4; k++) {
@@ -295,13 +318,13 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
         });
         double rstd = 1.0 / sqrt(ss / (4.0 * D4) + (double)eps_ln);
         for (int i = threadIdx.x; i < D4; i += blockDim.x) {
-            float4 a = xq(X, m, D8, i), ww = ((const float4*)lnw)[i], y;
+            float4 a = xq(X, m, D8, i), ww = ((const float4*)lnw_s)[i], y;
             y.x = __fmul_rn((float)(((double)a.x - mean) * rstd), ww.x);
             y.y = __fmul_rn((float)(((double)a.y - mean) * rstd), ww.y);
             y.z = __fmul_rn((float)(((double)a.z - mean) * rstd), ww.z);
             y.w = __fmul_rn((float)(((double)a.w - mean) * rstd), ww.w);
             if (lnb) {
-                float4 bb = ((const float4*)lnb)[i];
+                float4 bb = ((const float4*)lnb_s)[i];
                 y.x = __fadd_rn(y.x, bb.x); y.y = __fadd_rn(y.y, bb.y);
                 y.z = __fadd_rn(y.z, bb.z); y.w = __fadd_rn(y.w, bb.w);
             }
@@ -318,8 +341,16 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
     stamp(globaltimer());
 
     // 3. The conv and scan of each (row, head), gated by silu(z).
+    // The state's copies: at least MB_RING − 1 ring groups were committed
+    // after them, or else wait for everything.
+    if (issued - (MB_RING - 1) >= MB_RING - 1)
+        cp_async_wait<MB_RING - 1>();
+    else
+        cp_async_wait<0>();
+    __syncthreads();
     for (int u = blockIdx.x; u < M * H; u += gridDim.x) {
-        mamba_step_head(u / H, u % H, zx, cw, cb, cst, dtb, alog, Dw, sst, yg, 1, E, Di, C, H, P, N, G, Kc);
+        mamba_step_head(u / H, u % H, zx, cw, cb, cst, dtb, alog, Dw, sst, u == blockIdx.x && st_pre ? st_s : 0, yg, 1,
+                        E, Di, C, H, P, N, G, Kc);
         __syncthreads();
     }
     stamp(globaltimer());
@@ -338,11 +369,11 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
             if (j < Kc) sp[j] = j + 1 < Kc ? sp[j + 1] : __ldcg(zx + (long long)m * E + Di + c);
     }
     int gs = Di / G, gs4 = gs / 4, thn = v4_threads(gs), Di8 = Di / 8;
+    for (int i = threadIdx.x; i < M * Di / 4; i += blockDim.x) // both rows' loads in flight at once
+        xq(X, i / (Di / 4), Di8, i % (Di / 4)) = __ldcg((const float4*)yg + i);
     for (int m = 0; m < M; m++) {
         for (int g = 0; g < G; g++) {
             int o = g * gs4; // the group's first float4 in the row
-            const float4* y4 = (const float4*)(yg + (long long)m * Di + g * gs);
-            for (int i = threadIdx.x; i < gs4; i += blockDim.x) xq(X, m, Di8, o + i) = __ldcg(y4 + i);
             double ms = vt_sum_d(thn, scratch, [&](int vt) {
                 double ms = 0;
                 for (int k = 0; k < 4; k++) {
@@ -356,7 +387,7 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
                 return ms;
             });
             float r = (float)(1.0 / sqrt(ms / gs + (double)eps_n));
-            const float4* wg = (const float4*)(nw + g * gs);
+            const float4* wg = (const float4*)(nw_s + g * gs);
             for (int i = threadIdx.x; i < gs4; i += blockDim.x) {
                 float4 a = xq(X, m, Di8, o + i), ww = wg[i];
                 a.x = __fmul_rn(__fmul_rn(a.x, r), ww.x); a.y = __fmul_rn(__fmul_rn(a.y, r), ww.y);
