@@ -139,7 +139,8 @@ func TestMambaBlockPhases(t *testing.T) {
 	st := gb.Zeros(gb.sms * mbStamps * 2)
 	mambaBlockStamps = cast(st).ptr()
 	defer func() { mambaBlockStamps = 0 }()
-	names := []string{"start → waited", "LayerNorm", "in_proj", "barrier 1", "conv + scan", "barrier 2", "gated norm", "out_proj"}
+	names := []string{"start → waited", "LN loads", "LN row 0", "LN row 1", "in_proj", "barrier 1", "conv + scan", "barrier 2",
+		"B/C roll", "norm loads", "gated norm", "out_proj"}
 	per := make([][]float64, len(names)+1)
 	for it := 0; it < 30; it++ {
 		if _, _, ok := gb.MambaBlock(h, h, lnw.g, nil, 1e-5, wi.g, wo.g, wg, conv, ssm, s); !ok {

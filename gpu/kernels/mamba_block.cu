@@ -179,6 +179,11 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
         if (stamps && threadIdx.x == 0) stamps[blockIdx.x * MB_STAMPS + nst] = t;
         nst++;
     };
+    // stamp_in splits a phase (measurements only: the block syncs first).
+    auto stamp_in = [&]() {
+        if (stamps) __syncthreads();
+        stamp(globaltimer());
+    };
     WSeg s0 = wseg(w_in, E, D, ks_in, warp), s1 = wseg(w_out, D, Di, ks_out, warp);
 
     // The weight stream: this warp's steps over both projections in turn,
@@ -291,6 +296,7 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
         xq(X, i / D4, D8, i % D4) = a;
         if (blockIdx.x == 0) ((float4*)res_out)[i] = a;
     }
+    stamp_in();
     for (int m = 0; m < M; m++) {
         double mean = vt_sum_d(thl, scratch, [&](int vt) {
                           double s = 0;
@@ -330,6 +336,7 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
             }
             xq(X, m, D8, i) = y;
         }
+        if (m == 0) stamp_in();
     }
     __syncthreads();
     stamp(globaltimer());
@@ -368,9 +375,11 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
         for (int j = 0; j < CONV_MAXK; j++)
             if (j < Kc) sp[j] = j + 1 < Kc ? sp[j + 1] : __ldcg(zx + (long long)m * E + Di + c);
     }
+    stamp_in();
     int gs = Di / G, gs4 = gs / 4, thn = v4_threads(gs), Di8 = Di / 8;
     for (int i = threadIdx.x; i < M * Di / 4; i += blockDim.x) // both rows' loads in flight at once
         xq(X, i / (Di / 4), Di8, i % (Di / 4)) = __ldcg((const float4*)yg + i);
+    stamp_in();
     for (int m = 0; m < M; m++) {
         for (int g = 0; g < G; g++) {
             int o = g * gs4; // the group's first float4 in the row
