@@ -68,7 +68,7 @@ type kernel struct {
 
 // maxArgs bounds a kernel's parameter count (the slot array is allocated
 // once per backend and reused: launches happen on the owner goroutine only).
-const maxArgs = 32
+const maxArgs = 40
 
 // cuFunction is the driver handle inside a cu.Function (a struct of one
 // C.CUfunction field in gorgonia.org/cu v0.9.6; checked by the size test

@@ -5,6 +5,7 @@ package gpu
 import (
 	"os"
 	"slices"
+	"strconv"
 
 	"gorgonia.org/cu"
 
@@ -22,6 +23,16 @@ import (
 // ZONOS_MAMBA_BLOCK=0 runs the block op by op (before/after measurements).
 
 var mambaBlockOff = os.Getenv("ZONOS_MAMBA_BLOCK") == "0"
+
+// mbPrefetch bounds how much of the next op's first weight mamba_block
+// fetches into L2 while its row phases leave memory idle
+// (ZONOS_MB_PREFETCH, MiB; 0 turns it off).
+var mbPrefetch = func() int {
+	if v, err := strconv.Atoi(os.Getenv("ZONOS_MB_PREFETCH")); err == nil && v >= 0 {
+		return v << 20
+	}
+	return 16 << 20
+}()
 
 // mambaBlockStamps, when set (TestMambaBlockPhases), receives mamba_block's
 // phase stamps: mbStamps global-timer readings per block.
@@ -64,7 +75,7 @@ func (b *Backend) initMambaBlock() error {
 // MambaBlock implements compute.FusedMambaBlock for one decode position of
 // at most two rows (the CFG pair of one utterance) with BF16 projections.
 func (b *Backend) MambaBlock(hidden, residual, normW, normB compute.Tensor, eps float32, inProj, outProj compute.Tensor,
-	w compute.Mamba2Weights, convState, ssmState compute.Tensor, s compute.Mamba2Spec) (compute.Tensor, compute.Tensor, bool) {
+	w compute.Mamba2Weights, convState, ssmState compute.Tensor, s compute.Mamba2Spec, next compute.Tensor) (compute.Tensor, compute.Tensor, bool) {
 	if b.side || b.gridBar == 0 || mambaBlockOff {
 		return nil, nil, false
 	}
@@ -113,11 +124,16 @@ func (b *Backend) MambaBlock(hidden, residual, normW, normB compute.Tensor, eps 
 			lnb = b.asF32(cast(normB)).ptr()
 		}
 		ksIn, ksOut := b.gemvPlanFor(E, D).ks, b.gemvPlanFor(D, Di).ks
+		pf, pfBytes := nullPtr, 0
+		if next != nil && mbPrefetch > 0 {
+			nt := cast(next)
+			pf, pfBytes = nt.ptr(), min(nt.n()*nt.dt.Size(), mbPrefetch)
+		}
 		b.launchSmem(b.k["mamba_block"], [3]int{b.sms, 1, 1}, [3]int{mbWarps * 32, 1, 1}, mbRingB+act,
 			ht.ptr(), rt.ptr(), b.asF32(cast(normW)).ptr(), lnb, sum.ptr(), wi.ptr(), zx.ptr(),
 			b.asF32(cast(w.ConvWeight)).ptr(), b.asF32(cast(w.ConvBias)).ptr(), cst.ptr(),
 			b.asF32(cast(w.DtBias)).ptr(), b.asF32(cast(w.ALog)).ptr(), b.asF32(cast(w.D)).ptr(), sst.ptr(), yg.ptr(),
-			b.asF32(cast(w.NormWeight)).ptr(), wo.ptr(), out.ptr(), b.gridBar, mambaBlockStamps,
+			b.asF32(cast(w.NormWeight)).ptr(), wo.ptr(), out.ptr(), b.gridBar, mambaBlockStamps, pf, pfBytes,
 			int32(M), int32(D), int32(Di), int32(H), int32(P), int32(N), int32(G), int32(Kc), int32(ksIn), int32(ksOut),
 			eps, s.Eps)
 		zx.h.release()

@@ -64,7 +64,7 @@ func TestMambaBlockMatchesOps(t *testing.T) {
 		for step := 0; step < 3; step++ {
 			x, resO := gb.AddLayerNorm(hO, rO, lnw.g, lnb.g, 1e-5)
 			outO := gb.Linear(gb.Mamba2(gb.Linear(x, wi.g, nil), wg, convO, ssmO, s), wo.g, nil)
-			outF, resF, ok := gb.MambaBlock(hF, rF, lnw.g, lnb.g, 1e-5, wi.g, wo.g, wg, convF, ssmF, s)
+			outF, resF, ok := gb.MambaBlock(hF, rF, lnw.g, lnb.g, 1e-5, wi.g, wo.g, wg, convF, ssmF, s, wi.g)
 			if !ok {
 				t.Fatalf("%s: MambaBlock did not take the block", name)
 			}
@@ -110,7 +110,7 @@ func TestMambaBlockDeclines(t *testing.T) {
 	} {
 		h := gb.FromF32(randVals(r, c.rows*c.t*D, 1), c.rows, c.t, D)
 		conv, ssm := gb.Zeros(c.rows, C, s.DConv), gb.Zeros(c.rows, s.Heads, s.HeadDim, s.DState)
-		_, _, ok := gb.MambaBlock(h, h, lnw.g, nil, 1e-5, c.inProj, wo.g, wg, conv, ssm, s)
+		_, _, ok := gb.MambaBlock(h, h, lnw.g, nil, 1e-5, c.inProj, wo.g, wg, conv, ssm, s, nil)
 		if ok != (c.wantTake && gb.gridBar != 0) {
 			t.Errorf("%s: took it %v", c.name, ok)
 		}
@@ -139,11 +139,11 @@ func TestMambaBlockPhases(t *testing.T) {
 	st := gb.Zeros(gb.sms * mbStamps * 2)
 	mambaBlockStamps = cast(st).ptr()
 	defer func() { mambaBlockStamps = 0 }()
-	names := []string{"start → waited", "LN loads", "LN row 0", "LN row 1", "in_proj", "barrier 1", "conv + scan", "barrier 2",
+	names := []string{"start → waited", "LN loads", "LN stats", "LN normalize", "in_proj", "barrier 1", "conv + scan", "barrier 2",
 		"B/C roll", "norm loads", "gated norm", "out_proj"}
 	per := make([][]float64, len(names)+1)
 	for it := 0; it < 30; it++ {
-		if _, _, ok := gb.MambaBlock(h, h, lnw.g, nil, 1e-5, wi.g, wo.g, wg, conv, ssm, s); !ok {
+		if _, _, ok := gb.MambaBlock(h, h, lnw.g, nil, 1e-5, wi.g, wo.g, wg, conv, ssm, s, wi.g); !ok {
 			t.Fatal("MambaBlock did not take the block")
 		}
 		raw := gb.ReadF32(st)

@@ -85,10 +85,12 @@ type PackedAttention interface {
 //	out := Linear(Mamba2(Linear(x, inProj, nil), w, convState, ssmState, s), outProj, nil)
 //
 // updating the states the same way, or ok false when it does not take
-// these shapes (the caller then runs the ops one by one).
+// these shapes (the caller then runs the ops one by one). next, if not nil,
+// is the weight the following op reads first: the backend may start
+// fetching it while the block's own row work leaves memory idle.
 type FusedMambaBlock interface {
 	MambaBlock(hidden, residual, normW, normB Tensor, eps float32, inProj, outProj Tensor, w Mamba2Weights,
-		convState, ssmState Tensor, s Mamba2Spec) (out, newResidual Tensor, ok bool)
+		convState, ssmState Tensor, s Mamba2Spec, next Tensor) (out, newResidual Tensor, ok bool)
 }
 
 // RaggedAttention is an optional SequenceOps extension for a batch whose

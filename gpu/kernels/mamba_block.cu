@@ -28,6 +28,7 @@
 #define MB_WARPS 8
 #define MB_R 4     // weight rows per step (64 bytes a lane per ring stage)
 #define MB_RING 7  // ring stages per warp: 14 KiB
+#define MB_EARLY 3 // stages requested before the wait (the rest after the LayerNorm loads)
 #define MB_STATE_BYTES 32768 // a prefetched scan state (P·N floats) at most
 #define MB_STAMPS 16 // phase stamps per block (at most)
 
@@ -59,24 +60,30 @@ __device__ __forceinline__ int v4_threads(int d) {
     return th;
 }
 
-// vt_sum_d is block_sum_d as a block of th threads (a multiple of 32, at
-// most 1024) computes it, played by this block's MB_WARPS warps: thread t
-// plays virtual threads t, t + 256, …; f(vt) is virtual thread vt's own sum.
-// Same warp trees, same order of the warp totals: the same bits.
+// vt_sum_d2 is block_sum_d as a block of th threads (a multiple of 32, at
+// most 1024) computes it, for two sums at once (the two rows: one latency
+// for both), played by this block's MB_WARPS warps: thread t plays virtual
+// threads t, t + 256, …; f(vt, a, b) gives virtual thread vt's own two sums.
+// Same warp trees, same order of the warp totals: the same bits as
+// block_sum_d. scratch holds 64 doubles.
 template <class F>
-__device__ __forceinline__ double vt_sum_d(int th, double* scratch, F f) {
+__device__ __forceinline__ void vt_sum_d2(int th, double* scratch, F f, double& t0, double& t1) {
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     __syncthreads();
     for (int j = 0; j * MB_WARPS * 32 < th; j++) {
         int vt = threadIdx.x + MB_WARPS * 32 * j;
-        double v = vt < th ? f(vt) : 0.0;
-        v = warp_sum_d(v);
-        if (lane == 0 && vt < th) scratch[warp + MB_WARPS * j] = v;
+        double a = 0.0, b = 0.0;
+        if (vt < th) f(vt, a, b);
+        a = warp_sum_d(a);
+        b = warp_sum_d(b);
+        if (lane == 0 && vt < th) scratch[warp + MB_WARPS * j] = a, scratch[32 + warp + MB_WARPS * j] = b;
     }
     __syncthreads();
-    double t = 0;
-    for (int i = 0; i < th / 32; i++) t += scratch[i];
-    return t;
+    t0 = 0, t1 = 0;
+    int nw = th / 32;
+#pragma unroll
+    for (int i = 0; i < 32; i++) // unrolled: the loads go out together, the adds stay in order
+        if (i < nw) t0 += scratch[i], t1 += scratch[32 + i];
 }
 
 // WSeg is one projection as one warp streams it: the block owns rows
@@ -156,10 +163,11 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
                 float* __restrict__ cst, const float* __restrict__ dtb, const float* __restrict__ alog,
                 const float* __restrict__ Dw, float* __restrict__ sst, float* __restrict__ yg,
                 const float* __restrict__ nw, const unsigned short* __restrict__ w_out, float* __restrict__ out,
-                unsigned* __restrict__ bar, unsigned long long* __restrict__ stamps, int M, int D, int Di, int H, int P, int N, int G, int Kc, int ks_in,
+                unsigned* __restrict__ bar, unsigned long long* __restrict__ stamps, const char* __restrict__ pf,
+                long long pf_bytes, int M, int D, int Di, int H, int P, int N, int G, int Kc, int ks_in,
                 int ks_out, float eps_ln, float eps_n) {
     extern __shared__ uint4 mb_smem[];
-    __shared__ double scratch[32];
+    __shared__ double scratch[64];
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     uint4* ring = mb_smem + warp * (MB_RING * MB_R * 32); // this warp's [MB_RING][MB_R][32]
     float4* X = (float4*)(mb_smem + MB_WARPS * MB_RING * MB_R * 32); // M rows of max(D, Di), xq layout
@@ -272,18 +280,10 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
     }
     for (int i = threadIdx.x; i < Di / 4; i += blockDim.x) cp_async16(nw_s + 4 * i, nw + 4 * i);
     cp_async_commit();
-    for (int q = 0; q < MB_RING - 1; q++) issue();
+    for (int q = 0; q < MB_EARLY; q++) issue();
     pdl_begin();
     stamp(t0);
-    // The scan state of this block's first (row, head), which the previous
-    // step wrote, lands during in_proj (one more commit group ahead of the
-    // ring's: the ring's waits only get stricter).
-    if (st_pre) {
-        const float* src = sst + (long long)blockIdx.x * P * N;
-        for (int i = threadIdx.x; i < P * N / 4; i += blockDim.x) cp_async16(st_s + 4 * i, src + 4 * i);
-    }
-    cp_async_commit();
-    cp_async_wait<MB_RING>(); // the small weights
+    cp_async_wait<MB_EARLY>(); // the small weights (MB_EARLY ring groups after them)
     __syncthreads();
     stamp(globaltimer());
 
@@ -297,46 +297,59 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
         if (blockIdx.x == 0) ((float4*)res_out)[i] = a;
     }
     stamp_in();
-    for (int m = 0; m < M; m++) {
-        double mean = vt_sum_d(thl, scratch, [&](int vt) {
-                          double s = 0;
-                          for (int k = 0; k < 4; k++) {
-                              int i = vt + k * thl;
-                              if (i < D4) {
-                                  float4 a = xq(X, m, D8, i);
-                                  s += ((double)a.x + (double)a.y) + ((double)a.z + (double)a.w);
-                              }
-                          }
-                          return s;
-                      }) / (4.0 * D4);
-        double ss = vt_sum_d(thl, scratch, [&](int vt) {
-            double ss = 0;
-            for (int k = 0; k < 4; k++) {
-                int i = vt + k * thl;
-                if (i < D4) {
-                    float4 a = xq(X, m, D8, i);
-                    double dx = (double)a.x - mean, dy = (double)a.y - mean;
-                    double dz = (double)a.z - mean, dw = (double)a.w - mean;
-                    ss += (dx * dx + dy * dy) + (dz * dz + dw * dw);
-                }
+    // Behind these loads: the scan state of this block's first (row, head),
+    // which the previous step wrote, to land during in_proj (one more
+    // commit group among the ring's: their waits only get stricter), and
+    // the rest of the ring's first stages.
+    if (st_pre) {
+        const float* src = sst + (long long)blockIdx.x * P * N;
+        for (int i = threadIdx.x; i < P * N / 4; i += blockDim.x) cp_async16(st_s + 4 * i, src + 4 * i);
+    }
+    cp_async_commit();
+    for (int q = MB_EARLY; q < MB_RING - 1; q++) issue();
+    int m1 = M > 1 ? 1 : 0; // a single row is computed twice
+    double mean0, mean1, ss0, ss1;
+    vt_sum_d2(thl, scratch, [&](int vt, double& s0, double& s1) {
+        for (int k = 0; k < 4; k++) {
+            int i = vt + k * thl;
+            if (i < D4) {
+                float4 a = xq(X, 0, D8, i), c = xq(X, m1, D8, i);
+                s0 += ((double)a.x + (double)a.y) + ((double)a.z + (double)a.w);
+                s1 += ((double)c.x + (double)c.y) + ((double)c.z + (double)c.w);
             }
-            return ss;
-        });
-        double rstd = 1.0 / sqrt(ss / (4.0 * D4) + (double)eps_ln);
-        for (int i = threadIdx.x; i < D4; i += blockDim.x) {
-            float4 a = xq(X, m, D8, i), ww = ((const float4*)lnw_s)[i], y;
-            y.x = __fmul_rn((float)(((double)a.x - mean) * rstd), ww.x);
-            y.y = __fmul_rn((float)(((double)a.y - mean) * rstd), ww.y);
-            y.z = __fmul_rn((float)(((double)a.z - mean) * rstd), ww.z);
-            y.w = __fmul_rn((float)(((double)a.w - mean) * rstd), ww.w);
-            if (lnb) {
-                float4 bb = ((const float4*)lnb_s)[i];
-                y.x = __fadd_rn(y.x, bb.x); y.y = __fadd_rn(y.y, bb.y);
-                y.z = __fadd_rn(y.z, bb.z); y.w = __fadd_rn(y.w, bb.w);
-            }
-            xq(X, m, D8, i) = y;
         }
-        if (m == 0) stamp_in();
+    }, mean0, mean1);
+    mean0 /= 4.0 * D4, mean1 /= 4.0 * D4;
+    vt_sum_d2(thl, scratch, [&](int vt, double& s0, double& s1) {
+        for (int k = 0; k < 4; k++) {
+            int i = vt + k * thl;
+            if (i < D4) {
+                float4 a = xq(X, 0, D8, i), c = xq(X, m1, D8, i);
+                double dx = (double)a.x - mean0, dy = (double)a.y - mean0;
+                double dz = (double)a.z - mean0, dw = (double)a.w - mean0;
+                s0 += (dx * dx + dy * dy) + (dz * dz + dw * dw);
+                dx = (double)c.x - mean1, dy = (double)c.y - mean1;
+                dz = (double)c.z - mean1, dw = (double)c.w - mean1;
+                s1 += (dx * dx + dy * dy) + (dz * dz + dw * dw);
+            }
+        }
+    }, ss0, ss1);
+    stamp_in();
+    double rstd0 = 1.0 / sqrt(ss0 / (4.0 * D4) + (double)eps_ln), rstd1 = 1.0 / sqrt(ss1 / (4.0 * D4) + (double)eps_ln);
+    for (int i = threadIdx.x; i < M * D4; i += blockDim.x) {
+        int m = i / D4, e = i % D4;
+        double mean = m == 0 ? mean0 : mean1, rstd = m == 0 ? rstd0 : rstd1;
+        float4 a = xq(X, m, D8, e), ww = ((const float4*)lnw_s)[e], y;
+        y.x = __fmul_rn((float)(((double)a.x - mean) * rstd), ww.x);
+        y.y = __fmul_rn((float)(((double)a.y - mean) * rstd), ww.y);
+        y.z = __fmul_rn((float)(((double)a.z - mean) * rstd), ww.z);
+        y.w = __fmul_rn((float)(((double)a.w - mean) * rstd), ww.w);
+        if (lnb) {
+            float4 bb = ((const float4*)lnb_s)[e];
+            y.x = __fadd_rn(y.x, bb.x); y.y = __fadd_rn(y.y, bb.y);
+            y.z = __fadd_rn(y.z, bb.z); y.w = __fadd_rn(y.w, bb.w);
+        }
+        xq(X, m, D8, e) = y;
     }
     __syncthreads();
     stamp(globaltimer());
@@ -350,7 +363,7 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
     // 3. The conv and scan of each (row, head), gated by silu(z).
     // The state's copies: at least MB_RING − 1 ring groups were committed
     // after them, or else wait for everything.
-    if (issued - (MB_RING - 1) >= MB_RING - 1)
+    if (issued - MB_EARLY >= MB_RING - 1)
         cp_async_wait<MB_RING - 1>();
     else
         cp_async_wait<0>();
@@ -360,6 +373,11 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
                         E, Di, C, H, P, N, G, Kc);
         __syncthreads();
     }
+    // While the other blocks scan and the norms run, memory is idle: start
+    // fetching the next op's first weight into L2 (kept there: evict_last).
+    for (long long l = (long long)blockIdx.x * blockDim.x + threadIdx.x; l < pf_bytes >> 7;
+         l += (long long)gridDim.x * blockDim.x)
+        asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(pf + (l << 7)));
     stamp(globaltimer());
     grid_sync(bar);
     stamp(globaltimer());
@@ -380,29 +398,31 @@ extern "C" __global__ void __launch_bounds__(MB_WARPS * 32, 1)
     for (int i = threadIdx.x; i < M * Di / 4; i += blockDim.x) // both rows' loads in flight at once
         xq(X, i / (Di / 4), Di8, i % (Di / 4)) = __ldcg((const float4*)yg + i);
     stamp_in();
-    for (int m = 0; m < M; m++) {
-        for (int g = 0; g < G; g++) {
-            int o = g * gs4; // the group's first float4 in the row
-            double ms = vt_sum_d(thn, scratch, [&](int vt) {
-                double ms = 0;
-                for (int k = 0; k < 4; k++) {
-                    int i = vt + k * thn;
-                    if (i < gs4) {
-                        float4 a = xq(X, m, Di8, o + i);
-                        ms += ((double)a.x * (double)a.x + (double)a.y * (double)a.y) +
-                              ((double)a.z * (double)a.z + (double)a.w * (double)a.w);
-                    }
+    for (int g = 0; g < G; g++) {
+        int o = g * gs4; // the group's first float4 in the row
+        int m1 = M > 1 ? 1 : 0;
+        double ms0, ms1;
+        vt_sum_d2(thn, scratch, [&](int vt, double& s0, double& s1) {
+            for (int k = 0; k < 4; k++) {
+                int i = vt + k * thn;
+                if (i < gs4) {
+                    float4 a = xq(X, 0, Di8, o + i), c = xq(X, m1, Di8, o + i);
+                    s0 += ((double)a.x * (double)a.x + (double)a.y * (double)a.y) +
+                          ((double)a.z * (double)a.z + (double)a.w * (double)a.w);
+                    s1 += ((double)c.x * (double)c.x + (double)c.y * (double)c.y) +
+                          ((double)c.z * (double)c.z + (double)c.w * (double)c.w);
                 }
-                return ms;
-            });
-            float r = (float)(1.0 / sqrt(ms / gs + (double)eps_n));
-            const float4* wg = (const float4*)(nw_s + g * gs);
-            for (int i = threadIdx.x; i < gs4; i += blockDim.x) {
-                float4 a = xq(X, m, Di8, o + i), ww = wg[i];
-                a.x = __fmul_rn(__fmul_rn(a.x, r), ww.x); a.y = __fmul_rn(__fmul_rn(a.y, r), ww.y);
-                a.z = __fmul_rn(__fmul_rn(a.z, r), ww.z); a.w = __fmul_rn(__fmul_rn(a.w, r), ww.w);
-                xq(X, m, Di8, o + i) = a;
             }
+        }, ms0, ms1);
+        float r0 = (float)(1.0 / sqrt(ms0 / gs + (double)eps_n)), r1 = (float)(1.0 / sqrt(ms1 / gs + (double)eps_n));
+        const float4* wg = (const float4*)(nw_s + g * gs);
+        for (int i = threadIdx.x; i < M * gs4; i += blockDim.x) {
+            int m = i / gs4, e = i % gs4;
+            float r = m == 0 ? r0 : r1;
+            float4 a = xq(X, m, Di8, o + e), ww = wg[e];
+            a.x = __fmul_rn(__fmul_rn(a.x, r), ww.x); a.y = __fmul_rn(__fmul_rn(a.y, r), ww.y);
+            a.z = __fmul_rn(__fmul_rn(a.z, r), ww.z); a.w = __fmul_rn(__fmul_rn(a.w, r), ww.w);
+            xq(X, m, Di8, o + e) = a;
         }
     }
     __syncthreads();
