@@ -41,10 +41,6 @@ type device struct {
 	k    map[string]*kernel
 	sms  int // multiprocessors (GEMV plans)
 
-	// gridBar is mamba_block's grid barrier counter (mamba_block.go); 0
-	// when the device cannot run that kernel.
-	gridBar cu.DevicePtr
-
 	// pdl: launch the kernels that wait for their predecessor with
 	// programmatic dependent launch (Hopper modules loaded, ZONOS_PDL≠0).
 	pdl  bool
@@ -187,9 +183,6 @@ func (b *Backend) init(ordinal int) error {
 	b.pool = newPool(b)
 	b.lanes = []*Backend{b}
 	b.reader = newReader(b)
-	if err := b.initMambaBlock(); err != nil {
-		return fmt.Errorf("cuda: mamba_block's barrier: %w", err)
-	}
 	return nil
 }
 
@@ -206,10 +199,6 @@ func (b *Backend) release() {
 		_ = b.stream.Destroy()
 	}
 	b.lanes = nil
-	if b.gridBar != 0 {
-		_ = cu.MemFree(b.gridBar)
-		b.gridBar = 0
-	}
 	for _, m := range b.mods {
 		_ = m.Unload()
 	}

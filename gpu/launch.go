@@ -68,7 +68,7 @@ type kernel struct {
 
 // maxArgs bounds a kernel's parameter count (the slot array is allocated
 // once per backend and reused: launches happen on the owner goroutine only).
-const maxArgs = 40
+const maxArgs = 32
 
 // cuFunction is the driver handle inside a cu.Function (a struct of one
 // C.CUfunction field in gorgonia.org/cu v0.9.6; checked by the size test
@@ -164,12 +164,6 @@ func allowSmem(k *kernel) error {
 	if !ok {
 		return nil
 	}
-	return allowSmemBytes(k, bytes)
-}
-
-// allowSmemBytes lets k be launched with up to bytes of dynamic shared
-// memory.
-func allowSmemBytes(k *kernel, bytes int) error {
 	if err := cuErr(C.zs_allow_smem(cuFunction(k.fn), C.int(bytes))); err != nil {
 		return fmt.Errorf("cuda: kernel %s: allowing %d bytes of shared memory: %w", k.name, bytes, err)
 	}

@@ -75,24 +75,6 @@ type PackedAttention interface {
 	AttentionPacked(qkv, kCache, vCache Tensor, pos int, posT Tensor, a AttentionSpec) Tensor
 }
 
-// FusedMambaBlock is an optional SequenceOps extension: one decode
-// position of a whole Mamba2 residual block (a hybrid layer without MLP)
-// in one call, which the CUDA backend runs as one kernel that streams both
-// projections' weights without stopping for the ops between them. It
-// returns what the ops one by one return,
-//
-//	x, newResidual := AddLayerNorm(hidden, residual, normW, normB, eps)
-//	out := Linear(Mamba2(Linear(x, inProj, nil), w, convState, ssmState, s), outProj, nil)
-//
-// updating the states the same way, or ok false when it does not take
-// these shapes (the caller then runs the ops one by one). next, if not nil,
-// is the weight the following op reads first: the backend may start
-// fetching it while the block's own row work leaves memory idle.
-type FusedMambaBlock interface {
-	MambaBlock(hidden, residual, normW, normB Tensor, eps float32, inProj, outProj Tensor, w Mamba2Weights,
-		convState, ssmState Tensor, s Mamba2Spec, next Tensor) (out, newResidual Tensor, ok bool)
-}
-
 // RaggedAttention is an optional SequenceOps extension for a batch whose
 // sequences stand at different positions (zonos.Batch with prompts of
 // different lengths, or an utterance that joined later): Attention for one

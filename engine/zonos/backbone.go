@@ -157,15 +157,7 @@ type position struct {
 // forward runs the block on hidden [B, T, d] with the incoming residual
 // stream (nil before the first block) and returns the new (hidden,
 // residual) pair; the stream after the block is hidden + residual.
-// next is the weight the op after the block reads first (firstWeight of
-// the next layer, or the heads), which a fused block may prefetch.
-func (l *layer) forward(b compute.Backend, hidden, residual compute.Tensor, st layerState, pos position, eps float32, next compute.Tensor) (compute.Tensor, compute.Tensor) {
-	if fb, ok := b.(compute.FusedMambaBlock); ok && l.ssm != nil && l.mlp == nil && residual != nil {
-		m := l.ssm
-		if out, res, ok := fb.MambaBlock(hidden, residual, l.norm.w, l.norm.b, eps, m.inProj, m.outProj, m.w, st.conv, st.ssm, m.spec, next); ok {
-			return out, res
-		}
-	}
+func (l *layer) forward(b compute.Backend, hidden, residual compute.Tensor, st layerState, pos position, eps float32) (compute.Tensor, compute.Tensor) {
 	x, residual := b.AddLayerNorm(hidden, residual, l.norm.w, l.norm.b, eps)
 	if l.attn != nil {
 		hidden = l.attn.forward(b, x, st, pos)
@@ -177,14 +169,6 @@ func (l *layer) forward(b compute.Backend, hidden, residual compute.Tensor, st l
 		hidden = b.Linear(b.SwiGLU(b.Linear(x, l.mlp.fc1, nil)), l.mlp.fc2, nil)
 	}
 	return hidden, residual
-}
-
-// firstWeight is the first projection the block reads.
-func (l *layer) firstWeight() compute.Tensor {
-	if l.attn != nil {
-		return l.attn.inProj
-	}
-	return l.ssm.inProj
 }
 
 func (a *attention) forward(b compute.Backend, x compute.Tensor, st layerState, pos position) compute.Tensor {

@@ -254,11 +254,7 @@ func (m *Model) backbone(st *State, hidden compute.Tensor, pos position, hook La
 	T := hidden.Shape()[1]
 	var residual compute.Tensor
 	for i, l := range m.layers {
-		next := m.heads
-		if i+1 < len(m.layers) {
-			next = m.layers[i+1].firstWeight()
-		}
-		hidden, residual = l.forward(m.b, hidden, residual, st.layers[i], pos, m.eps, next)
+		hidden, residual = l.forward(m.b, hidden, residual, st.layers[i], pos, m.eps)
 		if hook != nil {
 			hook(i, m.b.Add(hidden, residual))
 		}

@@ -50,23 +50,6 @@ __device__ __forceinline__ double block_sum_d(double v, double* scratch) {
     return t;
 }
 
-// fma_bf16x8 adds the dot product of 8 BF16 weights (v) with 8 activations
-// (a, b) to acc: the weight-read GEMV's inner product (core.cu, and
-// mamba_block.cu, which must match it bit for bit).
-__device__ __forceinline__ void fma_bf16x8(float& acc, uint4 v, float4 a, float4 b) {
-    acc += a.x * __uint_as_float(v.x << 16) + a.y * __uint_as_float(v.x & 0xffff0000u) +
-           a.z * __uint_as_float(v.y << 16) + a.w * __uint_as_float(v.y & 0xffff0000u) +
-           b.x * __uint_as_float(v.z << 16) + b.y * __uint_as_float(v.z & 0xffff0000u) +
-           b.z * __uint_as_float(v.w << 16) + b.w * __uint_as_float(v.w & 0xffff0000u);
-}
-
-// globaltimer reads the GPU's nanosecond clock (probes and phase stamps).
-__device__ __forceinline__ unsigned long long globaltimer() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
 // cp.async: 16-byte global → shared copies that bypass registers, in
 // commit groups (sm_80).
 __device__ __forceinline__ void cp_async16(void* smem, const void* g) {

@@ -354,6 +354,12 @@ extern "C" __global__ void copy_axis2(const unsigned short* __restrict__ src, un
 // sums are reduced in a fixed order (warp shuffle, then the KS slices in
 // index order): results are deterministic. R and U are compile-time
 // (R·U ≤ 4: 32 KiB of static shared memory); KS ∈ {1, 2, 4, 8} is an argument.
+__device__ __forceinline__ void fma_bf16x8(float& acc, uint4 v, float4 a, float4 b) {
+    acc += a.x * __uint_as_float(v.x << 16) + a.y * __uint_as_float(v.x & 0xffff0000u) +
+           a.z * __uint_as_float(v.y << 16) + a.w * __uint_as_float(v.y & 0xffff0000u) +
+           b.x * __uint_as_float(v.z << 16) + b.y * __uint_as_float(v.z & 0xffff0000u) +
+           b.z * __uint_as_float(v.w << 16) + b.w * __uint_as_float(v.w & 0xffff0000u);
+}
 
 template <int R, int U, int MR>
 __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const unsigned short* __restrict__ w,
@@ -483,6 +489,12 @@ extern "C" __global__ void fill_bf16(unsigned short* __restrict__ w, long long n
         float f = ((float)(h >> 8) * (1.0f / 16777216.0f) * 2.f - 1.f) * scale;
         w[i] = (unsigned short)(__float_as_uint(f) >> 16);
     }
+}
+
+__device__ __forceinline__ unsigned long long globaltimer() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
 }
 
 // pdl_probe_spin and pdl_probe_stamp check programmatic dependent launch
