@@ -61,9 +61,10 @@ import (
 // waits for its predecessor itself (its sm_90 body calls pdl_begin), so it
 // is launched with programmatic dependent launch when the backend uses it.
 type kernel struct {
-	name string
-	fn   cu.Function
-	pdl  bool
+	name     string
+	fn       cu.Function
+	pdl      bool
+	launches int // launched so far (owner goroutine; tests check which path ran)
 }
 
 // maxArgs bounds a kernel's parameter count (the slot array is allocated
@@ -127,6 +128,7 @@ func (b *Backend) launchSmem(k *kernel, grid, block [3]int, smem int, args ...an
 		}
 		*(*uint64)(ptrs[i]) = v
 	}
+	k.launches++
 	pdl := C.int(0)
 	if k.pdl && b.pdl {
 		pdl = 1
