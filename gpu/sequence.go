@@ -203,7 +203,7 @@ func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 // moves the float scale it rounds to only when the two sums straddle a
 // rounding boundary.
 func (b *Backend) Mamba2Out(zxbcdt compute.Tensor, w compute.Mamba2Weights, convState, ssmState compute.Tensor, s compute.Mamba2Spec, outProj compute.Tensor) compute.Tensor {
-	if o := cast(outProj); gatedGemvOff || len(o.shape) != 2 || o.shape[1] != s.DInner || s.Groups != 1 || !useGemvM2(2, s.DInner, o) {
+	if o := cast(outProj); gatedGemvOff || len(o.shape) != 2 || o.shape[1] != s.DInner || s.Groups != 1 || s.Heads > 64 || !useGemvM2(2, s.DInner, o) {
 		return b.Linear(b.Mamba2(zxbcdt, w, convState, ssmState, s), outProj, nil)
 	}
 	return b.mamba2(zxbcdt, w, convState, ssmState, s, cast(outProj))
@@ -254,7 +254,7 @@ func (b *Backend) mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 		if outProj != nil { // decode, gated norm folded into out_proj
 			part := b.newTensor(compute.F32, B*H, 2) // float64 sums of squares per (row, head)
 			b.launch(b.k["mamba_step"], [3]int{B * H, 1, 1}, block256, in.ptr(), b.asF32(cw).ptr(), b.asF32(cb).ptr(),
-				cst.ptr(), b.asF32(dtb).ptr(), b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), y.ptr(), E, Di, C, H, P, N, G, Kc, part.ptr())
+				cst.ptr(), b.asF32(dtb).ptr(), b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), y.ptr(), E, Di, C, H, P, N, G, Kc, part.ptr(), b.asF32(nw).ptr())
 			n := outProj.shape[0]
 			p := b.gemvPlanFor(n, Di)
 			if p.kernel != "gemv_m2_r4u1" {
@@ -262,7 +262,7 @@ func (b *Backend) mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 			}
 			blocks := (n + p.rowsPerBlock() - 1) / p.rowsPerBlock()
 			b.launch(b.k["gemv_m2_gated"], [3]int{blocks, 1, 1}, block256, y.ptr(), outProj.ptr(), nullPtr, out.ptr(),
-				int32(B), int32(n), int32(Di), int32(p.ks), b2i(gemvEarly), part.ptr(), b.asF32(nw).ptr(), int32(H), s.Eps,
+				int32(B), int32(n), int32(Di), int32(p.ks), b2i(gemvEarly), part.ptr(), int32(H), s.Eps,
 				cst.ptr(), in.ptr(), int32(E), int32(Di), int32(C), int32(Kc))
 			part.h.release()
 			y.h.release()
@@ -273,7 +273,7 @@ func (b *Backend) mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 		switch {
 		case step:
 			b.launch(b.k["mamba_step"], [3]int{B * H, 1, 1}, block256, in.ptr(), b.asF32(cw).ptr(), b.asF32(cb).ptr(),
-				cst.ptr(), b.asF32(dtb).ptr(), b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), y.ptr(), E, Di, C, H, P, N, G, Kc, nullPtr)
+				cst.ptr(), b.asF32(dtb).ptr(), b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), y.ptr(), E, Di, C, H, P, N, G, Kc, nullPtr, nullPtr)
 			roll = cst.ptr()
 		case T == 1: // decode: one pass each
 			xbc = b.newTensor(compute.F32, B, T, C)

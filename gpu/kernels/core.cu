@@ -361,21 +361,17 @@ __device__ __forceinline__ void fma_bf16x8(float& acc, uint4 v, float4 a, float4
            b.z * __uint_as_float(v.w << 16) + b.w * __uint_as_float(v.w & 0xffff0000u);
 }
 
-// gated4: mamba_norm's output for four gated values, (v·r)·w.
-__device__ __forceinline__ float4 gated4(float4 v, float r, float4 w) {
-    return make_float4(__fmul_rn(__fmul_rn(v.x, r), w.x), __fmul_rn(__fmul_rn(v.y, r), w.y),
-                       __fmul_rn(__fmul_rn(v.z, r), w.z), __fmul_rn(__fmul_rn(v.w, r), w.w));
-}
-
-// GatedNorm is the Mamba2 gated RMSNorm that gemv_m2_gated applies to its
-// input x on the fly: x holds y·silu(z) (mamba_step with part), and the
-// projected row is rmsnorm(x)·w = (x·r)·nw with r = 1/√(Σx²/K + eps) from
-// the heads' sums part[m·H + h]; ngroups 1 (one scale per row). roll (not
-// null) is mamba_norm_v4's roll of the B and C conv-state channels [Di, C),
-// which every head read before this kernel started.
+// GatedNorm is the Mamba2 gated RMSNorm folded into gemv_m2_gated: its
+// input x holds y·silu(z)·w (mamba_step with part: the gated values times
+// the norm weight), and the norm's row scale r = 1/√(Σ(y·silu(z))²/K + eps),
+// from the heads' sums part[m·H + h] (H ≤ 64; ngroups 1), multiplies each
+// output after the reduction: Σ_k W[n,k]·(a_k·w_k)·r instead of
+// Σ_k W[n,k]·((a_k·r)·w_k), the same value up to fp32 rounding, with no
+// work before the weight stream. roll (not null) is mamba_norm_v4's roll
+// of the B and C conv-state channels [Di, C), which every head read before
+// this kernel started.
 struct GatedNorm {
     const double* part;
-    const float* nw;
     int H;
     float eps;
     float* roll;
@@ -426,17 +422,14 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
     if (early && nb > 0) issue(0);
     pdl_begin();
     if (!early && nb > 0) issue(0);
-    // GATED: every warp reduces each row's head sums in the same order, so
-    // all blocks scale by the same r (mamba_norm's float64 statistics).
-    float rs[MR];
+    // GATED: the head sums are loaded now and reduced after the products.
+    double hs[MR][2];
     if (GATED) {
 #pragma unroll
         for (int m = 0; m < MR; m++) {
             const double* pr = gn.part + (long long)min(m, M - 1) * gn.H;
-            double t = 0;
-            for (int i = lane; i < gn.H; i += 32) t += pr[i];
-            t = warp_sum_d(t);
-            rs[m] = (float)(1.0 / sqrt(t / K + (double)gn.eps));
+            hs[m][0] = lane < gn.H ? pr[lane] : 0.0;
+            hs[m][1] = lane + 32 < gn.H ? pr[lane + 32] : 0.0;
         }
     }
     for (int b = 0; b < nb; b++) {
@@ -451,8 +444,6 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
         for (int j = 0; j < U; j++) {
             int k = lo + b * B + 32 * j + lane;
             if (k < hi) {
-                float4 wp, wq;
-                if (GATED) wp = __ldg((const float4*)gn.nw + 2 * k), wq = __ldg((const float4*)gn.nw + 2 * k + 1);
 #pragma unroll
                 for (int m = 0; m < MR; m++) {
                     // MR = 2 computes both rows for M = 1 too (row 0
@@ -460,10 +451,6 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
                     if (MR == 2 || m < M) {
                         const float4* xm = (const float4*)(x + (long long)min(m, M - 1) * K);
                         float4 p = __ldg(xm + 2 * k), q = __ldg(xm + 2 * k + 1);
-                        if (GATED) {
-                            p = gated4(p, rs[m], wp);
-                            q = gated4(q, rs[m], wq);
-                        }
 #pragma unroll
                         for (int r = 0; r < R; r++) fma_bf16x8(acc[m][r], buf[st][warp][j * R + r][lane], p, q);
                     }
@@ -475,6 +462,11 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
     for (int m = 0; m < MR; m++)
 #pragma unroll
         for (int r = 0; r < R; r++) acc[m][r] = warp_sum(acc[m][r]);
+    // GATED: every warp reduces each row's head sums in the same order, so
+    // all blocks scale by the same r (mamba_norm's float64 statistics).
+    float rs[MR];
+#pragma unroll
+    for (int m = 0; m < MR; m++) rs[m] = GATED ? (float)(1.0 / sqrt(warp_sum_d(hs[m][0] + hs[m][1]) / K + (double)gn.eps)) : 1.f;
     if (lane == 0) {
 #pragma unroll
         for (int m = 0; m < MR; m++)
@@ -489,6 +481,7 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
             for (int m = 0; m < min(M, MR); m++) {
                 float sum = 0.f;
                 for (int s = 0; s < KS; s++) sum += part[warp + s][lane][m];
+                if (GATED) sum = __fmul_rn(sum, rs[m]);
                 y[(long long)m * N + n] = sum + bv;
             }
         }
@@ -499,7 +492,7 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
         for (int i = blockIdx.x + gridDim.x * threadIdx.x; i < M * nc; i += gridDim.x * blockDim.x) {
             int m = i / nc, c = gn.Di + i % nc;
             float* sp = gn.roll + ((long long)m * gn.C + c) * gn.Kc;
-            float v = gn.in[(long long)m * gn.E + c];
+            float v = gn.in[(long long)m * gn.E + gn.Di + c];
             for (int j = 0; j + 1 < gn.Kc; j++) sp[j] = sp[j + 1];
             sp[gn.Kc - 1] = v;
         }
@@ -528,15 +521,15 @@ GEMV(gemv_m2_r4u1, 4, 1, 2, __launch_bounds__(256))
 GEMV(gemv_m8_r4u1, 4, 1, 8, __launch_bounds__(256, 2))
 
 // gemv_m2_gated: Mamba2's out_proj of the decode step (M ≤ 2) with the
-// gated RMSNorm applied to its input as it is read (GatedNorm): the norm
+// gated RMSNorm's row scale applied to its outputs (GatedNorm): the norm
 // kernel between mamba_step and the projection is gone. The plan's R = 4,
 // U = 1 (gemv_m2_r4u1).
 extern "C" __global__ void __launch_bounds__(256)
     gemv_m2_gated(const float* __restrict__ x, const unsigned short* __restrict__ w, const float* __restrict__ b,
                   float* __restrict__ y, int M, int N, int K, int KS, int early, const double* __restrict__ part,
-                  const float* __restrict__ nw, int H, float eps, float* __restrict__ roll,
-                  const float* __restrict__ in, int E, int Di, int C, int Kc) {
-    gemv_body<4, 1, 2, true>(x, w, b, y, M, N, K, KS, early, GatedNorm{part, nw, H, eps, roll, in, E, Di, C, Kc});
+                  int H, float eps, float* __restrict__ roll, const float* __restrict__ in, int E, int Di, int C,
+                  int Kc) {
+    gemv_body<4, 1, 2, true>(x, w, b, y, M, N, K, KS, early, GatedNorm{part, H, eps, roll, in, E, Di, C, Kc});
 }
 
 // fill_bf16: deterministic pseudo-random BF16 values in ±scale (benchmark

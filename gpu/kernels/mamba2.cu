@@ -129,19 +129,20 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_scan(const f
 // roll argument), after every block has read it.
 //
 // part (not null: the gated norm folded into out_proj, gemv_m2_gated):
-// the block writes the gated value y·silu(z) instead of y, as mamba_norm
-// computes it, and its head's Σ (y·silu(z))² in float64 to part[b·H + h];
-// the GEMV that follows reduces a row's heads to the norm's scale and
-// rolls the B and C channels' state.
+// the block writes a·nw instead of y, with a = y·silu(z) the gated value
+// as mamba_norm computes it and nw the norm weight, and its head's Σ a² in
+// float64 to part[b·H + h]; the GEMV that follows reduces a row's heads to
+// the norm's scale, applies it to its outputs, and rolls the B and C
+// channels' state.
 #define STEP_ROWS 8 // P ≤ 8 · SCAN_WARPS
 extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
     mamba_step(const float* __restrict__ in, const float* __restrict__ cw, const float* __restrict__ cb,
                float* __restrict__ cst, const float* __restrict__ dtb, const float* __restrict__ alog,
                const float* __restrict__ Dw, float* __restrict__ state, float* __restrict__ y, int E, int Di, int C,
-               int H, int P, int N, int G, int Kc, double* __restrict__ part) {
+               int H, int P, int N, int G, int Kc, double* __restrict__ part, const float* __restrict__ nw) {
     pdl_begin();
     __shared__ float xs[8 * SCAN_WARPS], bs[SCAN_MAXN], cs[SCAN_MAXN];
-    __shared__ float gv[8 * SCAN_WARPS]; // part: the gated values
+    __shared__ float gv[8 * SCAN_WARPS], zs[8 * SCAN_WARPS], ws[8 * SCAN_WARPS]; // part: y, z, nw
     int b = blockIdx.x / H, h = blockIdx.x % H;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int g = h / (H / G);
@@ -152,6 +153,10 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
     for (int r = 0; r < STEP_ROWS; r++) {
         int p = warp + SCAN_WARPS * r;
         if (p < P) scan_state_load(st[r], state + (((long long)b * H + h) * P + p) * N, N, lane);
+    }
+    if (part && threadIdx.x < P) { // the gate's inputs, read now so the tail does not wait for them
+        zs[threadIdx.x] = row[h * P + threadIdx.x];
+        ws[threadIdx.x] = nw[h * P + threadIdx.x];
     }
     // Conv outputs: P x channels, then N B and N C channels.
     for (int i = threadIdx.x; i < P + 2 * N; i += blockDim.x) {
@@ -199,11 +204,8 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
             float acc = scan_step(st[r], decay, __fmul_rn(delta, xv), Bv, Cv, N, lane);
             if (lane == 0) {
                 float v = acc + dskip * xv;
-                if (part) {
-                    v = __fmul_rn(v, silu_ref(row[h * P + p]));
-                    gv[p] = v;
-                }
-                y[(long long)b * Di + h * P + p] = v;
+                if (part) gv[p] = v;
+                else y[(long long)b * Di + h * P + p] = v;
             }
             scan_state_store(st[r], state + (((long long)b * H + h) * P + p) * N, N, lane);
         }
@@ -212,7 +214,11 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
         __syncthreads();
         if (warp == 0) {
             double t = 0;
-            for (int p = lane; p < P; p += 32) t += (double)gv[p] * (double)gv[p];
+            for (int p = lane; p < P; p += 32) {
+                float a = __fmul_rn(gv[p], silu_ref(zs[p]));
+                t += (double)a * (double)a;
+                y[(long long)b * Di + h * P + p] = __fmul_rn(a, ws[p]);
+            }
             t = warp_sum_d(t);
             if (lane == 0) part[blockIdx.x] = t;
         }
