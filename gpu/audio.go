@@ -9,7 +9,7 @@ import (
 )
 
 // conv launches the implicit-GEMM convolution kernel (owner goroutine).
-func (b *Backend) conv(x, w, bias, out *tensor, c compute.Conv1dSpec, K, Tout int, transposed bool) {
+func (b *Backend) conv(x, w, bias, out *tensor, c compute.Conv1dSpec, K, Tout int, transposed bool, epi convEpilogue) {
 	B, Cin, T := x.shape[0], x.shape[1], x.shape[2]
 	Cout := out.shape[1]
 	if out.n() == 0 {
@@ -26,6 +26,9 @@ func (b *Backend) conv(x, w, bias, out *tensor, c compute.Conv1dSpec, K, Tout in
 	if !tcOff && c.Groups == 1 {
 		wf := b.asF32(w)
 		cv := tcShape{batch: B, cin: Cin, t: T, cout: Cout, kw: K, tout: Tout, stride: c.Stride, pad: c.Padding, dil: c.Dilation}
+		if !transposed {
+			cv.epi = epi
+		}
 		switch {
 		case !transposed && Cout <= 8: // a 64-row tile would be mostly empty
 			b.launch(b.k["conv_direct"], grid1(out.n()), block256, x.ptr(), wf.ptr(), bp, out.ptr(),
@@ -56,6 +59,39 @@ func checkBias(bias compute.Tensor, n int, op string) *tensor {
 }
 
 func (b *Backend) Conv1d(x, w, bias compute.Tensor, c compute.Conv1dSpec) compute.Tensor {
+	return b.conv1d(x, w, bias, c, nil, nil, 0)
+}
+
+var _ compute.ConvEpilogues = (*Backend)(nil)
+
+// Conv1dSnake is compute.ConvEpilogues: Snake applied as conv_tc (or
+// conv_simt, or tc_reduce after split-K) stores each output, the snake
+// kernel's arithmetic, so one launch and one pass over the output fewer.
+func (b *Backend) Conv1dSnake(x, w, bias compute.Tensor, c compute.Conv1dSpec, alpha compute.Tensor) compute.Tensor {
+	if !fusesEpilogue(c.Normalized(), cast(w).shape[0]) {
+		return b.Snake(b.Conv1d(x, w, bias, c), alpha)
+	}
+	return b.conv1d(x, w, bias, c, alpha, nil, 0)
+}
+
+// Conv1dResidual is compute.ConvEpilogues: the residual added as each
+// output is stored (res + y, as Add computes it), so the residual's slice
+// and the add are not kernels of their own.
+func (b *Backend) Conv1dResidual(x, w, bias compute.Tensor, c compute.Conv1dSpec, res compute.Tensor, off int) compute.Tensor {
+	if !fusesEpilogue(c.Normalized(), cast(w).shape[0]) {
+		y := b.Conv1d(x, w, bias, c)
+		r := b.Slice(res, 2, off, off+cast(y).shape[2])
+		out := b.Add(r, y)
+		b.Free(r)
+		b.Free(y)
+		return out
+	}
+	return b.conv1d(x, w, bias, c, nil, res, off)
+}
+
+// conv1d is Conv1d with an optional epilogue (alpha: Snake; res: the
+// residual from column off), which the caller has checked fusesEpilogue.
+func (b *Backend) conv1d(x, w, bias compute.Tensor, c compute.Conv1dSpec, alpha, res compute.Tensor, off int) compute.Tensor {
 	c = c.Normalized()
 	xt, wt := f32Of(x, "Conv1d"), cast(w)
 	if len(xt.shape) != 3 || len(wt.shape) != 3 || c.Stride < 1 || c.Dilation < 1 || c.Padding < 0 || c.Groups < 1 {
@@ -71,10 +107,25 @@ func (b *Backend) Conv1d(x, w, bias compute.Tensor, c compute.Conv1dSpec) comput
 		panic(fmt.Sprintf("gpu.Conv1d: input %v too short for kernel %d", xt.shape, K))
 	}
 	bt := checkBias(bias, Cout, "Conv1d")
+	var epi convEpilogue
+	if alpha != nil {
+		if epi.alpha = cast(alpha); epi.alpha.n() != Cout {
+			panic(fmt.Sprintf("gpu.Conv1dSnake: alpha of %d for %d channels", epi.alpha.n(), Cout))
+		}
+	}
+	if res != nil {
+		epi.res, epi.resOff = f32Of(res, "Conv1dResidual"), off
+		if rs := epi.res.shape; len(rs) != 3 || rs[0] != B || rs[1] != Cout || off < 0 || off+Tout > rs[2] {
+			panic(fmt.Sprintf("gpu.Conv1dResidual: residual %v from column %d for output [%d %d %d]", rs, off, B, Cout, Tout))
+		}
+	}
 	var out *tensor
 	b.do(func() {
 		out = b.newTensor(compute.F32, B, Cout, Tout)
-		b.conv(xt, wt, bt, out, c, K, Tout, false)
+		if epi.alpha != nil {
+			epi.alpha = b.asF32(epi.alpha)
+		}
+		b.conv(xt, wt, bt, out, c, K, Tout, false, epi)
 	})
 	return out
 }
@@ -96,7 +147,7 @@ func (b *Backend) ConvTranspose1d(x, w, bias compute.Tensor, c compute.Conv1dSpe
 	var out *tensor
 	b.do(func() {
 		out = b.newTensor(compute.F32, B, Cout, Tout)
-		b.conv(xt, wt, bt, out, c, K, Tout, true)
+		b.conv(xt, wt, bt, out, c, K, Tout, true, convEpilogue{})
 	})
 	return out
 }

@@ -135,6 +135,34 @@ func convTile(n int) int {
 // tcShape describes the convolution of a conv-mode GEMM.
 type tcShape struct {
 	batch, cin, t, cout, kw, tout, stride, pad, dil int
+	epi                                             convEpilogue // tcConvMode on conv_tc or conv_simt only
+}
+
+// convEpilogue is the work a convolution does as it stores each output
+// (kernels/tc.cu conv_epilogue): Snake with alpha per output channel, then
+// adding res[b, co, resOff + t] (res [B, Cout, resT]). Zero: none.
+type convEpilogue struct {
+	alpha, res *tensor
+	resOff     int
+}
+
+// args are the kernels' epilogue parameters.
+func (e convEpilogue) args() []any {
+	alpha, res, resT := nullPtr, nullPtr, 0
+	if e.alpha != nil {
+		alpha = e.alpha.ptr()
+	}
+	if e.res != nil {
+		res, resT = e.res.ptr(), e.res.shape[2]
+	}
+	return []any{alpha, res, resT, e.resOff}
+}
+
+// fusesEpilogue reports whether Conv1d of this geometry runs on a kernel
+// that applies a convEpilogue (conv, tcGemm); the others need the
+// epilogue's ops run after it.
+func fusesEpilogue(c compute.Conv1dSpec, cout int) bool {
+	return !tcOff && !convOld && c.Groups == 1 && cout > 8
 }
 
 // tcGemm launches tc_wide, conv_tc_n*, conv_simt or simt_gemm (and tc_reduce when split),
@@ -171,11 +199,15 @@ func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor,
 	case mode != tcLinear && !convOld:
 		kernel, tileN = "conv_simt", 128 // convolutions on fp32 FMAs: coalesced input gather
 	}
+	if c.epi != (convEpilogue{}) && (mode != tcConvMode || kernel == "simt_gemm") {
+		panic("gpu: a convolution epilogue on a kernel without one")
+	}
+	epi := c.epi.args()
 	b.launchSmem(b.k[kernel], [3]int{(n + tileN - 1) / tileN, (m + 63) / 64, batch * phases * splits}, [3]int{128, 1, 1}, smem,
-		x.ptr(), wp, bias, out.ptr(), work, mode, m, n, kr, wdt, splits, chunk,
-		c.cin, c.t, c.cout, c.kw, c.tout, c.stride, c.pad, c.dil)
+		append([]any{x.ptr(), wp, bias, out.ptr(), work, mode, m, n, kr, wdt, splits, chunk,
+			c.cin, c.t, c.cout, c.kw, c.tout, c.stride, c.pad, c.dil}, epi...)...)
 	if wk != nil {
-		b.launch(b.k["tc_reduce"], grid1(total), block256, work, bias, out.ptr(), total, splits, mode, n, c.cout, c.tout)
+		b.launch(b.k["tc_reduce"], grid1(total), block256, append([]any{work, bias, out.ptr(), total, splits, mode, n, c.cout, c.tout}, epi...)...)
 		wk.h.release()
 	}
 }

@@ -14,6 +14,19 @@ type AudioOps interface {
 	Tanh(x Tensor) Tensor
 }
 
+// ConvEpilogues is an optional AudioOps extension: a Conv1d that does the
+// pointwise work following it in the DAC's residual units as it stores
+// each output, saving a pass over the output and, on the GPU, launches.
+// Each equals the unfused ops to the backend's rounding (bit for bit on
+// the GPU, which uses the same arithmetic for both).
+type ConvEpilogues interface {
+	// Conv1dSnake is Snake(Conv1d(x, w, b, c), alpha).
+	Conv1dSnake(x, w, b Tensor, c Conv1dSpec, alpha Tensor) Tensor
+	// Conv1dResidual is Add(res[:, :, off:off+T], y) with y = Conv1d(x,
+	// w, b, c) of length T; res has y's batch and channels.
+	Conv1dResidual(x, w, b Tensor, c Conv1dSpec, res Tensor, off int) Tensor
+}
+
 // Conv1dSpec holds a convolution's hyper-parameters (zero values mean
 // stride 1, no padding, dilation 1, one group).
 type Conv1dSpec struct {

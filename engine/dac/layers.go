@@ -72,13 +72,35 @@ func (b *binder) bindResUnit(prefix string, ch, dilation int) resUnit {
 
 func (r *resUnit) forward(be compute.Backend, x compute.Tensor) compute.Tensor {
 	h := r.snake1.forward(be, x)
-	y := r.conv1.forward(be, h)
+	out := r.branch(be, h, r.conv1.spec, x, 0)
 	be.Free(h)
-	h = r.snake2.forward(be, y)
+	return out
+}
+
+// branch returns res[:, :, off:off+T] + conv2(snake2(conv1(h))), conv1 taken
+// with spec1 (the streamer's drops the padding its window carries); on a
+// backend with compute.ConvEpilogues the Snake and the add are done by the
+// convolutions as they store their outputs.
+func (r *resUnit) branch(be compute.Backend, h compute.Tensor, spec1 compute.Conv1dSpec, res compute.Tensor, off int) compute.Tensor {
+	if ce, ok := be.(compute.ConvEpilogues); ok {
+		g := ce.Conv1dSnake(h, r.conv1.w, r.conv1.b, spec1, r.snake2.alpha)
+		out := ce.Conv1dResidual(g, r.conv2.w, r.conv2.b, r.conv2.spec, res, off)
+		be.Free(g)
+		return out
+	}
+	y := be.Conv1d(h, r.conv1.w, r.conv1.b, spec1)
+	g := r.snake2.forward(be, y)
 	be.Free(y)
-	y = r.conv2.forward(be, h)
-	be.Free(h)
-	out := be.Add(x, y)
+	y = be.Conv1d(g, r.conv2.w, r.conv2.b, r.conv2.spec)
+	be.Free(g)
+	var out compute.Tensor
+	if off == 0 && cols(res) == cols(y) {
+		out = be.Add(res, y)
+	} else {
+		rs := be.Slice(res, 2, off, off+cols(y))
+		out = be.Add(rs, y)
+		be.Free(rs)
+	}
 	be.Free(y)
 	return out
 }

@@ -262,17 +262,11 @@ func (s *resState) push(be compute.Backend, x compute.Tensor) compute.Tensor {
 		return nil
 	}
 	h := s.r.snake1.forward(be, w)
-	y := be.Conv1d(h, s.r.conv1.w, s.r.conv1.b, s.spec1) // outputs for inputs [pad, n − pad) of w
+	// conv1's outputs are for inputs [pad, n − pad) of w, the residual's
+	// columns.
+	out := s.r.branch(be, h, s.spec1, w, s.pad)
 	be.Free(h)
-	res := be.Slice(w, 2, s.pad, n-s.pad)
 	s.prev = cut(be, w, n-s.span, n)
-	h = s.r.snake2.forward(be, y)
-	be.Free(y)
-	y = be.Conv1d(h, s.r.conv2.w, s.r.conv2.b, s.r.conv2.spec)
-	be.Free(h)
-	out := be.Add(res, y)
-	be.Free(res)
-	be.Free(y)
 	return out
 }
 

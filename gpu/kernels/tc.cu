@@ -43,7 +43,23 @@ struct Problem {
     // per block
     int rho, bat, t0, cph, Nph, J;
     const float* xb;
+    // TC_CONV epilogue (conv_tile and tc_reduce; null: none): Snake with α
+    // per output channel, then the residual add res[bat, co, resOff + t]
+    // (rows of resT) — the DAC residual unit's snake2 after conv1 and its
+    // add after conv2, done as each output is stored.
+    const float* ealpha;
+    const float* eres;
+    int eresT, eresOff;
 };
+
+// conv_epilogue: output (bat, co, t)'s value v (bias included) after the
+// epilogue, the arithmetic of the snake kernel and of add_f32(res, v).
+__device__ __forceinline__ float conv_epilogue(const float* ealpha, const float* eres, int eresT, int eresOff,
+                                               int Cout, long long bat, int co, int t, float v) {
+    if (ealpha) v = snake_ref(v, ealpha[co]);
+    if (eres) v = eres[(bat * Cout + co) * eresT + eresOff + t] + v;
+    return v;
+}
 
 // TC_CONVT computes out[co, t] = Σ_{ci, k} w[ci, co, k]·x[ci, (t + pad − k)/stride]
 // over the taps where the division is exact. For t with (t + pad) ≡ ρ
@@ -585,7 +601,12 @@ __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ b
             int col = n0 + wn + 8 * (f % NF) + 2 * t + (e & 1);
             if (gm >= p.M || col >= ncols) continue;
             float* row = dst + ((long long)p.bat * p.Cout + gm) * p.Tout + p.t0;
-            row[(long long)col * tstep] = splits > 1 ? acc[o] : acc[o] + (bias ? bias[gm] : 0.f);
+            float v = acc[o];
+            if (splits == 1) {
+                v += bias ? bias[gm] : 0.f;
+                if (!convt) v = conv_epilogue(p.ealpha, p.eres, p.eresT, p.eresOff, p.Cout, p.bat, gm, col, v);
+            }
+            row[(long long)col * tstep] = v;
         }
     } else {
 #pragma unroll
@@ -597,7 +618,13 @@ __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ b
 #pragma unroll
             for (int j = 0; j < 8; j++) {
                 int col = n0 + (j < 4 ? tx * 4 + j : 64 + tx * 4 + j - 4);
-                if (col < ncols) row[(long long)col * tstep] = splits > 1 ? acc[8 * i + j] : acc[8 * i + j] + bv;
+                if (col >= ncols) continue;
+                float v = acc[8 * i + j];
+                if (splits == 1) {
+                    v += bv;
+                    if (!convt) v = conv_epilogue(p.ealpha, p.eres, p.eresT, p.eresOff, p.Cout, p.bat, gm, col, v);
+                }
+                row[(long long)col * tstep] = v;
             }
         }
     }
@@ -606,12 +633,14 @@ __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ b
 #define GEMM_PARAMS                                                                                                \
     const float *__restrict__ x, const void *__restrict__ w, const float *__restrict__ bias, float *__restrict__ out, \
         float *__restrict__ work, int mode, int M, int N, int Kr, int wdt, int splits, int kchunk, int Cin, int T,  \
-        int Cout, int Kw, int Tout, int stride, int pad, int dil
+        int Cout, int Kw, int Tout, int stride, int pad, int dil, const float *__restrict__ ealpha,                 \
+        const float *__restrict__ eres, int eresT, int eresOff
 
 #define GEMM_PROBLEM                                                                                    \
     Problem p;                                                                                          \
     p.x = x, p.w = w, p.mode = mode, p.M = M, p.N = N, p.Kr = Kr, p.wdt = wdt, p.Cin = Cin, p.T = T;   \
-    p.Cout = Cout, p.Kw = Kw, p.Tout = Tout, p.stride = stride, p.pad = pad, p.dil = dil;
+    p.Cout = Cout, p.Kw = Kw, p.Tout = Tout, p.stride = stride, p.pad = pad, p.dil = dil;              \
+    p.ealpha = ealpha, p.eres = eres, p.eresT = eresT, p.eresOff = eresOff;
 
 // tc_wide: TC_LINEAR on tensor cores with 32 × 64 warp tiles, for BF16/F16
 // weights (an fp32 weight would need a third product) and K % 8 == 0
@@ -654,16 +683,21 @@ CONV_TC(64, 4)
 CONV_TC(32, 4)
 
 // tc_reduce sums the split partials in split order and adds the bias (per
-// column n for TC_LINEAR with N columns, per channel for the convs).
+// column n for TC_LINEAR with N columns, per channel for the convs), then
+// applies TC_CONV's epilogue (conv_epilogue).
 extern "C" __global__ void tc_reduce(const float* __restrict__ work, const float* __restrict__ bias,
                                      float* __restrict__ out, long long total, int splits, int mode,
-                                     int N, int Cout, int Tout) {
+                                     int N, int Cout, int Tout, const float* __restrict__ ealpha,
+                                     const float* __restrict__ eres, int eresT, int eresOff) {
     pdl_begin();
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
          i += (long long)gridDim.x * blockDim.x) {
         float v = 0.f;
         for (int s = 0; s < splits; s++) v += work[(long long)s * total + i];
         if (bias) v += mode == TC_LINEAR ? bias[i % N] : bias[(i / Tout) % Cout];
+        if (mode == TC_CONV)
+            v = conv_epilogue(ealpha, eres, eresT, eresOff, Cout, i / ((long long)Tout * Cout), (int)((i / Tout) % Cout),
+                              (int)(i % Tout), v);
         out[i] = v;
     }
 }
