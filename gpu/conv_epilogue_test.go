@@ -42,14 +42,14 @@ func TestConvEpiloguesMatchUnfused(t *testing.T) {
 
 		snakes := gb.k["snake"].launches
 		fused := gb.ReadF32(gb.Conv1dSnake(x.g, w.g, bias.g, c.spec, alpha.g))
-		if n := gb.k["snake"].launches - snakes; n != 0 {
+		if n := gb.k["snake"].launches - snakes; n != 0 && !convEpilogueOff {
 			t.Errorf("%s: Conv1dSnake launched snake %d times", name, n)
 		}
 		checkVals(t, name+" Conv1dSnake", gb.ReadF32(gb.Snake(y, alpha.g)), fused, 0)
 
 		adds := gb.k["add_f32"].launches
 		fused = gb.ReadF32(gb.Conv1dResidual(x.g, w.g, bias.g, c.spec, res.g, c.off))
-		if n := gb.k["add_f32"].launches - adds; n != 0 {
+		if n := gb.k["add_f32"].launches - adds; n != 0 && !convEpilogueOff {
 			t.Errorf("%s: Conv1dResidual launched add_f32 %d times", name, n)
 		}
 		want := gb.ReadF32(gb.Add(gb.Slice(res.g, 2, c.off, c.off+tout), y))

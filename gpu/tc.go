@@ -161,9 +161,13 @@ func (e convEpilogue) args() []any {
 // fusesEpilogue reports whether Conv1d of this geometry runs on a kernel
 // that applies a convEpilogue (conv, tcGemm); the others need the
 // epilogue's ops run after it.
+// ZONOS_CONV_EPILOGUE=0 runs the epilogues as ops of their own (for
+// measurements).
 func fusesEpilogue(c compute.Conv1dSpec, cout int) bool {
-	return !tcOff && !convOld && c.Groups == 1 && cout > 8
+	return !convEpilogueOff && !tcOff && !convOld && c.Groups == 1 && cout > 8
 }
+
+var convEpilogueOff = os.Getenv("ZONOS_CONV_EPILOGUE") == "0"
 
 // tcGemm launches tc_wide, conv_tc_n*, conv_simt or simt_gemm (and tc_reduce when split),
 // computing the m × n product reduced over kr into out (owner goroutine).
