@@ -27,6 +27,7 @@ type Model struct {
 	be        compute.Backend
 	encoder   Encoder
 	codebooks []codebook
+	outAll    conv // every codebook's out_proj as one convolution (fromCodes)
 	decoder   Decoder
 	field     Field
 }
@@ -56,7 +57,7 @@ func New(cfg Config, src Source, be compute.Backend) (*Model, error) {
 	b := newBinder(src, be)
 	m := &Model{cfg: cfg, be: be}
 	m.encoder = b.bindEncoder(cfg)
-	m.codebooks = b.bindCodebooks(cfg)
+	m.codebooks, m.outAll = b.bindCodebooks(cfg)
 	m.decoder = b.bindDecoder(cfg)
 	if err := b.err(); err != nil {
 		return nil, err
