@@ -336,12 +336,6 @@ func TestShapeOps(t *testing.T) {
 		check(t, fmt.Sprintf("Window keep %d: window", keep), pair{wc, wg}, 0)
 		check(t, fmt.Sprintf("Window keep %d: tail", keep), pair{cb.Slice(wc, 2, 15-keep, 15), tg}, 0)
 	}
-	alpha := randF32(r, 1, 5)
-	wg, tg, sg := gb.WindowSnake(x.g, u.g, 6, alpha.g)
-	wc := cb.Concat(2, x.c, u.c)
-	check(t, "WindowSnake: window", pair{wc, wg}, 0)
-	check(t, "WindowSnake: tail", pair{cb.Slice(wc, 2, 9, 15), tg}, 0)
-	checkVals(t, "WindowSnake: snake (as the snake kernel)", gb.ReadF32(gb.Snake(gb.Concat(2, x.g, u.g), alpha.g)), gb.ReadF32(sg), 0)
 	dst := randF32(r, 1, 2, 9, 12)
 	cb.CopyInto(dst.c, 1, 4, x.c)
 	gb.CopyInto(dst.g, 1, 4, x.g)

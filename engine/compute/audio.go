@@ -31,11 +31,8 @@ type ConvEpilogues interface {
 // C, T]: Window returns Concat(2, prev, x) and, as a new tensor, that
 // window's last keep columns (what the stage carries to its next push),
 // in one pass instead of a join and a slice. prev and x are not freed.
-// WindowSnake also returns Snake(w, alpha) (the DAC residual unit's first
-// Snake over its window) from the same pass.
 type Windower interface {
 	Window(prev, x Tensor, keep int) (w, tail Tensor)
-	WindowSnake(prev, x Tensor, keep int, alpha Tensor) (w, tail, snaked Tensor)
 }
 
 // Conv1dSpec holds a convolution's hyper-parameters (zero values mean

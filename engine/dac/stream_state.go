@@ -89,33 +89,18 @@ type carried struct {
 // carries on (carry), made in the same pass on a backend with
 // compute.Windower; otherwise tail is nil and carry cuts them.
 func (c *carried) take(be compute.Backend, x compute.Tensor, zeros, keep int) (w, tail compute.Tensor) {
-	w, tail, _ = c.takeSnake(be, x, zeros, keep, nil)
-	return w, tail
-}
-
-// takeSnake is take that also returns Snake(w) with sn (nil: no Snake), in
-// the same pass on a backend with compute.Windower; snaked is nil when w
-// is not longer than keep (the stage has nothing to compute yet).
-func (c *carried) takeSnake(be compute.Backend, x compute.Tensor, zeros, keep int, sn *snake) (w, tail, snaked compute.Tensor) {
 	if c.prev == nil {
 		c.prev = be.Zeros(1, x.Shape()[1], zeros)
 	}
 	if wd, ok := be.(compute.Windower); ok && cols(c.prev)+cols(x) > keep {
-		if sn != nil {
-			w, tail, snaked = wd.WindowSnake(c.prev, x, keep, sn.alpha)
-		} else {
-			w, tail = wd.Window(c.prev, x, keep)
-		}
+		w, tail = wd.Window(c.prev, x, keep)
 		be.Free(c.prev)
 		be.Free(x)
 	} else {
 		w = join(be, c.prev, x)
-		if sn != nil && cols(w) > keep {
-			snaked = sn.forward(be, w)
-		}
 	}
 	c.prev = nil
-	return w, tail, snaked
+	return w, tail
 }
 
 // carry keeps the last keep columns of the window w as the carried ones
@@ -290,11 +275,12 @@ func newResState(r *resUnit) (*resState, error) {
 }
 
 func (s *resState) push(be compute.Backend, x compute.Tensor) compute.Tensor {
-	w, tail, h := s.takeSnake(be, x, s.pad, s.span, &s.r.snake1)
-	if cols(w) <= s.span { // h is nil: nothing to convolve yet
+	w, tail := s.take(be, x, s.pad, s.span)
+	if cols(w) <= s.span {
 		s.prev = w
 		return nil
 	}
+	h := s.r.snake1.forward(be, w)
 	// conv1's outputs are for inputs [pad, n − pad) of w, the residual's
 	// columns.
 	out := s.r.branch(be, h, s.spec1, w, s.pad)

@@ -327,14 +327,10 @@ extern "C" __global__ void copy_axis4(const unsigned int* __restrict__ src, unsi
 // [outer, dB, inner] in one launch (the DAC streamer joins its carried
 // columns with the new ones at every stage of every emission); with tail
 // (not null) it also writes the joined tensor's last keep positions along
-// the axis there, [outer, keep, inner]: the columns the stage carries on;
-// with alpha (not null; fp32 signals [B, C, T] joined along T, inner 1) it
-// also writes Snake of the joined tensor to snaked, α per channel
-// (outer = B·C): the residual unit's first Snake over its window.
+// the axis there, [outer, keep, inner]: the columns the stage carries on.
 extern "C" __global__ void concat2_axis4(const unsigned int* __restrict__ a, const unsigned int* __restrict__ b,
                                          unsigned int* __restrict__ dst, long long total, long long dA, long long dB,
-                                         long long inner, unsigned int* __restrict__ tail, long long keep,
-                                         const float* __restrict__ alpha, int C, float* __restrict__ snaked) {
+                                         long long inner, unsigned int* __restrict__ tail, long long keep) {
     pdl_begin();
     long long d = dA + dB, row = d * inner;
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
@@ -344,7 +340,6 @@ extern "C" __global__ void concat2_axis4(const unsigned int* __restrict__ a, con
         unsigned int v = j < dA ? a[(o * dA + j) * inner + q] : b[(o * dB + j - dA) * inner + q];
         dst[i] = v;
         if (tail && j >= d - keep) tail[(o * keep + j - (d - keep)) * inner + q] = v;
-        if (alpha) snaked[i] = snake_ref(__uint_as_float(v), alpha[o % C]);
     }
 }
 
