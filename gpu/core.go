@@ -91,7 +91,7 @@ func (b *Backend) Concat(axis int, ts ...compute.Tensor) compute.Tensor {
 			x, y := cast(ts[0]), cast(ts[1])
 			_, dx, inner := axisGeometry(x.shape, axis)
 			if n := out.n(); n > 0 {
-				b.launch(b.k["concat2_axis4"], grid1(n), block256, x.ptr(), y.ptr(), out.ptr(), n, dx, y.shape[axis], inner, nullPtr, 0)
+				b.launch(b.k["concat2_axis4"], grid1(n), block256, x.ptr(), y.ptr(), out.ptr(), n, dx, y.shape[axis], inner)
 			}
 			return
 		}
@@ -104,28 +104,6 @@ func (b *Backend) Concat(axis int, ts ...compute.Tensor) compute.Tensor {
 		}
 	})
 	return out
-}
-
-var _ compute.Windower = (*Backend)(nil)
-
-// Window is compute.Windower: the join and its tail in one launch
-// (concat2_axis4 with a second output).
-func (b *Backend) Window(prev, x compute.Tensor, keep int) (compute.Tensor, compute.Tensor) {
-	p, xt := cast(prev), cast(x)
-	if len(p.shape) != 3 || len(xt.shape) != 3 || p.dt != compute.F32 || xt.dt != compute.F32 ||
-		p.shape[0] != xt.shape[0] || p.shape[1] != xt.shape[1] || keep < 0 || keep > p.shape[2]+xt.shape[2] {
-		panic(fmt.Sprintf("gpu.Window: %v %v and %v %v keeping %d", p.shape, p.dt, xt.shape, xt.dt, keep))
-	}
-	B, C, dp, dx := p.shape[0], p.shape[1], p.shape[2], xt.shape[2]
-	var w, tail *tensor
-	b.do(func() {
-		w = b.newTensor(compute.F32, B, C, dp+dx)
-		tail = b.newTensor(compute.F32, B, C, keep)
-		if n := w.n(); n > 0 {
-			b.launch(b.k["concat2_axis4"], grid1(n), block256, p.ptr(), xt.ptr(), w.ptr(), n, dp, dx, 1, tail.ptr(), keep)
-		}
-	})
-	return w, tail
 }
 
 func (b *Backend) CopyInto(dst compute.Tensor, axis, offset int, src compute.Tensor) {

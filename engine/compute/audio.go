@@ -27,14 +27,6 @@ type ConvEpilogues interface {
 	Conv1dResidual(x, w, b Tensor, c Conv1dSpec, res Tensor, off int) Tensor
 }
 
-// Windower is an optional extension for streaming stages over signals [B,
-// C, T]: Window returns Concat(2, prev, x) and, as a new tensor, that
-// window's last keep columns (what the stage carries to its next push),
-// in one pass instead of a join and a slice. prev and x are not freed.
-type Windower interface {
-	Window(prev, x Tensor, keep int) (w, tail Tensor)
-}
-
 // Conv1dSpec holds a convolution's hyper-parameters (zero values mean
 // stride 1, no padding, dilation 1, one group).
 type Conv1dSpec struct {

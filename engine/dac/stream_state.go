@@ -84,35 +84,14 @@ type carried struct {
 
 // take returns the carried columns followed by x, taking ownership of
 // both; before the first push, zeros zero columns stand for the carried
-// ones (the padding before the stream). When that window is longer than
-// keep it also returns the window's last keep columns, which the stage
-// carries on (carry), made in the same pass on a backend with
-// compute.Windower; otherwise tail is nil and carry cuts them.
-func (c *carried) take(be compute.Backend, x compute.Tensor, zeros, keep int) (w, tail compute.Tensor) {
+// ones (the padding before the stream).
+func (c *carried) take(be compute.Backend, x compute.Tensor, zeros int) compute.Tensor {
 	if c.prev == nil {
 		c.prev = be.Zeros(1, x.Shape()[1], zeros)
 	}
-	if wd, ok := be.(compute.Windower); ok && cols(c.prev)+cols(x) > keep {
-		w, tail = wd.Window(c.prev, x, keep)
-		be.Free(c.prev)
-		be.Free(x)
-	} else {
-		w = join(be, c.prev, x)
-	}
+	w := join(be, c.prev, x)
 	c.prev = nil
-	return w, tail
-}
-
-// carry keeps the last keep columns of the window w as the carried ones
-// (tail when take made them) and frees w.
-func (c *carried) carry(be compute.Backend, w, tail compute.Tensor, keep int) {
-	if tail != nil {
-		c.prev = tail
-		be.Free(w)
-		return
-	}
-	n := cols(w)
-	c.prev = cut(be, w, n-keep, n)
+	return w
 }
 
 // padding is n zero columns after the stream, or nil before any push.
@@ -166,13 +145,14 @@ func (s *convState) push(be compute.Backend, x compute.Tensor) compute.Tensor {
 		be.Free(x)
 		return y
 	}
-	w, tail := s.take(be, x, s.pad, s.span)
-	if cols(w) <= s.span {
+	w := s.take(be, x, s.pad)
+	n := cols(w)
+	if n <= s.span {
 		s.prev = w
 		return nil
 	}
 	y := be.Conv1d(w, s.c.w, s.c.b, s.spec)
-	s.carry(be, w, tail, s.span)
+	s.prev = cut(be, w, n-s.span, n)
 	return y
 }
 
@@ -216,10 +196,10 @@ func (s *convTState) push(be compute.Backend, x compute.Tensor) compute.Tensor {
 	if !s.finishing {
 		s.in += cols(x)
 	}
-	w, tail := s.take(be, x, 1, 1)
+	w := s.take(be, x, 1)
 	n := cols(w) // the previous input and the new ones
 	raw := be.ConvTranspose1d(w, s.c.w, s.c.b, s.spec)
-	s.carry(be, w, tail, 1)
+	s.prev = cut(be, w, n-1, n)
 	// Raw output r reads inputs ⌊r/s⌋ − 1 and ⌊r/s⌋ of the window: the
 	// ones in [s, n·s) read two real (or padding) columns.
 	lo, hi := s.stride, n*s.stride
@@ -275,8 +255,9 @@ func newResState(r *resUnit) (*resState, error) {
 }
 
 func (s *resState) push(be compute.Backend, x compute.Tensor) compute.Tensor {
-	w, tail := s.take(be, x, s.pad, s.span)
-	if cols(w) <= s.span {
+	w := s.take(be, x, s.pad)
+	n := cols(w)
+	if n <= s.span {
 		s.prev = w
 		return nil
 	}
@@ -285,7 +266,7 @@ func (s *resState) push(be compute.Backend, x compute.Tensor) compute.Tensor {
 	// columns.
 	out := s.r.branch(be, h, s.spec1, w, s.pad)
 	be.Free(h)
-	s.carry(be, w, tail, s.span)
+	s.prev = cut(be, w, n-s.span, n)
 	return out
 }
 

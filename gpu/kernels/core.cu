@@ -325,21 +325,17 @@ extern "C" __global__ void copy_axis4(const unsigned int* __restrict__ src, unsi
 
 // concat2_axis4 is Concat of two 4-byte tensors [outer, dA, inner] and
 // [outer, dB, inner] in one launch (the DAC streamer joins its carried
-// columns with the new ones at every stage of every emission); with tail
-// (not null) it also writes the joined tensor's last keep positions along
-// the axis there, [outer, keep, inner]: the columns the stage carries on.
+// columns with the new ones at every stage of every emission).
 extern "C" __global__ void concat2_axis4(const unsigned int* __restrict__ a, const unsigned int* __restrict__ b,
                                          unsigned int* __restrict__ dst, long long total, long long dA, long long dB,
-                                         long long inner, unsigned int* __restrict__ tail, long long keep) {
+                                         long long inner) {
     pdl_begin();
-    long long d = dA + dB, row = d * inner;
+    long long row = (dA + dB) * inner;
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
          i += (long long)gridDim.x * blockDim.x) {
         long long o = i / row, r = i % row;
         long long j = r / inner, q = r % inner;
-        unsigned int v = j < dA ? a[(o * dA + j) * inner + q] : b[(o * dB + j - dA) * inner + q];
-        dst[i] = v;
-        if (tail && j >= d - keep) tail[(o * keep + j - (d - keep)) * inner + q] = v;
+        dst[i] = j < dA ? a[(o * dA + j) * inner + q] : b[(o * dB + j - dA) * inner + q];
     }
 }
 
