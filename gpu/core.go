@@ -87,14 +87,6 @@ func (b *Backend) Concat(axis int, ts ...compute.Tensor) compute.Tensor {
 	var out *tensor
 	b.do(func() {
 		out = b.newTensor(compute.F32, shape...)
-		if len(ts) == 2 { // one launch (concat2_axis4)
-			x, y := cast(ts[0]), cast(ts[1])
-			_, dx, inner := axisGeometry(x.shape, axis)
-			if n := out.n(); n > 0 {
-				b.launch(b.k["concat2_axis4"], grid1(n), block256, x.ptr(), y.ptr(), out.ptr(), n, dx, y.shape[axis], inner)
-			}
-			return
-		}
 		off := 0
 		for _, t := range ts {
 			ct := cast(t)

@@ -323,22 +323,6 @@ extern "C" __global__ void copy_axis4(const unsigned int* __restrict__ src, unsi
     }
 }
 
-// concat2_axis4 is Concat of two 4-byte tensors [outer, dA, inner] and
-// [outer, dB, inner] in one launch (the DAC streamer joins its carried
-// columns with the new ones at every stage of every emission).
-extern "C" __global__ void concat2_axis4(const unsigned int* __restrict__ a, const unsigned int* __restrict__ b,
-                                         unsigned int* __restrict__ dst, long long total, long long dA, long long dB,
-                                         long long inner) {
-    pdl_begin();
-    long long row = (dA + dB) * inner;
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
-         i += (long long)gridDim.x * blockDim.x) {
-        long long o = i / row, r = i % row;
-        long long j = r / inner, q = r % inner;
-        dst[i] = j < dA ? a[(o * dA + j) * inner + q] : b[(o * dB + j - dA) * inner + q];
-    }
-}
-
 extern "C" __global__ void copy_axis2(const unsigned short* __restrict__ src, unsigned short* __restrict__ dst,
                                       long long total, long long n_inner, long long inner,
                                       long long srcDim, long long srcOff, long long dstDim, long long dstOff) {
