@@ -56,3 +56,60 @@ func TestConvEpiloguesMatchUnfused(t *testing.T) {
 		checkVals(t, name+" Conv1dResidual", want, fused, 0)
 	}
 }
+
+// TestConvSplitFixupMatchesReduce: with split-K, the convolutions' tiles
+// reduced by their last split block (split_fixup) give the same bits as
+// the partials reduced by tc_reduce after the kernel, for Conv1d (with and
+// without an epilogue) and ConvTranspose1d on DAC shapes, and tc_reduce
+// does not run.
+func TestConvSplitFixupMatchesReduce(t *testing.T) {
+	need(t)
+	r := rand.New(rand.NewPCG(25, 26))
+	type cs = compute.Conv1dSpec
+	run := func(off bool, f func() compute.Tensor) ([]float32, int) {
+		was := splitFixupOff
+		splitFixupOff = off
+		defer func() { splitFixupOff = was }()
+		before := gb.k["tc_reduce"].launches
+		v := gb.ReadF32(f())
+		return v, gb.k["tc_reduce"].launches - before
+	}
+	for _, c := range []struct {
+		cin, cout, k, t int
+		spec            cs
+		transposed      bool
+	}{
+		{1024, 1536, 7, 22, cs{}, false},            // decoder conv1, streamed
+		{192, 192, 7, 4700, cs{Dilation: 3}, false}, // the 22 kHz stage
+		{1536, 768, 16, 18, cs{Stride: 8}, true},    // block 1's upsampling
+		{384, 192, 8, 1100, cs{Stride: 4}, true},    // block 3's upsampling
+	} {
+		x := randF32(r, 1, 1, c.cin, c.t)
+		var w pair
+		if c.transposed {
+			w = randW(t, r, compute.F32, 1/math.Sqrt(float64(c.cin*c.k)), c.cin, c.cout, c.k)
+		} else {
+			w = randW(t, r, compute.F32, 1/math.Sqrt(float64(c.cin*c.k)), c.cout, c.cin, c.k)
+		}
+		bias := randW(t, r, compute.F32, 0.05, c.cout)
+		alpha := randW(t, r, compute.F32, 1, c.cout)
+		name := fmt.Sprintf("%d→%d K%d T%d %+v transposed %v", c.cin, c.cout, c.k, c.t, c.spec, c.transposed)
+		ops := map[string]func() compute.Tensor{"plain": func() compute.Tensor {
+			if c.transposed {
+				return gb.ConvTranspose1d(x.g, w.g, bias.g, c.spec)
+			}
+			return gb.Conv1d(x.g, w.g, bias.g, c.spec)
+		}}
+		if !c.transposed {
+			ops["snake epilogue"] = func() compute.Tensor { return gb.Conv1dSnake(x.g, w.g, bias.g, c.spec, alpha.g) }
+		}
+		for op, f := range ops {
+			want, _ := run(true, f)
+			got, reduces := run(false, f)
+			checkVals(t, name+" "+op, want, got, 0)
+			if reduces != 0 {
+				t.Errorf("%s %s: tc_reduce ran %d times with the fixup", name, op, reduces)
+			}
+		}
+	}
+}
