@@ -169,11 +169,6 @@ func fusesEpilogue(c compute.Conv1dSpec, cout int) bool {
 
 var convEpilogueOff = os.Getenv("ZONOS_CONV_EPILOGUE") == "0"
 
-// splitFixupOff (ZONOS_SPLIT_FIXUP=0) reduces the convolutions' split-K
-// partials in tc_reduce after the kernel instead of in each tile's last
-// split block (measurements).
-var splitFixupOff = os.Getenv("ZONOS_SPLIT_FIXUP") == "0"
-
 // tcGemm launches tc_wide, conv_tc_n*, conv_simt or simt_gemm (and tc_reduce when split),
 // computing the m × n product reduced over kr into out (owner goroutine).
 // For tcConvT the grid also runs one slice per output phase (stride of
@@ -212,23 +207,9 @@ func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor,
 		panic("gpu: a convolution epilogue on a kernel without one")
 	}
 	epi := c.epi.args()
-	grid := [3]int{(n + tileN - 1) / tileN, (m + 63) / 64, batch * phases * splits}
-	tickets := nullPtr
-	var tk *tensor
-	if wk != nil && mode != tcLinear && kernel != "simt_gemm" && !splitFixupOff {
-		// conv_tile's last split block of each tile reduces it (split_fixup).
-		tk = b.newTensor(compute.I32, grid[0]*grid[1]*batch*phases)
-		b.Clear(tk)
-		tickets = tk.ptr()
-	}
-	b.launchSmem(b.k[kernel], grid, [3]int{128, 1, 1}, smem,
+	b.launchSmem(b.k[kernel], [3]int{(n + tileN - 1) / tileN, (m + 63) / 64, batch * phases * splits}, [3]int{128, 1, 1}, smem,
 		append([]any{x.ptr(), wp, bias, out.ptr(), work, mode, m, n, kr, wdt, splits, chunk,
-			c.cin, c.t, c.cout, c.kw, c.tout, c.stride, c.pad, c.dil}, append(epi, tickets)...)...)
-	if tk != nil {
-		tk.h.release()
-		wk.h.release()
-		return
-	}
+			c.cin, c.t, c.cout, c.kw, c.tout, c.stride, c.pad, c.dil}, epi...)...)
 	if wk != nil {
 		b.launch(b.k["tc_reduce"], grid1(total), block256, append([]any{work, bias, out.ptr(), total, splits, mode, n, c.cout, c.tout}, epi...)...)
 		wk.h.release()

@@ -50,10 +50,6 @@ struct Problem {
     const float* ealpha;
     const float* eres;
     int eresT, eresOff;
-    // conv_tile with split-K: one ticket per output tile (zeroed before the
-    // launch); the tile's last split block sums the partials (null: tc_reduce
-    // does, after the kernel).
-    int* tickets;
 };
 
 // conv_epilogue: output (bat, co, t)'s value v (bias included) after the
@@ -481,36 +477,6 @@ struct ConvGather {
     }
 };
 
-// split_fixup: after a split block of conv_tile has stored its partials,
-// the last of a tile's split blocks to arrive (a ticket per tile) sums the
-// tile's partials in split order, adds the bias and applies the epilogue,
-// exactly as tc_reduce would, so the reduction is not a pass of its own
-// after the whole grid (the threadFenceReduction pattern: each block's
-// partials are made visible before its ticket is taken).
-template <int TN>
-__device__ __noinline__ void split_fixup(const Problem& p, const float* __restrict__ bias, float* __restrict__ out,
-                                            const float* work, int splits, long long total, int m0, int n0,
-                                            int ncols, int tstep, bool convt) {
-    __shared__ int last;
-    __threadfence();
-    __syncthreads();
-    int tile = ((blockIdx.z / splits) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
-    if (threadIdx.x == 0) last = atomicAdd(&p.tickets[tile], 1) == splits - 1;
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
-    int rows = min(CV_M, p.M - m0), cols = min(TN, ncols - n0);
-    for (int e = threadIdx.x; e < rows * cols; e += blockDim.x) {
-        int gm = m0 + e / cols, col = n0 + e % cols;
-        long long idx = ((long long)p.bat * p.Cout + gm) * p.Tout + p.t0 + (long long)col * tstep;
-        float v = 0.f;
-        for (int q = 0; q < splits; q++) v += __ldcg(work + (long long)q * total + idx);
-        if (bias) v += bias[gm];
-        if (!convt) v = conv_epilogue(p.ealpha, p.eres, p.eresT, p.eresOff, p.Cout, p.bat, gm, col, v);
-        out[idx] = v;
-    }
-}
-
 template <bool TC, int TN>
 __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ bias, float* __restrict__ out,
                                           float* __restrict__ work, int splits, int kchunk) {
@@ -662,20 +628,19 @@ __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ b
             }
         }
     }
-    if (splits > 1 && p.tickets) split_fixup<TN>(p, bias, out, work, splits, total, m0, n0, ncols, tstep, convt);
 }
 
 #define GEMM_PARAMS                                                                                                \
     const float *__restrict__ x, const void *__restrict__ w, const float *__restrict__ bias, float *__restrict__ out, \
         float *__restrict__ work, int mode, int M, int N, int Kr, int wdt, int splits, int kchunk, int Cin, int T,  \
         int Cout, int Kw, int Tout, int stride, int pad, int dil, const float *__restrict__ ealpha,                 \
-        const float *__restrict__ eres, int eresT, int eresOff, int *__restrict__ tickets
+        const float *__restrict__ eres, int eresT, int eresOff
 
 #define GEMM_PROBLEM                                                                                    \
     Problem p;                                                                                          \
     p.x = x, p.w = w, p.mode = mode, p.M = M, p.N = N, p.Kr = Kr, p.wdt = wdt, p.Cin = Cin, p.T = T;   \
     p.Cout = Cout, p.Kw = Kw, p.Tout = Tout, p.stride = stride, p.pad = pad, p.dil = dil;              \
-    p.ealpha = ealpha, p.eres = eres, p.eresT = eresT, p.eresOff = eresOff, p.tickets = tickets;
+    p.ealpha = ealpha, p.eres = eres, p.eresT = eresT, p.eresOff = eresOff;
 
 // tc_wide: TC_LINEAR on tensor cores with 32 × 64 warp tiles, for BF16/F16
 // weights (an fp32 weight would need a third product) and K % 8 == 0
