@@ -50,11 +50,6 @@ var (
 // 49.8× → 48.7×.
 var convSplitPer = envInt("ZONOS_CONV_SPLIT", 128)
 
-// convSplitSmall is the split length of convolutions with at most 192
-// output channels (the DAC's last two stages, whose streamed chunks are
-// long): ZONOS_CONV_SPLIT_SMALL, default convSplitPer.
-var convSplitSmall = envInt("ZONOS_CONV_SPLIT_SMALL", convSplitPer)
-
 // envInt is the positive integer in environment variable name, else def.
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
@@ -80,11 +75,7 @@ func tcSplits(mode, kr, m int) (splits, chunk int) {
 	s := min(8, max(1, kr/512))
 	switch {
 	case mode != tcLinear && !convOldSplits:
-		per := convSplitPer
-		if m <= 192 {
-			per = convSplitSmall
-		}
-		s = min(16, max(1, (kr+per-1)/per))
+		s = min(16, max(1, (kr+convSplitPer-1)/convSplitPer))
 	case mode != tcLinear && m >= 384:
 		s = min(16, max(1, kr/256))
 	}
