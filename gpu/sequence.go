@@ -184,34 +184,7 @@ func scanPreKernel(n int) string {
 // two kernels (mamba_conv, mamba_scan), for measurements.
 var mambaStepOff = os.Getenv("ZONOS_MAMBA_STEP") == "0"
 
-// gatedGemvOff (ZONOS_GATED_GEMV=0) keeps the gated norm a kernel of its
-// own in Mamba2Out, for measurements.
-var gatedGemvOff = os.Getenv("ZONOS_GATED_GEMV") == "0"
-
 func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convState, ssmState compute.Tensor, s compute.Mamba2Spec) compute.Tensor {
-	return b.mamba2(zxbcdt, w, convState, ssmState, s, nil)
-}
-
-// Mamba2Out is compute.Mamba2Mixer: Mamba2, then out_proj. In the decode
-// step (one position, at most two rows: an utterance's CFG pair) the gated
-// norm is not a kernel of its own: mamba_step writes the gated values and
-// each head's sum of squares, and out_proj's GEMV (gemv_m2_gated) scales
-// its input by the norm as it reads it and rolls the B and C conv state
-// that the norm kernel rolled. The projected values are the same products
-// of the same inputs as Linear(Mamba2(…)) gives; only the float64 sum of
-// squares is added in another order (per head, then over heads), which
-// moves the float scale it rounds to only when the two sums straddle a
-// rounding boundary.
-func (b *Backend) Mamba2Out(zxbcdt compute.Tensor, w compute.Mamba2Weights, convState, ssmState compute.Tensor, s compute.Mamba2Spec, outProj compute.Tensor) compute.Tensor {
-	if o := cast(outProj); gatedGemvOff || len(o.shape) != 2 || o.shape[1] != s.DInner || s.Groups != 1 || s.Heads > 64 || !useGemvM2(2, s.DInner, o) {
-		return b.Linear(b.Mamba2(zxbcdt, w, convState, ssmState, s), outProj, nil)
-	}
-	return b.mamba2(zxbcdt, w, convState, ssmState, s, cast(outProj))
-}
-
-// mamba2 runs the mixer; with outProj (Mamba2Out) it also projects, folding
-// the gated norm into the projection wherever the decode step allows.
-func (b *Backend) mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convState, ssmState compute.Tensor, s compute.Mamba2Spec, outProj *tensor) compute.Tensor {
 	in := f32Of(zxbcdt, "Mamba2")
 	shp := in.shape
 	if len(shp) != 3 {
@@ -234,46 +207,21 @@ func (b *Backend) mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 	if cw.n() != C*Kc || cb.n() != C || dtb.n() != H || alog.n() != H || dd.n() != H || nw.n() != Di {
 		panic(fmt.Sprintf("gpu.Mamba2: weight sizes %v %v %v %v %v %v for spec %+v", cw.shape, cb.shape, dtb.shape, alog.shape, dd.shape, nw.shape, s))
 	}
-	th, v4 := v4Threads(Di / G)
-	v4 = v4 && Di%4 == 0 && E%4 == 0
-	step := T == 1 && v4 && P <= mambaStepRows && !mambaStepOff // decode: conv and scan in one kernel (mamba_step)
-	if outProj != nil && !(step && B <= 2) {
-		return b.Linear(b.mamba2(zxbcdt, w, convState, ssmState, s, nil), outProj, nil)
-	}
 	var out *tensor
 	b.do(func() {
-		if outProj != nil {
-			out = b.newTensor(compute.F32, B, T, outProj.shape[0])
-		} else {
-			out = b.newTensor(compute.F32, B, T, Di)
-		}
+		out = b.newTensor(compute.F32, B, T, Di)
 		if B*T == 0 {
 			return
 		}
 		y := b.newTensor(compute.F32, B, T, Di)
-		if outProj != nil { // decode, gated norm folded into out_proj
-			part := b.newTensor(compute.F32, B*H, 2) // float64 sums of squares per (row, head)
-			b.launch(b.k["mamba_step"], [3]int{B * H, 1, 1}, block256, in.ptr(), b.asF32(cw).ptr(), b.asF32(cb).ptr(),
-				cst.ptr(), b.asF32(dtb).ptr(), b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), y.ptr(), E, Di, C, H, P, N, G, Kc, part.ptr(), b.asF32(nw).ptr())
-			n := outProj.shape[0]
-			p := b.gemvPlanFor(n, Di)
-			if p.kernel != "gemv_m2_r4u1" {
-				p = defaultGemvPlan(n, Di, b.sms)
-			}
-			blocks := (n + p.rowsPerBlock() - 1) / p.rowsPerBlock()
-			b.launch(b.k["gemv_m2_gated"], [3]int{blocks, 1, 1}, block256, y.ptr(), outProj.ptr(), nullPtr, out.ptr(),
-				int32(B), int32(n), int32(Di), int32(p.ks), b2i(gemvEarly), part.ptr(), int32(H), s.Eps,
-				cst.ptr(), in.ptr(), int32(E), int32(Di), int32(C), int32(Kc))
-			part.h.release()
-			y.h.release()
-			return
-		}
+		th, v4 := v4Threads(Di / G)
+		v4 = v4 && Di%4 == 0 && E%4 == 0
 		roll := nullPtr
 		var xbc *tensor // the conv's output, where it is not kept in shared memory
 		switch {
-		case step:
+		case T == 1 && v4 && P <= mambaStepRows && !mambaStepOff: // decode: conv and scan in one kernel
 			b.launch(b.k["mamba_step"], [3]int{B * H, 1, 1}, block256, in.ptr(), b.asF32(cw).ptr(), b.asF32(cb).ptr(),
-				cst.ptr(), b.asF32(dtb).ptr(), b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), y.ptr(), E, Di, C, H, P, N, G, Kc, nullPtr, nullPtr)
+				cst.ptr(), b.asF32(dtb).ptr(), b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), y.ptr(), E, Di, C, H, P, N, G, Kc)
 			roll = cst.ptr()
 		case T == 1: // decode: one pass each
 			xbc = b.newTensor(compute.F32, B, T, C)

@@ -66,16 +66,6 @@ type Mamba2Weights struct {
 	NormWeight Tensor // [Di]            (norm.weight)
 }
 
-// Mamba2Mixer is an optional SequenceOps extension: the rest of the Mamba2
-// mixer after in_proj, Mamba2 followed by its out_proj (Linear with no
-// bias), in one call, so a backend can fold the gated RMSNorm into the
-// projection that reads it (the GPU's decode step: one kernel fewer per
-// layer). The result equals Linear(Mamba2(…), outProj, nil) to the
-// backend's rounding; both states are updated as Mamba2 updates them.
-type Mamba2Mixer interface {
-	Mamba2Out(zxbcdt Tensor, w Mamba2Weights, convState, ssmState Tensor, s Mamba2Spec, outProj Tensor) Tensor
-}
-
 // PackedAttention is an optional SequenceOps extension: Attention reading
 // q, k and v straight out of the fused in_proj output qkv [B, T,
 // (H + 2·Hkv)·Dh] (q first, then k, then v) instead of three sliced

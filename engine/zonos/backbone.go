@@ -199,9 +199,6 @@ func splitQKV(b compute.Backend, qkv compute.Tensor, s compute.AttentionSpec) (q
 }
 
 func (m *mamba2) forward(b compute.Backend, x compute.Tensor, st layerState) compute.Tensor {
-	zxbcdt := b.Linear(x, m.inProj, nil)
-	if mm, ok := b.(compute.Mamba2Mixer); ok {
-		return mm.Mamba2Out(zxbcdt, m.w, st.conv, st.ssm, m.spec, m.outProj)
-	}
-	return b.Linear(b.Mamba2(zxbcdt, m.w, st.conv, st.ssm, m.spec), m.outProj, nil)
+	y := b.Mamba2(b.Linear(x, m.inProj, nil), m.w, st.conv, st.ssm, m.spec)
+	return b.Linear(y, m.outProj, nil)
 }

@@ -358,28 +358,10 @@ __device__ __forceinline__ void fma_bf16x8(float& acc, uint4 v, float4 a, float4
            b.z * __uint_as_float(v.w << 16) + b.w * __uint_as_float(v.w & 0xffff0000u);
 }
 
-// GatedNorm is the Mamba2 gated RMSNorm folded into gemv_m2_gated: its
-// input x holds y·silu(z)·w (mamba_step with part: the gated values times
-// the norm weight), and the norm's row scale r = 1/√(Σ(y·silu(z))²/K + eps),
-// from the heads' sums part[m·H + h] (H ≤ 64; ngroups 1), multiplies each
-// output after the reduction: Σ_k W[n,k]·(a_k·w_k)·r instead of
-// Σ_k W[n,k]·((a_k·r)·w_k), the same value up to fp32 rounding, with no
-// work before the weight stream. roll (not null) is mamba_norm_v4's roll
-// of the B and C conv-state channels [Di, C), which every head read before
-// this kernel started.
-struct GatedNorm {
-    const double* part;
-    int H;
-    float eps;
-    float* roll;
-    const float* in;
-    int E, Di, C, Kc;
-};
-
-template <int R, int U, int MR, bool GATED>
+template <int R, int U, int MR>
 __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const unsigned short* __restrict__ w,
                                           const float* __restrict__ bias, float* __restrict__ y, int M, int N,
-                                          int K, int KS, int early, const GatedNorm& gn) {
+                                          int K, int KS, int early) {
     __shared__ uint4 buf[2][8][R * U][32];
     __shared__ float part[8][R][MR];
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -419,16 +401,6 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
     if (early && nb > 0) issue(0);
     pdl_begin();
     if (!early && nb > 0) issue(0);
-    // GATED: the head sums are loaded now and reduced after the products.
-    double hs[MR][2];
-    if (GATED) {
-#pragma unroll
-        for (int m = 0; m < MR; m++) {
-            const double* pr = gn.part + (long long)min(m, M - 1) * gn.H;
-            hs[m][0] = lane < gn.H ? pr[lane] : 0.0;
-            hs[m][1] = lane + 32 < gn.H ? pr[lane + 32] : 0.0;
-        }
-    }
     for (int b = 0; b < nb; b++) {
         if (b + 1 < nb) {
             issue(b + 1);
@@ -459,11 +431,6 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
     for (int m = 0; m < MR; m++)
 #pragma unroll
         for (int r = 0; r < R; r++) acc[m][r] = warp_sum(acc[m][r]);
-    // GATED: every warp reduces each row's head sums in the same order, so
-    // all blocks scale by the same r (mamba_norm's float64 statistics).
-    float rs[MR];
-#pragma unroll
-    for (int m = 0; m < MR; m++) rs[m] = GATED ? (float)(1.0 / sqrt(warp_sum_d(hs[m][0] + hs[m][1]) / K + (double)gn.eps)) : 1.f;
     if (lane == 0) {
 #pragma unroll
         for (int m = 0; m < MR; m++)
@@ -478,24 +445,11 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
             for (int m = 0; m < min(M, MR); m++) {
                 float sum = 0.f;
                 for (int s = 0; s < KS; s++) sum += part[warp + s][lane][m];
-                if (GATED) sum = __fmul_rn(sum, rs[m]);
                 y[(long long)m * N + n] = sum + bv;
             }
         }
     }
-    if (GATED && gn.roll) {
-        // One B/C channel of one row per thread, spread over the blocks.
-        int nc = gn.C - gn.Di;
-        for (int i = blockIdx.x + gridDim.x * threadIdx.x; i < M * nc; i += gridDim.x * blockDim.x) {
-            int m = i / nc, c = gn.Di + i % nc;
-            float* sp = gn.roll + ((long long)m * gn.C + c) * gn.Kc;
-            float v = gn.in[(long long)m * gn.E + gn.Di + c];
-            for (int j = 0; j + 1 < gn.Kc; j++) sp[j] = sp[j + 1];
-            sp[gn.Kc - 1] = v;
-        }
-    }
 }
-
 
 // gemv_mMR_rRuU: the GEMV for M ≤ MR rows. MR = 2 is the CFG decode step;
 // MR = 8 serves zonos.Batch up to 4 utterances (2 rows each), whose
@@ -510,24 +464,12 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
     extern "C" __global__ void BOUNDS                                                                         \
         name(const float* __restrict__ x, const unsigned short* __restrict__ w, const float* __restrict__ b,  \
              float* __restrict__ y, int M, int N, int K, int KS, int early) {                                 \
-        gemv_body<R, U, MR, false>(x, w, b, y, M, N, K, KS, early, GatedNorm{});                              \
+        gemv_body<R, U, MR>(x, w, b, y, M, N, K, KS, early);                                                  \
     }
 GEMV(gemv_m2_r1u4, 1, 4, 2, __launch_bounds__(256))
 GEMV(gemv_m2_r2u2, 2, 2, 2, __launch_bounds__(256))
 GEMV(gemv_m2_r4u1, 4, 1, 2, __launch_bounds__(256))
 GEMV(gemv_m8_r4u1, 4, 1, 8, __launch_bounds__(256, 2))
-
-// gemv_m2_gated: Mamba2's out_proj of the decode step (M ≤ 2) with the
-// gated RMSNorm's row scale applied to its outputs (GatedNorm): the norm
-// kernel between mamba_step and the projection is gone. The plan's R = 4,
-// U = 1 (gemv_m2_r4u1).
-extern "C" __global__ void __launch_bounds__(256)
-    gemv_m2_gated(const float* __restrict__ x, const unsigned short* __restrict__ w, const float* __restrict__ b,
-                  float* __restrict__ y, int M, int N, int K, int KS, int early, const double* __restrict__ part,
-                  int H, float eps, float* __restrict__ roll, const float* __restrict__ in, int E, int Di, int C,
-                  int Kc) {
-    gemv_body<4, 1, 2, true>(x, w, b, y, M, N, K, KS, early, GatedNorm{part, H, eps, roll, in, E, Di, C, Kc});
-}
 
 // fill_bf16: deterministic pseudo-random BF16 values in ±scale (benchmark
 // weights without a host upload; never zeros).

@@ -127,22 +127,14 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_scan(const f
 // channels; the B and C channels are read by every head of the group, so
 // their state is rolled by the norm kernel that follows (mamba_norm_v4's
 // roll argument), after every block has read it.
-//
-// part (not null: the gated norm folded into out_proj, gemv_m2_gated):
-// the block writes a·nw instead of y, with a = y·silu(z) the gated value
-// as mamba_norm computes it and nw the norm weight, and its head's Σ a² in
-// float64 to part[b·H + h]; the GEMV that follows reduces a row's heads to
-// the norm's scale, applies it to its outputs, and rolls the B and C
-// channels' state.
 #define STEP_ROWS 8 // P ≤ 8 · SCAN_WARPS
 extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
     mamba_step(const float* __restrict__ in, const float* __restrict__ cw, const float* __restrict__ cb,
                float* __restrict__ cst, const float* __restrict__ dtb, const float* __restrict__ alog,
                const float* __restrict__ Dw, float* __restrict__ state, float* __restrict__ y, int E, int Di, int C,
-               int H, int P, int N, int G, int Kc, double* __restrict__ part, const float* __restrict__ nw) {
+               int H, int P, int N, int G, int Kc) {
     pdl_begin();
     __shared__ float xs[8 * SCAN_WARPS], bs[SCAN_MAXN], cs[SCAN_MAXN];
-    __shared__ float gv[8 * SCAN_WARPS], zs[8 * SCAN_WARPS], ws[8 * SCAN_WARPS]; // part: y, z, nw
     int b = blockIdx.x / H, h = blockIdx.x % H;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int g = h / (H / G);
@@ -153,10 +145,6 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
     for (int r = 0; r < STEP_ROWS; r++) {
         int p = warp + SCAN_WARPS * r;
         if (p < P) scan_state_load(st[r], state + (((long long)b * H + h) * P + p) * N, N, lane);
-    }
-    if (part && threadIdx.x < P) { // the gate's inputs, read now so the tail does not wait for them
-        zs[threadIdx.x] = row[h * P + threadIdx.x];
-        ws[threadIdx.x] = nw[h * P + threadIdx.x];
     }
     // Conv outputs: P x channels, then N B and N C channels.
     for (int i = threadIdx.x; i < P + 2 * N; i += blockDim.x) {
@@ -202,25 +190,8 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
         if (p < P) {
             float xv = xs[p];
             float acc = scan_step(st[r], decay, __fmul_rn(delta, xv), Bv, Cv, N, lane);
-            if (lane == 0) {
-                float v = acc + dskip * xv;
-                if (part) gv[p] = v;
-                else y[(long long)b * Di + h * P + p] = v;
-            }
+            if (lane == 0) y[(long long)b * Di + h * P + p] = acc + dskip * xv;
             scan_state_store(st[r], state + (((long long)b * H + h) * P + p) * N, N, lane);
-        }
-    }
-    if (part) {
-        __syncthreads();
-        if (warp == 0) {
-            double t = 0;
-            for (int p = lane; p < P; p += 32) {
-                float a = __fmul_rn(gv[p], silu_ref(zs[p]));
-                t += (double)a * (double)a;
-                y[(long long)b * Di + h * P + p] = __fmul_rn(a, ws[p]);
-            }
-            t = warp_sum_d(t);
-            if (lane == 0) part[blockIdx.x] = t;
         }
     }
 }
