@@ -22,7 +22,9 @@
 // the DAC's convolutions, 64 × 128 tiles with a coalesced input gather on
 // tensor cores, three TF32 products per 8-wide k step summed into fp32
 // with IEEE adds, which keeps the precision that 3xTF32 accumulated in
-// the tensor cores did not; conv_simt, the same tile on fp32 FMAs); row kernels that hold a
+// the tensor cores did not; conv_simt, the same tile on fp32 FMAs; both,
+// and tc_reduce after split-K, can apply the DAC residual unit's Snake or
+// residual add as they store each output, compute.ConvEpilogues); row kernels that hold a
 // row in registers (LayerNorm, gated RMSNorm); attention with a cache,
 // split over blocks for one query (the blocks also write the new cache
 // row); the Mamba2 conv and scan — one kernel for a decode step
@@ -46,6 +48,7 @@
 // reduction length per split, 128),
 // `ZONOS_CONV=old` (on simt_gemm with coarser split-K),
 // `ZONOS_MAMBA_STEP=0` (the decode step's conv and scan as two kernels),
+// `ZONOS_CONV_EPILOGUE=0` (Snake and the residual add as kernels of their own),
 // `ZONOS_GEMV=old` and `ZONOS_CUDA_RUNNER=0` switch the newer paths off for
 // before/after measurements; docs/gpu/ holds the runs and profiles.
 //
