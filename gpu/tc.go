@@ -160,9 +160,8 @@ func (e convEpilogue) args() []any {
 
 // fusesEpilogue reports whether Conv1d of this geometry runs on a kernel
 // that applies a convEpilogue (conv, tcGemm); the others need the
-// epilogue's ops run after it.
-// ZONOS_CONV_EPILOGUE=0 runs the epilogues as ops of their own (for
-// measurements).
+// epilogue's ops run after it. ZONOS_CONV_EPILOGUE=0 runs the epilogues as
+// ops of their own (for measurements).
 func fusesEpilogue(c compute.Conv1dSpec, cout int) bool {
 	return !convEpilogueOff && !tcOff && !convOld && c.Groups == 1 && cout > 8
 }

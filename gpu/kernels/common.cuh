@@ -19,7 +19,6 @@ __device__ __forceinline__ float ldw(const void* w, long long i, int dt) {
     return ((const float*)w)[i];
 }
 
-// silu as engine/cpu computes it: v / (1 + float32(exp(float64(-v)))).
 // snake_ref: Snake1d, x + sin²(αx)/(α + 1e-9), as the snake kernel and the
 // convolutions' Snake epilogue (tc.cu) both compute it.
 __device__ __forceinline__ float snake_ref(float x, float a) {
@@ -28,6 +27,7 @@ __device__ __forceinline__ float snake_ref(float x, float a) {
     return x + inv * s * s;
 }
 
+// silu as engine/cpu computes it: v / (1 + float32(exp(float64(-v)))).
 __device__ __forceinline__ float silu_ref(float v) {
     return v / (1.0f + (float)exp(-(double)v));
 }
