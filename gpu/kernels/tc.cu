@@ -590,10 +590,28 @@ __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ b
     }
     // Output (gm, col) is out[bat, gm, t] with t = col (TC_CONV) or
     // t0 + col·stride (one phase of TC_CONVT); split partials go to work.
+    // Unsplit, the bias and the epilogue are applied to every accumulator
+    // first and stored after: the epilogue's inputs (eres, ealpha) are
+    // plain pointers that may alias out, so with each store between them
+    // every output waited for its own epilogue load in turn (the DAC's last
+    // 1×1 convolutions, whose 96-long reduction is never split: 51 µs
+    // each, about 4× their products; ncu, session 9 run 7).
     const int ncols = convt ? p.Nph : p.Tout;
     const int tstep = convt ? p.stride : 1;
     float* dst = splits > 1 ? work + (long long)s * total : out;
     if (TC) {
+        if (splits == 1) {
+#pragma unroll
+            for (int o = 0; o < NACC; o++) {
+                int f = o >> 2, e = o & 3;
+                int gm = m0 + wm + 16 * (f / NF) + g + 8 * (e >> 1);
+                int col = n0 + wn + 8 * (f % NF) + 2 * t + (e & 1);
+                if (gm >= p.M || col >= ncols) continue;
+                float v = acc[o] + (bias ? bias[gm] : 0.f);
+                if (!convt) v = conv_epilogue(p.ealpha, p.eres, p.eresT, p.eresOff, p.Cout, p.bat, gm, col, v);
+                acc[o] = v;
+            }
+        }
 #pragma unroll
         for (int o = 0; o < NACC; o++) {
             int f = o >> 2, e = o & 3;
@@ -601,30 +619,35 @@ __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ b
             int col = n0 + wn + 8 * (f % NF) + 2 * t + (e & 1);
             if (gm >= p.M || col >= ncols) continue;
             float* row = dst + ((long long)p.bat * p.Cout + gm) * p.Tout + p.t0;
-            float v = acc[o];
-            if (splits == 1) {
-                v += bias ? bias[gm] : 0.f;
-                if (!convt) v = conv_epilogue(p.ealpha, p.eres, p.eresT, p.eresOff, p.Cout, p.bat, gm, col, v);
-            }
-            row[(long long)col * tstep] = v;
+            row[(long long)col * tstep] = acc[o];
         }
     } else {
+        if (splits == 1) {
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                int gm = m0 + (i < 4 ? ty * 4 + i : 32 + ty * 4 + i - 4);
+                if (gm >= p.M) continue;
+                float bv = bias ? bias[gm] : 0.f;
+#pragma unroll
+                for (int j = 0; j < 8; j++) {
+                    int col = n0 + (j < 4 ? tx * 4 + j : 64 + tx * 4 + j - 4);
+                    if (col >= ncols) continue;
+                    float v = acc[8 * i + j] + bv;
+                    if (!convt) v = conv_epilogue(p.ealpha, p.eres, p.eresT, p.eresOff, p.Cout, p.bat, gm, col, v);
+                    acc[8 * i + j] = v;
+                }
+            }
+        }
 #pragma unroll
         for (int i = 0; i < 8; i++) {
             int gm = m0 + (i < 4 ? ty * 4 + i : 32 + ty * 4 + i - 4);
             if (gm >= p.M) continue;
-            float bv = splits == 1 && bias ? bias[gm] : 0.f;
             float* row = dst + ((long long)p.bat * p.Cout + gm) * p.Tout + p.t0;
 #pragma unroll
             for (int j = 0; j < 8; j++) {
                 int col = n0 + (j < 4 ? tx * 4 + j : 64 + tx * 4 + j - 4);
                 if (col >= ncols) continue;
-                float v = acc[8 * i + j];
-                if (splits == 1) {
-                    v += bv;
-                    if (!convt) v = conv_epilogue(p.ealpha, p.eres, p.eresT, p.eresOff, p.Cout, p.bat, gm, col, v);
-                }
-                row[(long long)col * tstep] = v;
+                row[(long long)col * tstep] = acc[8 * i + j];
             }
         }
     }
