@@ -4,6 +4,7 @@ package gpu
 
 import (
 	"fmt"
+	"os"
 	"slices"
 
 	"gorgonia.org/cu"
@@ -34,12 +35,26 @@ func (b *Backend) copyAxis(src, dst *tensor, outer, n, inner, sDim, sOff, dDim, 
 	if total == 0 {
 		return
 	}
+	wide := src.dt.Size() == 4
+	if !copyRowsOff && outer < 1<<16 && n*inner < 1<<31 {
+		k := b.k["copy_rows4"]
+		if !wide {
+			k = b.k["copy_rows2"]
+		}
+		gx := min((n*inner+255)/256, max(1, 4096/outer))
+		b.launch(k, [3]int{gx, outer, 1}, block256, src.ptr(), dst.ptr(), n*inner, inner, sDim, sOff, dDim, dOff)
+		return
+	}
 	k := b.k["copy_axis4"]
-	if src.dt.Size() == 2 {
+	if !wide {
 		k = b.k["copy_axis2"]
 	}
 	b.launch(k, grid1(total), block256, src.ptr(), dst.ptr(), total, n*inner, inner, sDim, sOff, dDim, dOff)
 }
+
+// copyRowsOff is ZONOS_COPY_ROWS=0: every copy on copy_axis (for
+// before/after measurements).
+var copyRowsOff = os.Getenv("ZONOS_COPY_ROWS") == "0"
 
 func (b *Backend) Slice(t compute.Tensor, axis, start, end int) compute.Tensor {
 	ct := cast(t)

@@ -87,6 +87,11 @@ func tcSplits(mode, kr, m int) (splits, chunk int) {
 // (one split per 512, whatever the grid), for before/after measurements.
 var wideSplitsOff = os.Getenv("ZONOS_TC_SPLITS") == "old"
 
+// reduceRowsOff is ZONOS_REDUCE_ROWS=0: split-K partials summed by
+// tc_reduce (one-dimensional grid) instead of tc_reduce_rows (for
+// before/after measurements; the sums are the same).
+var reduceRowsOff = os.Getenv("ZONOS_REDUCE_ROWS") == "0"
+
 // tcWideResident is how many tc_wide blocks an SM holds (its shared
 // memory, tcWideSmem, allows 3 of 228 KiB).
 const tcWideResident = 3
@@ -210,7 +215,16 @@ func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor,
 		append([]any{x.ptr(), wp, bias, out.ptr(), work, mode, m, n, kr, wdt, splits, chunk,
 			c.cin, c.t, c.cout, c.kw, c.tout, c.stride, c.pad, c.dil}, epi...)...)
 	if wk != nil {
-		b.launch(b.k["tc_reduce"], grid1(total), block256, append([]any{work, bias, out.ptr(), total, splits, mode, n, c.cout, c.tout}, epi...)...)
+		rows, cols := m, n // TC_LINEAR's out is [m, n]; a convolution's [batch, cout, tout]
+		if mode != tcLinear {
+			rows, cols = c.batch*c.cout, c.tout
+		}
+		if !reduceRowsOff && rows < 1<<16 {
+			b.launch(b.k["tc_reduce_rows"], [3]int{(cols + 255) / 256, rows, 1}, block256,
+				append([]any{work, bias, out.ptr(), total, splits, mode, cols, c.cout}, epi...)...)
+		} else {
+			b.launch(b.k["tc_reduce"], grid1(total), block256, append([]any{work, bias, out.ptr(), total, splits, mode, n, c.cout, c.tout}, epi...)...)
+		}
 		wk.h.release()
 	}
 }

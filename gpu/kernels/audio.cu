@@ -102,20 +102,24 @@ extern "C" __global__ void __launch_bounds__(256) conv_gemm(const float* __restr
 // where a 64-row GEMM tile would be mostly empty. Reduction over (ci, k)
 // in order, the same for every output wherever it lies.
 //
-// A block computes CD_T consecutive outputs of one (batch, channel) row
-// and stages the input window they read, CD_CI channels at a time, in
-// shared memory (coalesced); each thread then runs its chain from shared
-// memory. One thread per output reading global memory directly ran each
-// of its Cin·K loads in turn on 36 SMs (the DAC's 96 → 1 convolution over
-// a streamed 16-frame window: 82 µs, ncu, session 9 run 7). Windows wider
-// than the buffer read global memory as before; the arithmetic is the
-// same either way, so the results are bit-identical.
-#define CD_T 128
+// A block computes CD_T consecutive outputs of one (batch, channel) row.
+// It stages the input window they read, CD_SMEM floats at a time, with
+// zeros outside the input, and the row's weights, in shared memory, so
+// each tap is two shared loads and an fma: fmaf(w, +0, acc) is acc
+// exactly (acc starts at +0 and never becomes −0), so the taps that fall
+// outside the input give what skipping them gave. One thread per output
+// reading global memory directly, bounds test per tap, ran on 36 SMs at
+// one warp per scheduler: the DAC's 96 → 1 convolution of a streamed
+// 16-frame window took 82 µs (ncu, session 9 run 7). Windows or weight
+// rows wider than the buffers read global memory as before.
+#define CD_T 64
 #define CD_SMEM 4096  // floats of staged input
+#define CD_WMAX 1024  // floats of staged weights (Cin·K)
 extern "C" __global__ void __launch_bounds__(CD_T) conv_direct(const float* __restrict__ x, const float* __restrict__ w,
                                        const float* __restrict__ bias, float* __restrict__ out,
                                        int B, int Cin, int T, int Cout, int K, int Tout, int stride, int pad, int dil) {
     __shared__ float xs[CD_SMEM];
+    __shared__ float ws[CD_WMAX];
     pdl_begin();
     const int co = blockIdx.y, b = blockIdx.z;
     const int t0 = blockIdx.x * CD_T, t = t0 + threadIdx.x;
@@ -125,7 +129,7 @@ extern "C" __global__ void __launch_bounds__(CD_T) conv_direct(const float* __re
     const int W = (CD_T - 1) * stride + (K - 1) * dil + 1;  // the window's width
     const int cc = min(Cin, CD_SMEM / W);                   // channels staged at a time (0: none fit)
     float acc = 0.f;
-    if (cc == 0) {
+    if (cc == 0 || Cin * K > CD_WMAX) {
         if (t < Tout)
             for (int ci = 0; ci < Cin; ci++)
                 for (int k = 0; k < K; k++) {
@@ -133,20 +137,24 @@ extern "C" __global__ void __launch_bounds__(CD_T) conv_direct(const float* __re
                     if (p >= 0 && p < T) acc = fmaf(wr[ci * K + k], xb[(long long)ci * T + p], acc);
                 }
     } else {
+        for (int i = threadIdx.x; i < Cin * K; i += CD_T) ws[i] = wr[i];
+        const int own = threadIdx.x * stride;  // this output's first tap in the window
         for (int c0 = 0; c0 < Cin; c0 += cc) {
             int n = min(cc, Cin - c0);
             __syncthreads();
-            for (int i = threadIdx.x; i < n * W; i += CD_T) {
-                int ci = i / W, j = i - ci * W, p = base + j;
-                xs[i] = p >= 0 && p < T ? xb[(long long)(c0 + ci) * T + p] : 0.f;
+            for (int ci = 0; ci < n; ci++) {
+                const float* xr = xb + (long long)(c0 + ci) * T;
+                for (int j = threadIdx.x; j < W; j += CD_T) {
+                    int p = base + j;
+                    xs[ci * W + j] = p >= 0 && p < T ? xr[p] : 0.f;
+                }
             }
             __syncthreads();
-            if (t < Tout)
-                for (int ci = 0; ci < n; ci++)
-                    for (int k = 0; k < K; k++) {
-                        int p = t * stride + k * dil - pad;
-                        if (p >= 0 && p < T) acc = fmaf(wr[(c0 + ci) * K + k], xs[ci * W + p - base], acc);
-                    }
+            for (int ci = 0; ci < n; ci++) {
+                const float* xr = xs + ci * W + own;
+                const float* wk = ws + (c0 + ci) * K;
+                for (int k = 0; k < K; k++) acc = fmaf(wk[k], xr[k * dil], acc);
+            }
         }
     }
     if (t < Tout) out[((long long)b * Cout + co) * Tout + t] = acc + (bias ? bias[co] : 0.f);

@@ -724,3 +724,24 @@ extern "C" __global__ void tc_reduce(const float* __restrict__ work, const float
         out[i] = v;
     }
 }
+
+// tc_reduce_rows: tc_reduce on a two-dimensional grid, blockIdx.y the
+// output row (m of TC_LINEAR's [M, N]; b·Cout + co of a convolution's
+// [B, Cout, Tout]) and x the column, so no element divides its 64-bit
+// index three times. The same sums in the same order: bit-identical.
+extern "C" __global__ void tc_reduce_rows(const float* __restrict__ work, const float* __restrict__ bias,
+                                          float* __restrict__ out, long long total, int splits, int mode, int cols,
+                                          int Cout, const float* __restrict__ ealpha, const float* __restrict__ eres,
+                                          int eresT, int eresOff) {
+    pdl_begin();
+    const int row = blockIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (col >= cols) return;
+    const long long i = (long long)row * cols + col;
+    float v = 0.f;
+#pragma unroll 4
+    for (int s = 0; s < splits; s++) v += work[(long long)s * total + i];
+    const int co = mode == TC_LINEAR ? 0 : row % Cout;
+    if (bias) v += mode == TC_LINEAR ? bias[col] : bias[co];
+    if (mode == TC_CONV) v = conv_epilogue(ealpha, eres, eresT, eresOff, Cout, row / Cout, co, col, v);
+    out[i] = v;
+}
