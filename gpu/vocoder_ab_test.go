@@ -1,0 +1,88 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"math/rand/v2"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"zonostream/engine/dac"
+)
+
+// TestVocoderVariants times steady 16-frame emissions of the streamed
+// real-shape 44 kHz DAC (random weights) under the backend's measurement
+// switches, alternating the variants round by round so that a slower
+// stretch of the machine falls on all of them, and logs the median device
+// time per emission (the backend's event timer, host launches included, as
+// the bench's vocoder figure). It is a measurement, not a check: skipped
+// unless ZONOS_VOCODER_AB is set.
+func TestVocoderVariants(t *testing.T) {
+	need(t)
+	if os.Getenv("ZONOS_VOCODER_AB") == "" {
+		t.Skip("set ZONOS_VOCODER_AB=1 to time the vocoder's variants")
+	}
+	type variant struct {
+		name string
+		set  func()
+	}
+	reset := func() { convTileForce, reduceRowsOff, copyRowsOff = 0, false, false }
+	defer reset()
+	variants := []variant{
+		{"default", func() {}},
+		{"tiles 64", func() { convTileForce = 64 }},
+		{"tiles 32", func() { convTileForce = 32 }},
+		{"flat reduce and copies", func() { reduceRowsOff, copyRowsOff = true, true }},
+	}
+	cfg := dac.Dac44kHz()
+	src, err := dac.RandomSource(cfg, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codec, err := dac.New(cfg, src, gb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sm, err := codec.NewStreamer(dac.StreamConfig{FirstChunk: 16, Chunk: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	chunk := func() [][dac.Codebooks]int32 {
+		fs := make([][dac.Codebooks]int32, 16)
+		for i := range fs {
+			for k := range fs[i] {
+				fs[i][k] = int32(r.IntN(cfg.CodebookSize))
+			}
+		}
+		return fs
+	}
+	emit := func() {
+		if _, err := sm.Push(chunk()...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 4; i++ { // past the look-ahead; every variant's kernels loaded
+		emit()
+	}
+	times := make([][]float64, len(variants))
+	for round := 0; round < 12; round++ {
+		for j := range variants {
+			v := (j + round) % len(variants)
+			reset()
+			variants[v].set()
+			emit() // the variant's first emission warms its allocations
+			for i := 0; i < 3; i++ {
+				times[v] = append(times[v], float64(gb.Time(emit))/float64(time.Millisecond))
+			}
+		}
+	}
+	audio := 16 * 512 / 44100.0 * 1000 // ms of audio per emission
+	for v, ts := range times {
+		slices.Sort(ts)
+		med := ts[len(ts)/2]
+		t.Logf("%-24s emission p50 %.3f ms (p10 %.3f, p90 %.3f, n %d): %.1f× real time", variants[v].name, med, ts[len(ts)/10], ts[len(ts)*9/10], len(ts), audio/med)
+	}
+}
