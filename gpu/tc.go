@@ -117,6 +117,10 @@ var convTCKernels = map[int]string{128: "conv_tc_n128", 64: "conv_tc_n64", 32: "
 // tile width (before/after measurements of convTile; 0: convTile chooses).
 var convTileForce = envInt("ZONOS_CONV_TILE", 0)
 
+// convTileMax is the widest conv_tc tile convTile chooses
+// (ZONOS_CONV_TILE_MAX, for measurements).
+var convTileMax = envInt("ZONOS_CONV_TILE_MAX", 128)
+
 // convTile is the widest conv_tc tile that leaves at most an eighth of its
 // columns empty for n output columns (one phase's, for a transposed
 // convolution), else the 32-wide one. A streamed emission's early stages
@@ -130,6 +134,9 @@ func convTile(n int) int {
 		return convTileForce
 	}
 	for _, w := range []int{128, 64} {
+		if w > convTileMax {
+			continue
+		}
 		if (n+w-1)/w*w-n <= n/8 {
 			return w
 		}

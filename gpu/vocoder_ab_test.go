@@ -28,12 +28,18 @@ func TestVocoderVariants(t *testing.T) {
 		name string
 		set  func()
 	}
-	reset := func() { convTileForce, reduceRowsOff, copyRowsOff = 0, false, false }
+	tileMax, splitPer := convTileMax, convSplitPer
+	reset := func() {
+		convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer = 0, false, false, tileMax, splitPer
+	}
 	defer reset()
 	variants := []variant{
 		{"default", func() {}},
 		{"tiles 64", func() { convTileForce = 64 }},
 		{"tiles 32", func() { convTileForce = 32 }},
+		{"widest tile 64", func() { convTileMax = 64 }},
+		{"widest tile 64, split 256", func() { convTileMax, convSplitPer = 64, 256 }},
+		{"widest tile 128", func() { convTileMax = 128 }},
 		{"flat reduce and copies", func() { reduceRowsOff, copyRowsOff = true, true }},
 	}
 	cfg := dac.Dac44kHz()

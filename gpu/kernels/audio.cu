@@ -115,6 +115,7 @@ extern "C" __global__ void __launch_bounds__(256) conv_gemm(const float* __restr
 #define CD_T 64
 #define CD_SMEM 4096  // floats of staged input
 #define CD_WMAX 1024  // floats of staged weights (Cin·K)
+#define CD_B 8        // loads in flight per thread
 extern "C" __global__ void __launch_bounds__(CD_T) conv_direct(const float* __restrict__ x, const float* __restrict__ w,
                                        const float* __restrict__ bias, float* __restrict__ out,
                                        int B, int Cin, int T, int Cout, int K, int Tout, int stride, int pad, int dil) {
@@ -137,23 +138,50 @@ extern "C" __global__ void __launch_bounds__(CD_T) conv_direct(const float* __re
                     if (p >= 0 && p < T) acc = fmaf(wr[ci * K + k], xb[(long long)ci * T + p], acc);
                 }
     } else {
-        for (int i = threadIdx.x; i < Cin * K; i += CD_T) ws[i] = wr[i];
+        for (int i0 = threadIdx.x; i0 < Cin * K; i0 += CD_B * CD_T) {
+            float v[CD_B];
+#pragma unroll
+            for (int u = 0; u < CD_B; u++) v[u] = i0 + u * CD_T < Cin * K ? wr[i0 + u * CD_T] : 0.f;
+#pragma unroll
+            for (int u = 0; u < CD_B; u++)
+                if (i0 + u * CD_T < Cin * K) ws[i0 + u * CD_T] = v[u];
+        }
         const int own = threadIdx.x * stride;  // this output's first tap in the window
         for (int c0 = 0; c0 < Cin; c0 += cc) {
-            int n = min(cc, Cin - c0);
+            const int n = min(cc, Cin - c0), nW = n * W;
             __syncthreads();
-            for (int ci = 0; ci < n; ci++) {
-                const float* xr = xb + (long long)(c0 + ci) * T;
-                for (int j = threadIdx.x; j < W; j += CD_T) {
+            // CD_B loads in flight per thread, then their stores: a loop of
+            // load-then-store ran every load's latency in turn.
+            for (int i0 = threadIdx.x; i0 < nW; i0 += CD_B * CD_T) {
+                float v[CD_B];
+                int ci = i0 / W, j = i0 - ci * W;
+#pragma unroll
+                for (int u = 0; u < CD_B; u++) {
                     int p = base + j;
-                    xs[ci * W + j] = p >= 0 && p < T ? xr[p] : 0.f;
+                    v[u] = i0 + u * CD_T < nW && p >= 0 && p < T ? xb[(long long)(c0 + ci) * T + p] : 0.f;
+                    for (j += CD_T; j >= W; j -= W) ci++;
                 }
+#pragma unroll
+                for (int u = 0; u < CD_B; u++)
+                    if (i0 + u * CD_T < nW) xs[i0 + u * CD_T] = v[u];
             }
             __syncthreads();
-            for (int ci = 0; ci < n; ci++) {
-                const float* xr = xs + ci * W + own;
-                const float* wk = ws + (c0 + ci) * K;
-                for (int k = 0; k < K; k++) acc = fmaf(wk[k], xr[k * dil], acc);
+            // The taps (ci, k) in order, CD_B shared loads at a time; a tap
+            // past the last is fmaf(0, 0, acc) = acc.
+            const int nK = n * K;
+            const float* wk = ws + c0 * K;
+            int ci = 0, k = 0;
+            for (int q0 = 0; q0 < nK; q0 += CD_B) {
+                float wv[CD_B], xv[CD_B];
+#pragma unroll
+                for (int u = 0; u < CD_B; u++) {
+                    bool in = q0 + u < nK;
+                    wv[u] = in ? wk[q0 + u] : 0.f;
+                    xv[u] = in ? xs[ci * W + own + k * dil] : 0.f;
+                    if (++k == K) k = 0, ci++;
+                }
+#pragma unroll
+                for (int u = 0; u < CD_B; u++) acc = fmaf(wv[u], xv[u], acc);
             }
         }
     }
