@@ -31,7 +31,7 @@ func (b *Backend) conv(x, w, bias, out *tensor, c compute.Conv1dSpec, K, Tout in
 		}
 		switch {
 		case !transposed && Cout <= 8: // a 64-row tile would be mostly empty
-			b.launch(b.k["conv_direct"], [3]int{(Tout + 63) / 64, Cout, B}, [3]int{64, 1, 1}, x.ptr(), wf.ptr(), bp, out.ptr(),
+			b.launch(b.k["conv_direct"], [3]int{(Tout + 31) / 32, Cout, B}, [3]int{256, 1, 1}, x.ptr(), wf.ptr(), bp, out.ptr(),
 				B, Cin, T, Cout, K, Tout, c.Stride, c.Padding, c.Dilation)
 			return
 		case !transposed:

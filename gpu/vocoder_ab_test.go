@@ -39,6 +39,9 @@ func TestVocoderVariants(t *testing.T) {
 		{"tiles 32", func() { convTileForce = 32 }},
 		{"widest tile 64", func() { convTileMax = 64 }},
 		{"widest tile 64, split 256", func() { convTileMax, convSplitPer = 64, 256 }},
+		{"widest tile 64, split 192", func() { convTileMax, convSplitPer = 64, 192 }},
+		{"widest tile 64, split 384", func() { convTileMax, convSplitPer = 64, 384 }},
+		{"widest tile 128, split 256", func() { convTileMax, convSplitPer = 128, 256 }},
 		{"widest tile 128", func() { convTileMax = 128 }},
 		{"flat reduce and copies", func() { reduceRowsOff, copyRowsOff = true, true }},
 	}

@@ -97,93 +97,55 @@ extern "C" __global__ void __launch_bounds__(256) conv_gemm(const float* __restr
     }
 }
 
-// conv_direct: one thread per output of a (non-transposed, groups 1)
-// convolution with few output channels (the DAC's last conv has one),
-// where a 64-row GEMM tile would be mostly empty. Reduction over (ci, k)
-// in order, the same for every output wherever it lies.
+// conv_direct: a (non-transposed, groups 1) convolution with few output
+// channels (the DAC's last conv has one), where a 64-row GEMM tile would
+// be mostly empty.
 //
-// A block computes CD_T consecutive outputs of one (batch, channel) row.
-// It stages the input window they read, CD_SMEM floats at a time, with
-// zeros outside the input, and the row's weights, in shared memory, so
-// each tap is two shared loads and an fma: fmaf(w, +0, acc) is acc
-// exactly (acc starts at +0 and never becomes −0), so the taps that fall
-// outside the input give what skipping them gave. One thread per output
-// reading global memory directly, bounds test per tap, ran on 36 SMs at
-// one warp per scheduler: the DAC's 96 → 1 convolution of a streamed
-// 16-frame window took 82 µs (ncu, session 9 run 7). Windows or weight
-// rows wider than the buffers read global memory as before.
-#define CD_T 64
-#define CD_SMEM 4096  // floats of staged input
-#define CD_WMAX 1024  // floats of staged weights (Cin·K)
-#define CD_B 8        // loads in flight per thread
-extern "C" __global__ void __launch_bounds__(CD_T) conv_direct(const float* __restrict__ x, const float* __restrict__ w,
+// A block of CD_W warps computes 32 consecutive outputs of one (batch,
+// channel) row, one per lane: warp w sums the taps (ci, k) of its share of
+// the input channels, [w·Cin/CD_W, (w+1)·Cin/CD_W), in order, CD_B loads in
+// flight at a time, and lane j then adds the CD_W partial sums in warp
+// order. The order depends on the layer only, never on where the output
+// lies, so a window of a longer signal gives the same bits. One thread per
+// output summing all Cin·K taps in turn kept two warps per SM, each
+// running its loads' latencies one after another (the DAC's 96 → 1
+// convolution over a streamed 16-frame window: 82 µs, ncu, session 9 run
+// 7; 41 µs with the window staged in shared memory, 2026-11-30 run 6).
+#define CD_W 8  // warps per block
+#define CD_B 8  // loads in flight per lane
+extern "C" __global__ void __launch_bounds__(32 * CD_W) conv_direct(const float* __restrict__ x, const float* __restrict__ w,
                                        const float* __restrict__ bias, float* __restrict__ out,
                                        int B, int Cin, int T, int Cout, int K, int Tout, int stride, int pad, int dil) {
-    __shared__ float xs[CD_SMEM];
-    __shared__ float ws[CD_WMAX];
+    __shared__ float part[CD_W][32];
     pdl_begin();
-    const int co = blockIdx.y, b = blockIdx.z;
-    const int t0 = blockIdx.x * CD_T, t = t0 + threadIdx.x;
+    const int co = blockIdx.y, b = blockIdx.z, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int t = blockIdx.x * 32 + lane;
     const float* xb = x + (long long)b * Cin * T;
     const float* wr = w + (long long)co * Cin * K;
-    const int base = t0 * stride - pad;                      // input index of the window's first column
-    const int W = (CD_T - 1) * stride + (K - 1) * dil + 1;  // the window's width
-    const int cc = min(Cin, CD_SMEM / W);                   // channels staged at a time (0: none fit)
+    const int c_lo = (int)((long long)warp * Cin / CD_W), c_hi = (int)((long long)(warp + 1) * Cin / CD_W);
+    const int q_hi = c_hi * K;
     float acc = 0.f;
-    if (cc == 0 || Cin * K > CD_WMAX) {
-        if (t < Tout)
-            for (int ci = 0; ci < Cin; ci++)
-                for (int k = 0; k < K; k++) {
-                    int p = t * stride + k * dil - pad;
-                    if (p >= 0 && p < T) acc = fmaf(wr[ci * K + k], xb[(long long)ci * T + p], acc);
-                }
-    } else {
-        for (int i0 = threadIdx.x; i0 < Cin * K; i0 += CD_B * CD_T) {
-            float v[CD_B];
+    int ci = c_lo, k = 0;
+    for (int q0 = c_lo * K; q0 < q_hi; q0 += CD_B) {
+        float wv[CD_B], xv[CD_B];
 #pragma unroll
-            for (int u = 0; u < CD_B; u++) v[u] = i0 + u * CD_T < Cin * K ? wr[i0 + u * CD_T] : 0.f;
-#pragma unroll
-            for (int u = 0; u < CD_B; u++)
-                if (i0 + u * CD_T < Cin * K) ws[i0 + u * CD_T] = v[u];
+        for (int u = 0; u < CD_B; u++) {
+            int p = t * stride + k * dil - pad;
+            bool in = q0 + u < q_hi && t < Tout && p >= 0 && p < T;
+            wv[u] = q0 + u < q_hi ? wr[q0 + u] : 0.f;
+            xv[u] = in ? xb[(long long)ci * T + p] : 0.f;
+            if (++k == K) k = 0, ci++;
         }
-        const int own = threadIdx.x * stride;  // this output's first tap in the window
-        for (int c0 = 0; c0 < Cin; c0 += cc) {
-            const int n = min(cc, Cin - c0), nW = n * W;
-            __syncthreads();
-            // CD_B loads in flight per thread, then their stores: a loop of
-            // load-then-store ran every load's latency in turn.
-            for (int i0 = threadIdx.x; i0 < nW; i0 += CD_B * CD_T) {
-                float v[CD_B];
-                int ci = i0 / W, j = i0 - ci * W;
+        // A tap outside the input (or past the share) adds w·0: acc
+        // exactly, since acc starts at +0 and never becomes −0.
 #pragma unroll
-                for (int u = 0; u < CD_B; u++) {
-                    int p = base + j;
-                    v[u] = i0 + u * CD_T < nW && p >= 0 && p < T ? xb[(long long)(c0 + ci) * T + p] : 0.f;
-                    for (j += CD_T; j >= W; j -= W) ci++;
-                }
-#pragma unroll
-                for (int u = 0; u < CD_B; u++)
-                    if (i0 + u * CD_T < nW) xs[i0 + u * CD_T] = v[u];
-            }
-            __syncthreads();
-            // The taps (ci, k) in order, CD_B shared loads at a time; a tap
-            // past the last is fmaf(0, 0, acc) = acc.
-            const int nK = n * K;
-            const float* wk = ws + c0 * K;
-            int ci = 0, k = 0;
-            for (int q0 = 0; q0 < nK; q0 += CD_B) {
-                float wv[CD_B], xv[CD_B];
-#pragma unroll
-                for (int u = 0; u < CD_B; u++) {
-                    bool in = q0 + u < nK;
-                    wv[u] = in ? wk[q0 + u] : 0.f;
-                    xv[u] = in ? xs[ci * W + own + k * dil] : 0.f;
-                    if (++k == K) k = 0, ci++;
-                }
-#pragma unroll
-                for (int u = 0; u < CD_B; u++) acc = fmaf(wv[u], xv[u], acc);
-            }
-        }
+        for (int u = 0; u < CD_B; u++) acc = fmaf(wv[u], xv[u], acc);
     }
-    if (t < Tout) out[((long long)b * Cout + co) * Tout + t] = acc + (bias ? bias[co] : 0.f);
+    part[warp][lane] = acc;
+    __syncthreads();
+    if (warp == 0 && t < Tout) {
+        float v = part[0][lane];
+        for (int i = 1; i < CD_W; i++) v += part[i][lane];
+        out[((long long)b * Cout + co) * Tout + t] = v + (bias ? bias[co] : 0.f);
+    }
 }
