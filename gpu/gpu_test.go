@@ -795,9 +795,14 @@ func TestConvTCTileWidthsAgree(t *testing.T) {
 
 // TestConvTile: the widest tile that leaves at most an eighth empty.
 func TestConvTile(t *testing.T) {
-	for _, c := range [][2]int{{17, 32}, {22, 32}, {146, 32}, {182, 64}, {256, 128}, {1040, 128}, {1000, 128}, {1, 32}} {
-		if got := convTile(c[0]); got != c[1] {
-			t.Errorf("convTile(%d) = %d, want %d", c[0], got, c[1])
+	defer func(old int) { convTileMax = old }(convTileMax)
+	for _, c := range [][3]int{
+		{128, 17, 32}, {128, 22, 32}, {128, 146, 32}, {128, 182, 64}, {128, 256, 128}, {128, 1040, 128}, {128, 1000, 128}, {128, 1, 32},
+		{64, 146, 32}, {64, 182, 64}, {64, 256, 64}, {64, 1000, 64}, {64, 22, 32},
+	} {
+		convTileMax = c[0]
+		if got := convTile(c[1]); got != c[2] {
+			t.Errorf("widest %d: convTile(%d) = %d, want %d", c[0], c[1], got, c[2])
 		}
 	}
 }

@@ -42,13 +42,16 @@ var (
 	convTC        = os.Getenv("ZONOS_CONV") == ""
 )
 
-// convSplitPer is the reduction length per split of a convolution (128;
+// convSplitPer is the reduction length per split of a convolution (256;
 // ZONOS_CONV_SPLIT=n for measurements). It depends on nothing but the
-// layer, as tcSplits requires. On conv_tc, finer is faster: H200,
-// 2026-11-29, same-run A/Bs of the streamed vocoder (docs/gpu/2026-11-29-conv-tc):
-// 192 → 512 per split 47.5× → 40.7×; 192 → 128 48.5× → 51.7×; 128 → 96
-// 49.8× → 48.7×.
-var convSplitPer = envInt("ZONOS_CONV_SPLIT", 128)
+// layer, as tcSplits requires. It goes with the tile width (convTileMax):
+// on 64 × 128 tiles finer was faster (H200, 2026-11-29, same-run A/Bs of
+// the streamed vocoder, docs/gpu/2026-11-29-conv-tc: 192 → 512 per split
+// 47.5× → 40.7×; 192 → 128 48.5× → 51.7×; 128 → 96 49.8× → 48.7×); on
+// 64 × 64 tiles, which double the blocks, 192 and 256 tie and beat 128
+// and 384 (steady 16-frame emissions, TestVocoderVariants, 2026-11-30 run
+// 7: 1.919 / 1.920 / 1.960 / 1.969 ms).
+var convSplitPer = envInt("ZONOS_CONV_SPLIT", 256)
 
 // envInt is the positive integer in environment variable name, else def.
 func envInt(name string, def int) int {
@@ -117,9 +120,14 @@ var convTCKernels = map[int]string{128: "conv_tc_n128", 64: "conv_tc_n64", 32: "
 // tile width (before/after measurements of convTile; 0: convTile chooses).
 var convTileForce = envInt("ZONOS_CONV_TILE", 0)
 
-// convTileMax is the widest conv_tc tile convTile chooses
-// (ZONOS_CONV_TILE_MAX, for measurements).
-var convTileMax = envInt("ZONOS_CONV_TILE_MAX", 128)
+// convTileMax is the widest conv_tc tile convTile chooses (64;
+// ZONOS_CONV_TILE_MAX=128 for measurements). The 128-wide tile needs 168
+// registers a thread (3 blocks an SM) and makes half the blocks: on the
+// streamed DAC's layers, whose grids are one to three waves, the 64-wide
+// one was faster wherever it was chosen (steady 16-frame emissions,
+// TestVocoderVariants, 2026-11-30 runs 6 and 7: 2.013 against 2.139 ms,
+// 1.960 against 2.088 ms).
+var convTileMax = envInt("ZONOS_CONV_TILE_MAX", 64)
 
 // convTile is the widest conv_tc tile that leaves at most an eighth of its
 // columns empty for n output columns (one phase's, for a transposed

@@ -35,14 +35,10 @@ func TestVocoderVariants(t *testing.T) {
 	defer reset()
 	variants := []variant{
 		{"default", func() {}},
-		{"tiles 64", func() { convTileForce = 64 }},
-		{"tiles 32", func() { convTileForce = 32 }},
-		{"widest tile 64", func() { convTileMax = 64 }},
-		{"widest tile 64, split 256", func() { convTileMax, convSplitPer = 64, 256 }},
+		{"widest tile 128, split 128 (before 2026-11-30)", func() { convTileMax, convSplitPer = 128, 128 }},
+		{"widest tile 64, split 128", func() { convTileMax, convSplitPer = 64, 128 }},
 		{"widest tile 64, split 192", func() { convTileMax, convSplitPer = 64, 192 }},
-		{"widest tile 64, split 384", func() { convTileMax, convSplitPer = 64, 384 }},
-		{"widest tile 128, split 256", func() { convTileMax, convSplitPer = 128, 256 }},
-		{"widest tile 128", func() { convTileMax = 128 }},
+		{"tiles 32", func() { convTileForce = 32 }},
 		{"flat reduce and copies", func() { reduceRowsOff, copyRowsOff = true, true }},
 	}
 	cfg := dac.Dac44kHz()
@@ -92,6 +88,6 @@ func TestVocoderVariants(t *testing.T) {
 	for v, ts := range times {
 		slices.Sort(ts)
 		med := ts[len(ts)/2]
-		t.Logf("%-24s emission p50 %.3f ms (p10 %.3f, p90 %.3f, n %d): %.1f× real time", variants[v].name, med, ts[len(ts)/10], ts[len(ts)*9/10], len(ts), audio/med)
+		t.Logf("%-48s emission p50 %.3f ms (p10 %.3f, p90 %.3f, n %d): %.1f× real time", variants[v].name, med, ts[len(ts)/10], ts[len(ts)*9/10], len(ts), audio/med)
 	}
 }
