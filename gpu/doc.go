@@ -19,12 +19,14 @@
 // (tc.cu: tc_wide, a cp.async-pipelined TF32 tensor-core tile for
 // 16-bit-weight Linear with 32 × 64 warp tiles and ldmatrix fragments,
 // split along K only as far as the grid needs to fill the GPU; conv_tc for
-// the DAC's convolutions, 64 × 128 tiles with a coalesced input gather on
-// tensor cores, three TF32 products per 8-wide k step summed into fp32
+// the DAC's convolutions, 64 × 64 tiles (32 for short inputs; 128 only
+// by request) with a coalesced input gather on tensor cores, three TF32 products per 8-wide k step summed into fp32
 // with IEEE adds, which keeps the precision that 3xTF32 accumulated in
 // the tensor cores did not; conv_simt, the same tile on fp32 FMAs; both,
-// and tc_reduce after split-K, can apply the DAC residual unit's Snake or
-// residual add as they store each output, compute.ConvEpilogues); row kernels that hold a
+// and tc_reduce_rows after split-K, can apply the DAC residual unit's Snake or
+// residual add as they store each output, compute.ConvEpilogues;
+// conv_direct for convolutions with at most 8 output channels, each
+// output's channels split over the warps of its block); row kernels that hold a
 // row in registers (LayerNorm, gated RMSNorm); attention with a cache,
 // split over blocks for one query (the blocks also write the new cache
 // row); the Mamba2 conv and scan — one kernel for a decode step
@@ -43,9 +45,11 @@
 // `ZONOS_GEMV_EARLY=0`, `ZONOS_TC=0` (the older GEMM kernels),
 // `ZONOS_TC_SPLITS=old` (tc_wide split by tcSplits' fixed rule),
 // `ZONOS_CONV=simt` (the convolutions on conv_simt's fp32 FMAs),
-// `ZONOS_CONV_TILE=128` (conv_tc on one tile width; convTile picks 128,
-// 64 or 32 by the input's length), `ZONOS_CONV_SPLIT=n` (a convolution's
-// reduction length per split, 128),
+// `ZONOS_CONV_TILE=128` (conv_tc on one tile width; convTile picks 64 or
+// 32 by the input's length), `ZONOS_CONV_TILE_MAX=128` (the widest tile
+// convTile may pick), `ZONOS_CONV_SPLIT=n` (a convolution's reduction
+// length per split, 256), `ZONOS_REDUCE_ROWS=0` and `ZONOS_COPY_ROWS=0`
+// (split-K sums and copies on one-dimensional grids),
 // `ZONOS_CONV=old` (on simt_gemm with coarser split-K),
 // `ZONOS_MAMBA_STEP=0` (the decode step's conv and scan as two kernels),
 // `ZONOS_CONV_EPILOGUE=0` (Snake and the residual add as kernels of their own),
