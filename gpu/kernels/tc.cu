@@ -600,12 +600,17 @@ __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ b
     const int tstep = convt ? p.stride : 1;
     float* dst = splits > 1 ? work + (long long)s * total : out;
     if (TC) {
+        // at: fragment accumulator o's output row and column.
+        auto at = [&](int o, int& gm, int& col) {
+            int f = o >> 2, e = o & 3;
+            gm = m0 + wm + 16 * (f / NF) + g + 8 * (e >> 1);
+            col = n0 + wn + 8 * (f % NF) + 2 * t + (e & 1);
+        };
         if (splits == 1) {
 #pragma unroll
             for (int o = 0; o < NACC; o++) {
-                int f = o >> 2, e = o & 3;
-                int gm = m0 + wm + 16 * (f / NF) + g + 8 * (e >> 1);
-                int col = n0 + wn + 8 * (f % NF) + 2 * t + (e & 1);
+                int gm, col;
+                at(o, gm, col);
                 if (gm >= p.M || col >= ncols) continue;
                 float v = acc[o] + (bias ? bias[gm] : 0.f);
                 if (!convt) v = conv_epilogue(p.ealpha, p.eres, p.eresT, p.eresOff, p.Cout, p.bat, gm, col, v);
@@ -614,41 +619,39 @@ __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ b
         }
 #pragma unroll
         for (int o = 0; o < NACC; o++) {
-            int f = o >> 2, e = o & 3;
-            int gm = m0 + wm + 16 * (f / NF) + g + 8 * (e >> 1);
-            int col = n0 + wn + 8 * (f % NF) + 2 * t + (e & 1);
+            int gm, col;
+            at(o, gm, col);
             if (gm >= p.M || col >= ncols) continue;
-            float* row = dst + ((long long)p.bat * p.Cout + gm) * p.Tout + p.t0;
-            row[(long long)col * tstep] = acc[o];
+            dst[((long long)p.bat * p.Cout + gm) * p.Tout + p.t0 + (long long)col * tstep] = acc[o];
         }
-    } else {
-        if (splits == 1) {
-#pragma unroll
-            for (int i = 0; i < 8; i++) {
-                int gm = m0 + (i < 4 ? ty * 4 + i : 32 + ty * 4 + i - 4);
-                if (gm >= p.M) continue;
-                float bv = bias ? bias[gm] : 0.f;
-#pragma unroll
-                for (int j = 0; j < 8; j++) {
-                    int col = n0 + (j < 4 ? tx * 4 + j : 64 + tx * 4 + j - 4);
-                    if (col >= ncols) continue;
-                    float v = acc[8 * i + j] + bv;
-                    if (!convt) v = conv_epilogue(p.ealpha, p.eres, p.eresT, p.eresOff, p.Cout, p.bat, gm, col, v);
-                    acc[8 * i + j] = v;
-                }
-            }
-        }
+        return;
+    }
+    if (splits == 1) {
 #pragma unroll
         for (int i = 0; i < 8; i++) {
             int gm = m0 + (i < 4 ? ty * 4 + i : 32 + ty * 4 + i - 4);
             if (gm >= p.M) continue;
-            float* row = dst + ((long long)p.bat * p.Cout + gm) * p.Tout + p.t0;
+            float bv = bias ? bias[gm] : 0.f;
 #pragma unroll
             for (int j = 0; j < 8; j++) {
                 int col = n0 + (j < 4 ? tx * 4 + j : 64 + tx * 4 + j - 4);
                 if (col >= ncols) continue;
-                row[(long long)col * tstep] = acc[8 * i + j];
+                float v = acc[8 * i + j] + bv;
+                if (!convt) v = conv_epilogue(p.ealpha, p.eres, p.eresT, p.eresOff, p.Cout, p.bat, gm, col, v);
+                acc[8 * i + j] = v;
             }
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        int gm = m0 + (i < 4 ? ty * 4 + i : 32 + ty * 4 + i - 4);
+        if (gm >= p.M) continue;
+        float* row = dst + ((long long)p.bat * p.Cout + gm) * p.Tout + p.t0;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            int col = n0 + (j < 4 ? tx * 4 + j : 64 + tx * 4 + j - 4);
+            if (col >= ncols) continue;
+            row[(long long)col * tstep] = acc[8 * i + j];
         }
     }
 }
