@@ -3,7 +3,6 @@
 package gpu
 
 import (
-	"fmt"
 	"os"
 	"strconv"
 
@@ -121,11 +120,6 @@ var convTCKernels = map[int]string{128: "conv_tc_n128", 64: "conv_tc_n64", 32: "
 // tile width (before/after measurements of convTile; 0: convTile chooses).
 var convTileForce = envInt("ZONOS_CONV_TILE", 0)
 
-// convOcc maps a conv_tc tile width to the blocks an SM its kernel is
-// compiled for, where that differs from conv_tc_nTN's (conv_tc_oN_TN; for
-// measurements).
-var convOcc = map[int]int{}
-
 // convTileMax is the widest conv_tc tile convTile chooses (64;
 // ZONOS_CONV_TILE_MAX=128 for measurements). The 128-wide tile needs 168
 // registers a thread (3 blocks an SM) and makes half the blocks: on the
@@ -225,9 +219,6 @@ func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor,
 	case mode != tcLinear && !convOld && convTC:
 		tileN = convTile(n) // convolutions on tensor cores: coalesced input gather
 		kernel = convTCKernels[tileN]
-		if o := convOcc[tileN]; o != 0 {
-			kernel = fmt.Sprintf("conv_tc_o%d_%d", o, tileN)
-		}
 	case mode != tcLinear && !convOld:
 		kernel, tileN = "conv_simt", 128 // convolutions on fp32 FMAs: coalesced input gather
 	}

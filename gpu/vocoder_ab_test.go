@@ -31,7 +31,6 @@ func TestVocoderVariants(t *testing.T) {
 	tileMax, splitPer := convTileMax, convSplitPer
 	reset := func() {
 		convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer = 0, false, false, tileMax, splitPer
-		convOcc = map[int]int{}
 	}
 	defer reset()
 	variants := []variant{
@@ -40,10 +39,6 @@ func TestVocoderVariants(t *testing.T) {
 		{"widest tile 64, split 128", func() { convTileMax, convSplitPer = 64, 128 }},
 		{"widest tile 64, split 192", func() { convTileMax, convSplitPer = 64, 192 }},
 		{"tiles 32", func() { convTileForce = 32 }},
-		{"64-wide at 5 blocks an SM", func() { convOcc[64] = 5 }},
-		{"32-wide at 6 blocks an SM", func() { convOcc[32] = 6 }},
-		{"32-wide at 5 blocks an SM", func() { convOcc[32] = 5 }},
-		{"64 at 5, 32 at 6 blocks an SM", func() { convOcc[64], convOcc[32] = 5, 6 }},
 		{"flat reduce and copies", func() { reduceRowsOff, copyRowsOff = true, true }},
 	}
 	cfg := dac.Dac44kHz()

@@ -708,19 +708,6 @@ CONV_TC(128, 3)
 CONV_TC(64, 4)
 CONV_TC(32, 4)
 
-// conv_tc_oN_TN: conv_tc_nTN at N blocks an SM (ZONOS_CONV_OCC=N, for
-// measurements: fewer registers, more warps to hide the gather's latency).
-#define CONV_TC_OCC(TN, MINB)                                                        \
-    extern "C" __global__ void __launch_bounds__(TC_THREADS, MINB) conv_tc_o##MINB##_##TN(GEMM_PARAMS) { \
-        pdl_begin();                                                                 \
-        GEMM_PROBLEM                                                                 \
-        conv_tile<true, TN>(p, bias, out, work, splits, kchunk);                    \
-    }
-CONV_TC_OCC(64, 5)
-CONV_TC_OCC(32, 5)
-CONV_TC_OCC(64, 6)
-CONV_TC_OCC(32, 6)
-
 // tc_reduce sums the split partials in split order and adds the bias (per
 // column n for TC_LINEAR with N columns, per channel for the convs), then
 // applies TC_CONV's epilogue (conv_epilogue).
