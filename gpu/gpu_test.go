@@ -791,6 +791,40 @@ func TestConvTCTileWidthsAgree(t *testing.T) {
 	}
 }
 
+// TestConvPrepMatchesGather: conv_tcp (the weights split and laid out
+// once by conv_prep_a) gives the same bits as conv_tc gathering and
+// splitting them at every k step, at both tile widths, on every conv case
+// (strided, batched, transposed); the layout is made once per weight.
+func TestConvPrepMatchesGather(t *testing.T) {
+	need(t)
+	defer func(f int, p bool) { convTileForce, convPrep = f, p }(convTileForce, convPrep)
+	for _, w := range []int{64, 32} {
+		ref, _ := convOutputs(t, 31, func() { convOld, convTC, convTileForce, convPrep = false, true, w, false }, false)
+		before := gb.k[convTCPKernels[w]].launches
+		got, _ := convOutputs(t, 31, func() { convOld, convTC, convTileForce, convPrep = false, true, w, true }, false)
+		if gb.k[convTCPKernels[w]].launches == before {
+			t.Fatalf("tile %d: %s did not run", w, convTCPKernels[w])
+		}
+		for ci, c := range convCases {
+			for i := range ref[ci] {
+				if got[ci][i] != ref[ci][i] {
+					t.Fatalf("%+v tile %d: output %d: conv_tc %v, conv_tcp %v", c, w, i, ref[ci][i], got[ci][i])
+				}
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(33, 34))
+	w := randW(t, r, compute.F32, 0.05, 96, 96, 7)
+	x := randF32(r, 1, 1, 96, 500)
+	preps := gb.k["conv_prep_a"].launches
+	for i := 0; i < 3; i++ {
+		gb.ReadF32(gb.Conv1d(x.g, w.g, nil, compute.Conv1dSpec{Padding: 3}))
+	}
+	if n := gb.k["conv_prep_a"].launches - preps; n != 1 {
+		t.Errorf("three convolutions with one weight laid it out %d times", n)
+	}
+}
+
 // TestConvTile: the widest tile that leaves at most an eighth empty.
 func TestConvTile(t *testing.T) {
 	defer func(old int) { convTileMax = old }(convTileMax)

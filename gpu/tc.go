@@ -116,6 +116,44 @@ func wideSplits(kr, m, n, sms int) (splits, chunk int) {
 // convTCKernels are conv_tc's compiled tile widths (time steps per tile).
 var convTCKernels = map[int]string{128: "conv_tc_n128", 64: "conv_tc_n64", 32: "conv_tc_n32"}
 
+// convTCPKernels are conv_tcp's tile widths: conv_tc with the weights
+// prepared once by conv_prep_a (convPrepA).
+var convTCPKernels = map[int]string{64: "conv_tcp_n64", 32: "conv_tcp_n32"}
+
+// convPrep is conv_tcp on (ZONOS_CONV_PREP=0 runs conv_tc_nTN, which
+// splits and gathers the weights at every k step, for measurements; the
+// outputs are the same).
+var convPrep = os.Getenv("ZONOS_CONV_PREP") != "0"
+
+// convPrepA returns w (fp32, a convolution's weight) laid out as
+// conv_tcp's A operand by conv_prep_a, made on first use and kept with the
+// weight like asF32's copy: 8 bytes a value (its two TF32 parts), tiles
+// padded to 64 rows and 16-wide k steps, per output phase for a
+// transposed convolution.
+func (b *Backend) convPrepA(w *tensor, mode, m, kr int, c tcShape) *tensor {
+	phases := 1
+	if mode == tcConvT {
+		phases = c.stride
+	}
+	key := [2]int{mode, phases}
+	if w.prep != nil && w.prepKey == key {
+		return w.prep
+	}
+	mtiles, ksteps := (m+63)/64, (kr+15)/16
+	pt := b.newTensor(compute.I32, phases*mtiles*ksteps*2048)
+	b.launch(b.k["conv_prep_a"], grid1(phases*mtiles*ksteps*1024), block256, w.ptr(), pt.ptr(), mode, m, kr, c.cout, c.kw, c.stride, phases, mtiles, ksteps)
+	b.pool.mu.Lock()
+	capturing := b.pool.capturing != nil
+	b.pool.mu.Unlock()
+	if !capturing { // made inside a graph, it is only filled by the replays
+		// The layout is kept for every lane, and another lane's stream
+		// may read it next: it is complete before anyone else sees it.
+		b.sync("laying out convolution weights")
+		w.prep, w.prepKey = pt, key
+	}
+	return pt
+}
+
 // convTileForce is ZONOS_CONV_TILE=128 (or 64, 32): conv_tc always on that
 // tile width (before/after measurements of convTile; 0: convTile chooses).
 var convTileForce = envInt("ZONOS_CONV_TILE", 0)
@@ -213,12 +251,17 @@ func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor,
 		work = wk.ptr()
 	}
 	kernel, tileN, smem := "simt_gemm", 64, 0 // fp32 FMAs: fp32 weights
+	aprep := nullPtr                          // conv_tcp's prepared weights
 	switch {
 	case wide:
 		kernel, tileN, smem = "tc_wide", 128, tcWideSmem // BF16/F16 weights: exact in TF32; rows in 16-byte pieces
 	case mode != tcLinear && !convOld && convTC:
 		tileN = convTile(n) // convolutions on tensor cores: coalesced input gather
 		kernel = convTCKernels[tileN]
+		if convPrep && tileN <= 64 {
+			kernel = convTCPKernels[tileN]
+			aprep = b.convPrepA(w, mode, m, kr, c).ptr()
+		}
 	case mode != tcLinear && !convOld:
 		kernel, tileN = "conv_simt", 128 // convolutions on fp32 FMAs: coalesced input gather
 	}
@@ -227,8 +270,8 @@ func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor,
 	}
 	epi := c.epi.args()
 	b.launchSmem(b.k[kernel], [3]int{(n + tileN - 1) / tileN, (m + 63) / 64, batch * phases * splits}, [3]int{128, 1, 1}, smem,
-		append([]any{x.ptr(), wp, bias, out.ptr(), work, mode, m, n, kr, wdt, splits, chunk,
-			c.cin, c.t, c.cout, c.kw, c.tout, c.stride, c.pad, c.dil}, epi...)...)
+		append(append([]any{x.ptr(), wp, bias, out.ptr(), work, mode, m, n, kr, wdt, splits, chunk,
+			c.cin, c.t, c.cout, c.kw, c.tout, c.stride, c.pad, c.dil}, epi...), aprep)...)
 	if wk != nil {
 		rows, cols := m, n // TC_LINEAR's out is [m, n]; a convolution's [batch, cout, tout]
 		if mode != tcLinear {

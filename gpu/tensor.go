@@ -55,6 +55,11 @@ type tensor struct {
 	dt    compute.DType
 	h     *handle
 	f32   *tensor // fp32 copy of a 16-bit weight, made on first use by a kernel that wants fp32
+
+	// prep is a convolution weight laid out for conv_tcp (convPrepA),
+	// prepKey the mode and phases it was laid out for.
+	prep    *tensor
+	prepKey [2]int
 }
 
 func (t *tensor) Shape() []int         { return t.shape }

@@ -28,16 +28,15 @@ func TestVocoderVariants(t *testing.T) {
 		name string
 		set  func()
 	}
-	tileMax, splitPer := convTileMax, convSplitPer
+	tileMax, splitPer, prep := convTileMax, convSplitPer, convPrep
 	reset := func() {
-		convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer = 0, false, false, tileMax, splitPer
+		convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer, convPrep = 0, false, false, tileMax, splitPer, prep
 	}
 	defer reset()
 	variants := []variant{
 		{"default", func() {}},
+		{"weights gathered and split at every k step (conv_tc)", func() { convPrep = false }},
 		{"widest tile 128, split 128 (before 2026-11-30)", func() { convTileMax, convSplitPer = 128, 128 }},
-		{"widest tile 64, split 128", func() { convTileMax, convSplitPer = 64, 128 }},
-		{"widest tile 64, split 192", func() { convTileMax, convSplitPer = 64, 192 }},
 		{"tiles 32", func() { convTileForce = 32 }},
 		{"flat reduce and copies", func() { reduceRowsOff, copyRowsOff = true, true }},
 	}

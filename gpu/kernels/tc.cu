@@ -50,6 +50,8 @@ struct Problem {
     const float* ealpha;
     const float* eres;
     int eresT, eresOff;
+    // conv_tcp: the weights as conv_prep_a laid them out (null elsewhere).
+    const unsigned* aprep;
 };
 
 // conv_epilogue: output (bat, co, t)'s value v (bias included) after the
@@ -451,11 +453,16 @@ struct ConvGather {
 
     // fetch gathers the current k step into ra[8] and rb[KPER] and moves on
     // to the next.
+    // WA = false gathers B only (conv_tcp streams A from conv_prep_a's
+    // layout instead).
+    template <bool WA = true>
     __host__ __device__ void fetch(const Problem& p, float* ra, float* rb, int k_hi) {
         bool kin = ka < k_hi;
         int base = convt ? aoff : 0;
+        if (WA) {
 #pragma unroll
-        for (int i = 0; i < 8; i++) ra[i] = kin && (arows >> i & 1u) ? a[base + i * astep] : 0.f;
+            for (int i = 0; i < 8; i++) ra[i] = kin && (arows >> i & 1u) ? a[base + i * astep] : 0.f;
+        }
         int tap = btap, off = bci * p.T, q = tbase + btap * tstep;
 #pragma unroll
         for (int kk = 0; kk < KPER; kk++) {
@@ -477,7 +484,7 @@ struct ConvGather {
     }
 };
 
-template <bool TC, int TN>
+template <bool TC, int TN, bool PREP = false>
 __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ bias, float* __restrict__ out,
                                           float* __restrict__ work, int splits, int kchunk) {
     // Row strides: the SIMT tile reads float4 rows (16-byte aligned); the
@@ -489,8 +496,11 @@ __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ b
     constexpr int LDB = TC ? TN + 8 : TN + 4;
     constexpr int KPER = CV_K * TN / TC_THREADS;  // k rows of B each thread gathers
     constexpr int NF = TN / 16;                   // n8 fragments per warp (TC)
-    __shared__ __align__(16) float As[2][CV_K * LDA];
+    // PREP (conv_tcp): A arrives split and in fragment order (conv_prep_a),
+    // 2048 words a k step, by cp.async into Ap; As is unused.
+    __shared__ __align__(16) float As[2][PREP ? 4 : CV_K * LDA];
     __shared__ __align__(16) float Bs[2][CV_K * LDB];
+    __shared__ __align__(16) unsigned Ap[2][PREP ? 2048 : 4];
     int s = blockIdx.z % splits;
     int m0 = blockIdx.y * CV_M, n0 = blockIdx.x * TN;
     if (!block_tile(p, splits, n0)) return;
@@ -510,10 +520,26 @@ __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ b
     ConvGather<KPER> gather;
     gather.init(p, m0, n0, ak, ar, bc, kb, k_lo);
     auto stash = [&](int buf) {
+        if (!PREP) {
 #pragma unroll
-        for (int i = 0; i < 8; i++) As[buf][ak * LDA + ar + 8 * i] = ra[i];
+            for (int i = 0; i < 8; i++) As[buf][ak * LDA + ar + 8 * i] = ra[i];
+        }
 #pragma unroll
         for (int kk = 0; kk < KPER; kk++) Bs[buf][(kb + kk) * LDB + bc] = rb[kk];
+    };
+    // fetch gathers k step k0's operands: B into rb, and A into ra or, for
+    // PREP, its prepared tile straight into Ap[buf] (one commit group).
+    const int mtiles = (p.M + CV_M - 1) / CV_M, ksteps = (p.Kr + CV_K - 1) / CV_K;
+    auto fetch = [&](int buf, int k0) {
+        if (PREP) {
+            const unsigned* src = p.aprep + (((long long)p.rho * mtiles + blockIdx.y) * ksteps + k0 / CV_K) * 2048;
+#pragma unroll
+            for (int r = 0; r < 4; r++) cp_async16(&Ap[buf][(tid + r * TC_THREADS) * 4], src + (tid + r * TC_THREADS) * 4);
+            cp_async_commit();
+            gather.template fetch<false>(p, ra, rb, k_hi);
+        } else {
+            gather.fetch(p, ra, rb, k_hi);
+        }
     };
 
     // SIMT: thread (tx, ty) owns rows ty·4 + {0..3} and 32 + ty·4 + {0..3},
@@ -531,16 +557,47 @@ __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ b
     for (int i = 0; i < NACC; i++) acc[i] = 0.f;
     int buf = 0;
     if (k_lo < k_hi) {
-        gather.fetch(p, ra, rb, k_hi); // k steps in order, from k_lo
+        fetch(0, k_lo); // k steps in order, from k_lo
         stash(0);
     }
+    if (PREP) cp_async_wait<0>();
     __syncthreads();
     for (int k0 = k_lo; k0 < k_hi; k0 += CV_K) {
         bool more = k0 + CV_K < k_hi;
-        if (more) gather.fetch(p, ra, rb, k_hi);
+        if (more) fetch(buf ^ 1, k0 + CV_K);
         const float* A = As[buf];
         const float* B = Bs[buf];
-        if (TC) {
+        if (TC && PREP) {
+            // The fragments of k step kk/8 of rows wm + 16i: 128-bit loads
+            // of the big and the small parts (conv_prep_a's order).
+#pragma unroll
+            for (int kk = 0; kk < CV_K; kk += 8) {
+                unsigned big[2][4], small[2][4];
+#pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    int f = (((wm >> 5) * 2 + i) * 2 + (kk >> 3)) * 32 + lane;
+                    uint4 bg = *(const uint4*)&Ap[buf][f * 4], sm = *(const uint4*)&Ap[buf][1024 + f * 4];
+                    big[i][0] = bg.x, big[i][1] = bg.y, big[i][2] = bg.z, big[i][3] = bg.w;
+                    small[i][0] = sm.x, small[i][1] = sm.y, small[i][2] = sm.z, small[i][3] = sm.w;
+                }
+#pragma unroll
+                for (int j = 0; j < NF; j++) {
+                    const float* bp = B + (kk + t) * LDB + wn + 8 * j + g;
+                    unsigned bb0, bb1, bs0, bs1;
+                    tf32_split(bp[0], bb0, bs0);
+                    tf32_split(bp[4 * LDB], bb1, bs1);
+#pragma unroll
+                    for (int i = 0; i < 2; i++) {
+                        float d[4] = {0.f, 0.f, 0.f, 0.f};
+                        mma_tf32(d, small[i], bb0, bb1);
+                        mma_tf32(d, big[i], bs0, bs1);
+                        mma_tf32(d, big[i], bb0, bb1);
+#pragma unroll
+                        for (int e = 0; e < 4; e++) acc[4 * (NF * i + j) + e] += d[e];
+                    }
+                }
+            }
+        } else if (TC) {
 #pragma unroll
             for (int kk = 0; kk < CV_K; kk += 8) {
                 unsigned big[2][4], small[2][4];
@@ -585,6 +642,7 @@ __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ b
             }
         }
         if (more) stash(buf ^ 1);
+        if (PREP) cp_async_wait<0>();
         __syncthreads();
         buf ^= 1;
     }
@@ -660,13 +718,13 @@ __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ b
     const float *__restrict__ x, const void *__restrict__ w, const float *__restrict__ bias, float *__restrict__ out, \
         float *__restrict__ work, int mode, int M, int N, int Kr, int wdt, int splits, int kchunk, int Cin, int T,  \
         int Cout, int Kw, int Tout, int stride, int pad, int dil, const float *__restrict__ ealpha,                 \
-        const float *__restrict__ eres, int eresT, int eresOff
+        const float *__restrict__ eres, int eresT, int eresOff, const unsigned *__restrict__ aprep
 
 #define GEMM_PROBLEM                                                                                    \
     Problem p;                                                                                          \
     p.x = x, p.w = w, p.mode = mode, p.M = M, p.N = N, p.Kr = Kr, p.wdt = wdt, p.Cin = Cin, p.T = T;   \
     p.Cout = Cout, p.Kw = Kw, p.Tout = Tout, p.stride = stride, p.pad = pad, p.dil = dil;              \
-    p.ealpha = ealpha, p.eres = eres, p.eresT = eresT, p.eresOff = eresOff;
+    p.ealpha = ealpha, p.eres = eres, p.eresT = eresT, p.eresOff = eresOff, p.aprep = aprep;
 
 // tc_wide: TC_LINEAR on tensor cores with 32 × 64 warp tiles, for BF16/F16
 // weights (an fp32 weight would need a third product) and K % 8 == 0
@@ -707,6 +765,62 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, 4) conv_simt(GEMM_PARAM
 CONV_TC(128, 3)
 CONV_TC(64, 4)
 CONV_TC(32, 4)
+
+// conv_tcp_nTN: conv_tc_nTN with the weights prepared by conv_prep_a:
+// their TF32 parts computed once, stored in the order the fragments read
+// them and streamed into shared memory by cp.async. conv_tc's gather spent
+// about a quarter of its k loop on A (the loads and stores, their
+// predicates, and both warps reading a row splitting it again; sm_90 SASS,
+// 2026-11-30). The parts and the order of the products are conv_tc's, so
+// the outputs are bit-identical.
+#define CONV_TCP(TN, MINB)                                                            \
+    extern "C" __global__ void __launch_bounds__(TC_THREADS, MINB) conv_tcp_n##TN(GEMM_PARAMS) { \
+        pdl_begin();                                                                  \
+        GEMM_PROBLEM                                                                  \
+        conv_tile<true, TN, true>(p, bias, out, work, splits, kchunk);               \
+    }
+CONV_TCP(64, 4)
+CONV_TCP(32, 4)
+
+// conv_prep_a lays a convolution's weights out as conv_tcp's A operand:
+// for each phase ρ (TC_CONVT; one for TC_CONV), 64-row tile mt and 16-wide
+// k step ks, a block of 2048 words: the big TF32 parts (tf32_split) of its
+// 64 × 16 values in fragment order, then their small parts. Word
+// (f·32 + lane)·4 + e of a part is fragment f = (w·2 + i)·2 + q (warp row
+// half w, 16-row block i, 8-wide k step q), slot e = h + 2v of lane 4g + c:
+// row 32w + 16i + 8h + g, k 8q + 4v + c, as conv_tile's fragment loads
+// read them. Rows past M and k past Kr are zero, as the gather's are.
+// conv_prep_value is the value of word pos (< 1024) of tile (ρ, mt, ks)
+// (gpu/kernels/check/gather_check.cu checks it against the definition).
+__host__ __device__ __forceinline__ float conv_prep_value(const float* w, int mode, int M, int Kr, int Cout, int Kw,
+                                                          int stride, int rho, int mt, int ks, int pos) {
+    int e = pos & 3, lane = (pos >> 2) & 31, f = pos >> 7;
+    int m = mt * CV_M + (f >> 2) * 32 + ((f >> 1) & 1) * 16 + (e & 1) * 8 + (lane >> 2);
+    int k = ks * CV_K + (f & 1) * 8 + (e >> 1) * 4 + (lane & 3);
+    if (m >= M || k >= Kr) return 0.f;
+    if (mode == TC_CONVT) {
+        int J = Kw / stride, ci = k / J, j = k - ci * J;
+        return w[((long long)ci * Cout + m) * Kw + rho + j * stride];
+    }
+    return w[(long long)m * Kr + k];
+}
+
+extern "C" __global__ void conv_prep_a(const float* __restrict__ w, unsigned* __restrict__ out, int mode, int M,
+                                       int Kr, int Cout, int Kw, int stride, int phases, int mtiles, int ksteps) {
+    pdl_begin();
+    long long total = (long long)phases * mtiles * ksteps * 1024;
+    for (long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x; idx < total;
+         idx += (long long)gridDim.x * blockDim.x) {
+        int pos = (int)(idx & 1023);
+        long long tile = idx >> 10;  // (ρ·mtiles + mt)·ksteps + ks
+        int ks = (int)(tile % ksteps), mt = (int)(tile / ksteps % mtiles), rho = (int)(tile / ksteps / mtiles);
+        float v = conv_prep_value(w, mode, M, Kr, Cout, Kw, stride, rho, mt, ks, pos);
+        unsigned big, small;
+        tf32_split(v, big, small);
+        out[tile * 2048 + pos] = big;
+        out[tile * 2048 + 1024 + pos] = small;
+    }
+}
 
 // tc_reduce sums the split partials in split order and adds the bias (per
 // column n for TC_LINEAR with N columns, per channel for the convs), then

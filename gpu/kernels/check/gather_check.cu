@@ -76,6 +76,41 @@ static long check(Problem p, int splits, int kchunk, int batch, const char* what
     return checked;
 }
 
+// checkPrep: every word conv_prep_a writes (conv_prep_value) is the
+// weight that conv_tile's fragment load of that slot stands for: fragment
+// (warp row half w, block i, k step q), lane (g, c), slot e at row
+// m0 + 32w + 16i + g + 8·(e & 1), k k0 + 8q + c + 4·(e >> 1) (the layout of
+// a[0], a[8], a[4·LDA], a[4·LDA + 8] in conv_tc's A tile).
+static long checkPrep(Problem p, const char* what) {
+    int phases = p.mode == TC_CONVT ? p.stride : 1;
+    int mtiles = (p.M + CV_M - 1) / CV_M, ksteps = (p.Kr + CV_K - 1) / CV_K;
+    long checked = 0;
+    for (int rho = 0; rho < phases; rho++)
+        for (int mt = 0; mt < mtiles; mt++)
+            for (int ks = 0; ks < ksteps; ks++)
+                for (int w = 0; w < 2; w++)
+                    for (int i = 0; i < 2; i++)
+                        for (int q = 0; q < 2; q++)
+                            for (int lane = 0; lane < 32; lane++)
+                                for (int e = 0; e < 4; e++) {
+                                    int f = (w * 2 + i) * 2 + q, pos = (f * 32 + lane) * 4 + e;
+                                    int m = mt * CV_M + 32 * w + 16 * i + (lane >> 2) + 8 * (e & 1);
+                                    int k = ks * CV_K + 8 * q + (lane & 3) + 4 * (e >> 1);
+                                    Problem r = p;
+                                    r.rho = rho, r.J = p.mode == TC_CONVT ? p.Kw / p.stride : 1;
+                                    float want = refA(r, m, k, p.Kr);
+                                    float got = conv_prep_value((const float*)p.w, p.mode, p.M, p.Kr, p.Cout, p.Kw,
+                                                                p.stride, rho, mt, ks, pos);
+                                    if (got != want) {
+                                        printf("FAIL %s: prepared A ρ %d tile %d k step %d word %d got %g want %g\n", what,
+                                               rho, mt, ks, pos, got, want);
+                                        exit(1);
+                                    }
+                                    checked++;
+                                }
+    return checked;
+}
+
 int main() {
     srand(7);
     long total = 0;
@@ -122,8 +157,9 @@ int main() {
         total += check<128>(p, splits, kchunk, batch, what);
         total += check<64>(p, splits, kchunk, batch, what);
         total += check<32>(p, splits, kchunk, batch, what);
+        total += checkPrep(p, what);
         cases++;
     }
-    printf("ok: %d geometries, %ld gathered values equal the definition\n", cases, total);
+    printf("ok: %d geometries, %ld gathered and prepared values equal the definition\n", cases, total);
     return 0;
 }
