@@ -19,8 +19,10 @@
 // (tc.cu: tc_wide, a cp.async-pipelined TF32 tensor-core tile for
 // 16-bit-weight Linear with 32 × 64 warp tiles and ldmatrix fragments,
 // split along K only as far as the grid needs to fill the GPU; conv_tc for
-// the DAC's convolutions, 64 × 64 tiles (32 for short inputs; 128 only
-// by request) with a coalesced input gather on tensor cores, three TF32 products per 8-wide k step summed into fp32
+// the DAC's convolutions, 64 × 32 tiles (64 and 128 wide by request)
+// with a coalesced input gather on tensor cores and the weights split
+// into their TF32 parts once, laid out in fragment order (conv_tcp,
+// conv_prep_a), three TF32 products per 8-wide k step summed into fp32
 // with IEEE adds, which keeps the precision that 3xTF32 accumulated in
 // the tensor cores did not; conv_simt, the same tile on fp32 FMAs; both,
 // and tc_reduce_rows after split-K, can apply the DAC residual unit's Snake or
@@ -45,9 +47,10 @@
 // `ZONOS_GEMV_EARLY=0`, `ZONOS_TC=0` (the older GEMM kernels),
 // `ZONOS_TC_SPLITS=old` (tc_wide split by tcSplits' fixed rule),
 // `ZONOS_CONV=simt` (the convolutions on conv_simt's fp32 FMAs),
-// `ZONOS_CONV_TILE=128` (conv_tc on one tile width; convTile picks 64 or
-// 32 by the input's length), `ZONOS_CONV_TILE_MAX=128` (the widest tile
-// convTile may pick), `ZONOS_CONV_SPLIT=n` (a convolution's reduction
+// `ZONOS_CONV_TILE=128` (conv_tc on one tile width), `ZONOS_CONV_TILE_MAX=64`
+// (the widest tile convTile may pick by the input's length; 32 by
+// default), `ZONOS_CONV_PREP=0` (conv_tc gathering and splitting the
+// weights at every k step), `ZONOS_CONV_SPLIT=n` (a convolution's reduction
 // length per split, 256), `ZONOS_REDUCE_ROWS=0` and `ZONOS_COPY_ROWS=0`
 // (split-K sums and copies on one-dimensional grids),
 // `ZONOS_CONV=old` (on simt_gemm with coarser split-K),

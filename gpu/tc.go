@@ -158,14 +158,16 @@ func (b *Backend) convPrepA(w *tensor, mode, m, kr int, c tcShape) *tensor {
 // tile width (before/after measurements of convTile; 0: convTile chooses).
 var convTileForce = envInt("ZONOS_CONV_TILE", 0)
 
-// convTileMax is the widest conv_tc tile convTile chooses (64;
-// ZONOS_CONV_TILE_MAX=128 for measurements). The 128-wide tile needs 168
-// registers a thread (3 blocks an SM) and makes half the blocks: on the
-// streamed DAC's layers, whose grids are one to three waves, the 64-wide
-// one was faster wherever it was chosen (steady 16-frame emissions,
-// TestVocoderVariants, 2026-11-30 runs 6 and 7: 2.013 against 2.139 ms,
-// 1.960 against 2.088 ms).
-var convTileMax = envInt("ZONOS_CONV_TILE_MAX", 64)
+// convTileMax is the widest conv_tc tile convTile chooses (32;
+// ZONOS_CONV_TILE_MAX=64 or 128 for measurements). The 128-wide tile needs
+// 168 registers a thread (3 blocks an SM) and makes half the blocks: on
+// the streamed DAC's layers, whose grids are one to three waves, the
+// 64-wide one was faster wherever it was chosen (steady 16-frame
+// emissions, TestVocoderVariants, 2026-11-30 runs 6 and 7: 2.013 against
+// 2.139 ms, 1.960 against 2.088 ms). With the weights prepared once
+// (conv_tcp) the 32-wide tile is faster still (run 12: 1.633 against
+// 1.679 ms); on conv_tc the two tied (run 9: 1.918 against 1.933 ms).
+var convTileMax = envInt("ZONOS_CONV_TILE_MAX", 32)
 
 // convTile is the widest conv_tc tile that leaves at most an eighth of its
 // columns empty for n output columns (one phase's, for a transposed

@@ -37,7 +37,7 @@ func TestVocoderVariants(t *testing.T) {
 		{"default", func() {}},
 		{"weights gathered and split at every k step (conv_tc)", func() { convPrep = false }},
 		{"widest tile 128, split 128 (before 2026-11-30)", func() { convTileMax, convSplitPer = 128, 128 }},
-		{"tiles 32", func() { convTileForce = 32 }},
+		{"widest tile 64", func() { convTileMax = 64 }},
 		{"flat reduce and copies", func() { reduceRowsOff, copyRowsOff = true, true }},
 	}
 	cfg := dac.Dac44kHz()
