@@ -567,46 +567,26 @@ __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ b
         if (more) fetch(buf ^ 1, k0 + CV_K);
         const float* A = As[buf];
         const float* B = Bs[buf];
-        if (TC && PREP) {
-            // The fragments of k step kk/8 of rows wm + 16i: 128-bit loads
-            // of the big and the small parts (conv_prep_a's order).
+        if (TC) {
 #pragma unroll
             for (int kk = 0; kk < CV_K; kk += 8) {
+                // A's fragments of k step kk/8, rows wm + 16i, in TF32 parts:
+                // PREP loads conv_prep_a's parts (two 128-bit loads each),
+                // conv_tc splits the stashed values.
                 unsigned big[2][4], small[2][4];
 #pragma unroll
                 for (int i = 0; i < 2; i++) {
-                    int f = (((wm >> 5) * 2 + i) * 2 + (kk >> 3)) * 32 + lane;
-                    uint4 bg = *(const uint4*)&Ap[buf][f * 4], sm = *(const uint4*)&Ap[buf][1024 + f * 4];
-                    big[i][0] = bg.x, big[i][1] = bg.y, big[i][2] = bg.z, big[i][3] = bg.w;
-                    small[i][0] = sm.x, small[i][1] = sm.y, small[i][2] = sm.z, small[i][3] = sm.w;
-                }
+                    if (PREP) {
+                        int f = (((wm >> 5) * 2 + i) * 2 + (kk >> 3)) * 32 + lane;
+                        uint4 bg = *(const uint4*)&Ap[buf][f * 4], sm = *(const uint4*)&Ap[buf][1024 + f * 4];
+                        big[i][0] = bg.x, big[i][1] = bg.y, big[i][2] = bg.z, big[i][3] = bg.w;
+                        small[i][0] = sm.x, small[i][1] = sm.y, small[i][2] = sm.z, small[i][3] = sm.w;
+                    } else {
+                        const float* a = A + (kk + t) * LDA + wm + 16 * i + g;
+                        float v[4] = {a[0], a[8], a[4 * LDA], a[4 * LDA + 8]}; // (g, t), (g+8, t), (g, t+4), (g+8, t+4)
 #pragma unroll
-                for (int j = 0; j < NF; j++) {
-                    const float* bp = B + (kk + t) * LDB + wn + 8 * j + g;
-                    unsigned bb0, bb1, bs0, bs1;
-                    tf32_split(bp[0], bb0, bs0);
-                    tf32_split(bp[4 * LDB], bb1, bs1);
-#pragma unroll
-                    for (int i = 0; i < 2; i++) {
-                        float d[4] = {0.f, 0.f, 0.f, 0.f};
-                        mma_tf32(d, small[i], bb0, bb1);
-                        mma_tf32(d, big[i], bs0, bs1);
-                        mma_tf32(d, big[i], bb0, bb1);
-#pragma unroll
-                        for (int e = 0; e < 4; e++) acc[4 * (NF * i + j) + e] += d[e];
+                        for (int e = 0; e < 4; e++) tf32_split(v[e], big[i][e], small[i][e]);
                     }
-                }
-            }
-        } else if (TC) {
-#pragma unroll
-            for (int kk = 0; kk < CV_K; kk += 8) {
-                unsigned big[2][4], small[2][4];
-#pragma unroll
-                for (int i = 0; i < 2; i++) {
-                    const float* a = A + (kk + t) * LDA + wm + 16 * i + g;
-                    float v[4] = {a[0], a[8], a[4 * LDA], a[4 * LDA + 8]}; // (g, t), (g+8, t), (g, t+4), (g+8, t+4)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) tf32_split(v[e], big[i][e], small[i][e]);
                 }
 #pragma unroll
                 for (int j = 0; j < NF; j++) {
