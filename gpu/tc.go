@@ -228,7 +228,7 @@ func fusesEpilogue(c compute.Conv1dSpec, cout int) bool {
 
 var convEpilogueOff = os.Getenv("ZONOS_CONV_EPILOGUE") == "0"
 
-// tcGemm launches tc_wide, conv_tc_n*, conv_simt or simt_gemm (and tc_reduce when split),
+// tcGemm launches tc_wide, conv_tcp_n* (conv_tc_n* when asked), conv_simt or simt_gemm (and tc_reduce_rows when split),
 // computing the m × n product reduced over kr into out (owner goroutine).
 // For tcConvT the grid also runs one slice per output phase (stride of
 // them) and n bounds the columns of one phase.
