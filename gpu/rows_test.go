@@ -19,7 +19,7 @@ func TestRowKernelsMatchFlat(t *testing.T) {
 	need(t)
 	r := rand.New(rand.NewPCG(29, 30))
 	type cs = compute.Conv1dSpec
-	defer func() { reduceRowsOff, copyRowsOff = false, false }()
+	defer func(r, c bool) { reduceRowsOff, copyRowsOff = r, c }(reduceRowsOff, copyRowsOff)
 	run := func(flat bool, f func() []float32) ([]float32, map[string]int) {
 		reduceRowsOff, copyRowsOff = flat, flat
 		before := map[string]int{}

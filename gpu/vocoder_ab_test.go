@@ -28,9 +28,9 @@ func TestVocoderVariants(t *testing.T) {
 		name string
 		set  func()
 	}
-	tileMax, splitPer, prep := convTileMax, convSplitPer, convPrep
+	force, rowsOff, copiesOff, tileMax, splitPer, prep := convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer, convPrep
 	reset := func() {
-		convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer, convPrep = 0, false, false, tileMax, splitPer, prep
+		convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer, convPrep = force, rowsOff, copiesOff, tileMax, splitPer, prep
 	}
 	defer reset()
 	variants := []variant{
