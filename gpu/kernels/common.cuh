@@ -84,23 +84,17 @@ __device__ __forceinline__ void pdl_wait() {
 }
 
 // pdl_trigger lets the next kernel of the stream launch as soon as every
-// block of this one has called it (or exited): so never before this
-// kernel's last block is resident.
+// block of this one has called it (after its own wait, so at most one
+// kernel is launched ahead).
 __device__ __forceinline__ void pdl_trigger() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
 
-// pdl_begin is the first statement of every kernel but the GEMVs: let the
-// next kernel launch, then wait for the previous one. Triggering first lets
-// the next weight-read GEMV become resident and request its first weight
-// stages while this kernel (a short row kernel, typically) still waits and
-// runs, instead of only once it has started. The look-ahead stays bounded:
-// a GEMV triggers only after its own wait (gemv_body), so at most the
-// kernels up to the next GEMV are launched ahead, and each still waits for
-// its predecessor before touching memory.
+// pdl_begin is the first statement of every kernel: wait for the previous
+// kernel, then let the next one launch.
 __device__ __forceinline__ void pdl_begin() {
-    pdl_trigger();
     pdl_wait();
+    pdl_trigger();
 }

@@ -422,15 +422,12 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
     // written by a kernel that can still be running (it is uploaded, or
     // filled and synchronised, before use), and the activations x are
     // read only after the wait. early = 0 waits first (ZONOS_GEMV_EARLY).
-    // The GEMV lets the next kernel launch only after its wait (pdl_begin
-    // in common.cuh says why).
 #pragma unroll
     for (int s = 0; s < ST; s++) {
-        if (s == early) pdl_wait();
+        if (s == early) pdl_begin();
         issue(s);
     }
-    if (early >= ST) pdl_wait();
-    pdl_trigger();
+    if (early >= ST) pdl_begin();
     for (int b = 0; b < nb; b++) {
         cp_async_wait<ST - 1>(); // groups 0..b have landed
         int st = b % ST;
