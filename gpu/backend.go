@@ -41,8 +41,6 @@ type device struct {
 	k    map[string]*kernel
 	sms  int // multiprocessors (GEMV plans)
 
-	gemvOcc map[string]int // blocks of each GEMV variant resident at once (gemvResident)
-
 	// pdl: launch the kernels that wait for their predecessor with
 	// programmatic dependent launch (Hopper modules loaded, ZONOS_PDL≠0).
 	pdl  bool

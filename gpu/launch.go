@@ -163,9 +163,6 @@ var dynamicSmem = map[string]int{"tc_wide": tcWideSmem}
 // allowSmem lets k be launched with the dynamic shared memory it needs.
 func allowSmem(k *kernel) error {
 	bytes, ok := dynamicSmem[k.name]
-	if g, isGemv := gemvKernels[k.name]; isGemv && g.stages*gemvStageBytes > 48<<10-1024 {
-		bytes, ok = gemvSmem(k.name), true
-	}
 	if !ok {
 		return nil
 	}

@@ -374,14 +374,11 @@ __device__ __forceinline__ void fma_bf16x8(float& acc, uint4 v, float4 a, float4
            b.z * __uint_as_float(v.w << 16) + b.w * __uint_as_float(v.w & 0xffff0000u);
 }
 
-template <int R, int U, int MR, int ST>
+template <int R, int U, int MR>
 __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const unsigned short* __restrict__ w,
                                           const float* __restrict__ bias, float* __restrict__ y, int M, int N,
                                           int K, int KS, int early) {
-    // buf[ST][8][R * U][32] in dynamic shared memory (ST stages of 16·R·U
-    // KiB per block; more than the 48 KiB of static memory for ST ≥ 4).
-    extern __shared__ uint4 gemv_smem[];
-    uint4(*buf)[8][R * U][32] = reinterpret_cast<uint4(*)[8][R * U][32]>(gemv_smem);
+    __shared__ uint4 buf[2][8][R * U][32];
     __shared__ float part[8][R][MR];
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int group = warp / KS, slice = warp % KS;
@@ -400,37 +397,34 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
         for (int r = 0; r < R; r++) acc[m][r] = 0.f;
     const int B = 32 * U; // k8 elements per batch per warp
     int nb = hi > lo ? (hi - lo + B - 1) / B : 0;
-    // issue(b) requests batch b into stage b % ST and commits one group
-    // (empty past the last batch, so the pending count below stays fixed).
     auto issue = [&](int b) {
-        if (b < nb) {
-            int st = b % ST;
+        int st = b & 1;
 #pragma unroll
-            for (int j = 0; j < U; j++) {
-                int k = lo + b * B + 32 * j + lane;
-                if (k < hi) {
+        for (int j = 0; j < U; j++) {
+            int k = lo + b * B + 32 * j + lane;
+            if (k < hi) {
 #pragma unroll
-                    for (int r = 0; r < R; r++) cp_async16(&buf[st][warp][j * R + r][lane], wr[r] + k);
-                }
+                for (int r = 0; r < R; r++) cp_async16(&buf[st][warp][j * R + r][lane], wr[r] + k);
             }
         }
         cp_async_commit();
     };
-    // The first `early` stages (all ST by default) are requested before
-    // waiting for the previous kernel (programmatic dependent launch), so
-    // the weight streams while that kernel runs: the weight is never
-    // written by a kernel that can still be running (it is uploaded, or
-    // filled and synchronised, before use), and the activations x are
-    // read only after the wait. early = 0 waits first (ZONOS_GEMV_EARLY).
-#pragma unroll
-    for (int s = 0; s < ST; s++) {
-        if (s == early) pdl_begin();
-        issue(s);
-    }
-    if (early >= ST) pdl_begin();
+    // The first weight stage is requested before waiting for the previous
+    // kernel (programmatic dependent launch): the weight is never written
+    // by a kernel that can still be running (it is uploaded, or filled and
+    // synchronised, before use), and the activations x are read only after
+    // the wait. early = 0 waits first (ZONOS_GEMV_EARLY=0, measurements).
+    if (early && nb > 0) issue(0);
+    pdl_begin();
+    if (!early && nb > 0) issue(0);
     for (int b = 0; b < nb; b++) {
-        cp_async_wait<ST - 1>(); // groups 0..b have landed
-        int st = b % ST;
+        if (b + 1 < nb) {
+            issue(b + 1);
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
+        }
+        int st = b & 1;
 #pragma unroll
         for (int j = 0; j < U; j++) {
             int k = lo + b * B + 32 * j + lane;
@@ -448,10 +442,6 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
                 }
             }
         }
-        // Refill the stage just read: every lane copies into and reads
-        // back only its own slots, and its reads above have been consumed
-        // by the FMAs, so no barrier is needed.
-        issue(b + ST);
     }
 #pragma unroll
     for (int m = 0; m < MR; m++)
@@ -486,19 +476,16 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
 // staged weight in shared memory); a tensor-core tile for 8–32 rows is
 // the better tool (docs/gpu/2026-11-29-lanes-batch). A 16-row variant
 // (2 output rows per warp) measured slower than tc_gemm (now tc_wide) and was dropped.
-#define GEMV(name, R, U, MR, ST, BOUNDS)                                                                      \
+#define GEMV(name, R, U, MR, BOUNDS)                                                                          \
     extern "C" __global__ void BOUNDS                                                                         \
         name(const float* __restrict__ x, const unsigned short* __restrict__ w, const float* __restrict__ b,  \
              float* __restrict__ y, int M, int N, int K, int KS, int early) {                                 \
-        gemv_body<R, U, MR, ST>(x, w, b, y, M, N, K, KS, early);                                              \
+        gemv_body<R, U, MR>(x, w, b, y, M, N, K, KS, early);                                                  \
     }
-GEMV(gemv_m2_r1u4, 1, 4, 2, 2, __launch_bounds__(256))
-GEMV(gemv_m2_r2u2, 2, 2, 2, 2, __launch_bounds__(256))
-GEMV(gemv_m2_r4u1, 4, 1, 2, 2, __launch_bounds__(256))
-GEMV(gemv_m2_r4u1s3, 4, 1, 2, 3, __launch_bounds__(256))
-GEMV(gemv_m2_r4u1s4, 4, 1, 2, 4, __launch_bounds__(256))
-GEMV(gemv_m2_r4u1s6, 4, 1, 2, 6, __launch_bounds__(256))
-GEMV(gemv_m8_r4u1, 4, 1, 8, 2, __launch_bounds__(256, 2))
+GEMV(gemv_m2_r1u4, 1, 4, 2, __launch_bounds__(256))
+GEMV(gemv_m2_r2u2, 2, 2, 2, __launch_bounds__(256))
+GEMV(gemv_m2_r4u1, 4, 1, 2, __launch_bounds__(256))
+GEMV(gemv_m8_r4u1, 4, 1, 8, __launch_bounds__(256, 2))
 
 // fill_bf16: deterministic pseudo-random BF16 values in ±scale (benchmark
 // weights without a host upload; never zeros).
