@@ -180,6 +180,7 @@ func TestLinear(t *testing.T) {
 		{100, 1500, 200, compute.F32, true},   // fp32 weight, ragged K chunks
 		{142, 2048, 8512, compute.BF16, true}, // prefill in_proj (80 positions × CFG)
 		{70, 264, 200, compute.F16, true},     // F16 on tensor cores, ragged tiles
+		{70, 264, 200, compute.BF16, true},    // BF16 products (tc_wbf), ragged tiles and k step
 	}
 	for _, c := range cases {
 		x := randF32(r, 1, c.m, c.k)
@@ -196,6 +197,35 @@ func TestLinear(t *testing.T) {
 	x := randF32(r, 1, 2, 3, 64)
 	w := randW(t, r, compute.BF16, 0.1, 40, 64)
 	check(t, "Linear x [2 3 64]", pair{cb.Linear(x.c, w.c, nil), gb.Linear(x.g, w.g, nil)}, tol)
+}
+
+// TestWbfAccuracy: tc_wbf (three BF16 parts of the activation) is at
+// least as close to the CPU's fp32 product as tc_wide (two TF32 parts)
+// on the prefill shapes, activations of mixed magnitudes included.
+func TestWbfAccuracy(t *testing.T) {
+	need(t)
+	r := rand.New(rand.NewPCG(5, 6))
+	defer func(v bool) { wbfOff = v }(wbfOff)
+	for _, c := range []struct{ m, k, n int }{{160, 2048, 8512}, {160, 8192, 2048}, {32, 2048, 3072}, {70, 264, 200}} {
+		v := randVals(r, c.m*c.k, 1)
+		for i := range v {
+			v[i] *= float32(math.Exp2(float64(r.IntN(16) - 8))) // 2⁻⁸ … 2⁷
+		}
+		x := fromF32(v, c.m, c.k)
+		w := randW(t, r, compute.BF16, 1/math.Sqrt(float64(c.k)), c.n, c.k)
+		ref := cb.ReadF32(cb.Linear(x.c, w.c, nil))
+		errs := map[bool]float64{}
+		for _, off := range []bool{true, false} {
+			wbfOff = off
+			got := gb.ReadF32(gb.Linear(x.g, w.g, nil))
+			maxd, maxr, _ := diff(ref, got)
+			errs[off] = maxd / math.Max(1, maxr)
+		}
+		t.Logf("M%d K%d N%d: max|Δ|/max|ref| tc_wbf %.3g, tc_wide %.3g", c.m, c.k, c.n, errs[false], errs[true])
+		if !(errs[false] <= 1.5*errs[true]+1e-7) {
+			t.Errorf("M%d K%d N%d: tc_wbf error %.3g against tc_wide's %.3g", c.m, c.k, c.n, errs[false], errs[true])
+		}
+	}
 }
 
 func TestEmbedding(t *testing.T) {

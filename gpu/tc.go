@@ -28,6 +28,13 @@ var tcOff = os.Getenv("ZONOS_TC") == "0"
 // tcWideSmem is tc_wide's dynamic shared memory (TW_SMEM in kernels/tc.cu).
 const tcWideSmem = kernels.WideSmem
 
+// tcWbfSmem is tc_wbf's (kernels.WbfSmem).
+const tcWbfSmem = kernels.WbfSmem
+
+// wbfOff is ZONOS_TC_BF16=0: BF16-weight Linear products on tc_wide's TF32
+// path instead of tc_wbf's BF16 one (for before/after measurements).
+var wbfOff = os.Getenv("ZONOS_TC_BF16") == "0"
+
 // ZONOS_CONV=old runs the convolutions as before conv_simt (for
 // before/after measurements): on simt_gemm's 64 × 64 tiles (convOld) with
 // the coarser split-K (convOldSplits). The kernels alone give
@@ -95,8 +102,9 @@ var wideSplitsOff = os.Getenv("ZONOS_TC_SPLITS") == "old"
 // before/after measurements; the sums are the same).
 var reduceRowsOff = os.Getenv("ZONOS_REDUCE_ROWS") == "0"
 
-// tcWideResident is how many tc_wide blocks an SM holds (its shared
-// memory, tcWideSmem, allows 3 of 228 KiB).
+// tcWideResident is how many tc_wide (or tc_wbf) blocks an SM holds (their
+// shared memory, tcWideSmem or tcWbfSmem, allows 3 of 228 KiB; tc_wbf's 164
+// registers a thread allow 3 too).
 const tcWideResident = 3
 
 // wideSplits splits K for tc_wide so that the grid is about one wave of
@@ -228,7 +236,7 @@ func fusesEpilogue(c compute.Conv1dSpec, cout int) bool {
 
 var convEpilogueOff = os.Getenv("ZONOS_CONV_EPILOGUE") == "0"
 
-// tcGemm launches tc_wide, conv_tcp_n* (conv_tc_n* when asked), conv_simt or simt_gemm (and tc_reduce_rows when split),
+// tcGemm launches tc_wbf or tc_wide, conv_tcp_n* (conv_tc_n* when asked), conv_simt or simt_gemm (and tc_reduce_rows when split),
 // computing the m × n product reduced over kr into out (owner goroutine).
 // For tcConvT the grid also runs one slice per output phase (stride of
 // them) and n bounds the columns of one phase.
@@ -255,6 +263,8 @@ func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor,
 	kernel, tileN, smem := "simt_gemm", 64, 0 // fp32 FMAs: fp32 weights
 	aprep := nullPtr                          // conv_tcp's prepared weights
 	switch {
+	case wide && w.dt == compute.BF16 && !wbfOff:
+		kernel, tileN, smem = "tc_wbf", 128, tcWbfSmem // BF16 weights: BF16 products of the activation's three parts
 	case wide:
 		kernel, tileN, smem = "tc_wide", 128, tcWideSmem // BF16/F16 weights: exact in TF32; rows in 16-byte pieces
 	case mode != tcLinear && !convOld && convTC:

@@ -140,3 +140,8 @@ func Entries(module string) []string {
 // TW_N × TW_LDB halfword weight tile (TestWideSmem checks it against the
 // defines).
 const WideSmem = 3 * (64*40*4 + 128*40*2)
+
+// WbfSmem is tc_wbf's dynamic shared memory: TW_STAGES stages of a TW_M ×
+// WB_LDA fp32 activation tile and a TW_N × TW_LDB halfword weight tile,
+// then three TW_M × WB_LDP BF16 planes (TestWideSmem checks it too).
+const WbfSmem = 3*(64*36*4+128*40*2) + 3*64*40*2

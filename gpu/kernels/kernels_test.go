@@ -168,8 +168,9 @@ func TestKernelsUsedExist(t *testing.T) {
 	}
 }
 
-// TestWideSmem: WideSmem is TW_SMEM as tc.cu's defines compute it, so the
-// backend never launches tc_wide with less shared memory than it uses.
+// TestWideSmem: WideSmem and WbfSmem are what tc.cu's defines compute, so
+// the backend never launches tc_wide or tc_wbf with less shared memory
+// than it uses.
 func TestWideSmem(t *testing.T) {
 	src, err := os.ReadFile("tc.cu")
 	if err != nil {
@@ -178,7 +179,7 @@ func TestWideSmem(t *testing.T) {
 	def := map[string]int{}
 	for _, line := range strings.Split(string(src), "\n") {
 		f := strings.Fields(line)
-		if len(f) >= 3 && f[0] == "#define" && strings.HasPrefix(f[1], "TW_") {
+		if len(f) >= 3 && f[0] == "#define" && (strings.HasPrefix(f[1], "TW_") || strings.HasPrefix(f[1], "WB_")) {
 			expr := strings.Trim(f[2], "()")
 			if n, err := strconv.Atoi(expr); err == nil {
 				def[f[1]] = n
@@ -191,6 +192,10 @@ func TestWideSmem(t *testing.T) {
 	want := def["TW_STAGES"] * (def["TW_M"]*def["TW_LDA"]*4 + def["TW_N"]*def["TW_LDB"]*2)
 	if want == 0 || want != WideSmem {
 		t.Errorf("TW_SMEM from tc.cu is %d (defines %v), WideSmem %d", want, def, WideSmem)
+	}
+	wbf := def["TW_STAGES"]*(def["TW_M"]*def["WB_LDA"]*4+def["TW_N"]*def["TW_LDB"]*2) + 3*def["TW_M"]*def["WB_LDP"]*2
+	if def["WB_LDA"] == 0 || def["WB_LDP"] == 0 || wbf != WbfSmem {
+		t.Errorf("tc_wbf's shared memory from tc.cu is %d (defines %v), WbfSmem %d", wbf, def, WbfSmem)
 	}
 }
 

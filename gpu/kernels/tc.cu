@@ -374,6 +374,165 @@ __device__ __forceinline__ void tc_wide_tile(const Problem& p, const float* __re
             }
 }
 
+// ---- Tensor-core Linear on BF16 products (tc_wbf) -------------------------
+// tc_wide for BF16 weights on the BF16 tensor path (m16n8k16): the
+// activation is split into three BF16 parts, x = hi + mid + lo (8
+// significant bits each: about 24 bits of x together, against tc_wide's 21
+// for its two TF32 parts), and each part is multiplied by the BF16 weight
+// as it is, so each product is exact in fp32. One m16n8k16 BF16 mma costs
+// the tensor cores what one m16n8k8 TF32 mma does, so a 16-wide k step is
+// 3 products per fragment here against tc_wide's 4, and neither the
+// activation's split nor the weight's widening sits in the k loop: each
+// staged activation tile (fp32, by cp.async as in tc_wide) is split once
+// per block into three BF16 planes in shared memory, and both operands
+// reach the mma by ldmatrix. Tiles, stages, split-K and placement are
+// tc_wide's; each output's k order is the tile-local one, wherever the tile
+// lies, and the parts are multiplied smallest first.
+#define WB_LDA 36  // fp32 words per staged activation row (144 bytes: 16-byte aligned)
+#define WB_LDP 40  // halfwords per plane row (80 bytes: ldmatrix conflict-free)
+
+// bf16x2_rn packs lo and hi rounded to BF16 (to nearest even): lo in the
+// low half (the lower k), hi in the high half.
+__device__ __forceinline__ unsigned bf16x2_rn(float lo, float hi) {
+    unsigned r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
+// bf16_split3 splits the pair (x0, x1) into three BF16 pairs: each part is
+// the remainder of the ones before rounded to BF16 (the remainders are
+// exact in fp32).
+__device__ __forceinline__ void bf16_split3(float x0, float x1, unsigned& hi, unsigned& mid, unsigned& lo) {
+    hi = bf16x2_rn(x0, x1);
+    x0 -= __uint_as_float(hi << 16), x1 -= __uint_as_float(hi & 0xffff0000u);
+    mid = bf16x2_rn(x0, x1);
+    x0 -= __uint_as_float(mid << 16), x1 -= __uint_as_float(mid & 0xffff0000u);
+    lo = bf16x2_rn(x0, x1);
+}
+
+// mma_bf16: c += a·b for one m16n8k16 BF16 fragment (fp32 accumulation).
+__device__ __forceinline__ void mma_bf16(float* c, const unsigned* a, unsigned b0, unsigned b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ void tc_wbf_tile(const Problem& p, const float* __restrict__ bias, float* __restrict__ out,
+                                            float* __restrict__ work, int splits, int kchunk) {
+    extern __shared__ __align__(16) unsigned char wb_smem[];
+    float* As = (float*)wb_smem;                                                        // [stage][TW_M][WB_LDA]
+    unsigned short* Bs = (unsigned short*)(As + TW_STAGES * TW_M * WB_LDA);             // [stage][TW_N][TW_LDB]
+    unsigned short* Ps = Bs + TW_STAGES * TW_STAGE_B;                                   // [3][TW_M][WB_LDP]
+    int s = blockIdx.z % splits;
+    int m0 = blockIdx.y * TW_M, n0 = blockIdx.x * TW_N;
+    int k_lo = s * kchunk, k_hi = min(p.Kr, k_lo + kchunk);
+    long long total = (long long)p.M * p.N;
+    int nk = k_hi > k_lo ? (k_hi - k_lo + TW_K - 1) / TW_K : 0;
+    const unsigned short* w = (const unsigned short*)p.w;
+    auto load = [&](int st, int k0) {
+        float* A = As + st * TW_M * WB_LDA;
+        unsigned short* Bt = Bs + st * TW_STAGE_B;
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            int e = threadIdx.x + i * TC_THREADS;
+            int r = e >> 3, c = (e & 7) * 4;
+            int gm = m0 + r, gk = k0 + c;
+            bool in = gm < p.M && gk < k_hi;
+            cp_async16z(&A[r * WB_LDA + c], p.x + (in ? (long long)gm * p.Kr + gk : 0), in);
+        }
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            int e = threadIdx.x + i * TC_THREADS;
+            int r = e >> 2, c = (e & 3) * 8;
+            int gn = n0 + r, gk = k0 + c;
+            bool in = gn < p.N && gk < k_hi;
+            cp_async16z(&Bt[r * TW_LDB + c], w + (in ? (long long)gn * p.Kr + gk : 0), in);
+        }
+    };
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    int wm = (warp >> 1) * 32, wn = (warp & 1) * 64;
+    float acc[2][8][4];
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[i][j][e] = 0.f;
+#pragma unroll
+    for (int st = 0; st < TW_STAGES - 1; st++) {
+        if (st < nk) load(st, k_lo + st * TW_K);
+        cp_async_commit();
+    }
+    // ldmatrix rows: A's four 8 × 8 matrices are (rows 0–7, k 0–7), (8–15,
+    // 0–7), (0–7, 8–15), (8–15, 8–15), the m16n8k16 A fragment's order; B's
+    // are (n 0–7, k 0–7), (0–7, 8–15), (8–15, 0–7), (8–15, 8–15): b0, b1 of
+    // two neighbouring n8 fragments. Lanes 8q..8q+7 give matrix q's rows.
+    int arow = (lane & 7) + ((lane >> 3) & 1) * 8, acol = (lane >> 4) * 8;
+    int brow = (lane & 7) + (lane >> 4) * 8, bcol = ((lane >> 3) & 1) * 8;
+    // The split: thread e converts 16 consecutive k of activation row e / 2.
+    int sr = threadIdx.x >> 1, sc = (threadIdx.x & 1) * 16;
+    for (int kt = 0; kt < nk; kt++) {
+        asm volatile("cp.async.wait_group %0;" ::"n"(TW_STAGES - 2));
+        __syncthreads();  // stage kt landed for every thread; the planes and stage kt − 1 are no longer read
+        if (kt + TW_STAGES - 1 < nk) load((kt + TW_STAGES - 1) % TW_STAGES, k_lo + (kt + TW_STAGES - 1) * TW_K);
+        cp_async_commit();
+        {
+            const float4* a = (const float4*)(As + (kt % TW_STAGES) * TW_M * WB_LDA + sr * WB_LDA + sc);
+            unsigned part[3][8];
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                float4 v = a[q];
+                bf16_split3(v.x, v.y, part[0][2 * q], part[1][2 * q], part[2][2 * q]);
+                bf16_split3(v.z, v.w, part[0][2 * q + 1], part[1][2 * q + 1], part[2][2 * q + 1]);
+            }
+#pragma unroll
+            for (int pl = 0; pl < 3; pl++) {
+                uint4* d = (uint4*)(Ps + pl * TW_M * WB_LDP + sr * WB_LDP + sc);
+                d[0] = make_uint4(part[pl][0], part[pl][1], part[pl][2], part[pl][3]);
+                d[1] = make_uint4(part[pl][4], part[pl][5], part[pl][6], part[pl][7]);
+            }
+        }
+        __syncthreads();  // the planes of stage kt are written
+        const unsigned short* Bt = Bs + (kt % TW_STAGES) * TW_STAGE_B;
+#pragma unroll
+        for (int kk = 0; kk < TW_K; kk += 16) {
+            unsigned af[3][2][4], bf[4][4];
+#pragma unroll
+            for (int pl = 0; pl < 3; pl++)
+#pragma unroll
+                for (int i = 0; i < 2; i++)
+                    ldmatrix_x4(af[pl][i], Ps + pl * TW_M * WB_LDP + (wm + 16 * i + arow) * WB_LDP + kk + acol);
+#pragma unroll
+            for (int jj = 0; jj < 4; jj++) ldmatrix_x4(bf[jj], Bt + (wn + 16 * jj + brow) * TW_LDB + kk + bcol);
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                unsigned b0 = bf[j >> 1][(j & 1) * 2], b1 = bf[j >> 1][(j & 1) * 2 + 1];
+#pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    mma_bf16(acc[i][j], af[2][i], b0, b1);
+                    mma_bf16(acc[i][j], af[1][i], b0, b1);
+                    mma_bf16(acc[i][j], af[0][i], b0, b1);
+                }
+            }
+        }
+    }
+    asm volatile("cp.async.wait_group 0;");
+    int g = lane >> 2, t = lane & 3;
+    // Fragment (i, j): c0 (g, 2t), c1 (g, 2t + 1), c2 (g + 8, 2t), c3 (g + 8, 2t + 1).
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int gm = m0 + wm + 16 * i + g + (e >> 1) * 8;
+                int gn = n0 + wn + 8 * j + 2 * t + (e & 1);
+                place(p, bias, out, work, splits, s, total, gm, gn, acc[i][j][e]);
+            }
+}
+
 // ---- Convolutions (conv_tile) ---------------------------------------------
 // The DAC's convolutions as implicit GEMMs (modes TC_CONV and TC_CONVT):
 // 64 output channels × 128 time steps per block, 16-wide k steps
@@ -714,6 +873,15 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS) tc_wide(GEMM_PARAMS) {
     pdl_begin();
     GEMM_PROBLEM
     tc_wide_tile(p, bias, out, work, splits, kchunk);
+}
+
+// tc_wbf: tc_wide's TC_LINEAR for BF16 weights on BF16 products (see
+// tc_wbf_tile); K % 8 == 0, grid (⌈N/128⌉, ⌈M/64⌉, splits), 128 threads,
+// WbfSmem bytes of dynamic shared memory (kernels.go).
+extern "C" __global__ void __launch_bounds__(TC_THREADS) tc_wbf(GEMM_PARAMS) {
+    pdl_begin();
+    GEMM_PROBLEM
+    tc_wbf_tile(p, bias, out, work, splits, kchunk);
 }
 
 // simt_gemm: any mode on fp32 FMAs.
