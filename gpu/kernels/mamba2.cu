@@ -139,7 +139,10 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int g = h / (H / G);
     const float* row = in + (long long)b * E;
-    // The scan's state rows first: they do not depend on the conv.
+    // The head's scalars (dt, its bias, A, D) and the scan's state rows
+    // first: they do not depend on the conv, so their loads and the
+    // softplus overlap it instead of following the barrier.
+    float dtv = row[Di + C + h] + dtb[h], alv = alog[h], dskip = Dw[h];
     float st[STEP_ROWS][SCAN_MAXN / 32];
 #pragma unroll
     for (int r = 0; r < STEP_ROWS; r++) {
@@ -172,11 +175,10 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
         }
         *dst = silu_ref(acc);
     }
-    __syncthreads();
-    float A = -(float)exp((double)alog[h]);
+    float A = -(float)exp((double)alv);
     float delta, decay;
-    softplus_decay(row[Di + C + h] + dtb[h], A, &delta, &decay);
-    float dskip = Dw[h];
+    softplus_decay(dtv, A, &delta, &decay);
+    __syncthreads();
     float Bv[SCAN_MAXN / 32], Cv[SCAN_MAXN / 32];
 #pragma unroll
     for (int i = 0; i < SCAN_MAXN / 32; i++) {
@@ -228,13 +230,29 @@ extern "C" __global__ void mamba_norm(const float* __restrict__ y, const float* 
 // roll (decode after mamba_step, else null): the conv state [rows, C, Kc]
 // whose B and C channels [Di, C) the block of group 0 rolls by one
 // position, appending the in_proj row's values.
-extern "C" __global__ void mamba_norm_v4(const float* __restrict__ y, const float* __restrict__ in,
+extern "C" __global__ void __launch_bounds__(1024) mamba_norm_v4(const float* __restrict__ y, const float* __restrict__ in,
                                          const float* __restrict__ w, float* __restrict__ out,
                                          int Di, int G, int E, float eps, float* __restrict__ roll, int C, int Kc) {
     pdl_begin();
     __shared__ double scratch[32];
     long long row = blockIdx.x / G;
     int g = blockIdx.x % G;
+    int gs = Di / G, gs4 = gs / 4;
+    const float4* yr = (const float4*)(y + row * Di + g * gs);
+    const float4* z = (const float4*)(in + row * E + g * gs);
+    const float4* wg = (const float4*)(w + g * gs);
+    float4* o = (float4*)(out + row * Di + g * gs);
+    float4 v[4], zv[4];
+    // The row's loads and the weight of a thread's first float4 (its only
+    // one when gs4 ≤ blockDim, as in the decode step) are requested first,
+    // and the conv state is rolled while they are in flight: the norm's
+    // dependent path has one L2 round trip, not three.
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        int i = threadIdx.x + k * blockDim.x;
+        if (i < gs4) v[k] = yr[i], zv[k] = z[i];
+    }
+    float4 w0 = threadIdx.x < gs4 ? wg[threadIdx.x] : make_float4(0.f, 0.f, 0.f, 0.f);
     if (roll && g == 0) {
         for (int c = Di + threadIdx.x; c < C; c += blockDim.x) {
             float* sp = roll + (row * C + c) * Kc;
@@ -243,18 +261,12 @@ extern "C" __global__ void mamba_norm_v4(const float* __restrict__ y, const floa
                 if (j < Kc) sp[j] = j + 1 < Kc ? sp[j + 1] : in[row * E + Di + c];
         }
     }
-    int gs = Di / G, gs4 = gs / 4;
-    const float4* yr = (const float4*)(y + row * Di + g * gs);
-    const float4* z = (const float4*)(in + row * E + g * gs);
-    const float4* wg = (const float4*)(w + g * gs);
-    float4* o = (float4*)(out + row * Di + g * gs);
-    float4 v[4];
     double ms = 0;
 #pragma unroll
     for (int k = 0; k < 4; k++) {
         int i = threadIdx.x + k * blockDim.x;
         if (i < gs4) {
-            float4 a = yr[i], zz = z[i];
+            float4 a = v[k], zz = zv[k];
             a.x = __fmul_rn(a.x, silu_ref(zz.x)); a.y = __fmul_rn(a.y, silu_ref(zz.y));
             a.z = __fmul_rn(a.z, silu_ref(zz.z)); a.w = __fmul_rn(a.w, silu_ref(zz.w));
             v[k] = a;
@@ -267,7 +279,7 @@ extern "C" __global__ void mamba_norm_v4(const float* __restrict__ y, const floa
     for (int k = 0; k < 4; k++) {
         int i = threadIdx.x + k * blockDim.x;
         if (i < gs4) {
-            float4 a = v[k], ww = wg[i];
+            float4 a = v[k], ww = k == 0 ? w0 : wg[i];
             a.x = __fmul_rn(__fmul_rn(a.x, r), ww.x); a.y = __fmul_rn(__fmul_rn(a.y, r), ww.y);
             a.z = __fmul_rn(__fmul_rn(a.z, r), ww.z); a.w = __fmul_rn(__fmul_rn(a.w, r), ww.w);
             o[i] = a;
