@@ -97,6 +97,11 @@ func tcSplits(mode, kr, m int) (splits, chunk int) {
 // (one split per 512, whatever the grid), for before/after measurements.
 var wideSplitsOff = os.Getenv("ZONOS_TC_SPLITS") == "old"
 
+// wideSplitRule is ZONOS_TC_SPLITS=floor or waves: other rules for
+// wideSplits, for measurements (floor: never a second wave of blocks;
+// waves: the fewest waves times k per block).
+var wideSplitRule = os.Getenv("ZONOS_TC_SPLITS")
+
 // reduceRowsOff is ZONOS_REDUCE_ROWS=0: split-K partials summed by
 // tc_reduce (one-dimensional grid) instead of tc_reduce_rows (for
 // before/after measurements; the sums are the same).
@@ -115,7 +120,20 @@ const tcWideResident = 3
 // only, so a product is reduced in the same order every time.
 func wideSplits(kr, m, n, sms int) (splits, chunk int) {
 	tiles := ((n + 127) / 128) * ((m + 63) / 64)
-	s := (2*sms*tcWideResident + tiles) / (2 * tiles) // round(sms·resident / tiles)
+	slots := sms * tcWideResident
+	s := (2*slots + tiles) / (2 * tiles) // round(sms·resident / tiles)
+	switch wideSplitRule {
+	case "floor": // never more blocks than one wave
+		s = slots / tiles
+	case "waves": // fewest waves × k per block
+		best := 0
+		for c := 1; c <= max(1, min(8, kr/256)); c++ {
+			cost := (tiles*c + slots - 1) / slots * (((kr+c-1)/c + 31) / 32 * 32)
+			if best == 0 || cost < best {
+				best, s = cost, c
+			}
+		}
+	}
 	s = max(1, min(s, 8, kr/256))
 	chunk = max(32, ((kr+s-1)/s+31)/32*32)
 	return max(1, (kr+chunk-1)/chunk), chunk
