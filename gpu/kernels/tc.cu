@@ -277,6 +277,51 @@ __device__ __forceinline__ void ldmatrix_x4(unsigned* r, const void* smem) {
                  : "r"(a));
 }
 
+// wide_load requests one k step of tc_wide's or tc_wbf's operands: A,
+// the 64 × 32 fp32 activation tile at rows m0.., k0.. (rows lda floats
+// apart), and Bt, the 128 × 32 halfword weight tile at rows n0.. (rows
+// TW_LDB apart); 512 16-byte pieces each (4 per thread), zero-filled
+// outside M, N or [.., k_hi).
+__device__ __forceinline__ void wide_load(const Problem& p, float* A, int lda, unsigned short* Bt, int m0, int n0,
+                                          int k0, int k_hi) {
+    const unsigned short* w = (const unsigned short*)p.w;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        int e = threadIdx.x + i * TC_THREADS;
+        int r = e >> 3, c = (e & 7) * 4;
+        int gm = m0 + r, gk = k0 + c;
+        bool in = gm < p.M && gk < k_hi;
+        cp_async16z(&A[r * lda + c], p.x + (in ? (long long)gm * p.Kr + gk : 0), in);
+    }
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        int e = threadIdx.x + i * TC_THREADS;
+        int r = e >> 2, c = (e & 3) * 8;
+        int gn = n0 + r, gk = k0 + c;
+        bool in = gn < p.N && gk < k_hi;
+        cp_async16z(&Bt[r * TW_LDB + c], w + (in ? (long long)gn * p.Kr + gk : 0), in);
+    }
+}
+
+// wide_store places a warp's 32 × 64 outputs at rows m0 + wm.., columns
+// n0 + wn..: fragment (i, j) holds c0 (g, 2t), c1 (g, 2t + 1), c2 (g + 8,
+// 2t), c3 (g + 8, 2t + 1), for m16n8k8 TF32 and m16n8k16 BF16 alike.
+__device__ __forceinline__ void wide_store(const Problem& p, const float* __restrict__ bias, float* __restrict__ out,
+                                           float* __restrict__ work, int splits, int s, long long total, int m0,
+                                           int n0, int wm, int wn, int lane, const float (&acc)[2][8][4]) {
+    int g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int i = 0; i < 2; i++)
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int gm = m0 + wm + 16 * i + g + (e >> 1) * 8;
+                int gn = n0 + wn + 8 * j + 2 * t + (e & 1);
+                place(p, bias, out, work, splits, s, total, gm, gn, acc[i][j][e]);
+            }
+}
+
 __device__ __forceinline__ void tc_wide_tile(const Problem& p, const float* __restrict__ bias, float* __restrict__ out,
                                              float* __restrict__ work, int splits, int kchunk) {
     extern __shared__ __align__(16) unsigned char tw_smem[];
@@ -287,28 +332,8 @@ __device__ __forceinline__ void tc_wide_tile(const Problem& p, const float* __re
     int k_lo = s * kchunk, k_hi = min(p.Kr, k_lo + kchunk);
     long long total = (long long)p.M * p.N;
     int nk = k_hi > k_lo ? (k_hi - k_lo + TW_K - 1) / TW_K : 0;
-    const unsigned short* w = (const unsigned short*)p.w;
-    // Stage loader: A 64 × 32 fp32 and B 128 × 32 halfwords, 512 16-byte
-    // pieces each (4 per thread); outside M, N or [k_lo, k_hi) zero-filled.
     auto load = [&](int st, int k0) {
-        float* A = As + st * TW_STAGE_A;
-        unsigned short* Bt = Bs + st * TW_STAGE_B;
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            int e = threadIdx.x + i * TC_THREADS;
-            int r = e >> 3, c = (e & 7) * 4;
-            int gm = m0 + r, gk = k0 + c;
-            bool in = gm < p.M && gk < k_hi;
-            cp_async16z(&A[r * TW_LDA + c], p.x + (in ? (long long)gm * p.Kr + gk : 0), in);
-        }
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            int e = threadIdx.x + i * TC_THREADS;
-            int r = e >> 2, c = (e & 3) * 8;
-            int gn = n0 + r, gk = k0 + c;
-            bool in = gn < p.N && gk < k_hi;
-            cp_async16z(&Bt[r * TW_LDB + c], w + (in ? (long long)gn * p.Kr + gk : 0), in);
-        }
+        wide_load(p, As + st * TW_STAGE_A, TW_LDA, Bs + st * TW_STAGE_B, m0, n0, k0, k_hi);
     };
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int wm = (warp >> 1) * 32, wn = (warp & 1) * 64;
@@ -361,17 +386,7 @@ __device__ __forceinline__ void tc_wide_tile(const Problem& p, const float* __re
         }
     }
     asm volatile("cp.async.wait_group 0;");
-    // Fragment (i, j): c0 (g, 2t), c1 (g, 2t + 1), c2 (g + 8, 2t), c3 (g + 8, 2t + 1).
-#pragma unroll
-    for (int i = 0; i < 2; i++)
-#pragma unroll
-        for (int j = 0; j < 8; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                int gm = m0 + wm + 16 * i + g + (e >> 1) * 8;
-                int gn = n0 + wn + 8 * j + 2 * t + (e & 1);
-                place(p, bias, out, work, splits, s, total, gm, gn, acc[i][j][e]);
-            }
+    wide_store(p, bias, out, work, splits, s, total, m0, n0, wm, wn, lane, acc);
 }
 
 // ---- Tensor-core Linear on BF16 products (tc_wbf) -------------------------
@@ -430,26 +445,8 @@ __device__ __forceinline__ void tc_wbf_tile(const Problem& p, const float* __res
     int k_lo = s * kchunk, k_hi = min(p.Kr, k_lo + kchunk);
     long long total = (long long)p.M * p.N;
     int nk = k_hi > k_lo ? (k_hi - k_lo + TW_K - 1) / TW_K : 0;
-    const unsigned short* w = (const unsigned short*)p.w;
     auto load = [&](int st, int k0) {
-        float* A = As + st * TW_M * WB_LDA;
-        unsigned short* Bt = Bs + st * TW_STAGE_B;
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            int e = threadIdx.x + i * TC_THREADS;
-            int r = e >> 3, c = (e & 7) * 4;
-            int gm = m0 + r, gk = k0 + c;
-            bool in = gm < p.M && gk < k_hi;
-            cp_async16z(&A[r * WB_LDA + c], p.x + (in ? (long long)gm * p.Kr + gk : 0), in);
-        }
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            int e = threadIdx.x + i * TC_THREADS;
-            int r = e >> 2, c = (e & 3) * 8;
-            int gn = n0 + r, gk = k0 + c;
-            bool in = gn < p.N && gk < k_hi;
-            cp_async16z(&Bt[r * TW_LDB + c], w + (in ? (long long)gn * p.Kr + gk : 0), in);
-        }
+        wide_load(p, As + st * TW_M * WB_LDA, WB_LDA, Bs + st * TW_STAGE_B, m0, n0, k0, k_hi);
     };
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int wm = (warp >> 1) * 32, wn = (warp & 1) * 64;
@@ -519,18 +516,7 @@ __device__ __forceinline__ void tc_wbf_tile(const Problem& p, const float* __res
         }
     }
     asm volatile("cp.async.wait_group 0;");
-    int g = lane >> 2, t = lane & 3;
-    // Fragment (i, j): c0 (g, 2t), c1 (g, 2t + 1), c2 (g + 8, 2t), c3 (g + 8, 2t + 1).
-#pragma unroll
-    for (int i = 0; i < 2; i++)
-#pragma unroll
-        for (int j = 0; j < 8; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                int gm = m0 + wm + 16 * i + g + (e >> 1) * 8;
-                int gn = n0 + wn + 8 * j + 2 * t + (e & 1);
-                place(p, bias, out, work, splits, s, total, gm, gn, acc[i][j][e]);
-            }
+    wide_store(p, bias, out, work, splits, s, total, m0, n0, wm, wn, lane, acc);
 }
 
 // ---- Convolutions (conv_tile) ---------------------------------------------
