@@ -16,9 +16,12 @@
 // Kernels by job (gpu/kernels/*.cu): the decode step's weight-read GEMV
 // for one or two rows (gemv_m2_*, core.cu) and for up to 8 (gemv_m8: a
 // batch of up to 4 utterances); tiled GEMMs with split-K for more rows
-// (tc.cu: tc_wide, a cp.async-pipelined TF32 tensor-core tile for
-// 16-bit-weight Linear with 32 × 64 warp tiles and ldmatrix fragments,
-// split along K only as far as the grid needs to fill the GPU; conv_tc for
+// (tc.cu: tc_wbf for BF16-weight Linear, a cp.async-pipelined tile of
+// BF16 tensor-core products of the activation's three BF16 parts, split
+// once per staged tile into shared memory, with 32 × 64 warp tiles and
+// ldmatrix fragments for both operands; tc_wide, the same tile with two
+// TF32 parts, for F16 weights; both split along K only as far as the grid
+// needs to fill the GPU; conv_tc for
 // the DAC's convolutions, 64 × 32 tiles (64 and 128 wide by request)
 // with a coalesced input gather on tensor cores and the weights split
 // into their TF32 parts once, laid out in fragment order (conv_tcp,
@@ -45,7 +48,8 @@
 // and the GEMV's first weight copies in flight before the previous kernel
 // ends. `ZONOS_CUDA_GRAPH=0` (op by op), `ZONOS_PDL=0`,
 // `ZONOS_GEMV_EARLY=0`, `ZONOS_TC=0` (the older GEMM kernels),
-// `ZONOS_TC_SPLITS=old` (tc_wide split by tcSplits' fixed rule),
+// `ZONOS_TC_SPLITS=old` (tc_wide split by tcSplits' fixed rule; `floor`
+// and `waves`, other rules), `ZONOS_TC_BF16=0` (BF16 weights on tc_wide),
 // `ZONOS_CONV=simt` (the convolutions on conv_simt's fp32 FMAs),
 // `ZONOS_CONV_TILE=128` (conv_tc on one tile width), `ZONOS_CONV_TILE_MAX=64`
 // (the widest tile convTile may pick by the input's length; 32 by
