@@ -48,8 +48,8 @@
 // and the GEMV's first weight copies in flight before the previous kernel
 // ends. `ZONOS_CUDA_GRAPH=0` (op by op), `ZONOS_PDL=0`,
 // `ZONOS_GEMV_EARLY=0`, `ZONOS_TC=0` (the older GEMM kernels),
-// `ZONOS_TC_SPLITS=old` (tc_wide split by tcSplits' fixed rule; `floor`
-// and `waves`, other rules), `ZONOS_TC_BF16=0` (BF16 weights on tc_wide),
+// `ZONOS_TC_SPLITS=old` (tc_wide split by tcSplits' fixed rule; `waves`,
+// another rule), `ZONOS_TC_BF16=0` (BF16 weights on tc_wide),
 // `ZONOS_CONV=simt` (the convolutions on conv_simt's fp32 FMAs),
 // `ZONOS_CONV_TILE=128` (conv_tc on one tile width), `ZONOS_CONV_TILE_MAX=64`
 // (the widest tile convTile may pick by the input's length; 32 by
