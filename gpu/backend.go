@@ -43,8 +43,10 @@ type device struct {
 
 	// pdl: launch the kernels that wait for their predecessor with
 	// programmatic dependent launch (Hopper modules loaded, ZONOS_PDL≠0).
-	pdl  bool
-	args *unsafe.Pointer // C-allocated kernel parameter slots (launch.go)
+	pdl bool
+	// hopper: the sm_90 modules are loaded (bulk-copy GEMV, PDL).
+	hopper bool
+	args   *unsafe.Pointer // C-allocated kernel parameter slots (launch.go)
 
 	// ownerTID is the OS thread the owner goroutine is locked to: do runs
 	// a closure directly when called on it (inside Run).
@@ -142,6 +144,7 @@ func (b *Backend) init(ordinal int) error {
 	// Hopper and newer load the compute_90 modules, whose kernels can
 	// overlap their predecessor's tail (programmatic dependent launch).
 	hopper := major >= 9
+	b.hopper = hopper
 	b.pdl = hopper && pdlWanted()
 	if hopper && !b.pdl {
 		b.desc += ", programmatic dependent launch off"
@@ -174,7 +177,7 @@ func (b *Backend) init(ordinal int) error {
 				return fmt.Errorf("cuda: kernel %s.%s: %w", m, fn, err)
 			}
 			k := &kernel{name: fn, fn: f, pdl: waits[fn]}
-			if err := allowSmem(k); err != nil {
+			if err := allowSmem(k, hopper); err != nil {
 				return err
 			}
 			b.k[fn] = k

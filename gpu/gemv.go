@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"gorgonia.org/cu"
+
+	"zonostream/gpu/kernels"
 )
 
 // The weight-read GEMV (gemv_m* in kernels/core.cu) serves Linear for
@@ -122,8 +124,13 @@ func useGemvM2(m, k int, w *tensor) bool {
 }
 
 // gemvRows runs y[m, n] = x·wᵀ + bias for m ≤ gemvBatchRows (owner
-// goroutine): the M = 2 plan, else gemv_m8.
+// goroutine): the bulk-copy GEMV where it applies, else the M = 2 plan,
+// else gemv_m8.
 func (b *Backend) gemvRows(x, w *tensor, bias, y cu.DevicePtr, m, n, k int) {
+	if m <= 2 && b.useGemvBulk(k) {
+		b.gemvBulk(x, w, bias, y, m, n, k, gemvBulkRing, gemvBulkEarly)
+		return
+	}
 	if m <= 2 {
 		b.gemvM2(b.gemvPlanFor(n, k), x, w, bias, y, m, n, k)
 		return
@@ -143,4 +150,64 @@ func b2i(v bool) int32 {
 func (b *Backend) gemvM2(p gemvPlan, x, w *tensor, bias, y cu.DevicePtr, m, n, k int) {
 	blocks := (n + p.rowsPerBlock() - 1) / p.rowsPerBlock()
 	b.launch(b.k[p.kernel], [3]int{blocks, 1, 1}, block256, x.ptr(), w.ptr(), bias, y, int32(m), int32(n), int32(k), int32(p.ks), b2i(gemvEarly))
+}
+
+// The bulk-copy GEMV (gemv_bulk_k* in kernels/gemv.cu, Hopper only): one
+// block per SM streams its contiguous rows of the weight through a ring of
+// 16 KiB shared-memory stages with cp.async.bulk, for M ≤ 2 and K = 2048,
+// 4096 or 8192 (every decode projection).
+//
+// Environment (for measurements; the defaults need none):
+//
+//	ZONOS_GEMV_BULK=0        use the cp.async plans instead
+//	ZONOS_GEMV_RING=n        ring stages, 2 … 13 (default 8: 128 KiB)
+//	ZONOS_GEMV_BULK_EARLY=n  stages requested before the kernel waits for
+//	                         its predecessor, 0 … ring (default 2)
+const (
+	gemvBulkMaxRing = kernels.GemvBulkMaxRing
+	gemvBulkThreads = kernels.GemvBulkThreads
+)
+
+var (
+	gemvBulkOff   = os.Getenv("ZONOS_GEMV_BULK") == "0"
+	gemvBulkRing  = min(max(envInt("ZONOS_GEMV_RING", 8), 2), gemvBulkMaxRing)
+	gemvBulkEarly = envCount("ZONOS_GEMV_BULK_EARLY", 2)
+)
+
+// envCount is the non-negative integer in environment variable name, else def.
+func envCount(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v >= 0 {
+		return v
+	}
+	return def
+}
+
+// gemvBulkSmem is the dynamic shared memory of a ring of the given stages.
+func gemvBulkSmem(ring int) int { return kernels.GemvBulkSmem(ring) }
+
+// gemvBulkKernel names the variant for K (K/2048 = 1, 2 or 4), else "".
+func gemvBulkKernel(k int) string {
+	switch k {
+	case 2048:
+		return "gemv_bulk_k1"
+	case 4096:
+		return "gemv_bulk_k2"
+	case 8192:
+		return "gemv_bulk_k4"
+	}
+	return ""
+}
+
+// useGemvBulk reports whether the bulk-copy GEMV serves a K-wide weight
+// on this device (Hopper loads the sm_90 module, where it is compiled).
+func (b *Backend) useGemvBulk(k int) bool {
+	return b.hopper && !gemvBulkOff && gemvBulkKernel(k) != ""
+}
+
+// gemvBulk launches the bulk-copy GEMV (owner goroutine; m ≤ 2,
+// gemvBulkKernel(k) != "", ring ≤ gemvBulkMaxRing).
+func (b *Backend) gemvBulk(x, w *tensor, bias, y cu.DevicePtr, m, n, k, ring, early int) {
+	blocks := min(b.sms, n)
+	b.launchSmem(b.k[gemvBulkKernel(k)], [3]int{blocks, 1, 1}, [3]int{gemvBulkThreads, 1, 1}, gemvBulkSmem(ring),
+		x.ptr(), w.ptr(), bias, y, int32(m), int32(n), int32(k), int32(ring), int32(min(early, ring)))
 }

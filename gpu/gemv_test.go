@@ -111,6 +111,77 @@ func TestGemvM2(t *testing.T) {
 	}
 }
 
+// TestGemvBulk checks the bulk-copy GEMV against a float64 host product:
+// every K it serves, N from one row to more than 32 rows per block (several
+// reduction groups, ragged last stage and group), fewer rows than SMs, one
+// and two rows, with and without bias, and rings from 2 to 13 stages with
+// 0 to all of them requested before the wait. The output is poisoned
+// first, so an unwritten element fails; Linear's path is checked to take it.
+func TestGemvBulk(t *testing.T) {
+	need(t)
+	if !gb.hopper {
+		t.Skip("the bulk-copy GEMV needs sm_90")
+	}
+	for _, name := range []string{"gemv_bulk_k1", "gemv_bulk_k2", "gemv_bulk_k4"} {
+		regs, _ := gb.k[name].fn.Attribute(cu.NumRegs)
+		local, _ := gb.k[name].fn.Attribute(cu.LocalSizeBytes)
+		t.Logf("%s: %d registers, %d bytes of local memory per thread", name, regs, local)
+	}
+	r := rand.New(rand.NewPCG(81, 82))
+	type cfg struct{ ring, early int }
+	all := []cfg{{8, 2}, {2, 0}, {3, 3}, {13, 13}, {5, 1}}
+	shapes := []struct {
+		m, n, k int
+		cfgs    []cfg
+	}{
+		{2, 2048, 4096, all}, {2, 8512, 2048, all}, {1, 9234, 2048, all[:2]}, {2, 2049, 8192, all},
+		{2, 16384, 2048, all[:1]}, {1, 37, 2048, all}, {2, 1, 4096, all[:2]}, {2, 133, 8192, all[:3]},
+	}
+	for _, s := range shapes {
+		w := randW(t, r, compute.BF16, 1/math.Sqrt(float64(s.k)), s.n, s.k)
+		xv := randVals(r, s.m*s.k, 1)
+		bv := randVals(r, s.n, 0.1)
+		wv := gb.ReadF32(w.g)
+		ref := make([]float32, s.m*s.n)
+		refB := make([]float32, s.m*s.n)
+		for m := 0; m < s.m; m++ {
+			for n := 0; n < s.n; n++ {
+				var acc float64
+				for k := 0; k < s.k; k++ {
+					acc += float64(xv[m*s.k+k]) * float64(wv[n*s.k+k])
+				}
+				ref[m*s.n+n] = float32(acc)
+				refB[m*s.n+n] = float32(acc + float64(bv[n]))
+			}
+		}
+		x := cast(gb.FromF32(xv, s.m, s.k))
+		bias := cast(gb.FromF32(bv, s.n))
+		poison := make([]float32, s.m*s.n)
+		for i := range poison {
+			poison[i] = float32(math.NaN())
+		}
+		for i, c := range s.cfgs {
+			withBias := i%2 == 1
+			y := cast(gb.FromF32(poison, s.m, s.n))
+			gb.do(func() {
+				bp := nullPtr
+				if withBias {
+					bp = bias.ptr()
+				}
+				gb.gemvBulk(x, cast(w.g), bp, y.ptr(), s.m, s.n, s.k, c.ring, c.early)
+			})
+			want := ref
+			if withBias {
+				want = refB
+			}
+			checkVals(t, fmt.Sprintf("gemv_bulk M%d N%d K%d ring %d early %d bias %v", s.m, s.n, s.k, c.ring, c.early, withBias), want, gb.ReadF32(y), tol)
+		}
+	}
+	if !gb.useGemvBulk(4096) || gb.useGemvBulk(2056) {
+		t.Errorf("useGemvBulk: K 4096 %v, K 2056 %v", gb.useGemvBulk(4096), gb.useGemvBulk(2056))
+	}
+}
+
 // decodeShapes are the batch-2 projections of one hybrid decode step
 // (N, K, how many per step): 34 Mamba2 layers, 12 attention layers, heads.
 var decodeShapes = []struct {
@@ -200,6 +271,22 @@ func TestGemvBandwidth(t *testing.T) {
 		def := defaultGemvPlan(s.n, s.k, gb.sms)
 		defBW := timeIt(func(w *tensor) { gb.gemvM2(def, x, w, nullPtr, y.ptr(), 2, s.n, s.k) })
 		line += fmt.Sprintf(" | default %v %6.0f GB/s (%4.1f %%) | best %v %6.0f GB/s (%4.1f %%)", def, defBW/1e9, 100*defBW/read, best, bestBW/1e9, 100*bestBW/read)
+		if gb.useGemvBulk(s.k) {
+			var bulk []string
+			bulkBest, bulkBW := "", 0.0
+			for _, ring := range []int{4, 8, 13} {
+				for _, early := range []int{0, 2, ring} {
+					bw := timeIt(func(w *tensor) { gb.gemvBulk(x, w, nullPtr, y.ptr(), 2, s.n, s.k, ring, early) })
+					name := fmt.Sprintf("ring%d/early%d", ring, early)
+					bulk = append(bulk, fmt.Sprintf("%s %.0f", name, bw/1e9))
+					if bw > bulkBW {
+						bulkBest, bulkBW = name, bw
+					}
+				}
+			}
+			line += fmt.Sprintf(" | bulk best %s %6.0f GB/s (%4.1f %%)", bulkBest, bulkBW/1e9, 100*bulkBW/read)
+			all = append(all, bulk...)
+		}
 		t.Log(line)
 		t.Logf("  all variants (GB/s): %s", strings.Join(all, ", "))
 		fmt.Fprintln(&summary, line)
@@ -246,27 +333,26 @@ func gemvStep(t *testing.T, read float64) {
 		}
 	}
 	floor := float64(total) / read
-	run := func(old bool) {
+	run := func(kind string) {
 		for _, p := range ps {
-			if old {
+			switch kind {
+			case "old":
 				gb.launch(gb.k["linear_gemv"], [3]int{(p.n + 7) / 8, 1, 1}, block256, p.x.ptr(), p.w.ptr(), nullPtr, p.y.ptr(), 2, p.n, p.k, 1)
-			} else {
+			case "plan":
 				gb.gemvM2(gb.gemvPlanFor(p.n, p.k), p.x, p.w, nullPtr, p.y.ptr(), 2, p.n, p.k)
+			default: // what Linear runs (the bulk-copy GEMV on Hopper)
+				gb.gemvRows(p.x, p.w, nullPtr, p.y.ptr(), 2, p.n, p.k)
 			}
 		}
 	}
 	var out strings.Builder
 	fmt.Fprintf(&out, "GEMV-only decode step: %d projections, %.3f GB, floor %.3f ms at %.0f GB/s read\n", len(ps), float64(total)/1e9, floor*1e3, read/1e9)
-	for _, old := range []bool{true, false} {
-		name := "new"
-		if old {
-			name = "old"
-		}
+	for _, name := range []string{"old", "plan", "linear"} {
 		var eager []time.Duration
 		for rep := 0; rep < 11; rep++ {
-			eager = append(eager, gb.Time(func() { gb.Run(func() { run(old) }) }))
+			eager = append(eager, gb.Time(func() { gb.Run(func() { run(name) }) }))
 		}
-		g, err := gb.Capture(func() { gb.Run(func() { run(old) }) })
+		g, err := gb.Capture(func() { gb.Run(func() { run(name) }) })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -52,6 +52,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
 	"unsafe"
 
 	"gorgonia.org/cu"
@@ -158,12 +159,15 @@ var block256 = [3]int{256, 1, 1}
 
 // dynamicSmem lists the kernels launched with more dynamic shared memory
 // than the default 48 KiB allows, and how much.
-var dynamicSmem = map[string]int{"tc_wide": tcWideSmem, "tc_wbf": tcWbfSmem}
+var dynamicSmem = map[string]int{"tc_wide": tcWideSmem, "tc_wbf": tcWbfSmem,
+	"gemv_bulk_k1": gemvBulkSmem(gemvBulkMaxRing), "gemv_bulk_k2": gemvBulkSmem(gemvBulkMaxRing), "gemv_bulk_k4": gemvBulkSmem(gemvBulkMaxRing)}
 
 // allowSmem lets k be launched with the dynamic shared memory it needs.
-func allowSmem(k *kernel) error {
+// The bulk-copy GEMV runs on Hopper only (its compute_80 body traps), and
+// its 217 KiB are more than some older GPUs allow a block: skipped there.
+func allowSmem(k *kernel, hopper bool) error {
 	bytes, ok := dynamicSmem[k.name]
-	if !ok {
+	if !ok || (!hopper && strings.HasPrefix(k.name, "gemv_bulk")) {
 		return nil
 	}
 	if err := cuErr(C.zs_allow_smem(cuFunction(k.fn), C.int(bytes))); err != nil {

@@ -110,9 +110,10 @@ func TestPDLWaitFirst(t *testing.T) {
 			if name == "pdl_probe_stamp" {
 				continue // stamps its own probe slot before waiting, by design
 			}
-			// The GEMVs request their first weight stage (cp.async) before
-			// waiting: weights are never written while kernels run.
-			early := strings.HasPrefix(name, "gemv_m")
+			// The GEMVs request their first weight stages (cp.async, or
+			// cp.async.bulk) before waiting: weights are never written
+			// while kernels run.
+			early := strings.HasPrefix(name, "gemv_")
 			checked++
 			for _, line := range strings.Split(bodies[name], "\n") {
 				ins := strings.TrimSpace(line)
@@ -221,4 +222,31 @@ func TestGatherCheck(t *testing.T) {
 		t.Fatalf("gather_check: %v\n%s", err, out)
 	}
 	t.Log(strings.TrimSpace(string(out)))
+}
+
+// TestGemvBulkDefines: the Go constants the backend launches gemv_bulk_k*
+// with are gemv.cu's defines.
+func TestGemvBulkDefines(t *testing.T) {
+	src, err := os.ReadFile("gemv.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := map[string]int{}
+	for _, line := range strings.Split(string(src), "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && f[0] == "#define" {
+			if n, err := strconv.Atoi(f[2]); err == nil {
+				def[f[1]] = n
+			}
+		}
+	}
+	want := map[string]int{"GB_STAGE_BYTES": GemvBulkStage, "GB_STAGE_U4": GemvBulkStage / 16, "GB_MAX_RING": GemvBulkMaxRing,
+		"GB_PART_FLOATS": GemvBulkPartFloats, "GB_CONSUMERS": GemvBulkThreads - 32, "GB_GROUP": 32}
+	for name, v := range want {
+		if def[name] != v {
+			t.Errorf("gemv.cu %s = %d, Go expects %d", name, def[name], v)
+		}
+	}
+	if GemvBulkSmem(GemvBulkMaxRing) > 227<<10 {
+		t.Errorf("a full ring needs %d bytes of shared memory, more than the 227 KiB a block may have", GemvBulkSmem(GemvBulkMaxRing))
+	}
 }
