@@ -128,7 +128,7 @@ func useGemvM2(m, k int, w *tensor) bool {
 // else gemv_m8.
 func (b *Backend) gemvRows(x, w *tensor, bias, y cu.DevicePtr, m, n, k int) {
 	if m <= 2 && b.useGemvBulk(k) {
-		b.gemvBulk(x, w, bias, y, m, n, k, gemvBulkRing, gemvBulkEarly)
+		b.gemvBulkDefault(x, w, bias, y, m, n, k)
 		return
 	}
 	if m <= 2 {
@@ -152,26 +152,34 @@ func (b *Backend) gemvM2(p gemvPlan, x, w *tensor, bias, y cu.DevicePtr, m, n, k
 	b.launch(b.k[p.kernel], [3]int{blocks, 1, 1}, block256, x.ptr(), w.ptr(), bias, y, int32(m), int32(n), int32(k), int32(p.ks), b2i(gemvEarly))
 }
 
-// The bulk-copy GEMV (gemv_bulk_k* in kernels/gemv.cu, Hopper only): one
-// block per SM streams its contiguous rows of the weight through a ring of
-// 16 KiB shared-memory stages with cp.async.bulk, for M ≤ 2 and K = 2048,
-// 4096 or 8192 (every decode projection).
+// The bulk-copy GEMVs (kernels/gemv.cu, Hopper only) serve M ≤ 2 and K =
+// 2048, 4096 or 8192 (every decode projection): the weight arrives by
+// cp.async.bulk, whole rows at a time, into shared memory.
+//   - gemv_chunk_k*_p* (the default): one block per P·4 KiB of rows, one
+//     bulk copy each, many blocks balanced by the block scheduler.
+//   - gemv_bulk_k* (ZONOS_GEMV_BULK=ring): one block per SM streaming its
+//     even share of the rows through a ring of 16 KiB stages. Faster alone
+//     (TestGemvBandwidth), slower in the decode step, where an SM that
+//     starts late (busy with a row kernel) delays the whole projection.
 //
 // Environment (for measurements; the defaults need none):
 //
-//	ZONOS_GEMV_BULK=0        use the cp.async plans instead
-//	ZONOS_GEMV_RING=n        ring stages, 2 … 13 (default 8: 128 KiB)
+//	ZONOS_GEMV_BULK=0|ring   the cp.async plans, or the ring kernel
+//	ZONOS_GEMV_CHUNK=4|8     the chunk kernel's 4 KiB pieces per block (default 8)
+//	ZONOS_GEMV_RING=n        the ring's stages, 2 … 13 (default 8: 128 KiB)
 //	ZONOS_GEMV_BULK_EARLY=n  stages requested before the kernel waits for
-//	                         its predecessor, 0 … ring (default 2)
+//	                         its predecessor: ring 0 … ring (default 2);
+//	                         chunk 0 or not (default 1: the whole chunk)
 const (
 	gemvBulkMaxRing = kernels.GemvBulkMaxRing
 	gemvBulkThreads = kernels.GemvBulkThreads
 )
 
 var (
-	gemvBulkOff   = os.Getenv("ZONOS_GEMV_BULK") == "0"
+	gemvBulkMode  = os.Getenv("ZONOS_GEMV_BULK") // "" (chunk), "ring", "0"
+	gemvChunkP    = map[bool]int{true: 4, false: 8}[os.Getenv("ZONOS_GEMV_CHUNK") == "4"]
 	gemvBulkRing  = min(max(envInt("ZONOS_GEMV_RING", 8), 2), gemvBulkMaxRing)
-	gemvBulkEarly = envCount("ZONOS_GEMV_BULK_EARLY", 2)
+	gemvBulkEarly = envCount("ZONOS_GEMV_BULK_EARLY", -1)
 )
 
 // envCount is the non-negative integer in environment variable name, else def.
@@ -182,32 +190,51 @@ func envCount(name string, def int) int {
 	return def
 }
 
-// gemvBulkSmem is the dynamic shared memory of a ring of the given stages.
+// gemvBulkSmem is the ring kernel's dynamic shared memory for a ring of
+// the given stages.
 func gemvBulkSmem(ring int) int { return kernels.GemvBulkSmem(ring) }
 
-// gemvBulkKernel names the variant for K (K/2048 = 1, 2 or 4), else "".
-func gemvBulkKernel(k int) string {
+// gemvKT is K/2048 for the K the bulk-copy GEMVs serve, else 0.
+func gemvKT(k int) int {
 	switch k {
-	case 2048:
-		return "gemv_bulk_k1"
-	case 4096:
-		return "gemv_bulk_k2"
-	case 8192:
-		return "gemv_bulk_k4"
+	case 2048, 4096, 8192:
+		return k / 2048
 	}
-	return ""
+	return 0
 }
 
-// useGemvBulk reports whether the bulk-copy GEMV serves a K-wide weight
-// on this device (Hopper loads the sm_90 module, where it is compiled).
+// useGemvBulk reports whether a bulk-copy GEMV serves a K-wide weight on
+// this device (Hopper loads the sm_90 module, where they are compiled).
 func (b *Backend) useGemvBulk(k int) bool {
-	return b.hopper && !gemvBulkOff && gemvBulkKernel(k) != ""
+	return b.hopper && gemvBulkMode != "0" && gemvKT(k) != 0
 }
 
-// gemvBulk launches the bulk-copy GEMV (owner goroutine; m ≤ 2,
-// gemvBulkKernel(k) != "", ring ≤ gemvBulkMaxRing).
+// gemvBulkDefault launches the bulk-copy GEMV the environment selects
+// (owner goroutine; m ≤ 2, useGemvBulk(k)).
+func (b *Backend) gemvBulkDefault(x, w *tensor, bias, y cu.DevicePtr, m, n, k int) {
+	if gemvBulkMode == "ring" {
+		early := gemvBulkEarly
+		if early < 0 {
+			early = 2
+		}
+		b.gemvBulk(x, w, bias, y, m, n, k, gemvBulkRing, early)
+		return
+	}
+	b.gemvChunk(x, w, bias, y, m, n, k, gemvChunkP, gemvBulkEarly != 0)
+}
+
+// gemvBulk launches the ring kernel (owner goroutine; m ≤ 2, gemvKT(k) ≠ 0,
+// ring ≤ gemvBulkMaxRing).
 func (b *Backend) gemvBulk(x, w *tensor, bias, y cu.DevicePtr, m, n, k, ring, early int) {
 	blocks := min(b.sms, n)
-	b.launchSmem(b.k[gemvBulkKernel(k)], [3]int{blocks, 1, 1}, [3]int{gemvBulkThreads, 1, 1}, gemvBulkSmem(ring),
+	b.launchSmem(b.k[fmt.Sprintf("gemv_bulk_k%d", gemvKT(k))], [3]int{blocks, 1, 1}, [3]int{gemvBulkThreads, 1, 1}, gemvBulkSmem(ring),
 		x.ptr(), w.ptr(), bias, y, int32(m), int32(n), int32(k), int32(ring), int32(min(early, ring)))
+}
+
+// gemvChunk launches the chunk kernel with p (4 or 8) pieces of 4 KiB per
+// block (owner goroutine; m ≤ 2, gemvKT(k) ≠ 0).
+func (b *Backend) gemvChunk(x, w *tensor, bias, y cu.DevicePtr, m, n, k, p int, early bool) {
+	rows := p / gemvKT(k)
+	b.launch(b.k[fmt.Sprintf("gemv_chunk_k%d_p%d", gemvKT(k), p)], [3]int{(n + rows - 1) / rows, 1, 1}, block256,
+		x.ptr(), w.ptr(), bias, y, int32(m), int32(n), int32(k), b2i(early))
 }

@@ -122,7 +122,7 @@ func TestGemvBulk(t *testing.T) {
 	if !gb.hopper {
 		t.Skip("the bulk-copy GEMV needs sm_90")
 	}
-	for _, name := range []string{"gemv_bulk_k1", "gemv_bulk_k2", "gemv_bulk_k4"} {
+	for _, name := range []string{"gemv_bulk_k1", "gemv_bulk_k2", "gemv_bulk_k4", "gemv_chunk_k1_p8", "gemv_chunk_k2_p8", "gemv_chunk_k4_p8", "gemv_chunk_k4_p4"} {
 		regs, _ := gb.k[name].fn.Attribute(cu.NumRegs)
 		local, _ := gb.k[name].fn.Attribute(cu.LocalSizeBytes)
 		t.Logf("%s: %d registers, %d bytes of local memory per thread", name, regs, local)
@@ -176,8 +176,26 @@ func TestGemvBulk(t *testing.T) {
 			}
 			checkVals(t, fmt.Sprintf("gemv_bulk M%d N%d K%d ring %d early %d bias %v", s.m, s.n, s.k, c.ring, c.early, withBias), want, gb.ReadF32(y), tol)
 		}
+		for i, p := range []int{4, 8} {
+			for _, early := range []bool{false, true} {
+				withBias := (i == 1) != early
+				y := cast(gb.FromF32(poison, s.m, s.n))
+				gb.do(func() {
+					bp := nullPtr
+					if withBias {
+						bp = bias.ptr()
+					}
+					gb.gemvChunk(x, cast(w.g), bp, y.ptr(), s.m, s.n, s.k, p, early)
+				})
+				want := ref
+				if withBias {
+					want = refB
+				}
+				checkVals(t, fmt.Sprintf("gemv_chunk M%d N%d K%d p %d early %v bias %v", s.m, s.n, s.k, p, early, withBias), want, gb.ReadF32(y), tol)
+			}
+		}
 	}
-	if !gb.useGemvBulk(4096) || gb.useGemvBulk(2056) {
+	if (!gb.useGemvBulk(4096) && gemvBulkMode != "0") || gb.useGemvBulk(2056) {
 		t.Errorf("useGemvBulk: K 4096 %v, K 2056 %v", gb.useGemvBulk(4096), gb.useGemvBulk(2056))
 	}
 }
@@ -284,6 +302,16 @@ func TestGemvBandwidth(t *testing.T) {
 					}
 				}
 			}
+			for _, p := range []int{4, 8} {
+				for _, early := range []bool{false, true} {
+					bw := timeIt(func(w *tensor) { gb.gemvChunk(x, w, nullPtr, y.ptr(), 2, s.n, s.k, p, early) })
+					name := fmt.Sprintf("chunk%d/early%v", p, early)
+					bulk = append(bulk, fmt.Sprintf("%s %.0f", name, bw/1e9))
+					if bw > bulkBW {
+						bulkBest, bulkBW = name, bw
+					}
+				}
+			}
 			line += fmt.Sprintf(" | bulk best %s %6.0f GB/s (%4.1f %%)", bulkBest, bulkBW/1e9, 100*bulkBW/read)
 			all = append(all, bulk...)
 		}
@@ -340,6 +368,8 @@ func gemvStep(t *testing.T, read float64) {
 				gb.launch(gb.k["linear_gemv"], [3]int{(p.n + 7) / 8, 1, 1}, block256, p.x.ptr(), p.w.ptr(), nullPtr, p.y.ptr(), 2, p.n, p.k, 1)
 			case "plan":
 				gb.gemvM2(gb.gemvPlanFor(p.n, p.k), p.x, p.w, nullPtr, p.y.ptr(), 2, p.n, p.k)
+			case "ring":
+				gb.gemvBulk(p.x, p.w, nullPtr, p.y.ptr(), 2, p.n, p.k, gemvBulkRing, 2)
 			default: // what Linear runs (the bulk-copy GEMV on Hopper)
 				gb.gemvRows(p.x, p.w, nullPtr, p.y.ptr(), 2, p.n, p.k)
 			}
@@ -347,7 +377,10 @@ func gemvStep(t *testing.T, read float64) {
 	}
 	var out strings.Builder
 	fmt.Fprintf(&out, "GEMV-only decode step: %d projections, %.3f GB, floor %.3f ms at %.0f GB/s read\n", len(ps), float64(total)/1e9, floor*1e3, read/1e9)
-	for _, name := range []string{"old", "plan", "linear"} {
+	for _, name := range []string{"old", "plan", "ring", "linear"} {
+		if name == "ring" && !gb.hopper {
+			continue
+		}
 		var eager []time.Duration
 		for rep := 0; rep < 11; rep++ {
 			eager = append(eager, gb.Time(func() { gb.Run(func() { run(name) }) }))

@@ -92,6 +92,40 @@ __device__ __forceinline__ void dot8(float& acc, uint4 v, const float* a) {
     acc = fmaf(__uint_as_float(v.w & 0xffff0000u), a[7], acc);
 }
 
+// RS<O, V>::run is reduce_scatter's butterfly from step O down: values i
+// and i + O of a lane's first 2·O become value i, the lane keeping the
+// half its bit O selects and adding its partner's copy of that half.
+template <int O, int V>
+struct RS {
+    static __device__ __forceinline__ void run(float (&a)[V], int lane) {
+        const bool up = lane & O;
+#pragma unroll
+        for (int i = 0; i < O; i++) {
+            float send = up ? a[i] : a[i + O];
+            float keep = up ? a[i + O] : a[i];
+            a[i] = keep + __shfl_xor_sync(0xffffffffu, send, O);
+        }
+        RS<O / 2, V>::run(a, lane);
+    }
+};
+template <int V>
+struct RS<0, V> {
+    static __device__ __forceinline__ void run(float (&)[V], int) {}
+};
+
+// reduce_scatter sums each of a lane's V values (V a power of two ≤ 32)
+// over the warp and returns value lane % V's total: log2 V butterfly
+// steps that each send half of what is left, then plain butterfly sums
+// over the lane bits above V.
+template <int V>
+__device__ __forceinline__ float reduce_scatter(float (&a)[V], int lane) {
+    RS<V / 2, V>::run(a, lane);
+    float v = a[0];
+#pragma unroll
+    for (int o = V; o < 32; o <<= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
 // rs_step is one butterfly step of reduce_scatter32: rows i and i + O of
 // a lane's first 2·O rows become row i, the lane keeping the half its bit
 // O selects and adding its partner's copy of that half.
@@ -233,3 +267,97 @@ __device__ __forceinline__ void gemv_bulk_body(const float* __restrict__ x, cons
 GEMV_BULK(1)
 GEMV_BULK(2)
 GEMV_BULK(4)
+
+// The chunk GEMV: the same product with no ring and no persistent blocks.
+// Block b owns the RC = P/KT rows starting at b·RC (P·4 KiB of weight, one
+// contiguous piece), which thread 0 requests with one bulk copy as the
+// block starts (before the wait for the predecessor when early ≠ 0), and
+// the 8 warps multiply once it has landed. Many small blocks leave the
+// balancing to the block scheduler: an SM busy with another kernel (a row
+// kernel's blocks, the vocoder's lane) just takes fewer of them, where the
+// ring kernel's one fixed block per SM makes the whole projection wait
+// for the SM that started last. Several blocks per SM keep their copies
+// in flight at once (4 of 32 KiB at ~64 registers per thread).
+template <int KT, int P>
+__device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, const unsigned short* __restrict__ w,
+                                                const float* __restrict__ bias, float* __restrict__ y, int M, int N,
+                                                int K, int early) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    constexpr int RC = P / KT; // rows per block
+    constexpr int V = 2 * RC;  // partial sums per thread: (row, CFG row)
+    __shared__ __align__(128) uint4 chunk[P * 256];
+    __shared__ float part[8][V];
+    __shared__ unsigned long long bar;
+    const int r0 = blockIdx.x * RC, rows = min(RC, N - r0);
+    const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
+    const unsigned bytes = (unsigned)rows * (unsigned)K * 2u;
+    if (t == 0) {
+        mbar_init(&bar, 1);
+        mbar_fence_init();
+        if (early) {
+            mbar_expect_tx(&bar, bytes);
+            bulk_g2s(chunk, w + (long long)r0 * K, bytes, &bar);
+        }
+    }
+    __syncthreads();
+    pdl_begin();
+    if (t == 0 && !early) {
+        mbar_expect_tx(&bar, bytes);
+        bulk_g2s(chunk, w + (long long)r0 * K, bytes, &bar);
+    }
+    float xa[KT][2][8];
+#pragma unroll
+    for (int kt = 0; kt < KT; kt++) {
+#pragma unroll
+        for (int m = 0; m < 2; m++) { // M = 1 multiplies row 0 twice (no branch in the loop)
+            const float4* xm = (const float4*)(x + (long long)min(m, M - 1) * K) + 2 * (t + 256 * kt);
+            float4 p = xm[0], q = xm[1];
+            xa[kt][m][0] = p.x, xa[kt][m][1] = p.y, xa[kt][m][2] = p.z, xa[kt][m][3] = p.w;
+            xa[kt][m][4] = q.x, xa[kt][m][5] = q.y, xa[kt][m][6] = q.z, xa[kt][m][7] = q.w;
+        }
+    }
+    float acc[V];
+#pragma unroll
+    for (int v = 0; v < V; v++) acc[v] = 0.f;
+    mbar_wait(&bar, 0);
+    // Piece t + 256·p is k8 = t + 256·(p % KT) of row p / KT; rows past
+    // the last (a ragged final block) hold stale data and are not stored.
+#pragma unroll
+    for (int p = 0; p < P; p++) {
+        const uint4 v = chunk[p * 256 + t];
+        dot8(acc[2 * (p / KT)], v, xa[p % KT][0]);
+        dot8(acc[2 * (p / KT) + 1], v, xa[p % KT][1]);
+    }
+    const float sum = reduce_scatter<V>(acc, lane);
+    if (lane < V) part[warp][lane] = sum;
+    __syncthreads();
+    if (t < V) {
+        const int row = t >> 1, m = t & 1;
+        if (row < rows && m < M) {
+            float s = 0.f;
+#pragma unroll
+            for (int q = 0; q < 8; q++) s += part[q][t];
+            const int n = r0 + row;
+            y[(long long)m * N + n] = bias ? s + bias[n] : s;
+        }
+    }
+#else
+    __trap(); // never launched below sm_90 (the backend checks)
+#endif
+}
+
+// gemv_chunk_kKT_pP: K = 2048·KT, P·4 KiB of weight per block. Launch:
+// grid ⌈N / (P/KT)⌉, 256 threads, no dynamic shared memory.
+#define GEMV_CHUNK(KT, P)                                                                                  \
+    extern "C" __global__ void __launch_bounds__(256)                                                      \
+        gemv_chunk_k##KT##_p##P(const float* __restrict__ x, const unsigned short* __restrict__ w,        \
+                                const float* __restrict__ b, float* __restrict__ y, int M, int N, int K, \
+                                int early) {                                                               \
+        gemv_chunk_body<KT, P>(x, w, b, y, M, N, K, early);                                                \
+    }
+GEMV_CHUNK(1, 4)
+GEMV_CHUNK(2, 4)
+GEMV_CHUNK(4, 4)
+GEMV_CHUNK(1, 8)
+GEMV_CHUNK(2, 8)
+GEMV_CHUNK(4, 8)
