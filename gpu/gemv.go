@@ -165,7 +165,8 @@ func (b *Backend) gemvM2(p gemvPlan, x, w *tensor, bias, y cu.DevicePtr, m, n, k
 // Environment (for measurements; the defaults need none):
 //
 //	ZONOS_GEMV_BULK=0|ring   the cp.async plans, or the ring kernel
-//	ZONOS_GEMV_CHUNK=4|8     the chunk kernel's 4 KiB pieces per block (default 8)
+//	ZONOS_GEMV_CHUNK=8|16    the chunk kernel's 4 KiB pieces per block (default 8)
+//	ZONOS_GEMV_EVICT=1       the chunk kernel streams with the L2's evict-first policy
 //	ZONOS_GEMV_RING=n        the ring's stages, 2 … 13 (default 8: 128 KiB)
 //	ZONOS_GEMV_BULK_EARLY=n  stages requested before the kernel waits for
 //	                         its predecessor: ring 0 … ring (default 2);
@@ -177,7 +178,8 @@ const (
 
 var (
 	gemvBulkMode  = os.Getenv("ZONOS_GEMV_BULK") // "" (chunk), "ring", "0"
-	gemvChunkP    = map[bool]int{true: 4, false: 8}[os.Getenv("ZONOS_GEMV_CHUNK") == "4"]
+	gemvChunkP    = map[bool]int{true: 16, false: 8}[os.Getenv("ZONOS_GEMV_CHUNK") == "16"]
+	gemvEvict     = os.Getenv("ZONOS_GEMV_EVICT") == "1"
 	gemvBulkRing  = min(max(envInt("ZONOS_GEMV_RING", 8), 2), gemvBulkMaxRing)
 	gemvBulkEarly = envCount("ZONOS_GEMV_BULK_EARLY", -1)
 )
@@ -220,8 +222,21 @@ func (b *Backend) gemvBulkDefault(x, w *tensor, bias, y cu.DevicePtr, m, n, k in
 		b.gemvBulk(x, w, bias, y, m, n, k, gemvBulkRing, early)
 		return
 	}
-	b.gemvChunk(x, w, bias, y, m, n, k, gemvChunkP, gemvBulkEarly != 0)
+	flags := chunkEarly
+	if gemvBulkEarly == 0 {
+		flags = 0
+	}
+	if gemvEvict {
+		flags |= chunkEvictFirst
+	}
+	b.gemvChunk(x, w, bias, y, m, n, k, gemvChunkP, flags)
 }
+
+// The chunk kernel's flags.
+const (
+	chunkEarly      = 1 // request the chunk before waiting for the predecessor
+	chunkEvictFirst = 2 // stream it with the L2's evict-first policy
+)
 
 // gemvBulk launches the ring kernel (owner goroutine; m ≤ 2, gemvKT(k) ≠ 0,
 // ring ≤ gemvBulkMaxRing).
@@ -231,10 +246,10 @@ func (b *Backend) gemvBulk(x, w *tensor, bias, y cu.DevicePtr, m, n, k, ring, ea
 		x.ptr(), w.ptr(), bias, y, int32(m), int32(n), int32(k), int32(ring), int32(min(early, ring)))
 }
 
-// gemvChunk launches the chunk kernel with p (4 or 8) pieces of 4 KiB per
-// block (owner goroutine; m ≤ 2, gemvKT(k) ≠ 0).
-func (b *Backend) gemvChunk(x, w *tensor, bias, y cu.DevicePtr, m, n, k, p int, early bool) {
+// gemvChunk launches the chunk kernel with p (8 or 16) pieces of 4 KiB per
+// block (owner goroutine; m ≤ 2, gemvKT(k) ≠ 0; flags chunkEarly|chunkEvictFirst).
+func (b *Backend) gemvChunk(x, w *tensor, bias, y cu.DevicePtr, m, n, k, p, flags int) {
 	rows := p / gemvKT(k)
-	b.launch(b.k[fmt.Sprintf("gemv_chunk_k%d_p%d", gemvKT(k), p)], [3]int{(n + rows - 1) / rows, 1, 1}, block256,
-		x.ptr(), w.ptr(), bias, y, int32(m), int32(n), int32(k), b2i(early))
+	b.launchSmem(b.k[fmt.Sprintf("gemv_chunk_k%d_p%d", gemvKT(k), p)], [3]int{(n + rows - 1) / rows, 1, 1}, block256, p*4096,
+		x.ptr(), w.ptr(), bias, y, int32(m), int32(n), int32(k), int32(flags))
 }

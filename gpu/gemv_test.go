@@ -122,7 +122,7 @@ func TestGemvBulk(t *testing.T) {
 	if !gb.hopper {
 		t.Skip("the bulk-copy GEMV needs sm_90")
 	}
-	for _, name := range []string{"gemv_bulk_k1", "gemv_bulk_k2", "gemv_bulk_k4", "gemv_chunk_k1_p8", "gemv_chunk_k2_p8", "gemv_chunk_k4_p8", "gemv_chunk_k4_p4"} {
+	for _, name := range []string{"gemv_bulk_k1", "gemv_bulk_k2", "gemv_bulk_k4", "gemv_chunk_k1_p8", "gemv_chunk_k2_p8", "gemv_chunk_k4_p8", "gemv_chunk_k1_p16", "gemv_chunk_k4_p16"} {
 		regs, _ := gb.k[name].fn.Attribute(cu.NumRegs)
 		local, _ := gb.k[name].fn.Attribute(cu.LocalSizeBytes)
 		t.Logf("%s: %d registers, %d bytes of local memory per thread", name, regs, local)
@@ -176,22 +176,22 @@ func TestGemvBulk(t *testing.T) {
 			}
 			checkVals(t, fmt.Sprintf("gemv_bulk M%d N%d K%d ring %d early %d bias %v", s.m, s.n, s.k, c.ring, c.early, withBias), want, gb.ReadF32(y), tol)
 		}
-		for i, p := range []int{4, 8} {
-			for _, early := range []bool{false, true} {
-				withBias := (i == 1) != early
+		for i, p := range []int{8, 16} {
+			for flags := 0; flags < 4; flags++ {
+				withBias := (i+flags)%2 == 1
 				y := cast(gb.FromF32(poison, s.m, s.n))
 				gb.do(func() {
 					bp := nullPtr
 					if withBias {
 						bp = bias.ptr()
 					}
-					gb.gemvChunk(x, cast(w.g), bp, y.ptr(), s.m, s.n, s.k, p, early)
+					gb.gemvChunk(x, cast(w.g), bp, y.ptr(), s.m, s.n, s.k, p, flags)
 				})
 				want := ref
 				if withBias {
 					want = refB
 				}
-				checkVals(t, fmt.Sprintf("gemv_chunk M%d N%d K%d p %d early %v bias %v", s.m, s.n, s.k, p, early, withBias), want, gb.ReadF32(y), tol)
+				checkVals(t, fmt.Sprintf("gemv_chunk M%d N%d K%d p %d flags %d bias %v", s.m, s.n, s.k, p, flags, withBias), want, gb.ReadF32(y), tol)
 			}
 		}
 	}
@@ -302,10 +302,10 @@ func TestGemvBandwidth(t *testing.T) {
 					}
 				}
 			}
-			for _, p := range []int{4, 8} {
-				for _, early := range []bool{false, true} {
-					bw := timeIt(func(w *tensor) { gb.gemvChunk(x, w, nullPtr, y.ptr(), 2, s.n, s.k, p, early) })
-					name := fmt.Sprintf("chunk%d/early%v", p, early)
+			for _, p := range []int{8, 16} {
+				for _, flags := range []int{chunkEarly, chunkEarly | chunkEvictFirst} {
+					bw := timeIt(func(w *tensor) { gb.gemvChunk(x, w, nullPtr, y.ptr(), 2, s.n, s.k, p, flags) })
+					name := fmt.Sprintf("chunk%d/flags%d", p, flags)
 					bulk = append(bulk, fmt.Sprintf("%s %.0f", name, bw/1e9))
 					if bw > bulkBW {
 						bulkBest, bulkBW = name, bw

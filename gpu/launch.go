@@ -160,7 +160,8 @@ var block256 = [3]int{256, 1, 1}
 // dynamicSmem lists the kernels launched with more dynamic shared memory
 // than the default 48 KiB allows, and how much.
 var dynamicSmem = map[string]int{"tc_wide": tcWideSmem, "tc_wbf": tcWbfSmem,
-	"gemv_bulk_k1": gemvBulkSmem(gemvBulkMaxRing), "gemv_bulk_k2": gemvBulkSmem(gemvBulkMaxRing), "gemv_bulk_k4": gemvBulkSmem(gemvBulkMaxRing)}
+	"gemv_bulk_k1": gemvBulkSmem(gemvBulkMaxRing), "gemv_bulk_k2": gemvBulkSmem(gemvBulkMaxRing), "gemv_bulk_k4": gemvBulkSmem(gemvBulkMaxRing),
+	"gemv_chunk_k1_p16": 16 * 4096, "gemv_chunk_k2_p16": 16 * 4096, "gemv_chunk_k4_p16": 16 * 4096}
 
 // allowSmem lets k be launched with the dynamic shared memory it needs.
 // The bulk-copy GEMV runs on Hopper only (its compute_80 body traps), and

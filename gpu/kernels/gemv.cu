@@ -80,6 +80,18 @@ __device__ __forceinline__ void bulk_g2s(void* dst, const void* src, unsigned by
                  : "memory");
 }
 
+// bulk_g2s_first is bulk_g2s with the L2's evict-first policy: a weight
+// streamed once per step should not push the small tensors the row
+// kernels read (norm weights, conv state, biases) out of the L2.
+__device__ __forceinline__ void bulk_g2s_first(void* dst, const void* src, unsigned bytes, unsigned long long* bar) {
+    asm volatile(
+        "{\n\t.reg .b64 pol;\n\t"
+        "createpolicy.fractional.L2::evict_first.b64 pol, 1.0;\n\t"
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], pol;\n\t}" ::"r"(smem_u32(dst)),
+        "l"(src), "r"(bytes), "r"(smem_u32(bar))
+        : "memory");
+}
+
 // dot8 adds the product of 8 BF16 weights and 8 activations to acc.
 __device__ __forceinline__ void dot8(float& acc, uint4 v, const float* a) {
     acc = fmaf(__uint_as_float(v.x << 16), a[0], acc);
@@ -278,33 +290,36 @@ GEMV_BULK(4)
 // ring kernel's one fixed block per SM makes the whole projection wait
 // for the SM that started last. Several blocks per SM keep their copies
 // in flight at once (4 of 32 KiB at ~64 registers per thread).
+// flags: bit 0 requests the chunk before the wait for the predecessor,
+// bit 1 streams it with the L2's evict-first policy.
 template <int KT, int P>
 __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, const unsigned short* __restrict__ w,
                                                 const float* __restrict__ bias, float* __restrict__ y, int M, int N,
-                                                int K, int early) {
+                                                int K, int flags) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     constexpr int RC = P / KT; // rows per block
     constexpr int V = 2 * RC;  // partial sums per thread: (row, CFG row)
-    __shared__ __align__(128) uint4 chunk[P * 256];
+    extern __shared__ __align__(128) uint4 chunk[]; // P·256 pieces (P·4 KiB of dynamic shared memory)
     __shared__ float part[8][V];
     __shared__ unsigned long long bar;
     const int r0 = blockIdx.x * RC, rows = min(RC, N - r0);
     const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
     const unsigned bytes = (unsigned)rows * (unsigned)K * 2u;
+    auto request = [&]() {
+        mbar_expect_tx(&bar, bytes);
+        if (flags & 2)
+            bulk_g2s_first(chunk, w + (long long)r0 * K, bytes, &bar);
+        else
+            bulk_g2s(chunk, w + (long long)r0 * K, bytes, &bar);
+    };
     if (t == 0) {
         mbar_init(&bar, 1);
         mbar_fence_init();
-        if (early) {
-            mbar_expect_tx(&bar, bytes);
-            bulk_g2s(chunk, w + (long long)r0 * K, bytes, &bar);
-        }
+        if (flags & 1) request();
     }
     __syncthreads();
     pdl_begin();
-    if (t == 0 && !early) {
-        mbar_expect_tx(&bar, bytes);
-        bulk_g2s(chunk, w + (long long)r0 * K, bytes, &bar);
-    }
+    if (t == 0 && !(flags & 1)) request();
     float xa[KT][2][8];
 #pragma unroll
     for (int kt = 0; kt < KT; kt++) {
@@ -347,17 +362,17 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
 }
 
 // gemv_chunk_kKT_pP: K = 2048·KT, P·4 KiB of weight per block. Launch:
-// grid ⌈N / (P/KT)⌉, 256 threads, no dynamic shared memory.
+// grid ⌈N / (P/KT)⌉, 256 threads, P·4096 bytes of dynamic shared memory.
 #define GEMV_CHUNK(KT, P)                                                                                  \
     extern "C" __global__ void __launch_bounds__(256)                                                      \
         gemv_chunk_k##KT##_p##P(const float* __restrict__ x, const unsigned short* __restrict__ w,        \
                                 const float* __restrict__ b, float* __restrict__ y, int M, int N, int K, \
-                                int early) {                                                               \
-        gemv_chunk_body<KT, P>(x, w, b, y, M, N, K, early);                                                \
+                                int flags) {                                                               \
+        gemv_chunk_body<KT, P>(x, w, b, y, M, N, K, flags);                                                \
     }
-GEMV_CHUNK(1, 4)
-GEMV_CHUNK(2, 4)
-GEMV_CHUNK(4, 4)
 GEMV_CHUNK(1, 8)
 GEMV_CHUNK(2, 8)
 GEMV_CHUNK(4, 8)
+GEMV_CHUNK(1, 16)
+GEMV_CHUNK(2, 16)
+GEMV_CHUNK(4, 16)
