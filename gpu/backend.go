@@ -44,7 +44,7 @@ type device struct {
 	// pdl: launch the kernels that wait for their predecessor with
 	// programmatic dependent launch (Hopper modules loaded, ZONOS_PDL≠0).
 	pdl bool
-	// hopper: the sm_90 modules are loaded (bulk-copy GEMV, PDL).
+	// hopper: the sm_90 modules are loaded (chunk GEMV, PDL).
 	hopper bool
 	args   *unsafe.Pointer // C-allocated kernel parameter slots (launch.go)
 
@@ -177,7 +177,7 @@ func (b *Backend) init(ordinal int) error {
 				return fmt.Errorf("cuda: kernel %s.%s: %w", m, fn, err)
 			}
 			k := &kernel{name: fn, fn: f, pdl: waits[fn]}
-			if err := allowSmem(k, hopper); err != nil {
+			if err := allowSmem(k); err != nil {
 				return err
 			}
 			b.k[fn] = k

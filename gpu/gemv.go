@@ -124,11 +124,11 @@ func useGemvM2(m, k int, w *tensor) bool {
 }
 
 // gemvRows runs y[m, n] = x·wᵀ + bias for m ≤ gemvBatchRows (owner
-// goroutine): the bulk-copy GEMV where it applies, else the M = 2 plan,
+// goroutine): the chunk GEMV where it applies, else the M = 2 plan,
 // else gemv_m8.
 func (b *Backend) gemvRows(x, w *tensor, bias, y cu.DevicePtr, m, n, k int) {
-	if m <= 2 && b.useGemvBulk(k) {
-		b.gemvBulkDefault(x, w, bias, y, m, n, k)
+	if m <= 2 && b.useGemvChunk(k) {
+		b.gemvChunk(x, w, bias, y, m, n, k, gemvChunkEarly)
 		return
 	}
 	if m <= 2 {
@@ -152,51 +152,23 @@ func (b *Backend) gemvM2(p gemvPlan, x, w *tensor, bias, y cu.DevicePtr, m, n, k
 	b.launch(b.k[p.kernel], [3]int{blocks, 1, 1}, block256, x.ptr(), w.ptr(), bias, y, int32(m), int32(n), int32(k), int32(p.ks), b2i(gemvEarly))
 }
 
-// The bulk-copy GEMVs (kernels/gemv.cu, Hopper only) serve M ≤ 2 and K =
-// 2048, 4096 or 8192 (every decode projection): the weight arrives by
-// cp.async.bulk, whole rows at a time, into shared memory.
-//   - gemv_chunk_k*_p* (the default): one block per P·4 KiB of rows, one
-//     bulk copy each, many blocks balanced by the block scheduler.
-//   - gemv_bulk_k* (ZONOS_GEMV_BULK=ring): one block per SM streaming its
-//     even share of the rows through a ring of 16 KiB stages. Faster alone
-//     (TestGemvBandwidth), slower in the decode step, where an SM that
-//     starts late (busy with a row kernel) delays the whole projection.
+// The chunk GEMV (gemv_chunk_k* in kernels/gemv.cu, Hopper only) serves
+// M ≤ 2 and K = 2048, 4096 or 8192 (every decode projection): one block per
+// 32 KiB of whole weight rows, requested with one cp.async.bulk before the
+// block waits for its predecessor. Same run, H200 (docs/gpu/2026-11-30-session12):
+// GEMV-only decode step 1.009 vs 1.230 ms for the cp.async plans, step graph
+// 1.752 vs 1.789 ms.
 //
 // Environment (for measurements; the defaults need none):
 //
-//	ZONOS_GEMV_BULK=0|ring   the cp.async plans, or the ring kernel
-//	ZONOS_GEMV_CHUNK=8|16    the chunk kernel's 4 KiB pieces per block (default 8)
-//	ZONOS_GEMV_EVICT=1       the chunk kernel streams with the L2's evict-first policy
-//	ZONOS_GEMV_RING=n        the ring's stages, 2 … 13 (default 8: 128 KiB)
-//	ZONOS_GEMV_BULK_EARLY=n  stages requested before the kernel waits for
-//	                         its predecessor: ring 0 … ring (default 2);
-//	                         chunk 0 or not (default 1: the whole chunk)
-const (
-	gemvBulkMaxRing = kernels.GemvBulkMaxRing
-	gemvBulkThreads = kernels.GemvBulkThreads
-)
-
+//	ZONOS_GEMV_CHUNK=0        the cp.async plans instead
+//	ZONOS_GEMV_CHUNK_EARLY=0  request the chunk after the wait
 var (
-	gemvBulkMode  = os.Getenv("ZONOS_GEMV_BULK") // "" (chunk), "ring", "0"
-	gemvChunkP    = map[bool]int{true: 16, false: 8}[os.Getenv("ZONOS_GEMV_CHUNK") == "16"]
-	gemvEvict     = os.Getenv("ZONOS_GEMV_EVICT") == "1"
-	gemvBulkRing  = min(max(envInt("ZONOS_GEMV_RING", 8), 2), gemvBulkMaxRing)
-	gemvBulkEarly = envCount("ZONOS_GEMV_BULK_EARLY", -1)
+	gemvChunkOff   = os.Getenv("ZONOS_GEMV_CHUNK") == "0"
+	gemvChunkEarly = os.Getenv("ZONOS_GEMV_CHUNK_EARLY") != "0"
 )
 
-// envCount is the non-negative integer in environment variable name, else def.
-func envCount(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v >= 0 {
-		return v
-	}
-	return def
-}
-
-// gemvBulkSmem is the ring kernel's dynamic shared memory for a ring of
-// the given stages.
-func gemvBulkSmem(ring int) int { return kernels.GemvBulkSmem(ring) }
-
-// gemvKT is K/2048 for the K the bulk-copy GEMVs serve, else 0.
+// gemvKT is K/2048 for the K the chunk GEMV serves, else 0.
 func gemvKT(k int) int {
 	switch k {
 	case 2048, 4096, 8192:
@@ -205,51 +177,15 @@ func gemvKT(k int) int {
 	return 0
 }
 
-// useGemvBulk reports whether a bulk-copy GEMV serves a K-wide weight on
-// this device (Hopper loads the sm_90 module, where they are compiled).
-func (b *Backend) useGemvBulk(k int) bool {
-	return b.hopper && gemvBulkMode != "0" && gemvKT(k) != 0
+// useGemvChunk reports whether the chunk GEMV serves a K-wide weight on this
+// device (Hopper loads the sm_90 module, where it is compiled).
+func (b *Backend) useGemvChunk(k int) bool {
+	return b.hopper && !gemvChunkOff && gemvKT(k) != 0
 }
 
-// gemvBulkDefault launches the bulk-copy GEMV the environment selects
-// (owner goroutine; m ≤ 2, useGemvBulk(k)).
-func (b *Backend) gemvBulkDefault(x, w *tensor, bias, y cu.DevicePtr, m, n, k int) {
-	if gemvBulkMode == "ring" {
-		early := gemvBulkEarly
-		if early < 0 {
-			early = 2
-		}
-		b.gemvBulk(x, w, bias, y, m, n, k, gemvBulkRing, early)
-		return
-	}
-	flags := chunkEarly
-	if gemvBulkEarly == 0 {
-		flags = 0
-	}
-	if gemvEvict {
-		flags |= chunkEvictFirst
-	}
-	b.gemvChunk(x, w, bias, y, m, n, k, gemvChunkP, flags)
-}
-
-// The chunk kernel's flags.
-const (
-	chunkEarly      = 1 // request the chunk before waiting for the predecessor
-	chunkEvictFirst = 2 // stream it with the L2's evict-first policy
-)
-
-// gemvBulk launches the ring kernel (owner goroutine; m ≤ 2, gemvKT(k) ≠ 0,
-// ring ≤ gemvBulkMaxRing).
-func (b *Backend) gemvBulk(x, w *tensor, bias, y cu.DevicePtr, m, n, k, ring, early int) {
-	blocks := min(b.sms, n)
-	b.launchSmem(b.k[fmt.Sprintf("gemv_bulk_k%d", gemvKT(k))], [3]int{blocks, 1, 1}, [3]int{gemvBulkThreads, 1, 1}, gemvBulkSmem(ring),
-		x.ptr(), w.ptr(), bias, y, int32(m), int32(n), int32(k), int32(ring), int32(min(early, ring)))
-}
-
-// gemvChunk launches the chunk kernel with p (8 or 16) pieces of 4 KiB per
-// block (owner goroutine; m ≤ 2, gemvKT(k) ≠ 0; flags chunkEarly|chunkEvictFirst).
-func (b *Backend) gemvChunk(x, w *tensor, bias, y cu.DevicePtr, m, n, k, p, flags int) {
-	rows := p / gemvKT(k)
-	b.launchSmem(b.k[fmt.Sprintf("gemv_chunk_k%d_p%d", gemvKT(k), p)], [3]int{(n + rows - 1) / rows, 1, 1}, block256, p*4096,
-		x.ptr(), w.ptr(), bias, y, int32(m), int32(n), int32(k), int32(flags))
+// gemvChunk launches the chunk GEMV (owner goroutine; m ≤ 2, gemvKT(k) ≠ 0).
+func (b *Backend) gemvChunk(x, w *tensor, bias, y cu.DevicePtr, m, n, k int, early bool) {
+	rows := kernels.GemvChunkPieces / gemvKT(k)
+	b.launchSmem(b.k[fmt.Sprintf("gemv_chunk_k%d", gemvKT(k))], [3]int{(n + rows - 1) / rows, 1, 1}, block256,
+		kernels.GemvChunkPieces*4096, x.ptr(), w.ptr(), bias, y, int32(m), int32(n), int32(k), b2i(early))
 }

@@ -111,31 +111,25 @@ func TestGemvM2(t *testing.T) {
 	}
 }
 
-// TestGemvBulk checks the bulk-copy GEMV against a float64 host product:
-// every K it serves, N from one row to more than 32 rows per block (several
-// reduction groups, ragged last stage and group), fewer rows than SMs, one
-// and two rows, with and without bias, and rings from 2 to 13 stages with
-// 0 to all of them requested before the wait. The output is poisoned
-// first, so an unwritten element fails; Linear's path is checked to take it.
-func TestGemvBulk(t *testing.T) {
+// TestGemvChunk checks the chunk GEMV against a float64 host product:
+// every K it serves, N from one row to a ragged last block and more rows
+// than the first wave of blocks holds, one and two rows, with and without
+// bias, the chunk requested before and after the wait. The output is
+// poisoned first, so an unwritten element fails.
+func TestGemvChunk(t *testing.T) {
 	need(t)
 	if !gb.hopper {
-		t.Skip("the bulk-copy GEMV needs sm_90")
+		t.Skip("the chunk GEMV needs sm_90")
 	}
-	for _, name := range []string{"gemv_bulk_k1", "gemv_bulk_k2", "gemv_bulk_k4", "gemv_chunk_k1_p8", "gemv_chunk_k2_p8", "gemv_chunk_k4_p8", "gemv_chunk_k1_p16", "gemv_chunk_k4_p16"} {
+	for _, kt := range []int{1, 2, 4} {
+		name := fmt.Sprintf("gemv_chunk_k%d", kt)
 		regs, _ := gb.k[name].fn.Attribute(cu.NumRegs)
 		local, _ := gb.k[name].fn.Attribute(cu.LocalSizeBytes)
 		t.Logf("%s: %d registers, %d bytes of local memory per thread", name, regs, local)
 	}
 	r := rand.New(rand.NewPCG(81, 82))
-	type cfg struct{ ring, early int }
-	all := []cfg{{8, 2}, {2, 0}, {3, 3}, {13, 13}, {5, 1}}
-	shapes := []struct {
-		m, n, k int
-		cfgs    []cfg
-	}{
-		{2, 2048, 4096, all}, {2, 8512, 2048, all}, {1, 9234, 2048, all[:2]}, {2, 2049, 8192, all},
-		{2, 16384, 2048, all[:1]}, {1, 37, 2048, all}, {2, 1, 4096, all[:2]}, {2, 133, 8192, all[:3]},
+	shapes := []struct{ m, n, k int }{
+		{2, 2048, 4096}, {2, 8512, 2048}, {1, 9234, 2048}, {2, 2049, 8192}, {2, 16384, 2048}, {1, 37, 2048}, {2, 1, 4096}, {2, 133, 8192}, {1, 3, 8192},
 	}
 	for _, s := range shapes {
 		w := randW(t, r, compute.BF16, 1/math.Sqrt(float64(s.k)), s.n, s.k)
@@ -160,43 +154,26 @@ func TestGemvBulk(t *testing.T) {
 		for i := range poison {
 			poison[i] = float32(math.NaN())
 		}
-		for i, c := range s.cfgs {
-			withBias := i%2 == 1
-			y := cast(gb.FromF32(poison, s.m, s.n))
-			gb.do(func() {
-				bp := nullPtr
-				if withBias {
-					bp = bias.ptr()
-				}
-				gb.gemvBulk(x, cast(w.g), bp, y.ptr(), s.m, s.n, s.k, c.ring, c.early)
-			})
-			want := ref
-			if withBias {
-				want = refB
-			}
-			checkVals(t, fmt.Sprintf("gemv_bulk M%d N%d K%d ring %d early %d bias %v", s.m, s.n, s.k, c.ring, c.early, withBias), want, gb.ReadF32(y), tol)
-		}
-		for i, p := range []int{8, 16} {
-			for flags := 0; flags < 4; flags++ {
-				withBias := (i+flags)%2 == 1
+		for i, early := range []bool{false, true} {
+			for _, withBias := range []bool{i == 0, i == 1} {
 				y := cast(gb.FromF32(poison, s.m, s.n))
 				gb.do(func() {
 					bp := nullPtr
 					if withBias {
 						bp = bias.ptr()
 					}
-					gb.gemvChunk(x, cast(w.g), bp, y.ptr(), s.m, s.n, s.k, p, flags)
+					gb.gemvChunk(x, cast(w.g), bp, y.ptr(), s.m, s.n, s.k, early)
 				})
 				want := ref
 				if withBias {
 					want = refB
 				}
-				checkVals(t, fmt.Sprintf("gemv_chunk M%d N%d K%d p %d flags %d bias %v", s.m, s.n, s.k, p, flags, withBias), want, gb.ReadF32(y), tol)
+				checkVals(t, fmt.Sprintf("gemv_chunk M%d N%d K%d early %v bias %v", s.m, s.n, s.k, early, withBias), want, gb.ReadF32(y), tol)
 			}
 		}
 	}
-	if (!gb.useGemvBulk(4096) && gemvBulkMode != "0") || gb.useGemvBulk(2056) {
-		t.Errorf("useGemvBulk: K 4096 %v, K 2056 %v", gb.useGemvBulk(4096), gb.useGemvBulk(2056))
+	if (!gb.useGemvChunk(4096) && !gemvChunkOff) || gb.useGemvChunk(2056) {
+		t.Errorf("useGemvChunk: K 4096 %v, K 2056 %v", gb.useGemvChunk(4096), gb.useGemvChunk(2056))
 	}
 }
 
@@ -289,31 +266,12 @@ func TestGemvBandwidth(t *testing.T) {
 		def := defaultGemvPlan(s.n, s.k, gb.sms)
 		defBW := timeIt(func(w *tensor) { gb.gemvM2(def, x, w, nullPtr, y.ptr(), 2, s.n, s.k) })
 		line += fmt.Sprintf(" | default %v %6.0f GB/s (%4.1f %%) | best %v %6.0f GB/s (%4.1f %%)", def, defBW/1e9, 100*defBW/read, best, bestBW/1e9, 100*bestBW/read)
-		if gb.useGemvBulk(s.k) {
-			var bulk []string
-			bulkBest, bulkBW := "", 0.0
-			for _, ring := range []int{4, 8, 13} {
-				for _, early := range []int{0, 2, ring} {
-					bw := timeIt(func(w *tensor) { gb.gemvBulk(x, w, nullPtr, y.ptr(), 2, s.n, s.k, ring, early) })
-					name := fmt.Sprintf("ring%d/early%d", ring, early)
-					bulk = append(bulk, fmt.Sprintf("%s %.0f", name, bw/1e9))
-					if bw > bulkBW {
-						bulkBest, bulkBW = name, bw
-					}
-				}
+		if gb.useGemvChunk(s.k) {
+			for _, early := range []bool{false, true} {
+				bw := timeIt(func(w *tensor) { gb.gemvChunk(x, w, nullPtr, y.ptr(), 2, s.n, s.k, early) })
+				all = append(all, fmt.Sprintf("chunk/early %v %.0f", early, bw/1e9))
+				line += fmt.Sprintf(" | chunk early %v %6.0f GB/s (%4.1f %%)", early, bw/1e9, 100*bw/read)
 			}
-			for _, p := range []int{8, 16} {
-				for _, flags := range []int{chunkEarly, chunkEarly | chunkEvictFirst} {
-					bw := timeIt(func(w *tensor) { gb.gemvChunk(x, w, nullPtr, y.ptr(), 2, s.n, s.k, p, flags) })
-					name := fmt.Sprintf("chunk%d/flags%d", p, flags)
-					bulk = append(bulk, fmt.Sprintf("%s %.0f", name, bw/1e9))
-					if bw > bulkBW {
-						bulkBest, bulkBW = name, bw
-					}
-				}
-			}
-			line += fmt.Sprintf(" | bulk best %s %6.0f GB/s (%4.1f %%)", bulkBest, bulkBW/1e9, 100*bulkBW/read)
-			all = append(all, bulk...)
 		}
 		t.Log(line)
 		t.Logf("  all variants (GB/s): %s", strings.Join(all, ", "))
@@ -368,8 +326,6 @@ func gemvStep(t *testing.T, read float64) {
 				gb.launch(gb.k["linear_gemv"], [3]int{(p.n + 7) / 8, 1, 1}, block256, p.x.ptr(), p.w.ptr(), nullPtr, p.y.ptr(), 2, p.n, p.k, 1)
 			case "plan":
 				gb.gemvM2(gb.gemvPlanFor(p.n, p.k), p.x, p.w, nullPtr, p.y.ptr(), 2, p.n, p.k)
-			case "ring":
-				gb.gemvBulk(p.x, p.w, nullPtr, p.y.ptr(), 2, p.n, p.k, gemvBulkRing, 2)
 			default: // what Linear runs (the bulk-copy GEMV on Hopper)
 				gb.gemvRows(p.x, p.w, nullPtr, p.y.ptr(), 2, p.n, p.k)
 			}
@@ -377,10 +333,7 @@ func gemvStep(t *testing.T, read float64) {
 	}
 	var out strings.Builder
 	fmt.Fprintf(&out, "GEMV-only decode step: %d projections, %.3f GB, floor %.3f ms at %.0f GB/s read\n", len(ps), float64(total)/1e9, floor*1e3, read/1e9)
-	for _, name := range []string{"old", "plan", "ring", "linear"} {
-		if name == "ring" && !gb.hopper {
-			continue
-		}
+	for _, name := range []string{"old", "plan", "linear"} {
 		var eager []time.Duration
 		for rep := 0; rep < 11; rep++ {
 			eager = append(eager, gb.Time(func() { gb.Run(func() { run(name) }) }))

@@ -52,7 +52,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"strings"
 	"unsafe"
 
 	"gorgonia.org/cu"
@@ -159,16 +158,12 @@ var block256 = [3]int{256, 1, 1}
 
 // dynamicSmem lists the kernels launched with more dynamic shared memory
 // than the default 48 KiB allows, and how much.
-var dynamicSmem = map[string]int{"tc_wide": tcWideSmem, "tc_wbf": tcWbfSmem,
-	"gemv_bulk_k1": gemvBulkSmem(gemvBulkMaxRing), "gemv_bulk_k2": gemvBulkSmem(gemvBulkMaxRing), "gemv_bulk_k4": gemvBulkSmem(gemvBulkMaxRing),
-	"gemv_chunk_k1_p16": 16 * 4096, "gemv_chunk_k2_p16": 16 * 4096, "gemv_chunk_k4_p16": 16 * 4096}
+var dynamicSmem = map[string]int{"tc_wide": tcWideSmem, "tc_wbf": tcWbfSmem}
 
 // allowSmem lets k be launched with the dynamic shared memory it needs.
-// The bulk-copy GEMV runs on Hopper only (its compute_80 body traps), and
-// its 217 KiB are more than some older GPUs allow a block: skipped there.
-func allowSmem(k *kernel, hopper bool) error {
+func allowSmem(k *kernel) error {
 	bytes, ok := dynamicSmem[k.name]
-	if !ok || (!hopper && strings.HasPrefix(k.name, "gemv_bulk")) {
+	if !ok {
 		return nil
 	}
 	if err := cuErr(C.zs_allow_smem(cuFunction(k.fn), C.int(bytes))); err != nil {

@@ -146,19 +146,6 @@ const WideSmem = 3 * (64*40*4 + 128*40*2)
 // then three TW_M × WB_LDP BF16 planes (TestWideSmem checks it too).
 const WbfSmem = 3*(64*36*4+128*40*2) + 3*64*40*2
 
-// The bulk-copy GEMV's geometry (gemv.cu; TestGemvBulkDefines checks the
-// defines): 16 KiB ring stages, at most 13 of them, 1024 floats of partial
-// sums, 256 consumer threads plus one producer warp. Its dynamic shared
-// memory for a ring of r stages is GemvBulkSmem(r).
-const (
-	GemvBulkStage      = 16384
-	GemvBulkMaxRing    = 13
-	GemvBulkPartFloats = 1024
-	GemvBulkThreads    = 256 + 32
-)
-
-// GemvBulkSmem is the dynamic shared memory of a ring of the given
-// stages: the stages, the partial sums, 2·GemvBulkMaxRing mbarriers.
-func GemvBulkSmem(ring int) int {
-	return ring*GemvBulkStage + GemvBulkPartFloats*4 + 2*GemvBulkMaxRing*8
-}
+// GemvChunkPieces is gemv.cu's GC_PIECES: the 4 KiB pieces of weight one
+// block of gemv_chunk_k* multiplies (its dynamic shared memory, in 4 KiB).
+const GemvChunkPieces = 8
