@@ -183,9 +183,12 @@ func (b *Backend) useGemvChunk(k int) bool {
 	return b.hopper && !gemvChunkOff && gemvKT(k) != 0
 }
 
+// gemvChunkRows is the weight rows one chunk GEMV block multiplies (gemvKT(k) ≠ 0).
+func gemvChunkRows(k int) int { return kernels.GemvChunkPieces / gemvKT(k) }
+
 // gemvChunk launches the chunk GEMV (owner goroutine; m ≤ 2, gemvKT(k) ≠ 0).
 func (b *Backend) gemvChunk(x, w *tensor, bias, y cu.DevicePtr, m, n, k int, early bool) {
-	rows := kernels.GemvChunkPieces / gemvKT(k)
+	rows := gemvChunkRows(k)
 	b.launchSmem(b.k[fmt.Sprintf("gemv_chunk_k%d", gemvKT(k))], [3]int{(n + rows - 1) / rows, 1, 1}, block256,
 		kernels.GemvChunkPieces*4096, x.ptr(), w.ptr(), bias, y, int32(m), int32(n), int32(k), b2i(early))
 }

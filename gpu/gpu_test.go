@@ -939,3 +939,76 @@ func TestWideSplits(t *testing.T) {
 		}
 	}
 }
+
+// TestMamba2Block: the fused decode mixer (in_proj with the conv epilogue,
+// mamba_step_gated, out_proj with the norm on load) against the three ops
+// on a copy of the same states, over three consecutive steps: the output
+// agrees to rounding (the norm's sum of squares is added in another
+// order), both states bit for bit. Shapes the fused path does not take are
+// declined, and leave the states untouched.
+func TestMamba2Block(t *testing.T) {
+	need(t)
+	if !gb.hopper || gemvChunkOff || mambaBlockOff {
+		t.Skip("the fused Mamba2 mixer needs sm_90 and the chunk GEMV")
+	}
+	r := rand.New(rand.NewPCG(17, 18))
+	cases := []struct {
+		d  int
+		s  compute.Mamba2Spec
+		bs []int
+	}{
+		{2048, compute.Mamba2Spec{DInner: 4096, Heads: 64, HeadDim: 64, DState: 128, Groups: 1, DConv: 4, Eps: 1e-5}, []int{2, 1}}, // real hybrid
+		{4096, compute.Mamba2Spec{DInner: 2048, Heads: 32, HeadDim: 64, DState: 64, Groups: 1, DConv: 3, Eps: 1e-5}, []int{2}},     // other K, d_conv
+	}
+	for _, c := range cases {
+		s := c.s
+		_, w := mambaWeights(t, r, s, compute.BF16)
+		C := s.DInner + 2*s.Groups*s.DState
+		E := 2*s.DInner + 2*s.Groups*s.DState + s.Heads
+		wi := randW(t, r, compute.BF16, 1/math.Sqrt(float64(c.d)), E, c.d).g
+		wo := randW(t, r, compute.BF16, 1/math.Sqrt(float64(s.DInner)), c.d, s.DInner).g
+		for _, B := range c.bs {
+			cv, sv := randVals(r, B*C*s.DConv, 1), randVals(r, B*s.Heads*s.HeadDim*s.DState, 0.5)
+			conv1, conv2 := gb.FromF32(cv, B, C, s.DConv), gb.FromF32(cv, B, C, s.DConv)
+			ssm1, ssm2 := gb.FromF32(sv, B, s.Heads, s.HeadDim, s.DState), gb.FromF32(sv, B, s.Heads, s.HeadDim, s.DState)
+			for step := 0; step < 3; step++ {
+				x := gb.FromF32(randVals(r, B*c.d, 1), B, 1, c.d)
+				y1, ok := gb.Mamba2Block(x, wi, wo, w, conv1, ssm1, s)
+				if !ok {
+					t.Fatalf("Mamba2Block declined D%d Di%d B%d", c.d, s.DInner, B)
+				}
+				y2 := gb.Linear(gb.Mamba2(gb.Linear(x, wi, nil), w, conv2, ssm2, s), wo, nil)
+				name := fmt.Sprintf("Mamba2Block D%d Di%d B%d step %d", c.d, s.DInner, B, step)
+				checkVals(t, name, gb.ReadF32(y2), gb.ReadF32(y1), 1e-5)
+				checkVals(t, name+" conv state", gb.ReadF32(conv2), gb.ReadF32(conv1), 0)
+				checkVals(t, name+" ssm state", gb.ReadF32(ssm2), gb.ReadF32(ssm1), 0)
+			}
+		}
+	}
+	// Declined: three rows, two positions, two norm groups, a K the chunk
+	// GEMV does not take.
+	s := cases[0].s
+	_, w := mambaWeights(t, r, s, compute.BF16)
+	E := 2*s.DInner + 2*s.Groups*s.DState + s.Heads
+	C := s.DInner + 2*s.Groups*s.DState
+	wi, wo := randW(t, r, compute.BF16, 0.02, E, 2048).g, randW(t, r, compute.BF16, 0.02, 2048, s.DInner).g
+	conv, ssm := gb.Zeros(3, C, s.DConv), gb.Zeros(3, s.Heads, s.HeadDim, s.DState)
+	for _, d := range []struct {
+		name string
+		x    compute.Tensor
+		s    compute.Mamba2Spec
+	}{
+		{"3 rows", gb.FromF32(randVals(r, 3*2048, 1), 3, 1, 2048), s},
+		{"2 positions", gb.FromF32(randVals(r, 2*2048, 1), 1, 2, 2048), s},
+		{"2 groups", gb.FromF32(randVals(r, 2048, 1), 1, 1, 2048), compute.Mamba2Spec{DInner: 4096, Heads: 64, HeadDim: 64, DState: 64, Groups: 2, DConv: 4, Eps: 1e-5}},
+	} {
+		if _, ok := gb.Mamba2Block(d.x, wi, wo, w, conv, ssm, d.s); ok {
+			t.Errorf("Mamba2Block took %s", d.name)
+		}
+	}
+	for _, v := range gb.ReadF32(conv) {
+		if v != 0 {
+			t.Fatal("a declined Mamba2Block wrote the conv state")
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"gorgonia.org/cu"
 
 	"zonostream/engine/compute"
+	"zonostream/gpu/kernels"
 )
 
 // attnMaxHeadDim is the widest head the attention kernel holds (ATT_MAXD).
@@ -254,4 +255,62 @@ func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 		y.h.release()
 	})
 	return out
+}
+
+// mambaBlockOff (ZONOS_MAMBA_BLOCK=0) declines Mamba2Block: the three ops
+// run instead (for measurements).
+var mambaBlockOff = os.Getenv("ZONOS_MAMBA_BLOCK") == "0"
+
+// Mamba2Block (compute.Mamba2Block) runs a decode step's Mamba2 mixer (one
+// or two rows, one position) in three kernels instead of four on Hopper:
+// in_proj as the chunk GEMV whose epilogue also runs the conv and rolls
+// its state (gemv_chunk_conv), the scan gating its output and summing its
+// squares per head (mamba_step_gated), and out_proj as the chunk GEMV that
+// applies the gated RMSNorm as it loads its input (gemv_chunk_norm). It
+// declines (ok false) for prefill, batches of more than one utterance,
+// more than one norm group, and shapes the chunk GEMV or mamba_step do not
+// take.
+func (b *Backend) Mamba2Block(x, inProj, outProj compute.Tensor, w compute.Mamba2Weights, convState, ssmState compute.Tensor, s compute.Mamba2Spec) (compute.Tensor, bool) {
+	if mambaBlockOff || !b.hopper || gemvChunkOff {
+		return nil, false
+	}
+	xt, wi, wo := f32Of(x, "Mamba2Block"), cast(inProj), cast(outProj)
+	Di, H, P, N, G, Kc := s.DInner, s.Heads, s.HeadDim, s.DState, s.Groups, s.DConv
+	C := Di + 2*G*N
+	E := 2*Di + 2*G*N + H
+	if len(xt.shape) != 3 || xt.shape[1] != 1 || xt.shape[0] > 2 || len(wi.shape) != 2 || len(wo.shape) != 2 ||
+		wi.dt != compute.BF16 || wo.dt != compute.BF16 {
+		return nil, false
+	}
+	B, D := xt.shape[0], xt.shape[2]
+	if wi.shape[0] != E || wi.shape[1] != D || wo.shape[1] != Di || gemvKT(D) == 0 || gemvKT(Di) == 0 ||
+		G != 1 || H*P != Di || P > mambaStepRows || N > mambaMaxState || Kc < 1 || Kc > mambaMaxConv || B == 0 {
+		return nil, false
+	}
+	cst, sst := f32Of(convState, "Mamba2Block"), f32Of(ssmState, "Mamba2Block")
+	cw, cb, dtb, alog, dd, nw := cast(w.ConvWeight), cast(w.ConvBias), cast(w.DtBias), cast(w.ALog), cast(w.D), cast(w.NormWeight)
+	if cst.n() != B*C*Kc || sst.n() != B*H*P*N || cw.n() != C*Kc || cb.n() != C || dtb.n() != H || alog.n() != H || dd.n() != H || nw.n() != Di {
+		panic(fmt.Sprintf("gpu.Mamba2Block: state or weight sizes for spec %+v", s))
+	}
+	Dm := wo.shape[0]
+	var out *tensor
+	b.do(func() {
+		out = b.newTensor(compute.F32, B, 1, Dm)
+		zx := b.newTensor(compute.F32, B, E)
+		xbc := b.newTensor(compute.F32, B, C)
+		b.launchSmem(b.k[fmt.Sprintf("gemv_chunk_conv_k%d", gemvKT(D))], [3]int{(E + gemvChunkRows(D) - 1) / gemvChunkRows(D), 1, 1}, block256,
+			kernels.GemvChunkPieces*4096, xt.ptr(), wi.ptr(), nullPtr, zx.ptr(), int32(B), int32(E), int32(D), b2i(gemvChunkEarly),
+			b.asF32(cw).ptr(), b.asF32(cb).ptr(), cst.ptr(), xbc.ptr(), int32(Di), int32(C), int32(Kc))
+		yg := b.newTensor(compute.F32, B, Di)
+		part := b.newTensor(compute.F32, B, H, 2) // doubles
+		b.launch(b.k["mamba_step_gated"], [3]int{B * H, 1, 1}, block256, zx.ptr(), xbc.ptr(), b.asF32(dtb).ptr(),
+			b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), yg.ptr(), part.ptr(), E, Di, C, H, P, N, G)
+		b.launchSmem(b.k[fmt.Sprintf("gemv_chunk_norm_k%d", gemvKT(Di))], [3]int{(Dm + gemvChunkRows(Di) - 1) / gemvChunkRows(Di), 1, 1}, block256,
+			kernels.GemvChunkPieces*4096, yg.ptr(), wo.ptr(), nullPtr, out.ptr(), int32(B), int32(Dm), int32(Di), b2i(gemvChunkEarly),
+			part.ptr(), int32(H), b.asF32(nw).ptr(), s.Eps)
+		for _, t := range []*tensor{zx, xbc, yg, part} {
+			t.h.release()
+		}
+	})
+	return out, true
 }

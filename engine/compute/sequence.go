@@ -66,6 +66,19 @@ type Mamba2Weights struct {
 	NormWeight Tensor // [Di]            (norm.weight)
 }
 
+// Mamba2Block is an optional SequenceOps extension: a Mamba2 layer's whole
+// mixer, Linear(Mamba2(Linear(x, inProj), …), outProj) with no biases,
+// where the backend can run it in fewer passes than the three ops (the
+// GPU's decode step folds the conv into in_proj's output and the gated
+// norm into out_proj's input: one kernel less per layer). Same arithmetic
+// as the three ops up to the order of the norm's sum of squares; both
+// states are updated as Mamba2 updates them. ok is false, and nothing is
+// done, where the backend has no such path for these shapes: the caller
+// then runs the three ops.
+type Mamba2Block interface {
+	Mamba2Block(x, inProj, outProj Tensor, w Mamba2Weights, convState, ssmState Tensor, s Mamba2Spec) (y Tensor, ok bool)
+}
+
 // PackedAttention is an optional SequenceOps extension: Attention reading
 // q, k and v straight out of the fused in_proj output qkv [B, T,
 // (H + 2·Hkv)·Dh] (q first, then k, then v) instead of three sliced

@@ -199,6 +199,11 @@ func splitQKV(b compute.Backend, qkv compute.Tensor, s compute.AttentionSpec) (q
 }
 
 func (m *mamba2) forward(b compute.Backend, x compute.Tensor, st layerState) compute.Tensor {
+	if mb, ok := b.(compute.Mamba2Block); ok {
+		if y, ok := mb.Mamba2Block(x, m.inProj, m.outProj, m.w, st.conv, st.ssm, m.spec); ok {
+			return y
+		}
+	}
 	y := b.Mamba2(b.Linear(x, m.inProj, nil), m.w, st.conv, st.ssm, m.spec)
 	return b.Linear(y, m.outProj, nil)
 }

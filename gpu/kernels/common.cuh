@@ -19,6 +19,9 @@ __device__ __forceinline__ float ldw(const void* w, long long i, int dt) {
     return ((const float*)w)[i];
 }
 
+// CONV_MAXK bounds the Mamba2 causal conv's width (d_conv; 4 in Zonos).
+#define CONV_MAXK 16
+
 // snake_ref: Snake1d, x + sin²(αx)/(α + 1e-9), as the snake kernel and the
 // convolutions' Snake epilogue (tc.cu) both compute it.
 __device__ __forceinline__ float snake_ref(float x, float a) {

@@ -126,11 +126,39 @@ __device__ __forceinline__ float reduce_scatter(float (&a)[V], int lane) {
 
 #endif
 
+// ChunkSide is what the fused Mamba2 mixer (gpu.Mamba2Block) adds to a
+// chunk GEMV: in_proj's conv epilogue (CHUNK_CONV) or out_proj's gated
+// norm on load (CHUNK_NORM). Unused fields are zero.
+struct ChunkSide {
+    // CHUNK_CONV: outputs n ∈ [lo, lo + C) are xBC channel c = n − lo; the
+    // thread that writes y[m, n] also runs the causal depthwise conv of
+    // channel c (weights cw [C, Kc], bias cb, state cst [M, C, Kc], which
+    // it rolls by one column) and writes silu(conv) to xbc [M, C] — what
+    // mamba_step computes, in the same order, so the scan that follows
+    // reads it instead of computing it per head.
+    const float* cw;
+    const float* cb;
+    float* cst;
+    float* xbc;
+    int lo, C, Kc;
+    // CHUNK_NORM: x holds y·silu(z) (mamba_step_gated) and part [M, H]
+    // the sums of its squares per head; x is multiplied by the gated
+    // RMSNorm's 1/rms (over gs = K values: one group) and by wn [K] as it
+    // is loaded, as mamba_norm_v4 computes it.
+    const double* part;
+    int H;
+    const float* wn;
+    float eps;
+};
+#define CHUNK_PLAIN 0
+#define CHUNK_CONV 1
+#define CHUNK_NORM 2
+
 // flags: bit 0 requests the chunk before the wait for the predecessor.
-template <int KT, int P>
+template <int KT, int P, int SIDE>
 __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, const unsigned short* __restrict__ w,
                                                 const float* __restrict__ bias, float* __restrict__ y, int M, int N,
-                                                int K, int flags) {
+                                                int K, int flags, ChunkSide side) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     constexpr int RC = P / KT; // rows per block
     constexpr int V = 2 * RC;  // partial sums per thread: (row, CFG row)
@@ -152,6 +180,19 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
     __syncthreads();
     pdl_begin();
     if (t == 0 && !(flags & 1)) request();
+    float r[2] = {1.f, 1.f}; // CHUNK_NORM: the gated norm's 1/rms per CFG row
+    if (SIDE == CHUNK_NORM) {
+#pragma unroll
+        for (int m = 0; m < 2; m++) {
+            // Every warp sums the H partials in the same order: the same r
+            // in every block.
+            const double* pm = side.part + (long long)min(m, M - 1) * side.H;
+            double ms = 0;
+            for (int h = lane; h < side.H; h += 32) ms += pm[h];
+            ms = warp_sum_d(ms);
+            r[m] = (float)(1.0 / sqrt(ms / K + (double)side.eps));
+        }
+    }
     float xa[KT][2][8];
 #pragma unroll
     for (int kt = 0; kt < KT; kt++) {
@@ -161,6 +202,13 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
             float4 p = xm[0], q = xm[1];
             xa[kt][m][0] = p.x, xa[kt][m][1] = p.y, xa[kt][m][2] = p.z, xa[kt][m][3] = p.w;
             xa[kt][m][4] = q.x, xa[kt][m][5] = q.y, xa[kt][m][6] = q.z, xa[kt][m][7] = q.w;
+            if (SIDE == CHUNK_NORM) {
+                const float4* wm = (const float4*)side.wn + 2 * (t + 256 * kt);
+                const float4 wa = wm[0], wb = wm[1];
+                const float wv[8] = {wa.x, wa.y, wa.z, wa.w, wb.x, wb.y, wb.z, wb.w};
+#pragma unroll
+                for (int i = 0; i < 8; i++) xa[kt][m][i] = __fmul_rn(__fmul_rn(xa[kt][m][i], r[m]), wv[i]);
+            }
         }
     }
     float acc[V];
@@ -185,7 +233,22 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
 #pragma unroll
             for (int q = 0; q < 8; q++) s += part[q][t];
             const int n = r0 + row;
-            y[(long long)m * N + n] = bias ? s + bias[n] : s;
+            const float out = bias ? s + bias[n] : s;
+            y[(long long)m * N + n] = out;
+            if (SIDE == CHUNK_CONV && n >= side.lo && n < side.lo + side.C) {
+                const int c = n - side.lo, Kc = side.Kc;
+                float* sp = side.cst + ((long long)m * side.C + c) * Kc;
+                float a = side.cb[c];
+#pragma unroll
+                for (int j = 0; j < CONV_MAXK; j++) {
+                    if (j < Kc) {
+                        float v = j + 1 < Kc ? sp[j + 1] : out;
+                        a = __fadd_rn(a, __fmul_rn(v, side.cw[c * Kc + j]));
+                        sp[j] = v;
+                    }
+                }
+                side.xbc[(long long)m * side.C + c] = silu_ref(a);
+            }
         }
     }
 #else
@@ -194,12 +257,29 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
 }
 
 // gemv_chunk_kKT: K = 2048·KT. Launch: grid ⌈N / (GC_PIECES/KT)⌉, 256
-// threads, GC_PIECES·4096 bytes of dynamic shared memory.
-#define GEMV_CHUNK(KT)                                                                                        \
-    extern "C" __global__ void __launch_bounds__(256)                                                         \
-        gemv_chunk_k##KT(const float* __restrict__ x, const unsigned short* __restrict__ w,                   \
-                         const float* __restrict__ b, float* __restrict__ y, int M, int N, int K, int flags) { \
-        gemv_chunk_body<KT, GC_PIECES>(x, w, b, y, M, N, K, flags);                                           \
+// threads, GC_PIECES·4096 bytes of dynamic shared memory. The _conv and
+// _norm variants take ChunkSide's fields after flags.
+#define GEMV_CHUNK(KT)                                                                                            \
+    extern "C" __global__ void __launch_bounds__(256)                                                             \
+        gemv_chunk_k##KT(const float* __restrict__ x, const unsigned short* __restrict__ w,                       \
+                         const float* __restrict__ b, float* __restrict__ y, int M, int N, int K, int flags) {     \
+        gemv_chunk_body<KT, GC_PIECES, CHUNK_PLAIN>(x, w, b, y, M, N, K, flags, ChunkSide{});                    \
+    }                                                                                                             \
+    extern "C" __global__ void __launch_bounds__(256)                                                             \
+        gemv_chunk_conv_k##KT(const float* __restrict__ x, const unsigned short* __restrict__ w,                  \
+                              const float* __restrict__ b, float* __restrict__ y, int M, int N, int K, int flags, \
+                              const float* cw, const float* cb, float* cst, float* xbc, int lo, int C, int Kc) {  \
+        ChunkSide side{};                                                                                         \
+        side.cw = cw, side.cb = cb, side.cst = cst, side.xbc = xbc, side.lo = lo, side.C = C, side.Kc = Kc;       \
+        gemv_chunk_body<KT, GC_PIECES, CHUNK_CONV>(x, w, b, y, M, N, K, flags, side);                            \
+    }                                                                                                             \
+    extern "C" __global__ void __launch_bounds__(256)                                                             \
+        gemv_chunk_norm_k##KT(const float* __restrict__ x, const unsigned short* __restrict__ w,                  \
+                              const float* __restrict__ b, float* __restrict__ y, int M, int N, int K, int flags, \
+                              const double* part, int H, const float* wn, float eps) {                            \
+        ChunkSide side{};                                                                                         \
+        side.part = part, side.H = H, side.wn = wn, side.eps = eps;                                               \
+        gemv_chunk_body<KT, GC_PIECES, CHUNK_NORM>(x, w, b, y, M, N, K, flags, side);                            \
     }
 GEMV_CHUNK(1)
 GEMV_CHUNK(2)

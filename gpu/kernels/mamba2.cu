@@ -5,7 +5,6 @@
 // for prefill and decode alike.
 #include "common.cuh"
 
-#define CONV_MAXK 16
 
 // mamba_conv: one thread per (b, channel c) of xBC; walks t, rolling the
 // pre-activation state [B, C, Kc] and writing silu(conv) to xbc [B, T, C].
@@ -195,6 +194,76 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
             if (lane == 0) y[(long long)b * Di + h * P + p] = acc + dskip * xv;
             scan_state_store(st[r], state + (((long long)b * H + h) * P + p) * N, N, lane);
         }
+    }
+}
+
+// mamba_step_gated: mamba_step for the fused mixer (gpu.Mamba2Block, one
+// norm group): the conv outputs come from in_proj's epilogue (xbc [B, C],
+// the conv state already rolled there), and the block gates its outputs,
+// yg [B, Di] = y·silu(z), and sums their squares for the gated RMSNorm
+// per head into part [B, H] (double), which out_proj's load applies: the
+// norm kernel between the two projections goes.
+extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
+    mamba_step_gated(const float* __restrict__ in, const float* __restrict__ xbc, const float* __restrict__ dtb,
+                     const float* __restrict__ alog, const float* __restrict__ Dw, float* __restrict__ state,
+                     float* __restrict__ yg, double* __restrict__ part, int E, int Di, int C, int H, int P, int N,
+                     int G) {
+    pdl_begin();
+    __shared__ float xs[8 * SCAN_WARPS], bs[SCAN_MAXN], cs[SCAN_MAXN];
+    __shared__ double wsum[SCAN_WARPS];
+    int b = blockIdx.x / H, h = blockIdx.x % H;
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    int g = h / (H / G);
+    const float* row = in + (long long)b * E;
+    const float* xr = xbc + (long long)b * C;
+    float dtv = row[Di + C + h] + dtb[h], alv = alog[h], dskip = Dw[h];
+    float st[STEP_ROWS][SCAN_MAXN / 32], zr[STEP_ROWS];
+#pragma unroll
+    for (int r = 0; r < STEP_ROWS; r++) {
+        int p = warp + SCAN_WARPS * r;
+        zr[r] = p < P ? row[h * P + p] : 0.f;
+        if (p < P) scan_state_load(st[r], state + (((long long)b * H + h) * P + p) * N, N, lane);
+    }
+    for (int i = threadIdx.x; i < P + 2 * N; i += blockDim.x) {
+        if (i < P)
+            xs[i] = xr[h * P + i];
+        else if (i < P + N)
+            bs[i - P] = xr[Di + g * N + (i - P)];
+        else
+            cs[i - P - N] = xr[Di + G * N + g * N + (i - P - N)];
+    }
+    float A = -(float)exp((double)alv);
+    float delta, decay;
+    softplus_decay(dtv, A, &delta, &decay);
+    __syncthreads();
+    float Bv[SCAN_MAXN / 32], Cv[SCAN_MAXN / 32];
+#pragma unroll
+    for (int i = 0; i < SCAN_MAXN / 32; i++) {
+        int n = lane + 32 * i;
+        Bv[i] = n < N ? bs[n] : 0.f;
+        Cv[i] = n < N ? cs[n] : 0.f;
+    }
+    double ms = 0;
+#pragma unroll
+    for (int r = 0; r < STEP_ROWS; r++) {
+        int p = warp + SCAN_WARPS * r;
+        if (p < P) {
+            float xv = xs[p];
+            float acc = scan_step(st[r], decay, __fmul_rn(delta, xv), Bv, Cv, N, lane);
+            if (lane == 0) {
+                float a = __fmul_rn(acc + dskip * xv, silu_ref(zr[r]));
+                yg[(long long)b * Di + h * P + p] = a;
+                ms += (double)a * (double)a;
+            }
+            scan_state_store(st[r], state + (((long long)b * H + h) * P + p) * N, N, lane);
+        }
+    }
+    if (lane == 0) wsum[warp] = ms;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double t = 0;
+        for (int w = 0; w < SCAN_WARPS; w++) t += wsum[w];
+        part[(long long)b * H + h] = t;
     }
 }
 
