@@ -261,46 +261,50 @@ func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 // run instead (for measurements).
 var mambaBlockOff = os.Getenv("ZONOS_MAMBA_BLOCK") == "0"
 
-// Mamba2Block (compute.Mamba2Block) runs a decode step's Mamba2 residual
-// block (one or two rows, one position) in three kernels instead of five
-// on Hopper: in_proj as the chunk GEMV that applies the pre-norm as it
-// loads its input and runs the conv (rolling its state) in its epilogue
-// (gemv_chunk_lnconv), the scan gating its output and summing its squares
-// per head (mamba_step_gated), and out_proj as the chunk GEMV that applies
-// the gated RMSNorm as it loads its input (gemv_chunk_norm). It declines
-// (ok false) for prefill, batches of more than one utterance, more than
-// one norm group, and shapes the chunk GEMV or mamba_step do not take.
-func (b *Backend) Mamba2Block(x, residual compute.Tensor, pre compute.Norm, inProj, outProj compute.Tensor, w compute.Mamba2Weights, convState, ssmState compute.Tensor, s compute.Mamba2Spec) (compute.Tensor, compute.Tensor, bool) {
-	if mambaBlockOff {
-		return nil, nil, false
+// Mamba2Block (compute.Mamba2Block) runs a decode step's Mamba2 mixer (one
+// or two rows, one position) in three kernels instead of four on Hopper:
+// in_proj as the chunk GEMV whose epilogue also runs the conv and rolls
+// its state (gemv_chunk_conv), the scan gating its output and summing its
+// squares per head (mamba_step_gated), and out_proj as the chunk GEMV that
+// applies the gated RMSNorm as it loads its input (gemv_chunk_norm). It
+// declines (ok false) for prefill, batches of more than one utterance,
+// more than one norm group, and shapes the chunk GEMV or mamba_step do not
+// take.
+func (b *Backend) Mamba2Block(x, inProj, outProj compute.Tensor, w compute.Mamba2Weights, convState, ssmState compute.Tensor, s compute.Mamba2Spec) (compute.Tensor, bool) {
+	if mambaBlockOff || !b.hopper || gemvChunkOff {
+		return nil, false
 	}
-	xt, wo := f32Of(x, "Mamba2Block"), cast(outProj)
+	xt, wi, wo := f32Of(x, "Mamba2Block"), cast(inProj), cast(outProj)
 	Di, H, P, N, G, Kc := s.DInner, s.Heads, s.HeadDim, s.DState, s.Groups, s.DConv
 	C := Di + 2*G*N
-	if !b.normedLinearFits(xt, residual, pre, inProj) || len(wo.shape) != 2 || wo.dt != compute.BF16 ||
-		cast(inProj).shape[0] != 2*Di+2*G*N+H || wo.shape[1] != Di || gemvKT(Di) == 0 ||
-		G != 1 || H*P != Di || P > mambaStepRows || N > mambaMaxState || Kc < 1 || Kc > mambaMaxConv {
-		return nil, nil, false
+	E := 2*Di + 2*G*N + H
+	if len(xt.shape) != 3 || xt.shape[1] != 1 || xt.shape[0] > 2 || len(wi.shape) != 2 || len(wo.shape) != 2 ||
+		wi.dt != compute.BF16 || wo.dt != compute.BF16 {
+		return nil, false
 	}
-	B := xt.shape[0]
+	B, D := xt.shape[0], xt.shape[2]
+	if wi.shape[0] != E || wi.shape[1] != D || wo.shape[1] != Di || gemvKT(D) == 0 || gemvKT(Di) == 0 ||
+		G != 1 || H*P != Di || P > mambaStepRows || N > mambaMaxState || Kc < 1 || Kc > mambaMaxConv || B == 0 {
+		return nil, false
+	}
 	cst, sst := f32Of(convState, "Mamba2Block"), f32Of(ssmState, "Mamba2Block")
 	cw, cb, dtb, alog, dd, nw := cast(w.ConvWeight), cast(w.ConvBias), cast(w.DtBias), cast(w.ALog), cast(w.D), cast(w.NormWeight)
 	if cst.n() != B*C*Kc || sst.n() != B*H*P*N || cw.n() != C*Kc || cb.n() != C || dtb.n() != H || alog.n() != H || dd.n() != H || nw.n() != Di {
 		panic(fmt.Sprintf("gpu.Mamba2Block: state or weight sizes for spec %+v", s))
 	}
 	Dm := wo.shape[0]
-	var out, sum *tensor
+	var out *tensor
 	b.do(func() {
-		var zx *tensor
+		out = b.newTensor(compute.F32, B, 1, Dm)
+		zx := b.newTensor(compute.F32, B, E)
 		xbc := b.newTensor(compute.F32, B, C)
-		zx, sum = b.normedLinear("gemv_chunk_lnconv", xt, residual, pre, cast(inProj),
+		b.launchSmem(b.k[fmt.Sprintf("gemv_chunk_conv_k%d", gemvKT(D))], [3]int{(E + gemvChunkRows(D) - 1) / gemvChunkRows(D), 1, 1}, block256,
+			kernels.GemvChunkPieces*4096, xt.ptr(), wi.ptr(), nullPtr, zx.ptr(), int32(B), int32(E), int32(D), b2i(gemvChunkEarly),
 			b.asF32(cw).ptr(), b.asF32(cb).ptr(), cst.ptr(), xbc.ptr(), int32(Di), int32(C), int32(Kc))
-		E := zx.shape[len(zx.shape)-1]
 		yg := b.newTensor(compute.F32, B, Di)
 		part := b.newTensor(compute.F32, B, H, 2) // doubles
 		b.launch(b.k["mamba_step_gated"], [3]int{B * H, 1, 1}, block256, zx.ptr(), xbc.ptr(), b.asF32(dtb).ptr(),
 			b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), yg.ptr(), part.ptr(), E, Di, C, H, P, N, G)
-		out = b.newTensor(compute.F32, B, 1, Dm)
 		b.launchSmem(b.k[fmt.Sprintf("gemv_chunk_norm_k%d", gemvKT(Di))], [3]int{(Dm + gemvChunkRows(Di) - 1) / gemvChunkRows(Di), 1, 1}, block256,
 			kernels.GemvChunkPieces*4096, yg.ptr(), wo.ptr(), nullPtr, out.ptr(), int32(B), int32(Dm), int32(Di), b2i(gemvChunkEarly),
 			part.ptr(), int32(H), b.asF32(nw).ptr(), s.Eps)
@@ -308,77 +312,5 @@ func (b *Backend) Mamba2Block(x, residual compute.Tensor, pre compute.Norm, inPr
 			t.h.release()
 		}
 	})
-	return out, b.streamOf(x, sum), true
+	return out, true
 }
-
-// normedLinearFits reports whether the chunk GEMV with the pre-norm on
-// load (AddNormLinear, Mamba2Block's in_proj) takes x [B, 1, K] (B ≤ 2),
-// its residual and norm, and the BF16 weight w [N, K].
-func (b *Backend) normedLinearFits(xt *tensor, residual compute.Tensor, pre compute.Norm, w compute.Tensor) bool {
-	if !b.hopper || gemvChunkOff {
-		return false
-	}
-	wt := cast(w)
-	if len(xt.shape) != 3 || xt.shape[1] != 1 || xt.shape[0] < 1 || xt.shape[0] > 2 || len(wt.shape) != 2 || wt.dt != compute.BF16 {
-		return false
-	}
-	k := xt.shape[2]
-	if wt.shape[1] != k || gemvKT(k) == 0 || pre.W == nil || cast(pre.W).n() != k || (pre.B != nil && cast(pre.B).n() != k) {
-		return false
-	}
-	return residual == nil || slices.Equal(cast(residual).shape, xt.shape)
-}
-
-// normedLinear launches kernel (gemv_chunk_ln or gemv_chunk_lnconv, with
-// extra its conv arguments) for y = Linear(LayerNorm(x + residual), w) and
-// returns y [B, N] and the new residual stream [B, 1, K] (nil where
-// residual is nil: the stream is x). Owner goroutine; normedLinearFits holds.
-func (b *Backend) normedLinear(kernel string, xt *tensor, residual compute.Tensor, pre compute.Norm, wt *tensor, extra ...any) (y, sum *tensor) {
-	B, k, n := xt.shape[0], xt.shape[2], wt.shape[0]
-	y = b.newTensor(compute.F32, B, n)
-	res, sumPtr := nullPtr, nullPtr
-	if residual != nil {
-		res = f32Of(residual, "AddNormLinear").ptr()
-		sum = b.newTensor(compute.F32, xt.shape...)
-		sumPtr = sum.ptr()
-	}
-	lnb := nullPtr
-	if pre.B != nil {
-		lnb = b.asF32(cast(pre.B)).ptr()
-	}
-	args := []any{xt.ptr(), wt.ptr(), nullPtr, y.ptr(), int32(B), int32(n), int32(k), b2i(gemvChunkEarly),
-		res, b.asF32(cast(pre.W)).ptr(), lnb, pre.Eps, sumPtr}
-	b.launchSmem(b.k[fmt.Sprintf("%s_k%d", kernel, gemvKT(k))], [3]int{(n + gemvChunkRows(k) - 1) / gemvChunkRows(k), 1, 1}, block256,
-		kernels.GemvChunkPieces*4096, append(args, extra...)...)
-	return y, sum
-}
-
-// AddNormLinear (compute.NormedLinear): a decode step's pre-norm and the
-// projection it feeds as one chunk GEMV (gemv_chunk_ln) on Hopper, for one
-// or two rows and a BF16 weight of a K the chunk GEMV takes; declines
-// (ok false) elsewhere.
-func (b *Backend) AddNormLinear(x, residual compute.Tensor, pre compute.Norm, w compute.Tensor) (compute.Tensor, compute.Tensor, bool) {
-	if normedLinearOff {
-		return nil, nil, false
-	}
-	xt := f32Of(x, "AddNormLinear")
-	if !b.normedLinearFits(xt, residual, pre, w) {
-		return nil, nil, false
-	}
-	var y, sum *tensor
-	b.do(func() { y, sum = b.normedLinear("gemv_chunk_ln", xt, residual, pre, cast(w)) })
-	return b.Reshape(y, xt.shape[0], 1, y.shape[1]), b.streamOf(x, sum), true
-}
-
-// streamOf is the residual stream normedLinear returned: sum, or x where
-// there was no residual (sum nil).
-func (b *Backend) streamOf(x compute.Tensor, sum *tensor) compute.Tensor {
-	if sum == nil {
-		return b.Reshape(x, x.Shape()...)
-	}
-	return sum
-}
-
-// normedLinearOff (ZONOS_NORMED_LINEAR=0) declines AddNormLinear: the
-// norm and the projection run as two kernels (for measurements).
-var normedLinearOff = os.Getenv("ZONOS_NORMED_LINEAR") == "0"

@@ -135,24 +135,6 @@ type Core interface {
 	SwiGLU(x Tensor) Tensor
 }
 
-// Norm is a LayerNorm's parameters: weight, bias (may be nil), epsilon.
-type Norm struct {
-	W, B Tensor
-	Eps  float32
-}
-
-// NormedLinear is an optional Core extension: a residual block's pre-norm
-// feeding a projection, (y, sum) with sum = x + residual (residual may be
-// nil: sum = x) and y = Linear(LayerNorm(sum), w, nil), where the backend
-// can apply the norm as the projection loads its input (the GPU's decode
-// step: one kernel instead of two). Same arithmetic as AddLayerNorm and
-// Linear up to the order of the norm's float64 sums. ok is false, and
-// nothing is done, where the backend has no such path for these shapes:
-// the caller then runs AddLayerNorm and Linear.
-type NormedLinear interface {
-	AddNormLinear(x, residual Tensor, pre Norm, w Tensor) (y, sum Tensor, ok bool)
-}
-
 // BF16ToFloat32 widens a bfloat16 bit pattern (its top 16 bits are a
 // float32's).
 func BF16ToFloat32(u uint16) float32 { return math.Float32frombits(uint32(u) << 16) }

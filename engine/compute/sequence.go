@@ -66,19 +66,17 @@ type Mamba2Weights struct {
 	NormWeight Tensor // [Di]            (norm.weight)
 }
 
-// Mamba2Block is an optional SequenceOps extension: a Mamba2 residual
-// block's pre-norm and whole mixer, (y, sum) with sum the new residual
-// stream x + residual and y = Linear(Mamba2(Linear(LayerNorm(sum), inProj),
-// …), outProj), no biases, where the backend can run it in fewer passes
-// than the ops one by one (the GPU's decode step: the norm applied as
-// in_proj loads its input, the conv run in in_proj's epilogue, the gated
-// norm applied as out_proj loads its input — three kernels instead of
-// five). Same arithmetic as the ops up to the order of the norms' float64
-// sums; both states are updated as Mamba2 updates them. residual may be
-// nil (sum = x). ok is false, and nothing is done, where the backend has
-// no such path for these shapes: the caller then runs the ops.
+// Mamba2Block is an optional SequenceOps extension: a Mamba2 layer's whole
+// mixer, Linear(Mamba2(Linear(x, inProj), …), outProj) with no biases,
+// where the backend can run it in fewer passes than the three ops (the
+// GPU's decode step folds the conv into in_proj's output and the gated
+// norm into out_proj's input: one kernel less per layer). Same arithmetic
+// as the three ops up to the order of the norm's sum of squares; both
+// states are updated as Mamba2 updates them. ok is false, and nothing is
+// done, where the backend has no such path for these shapes: the caller
+// then runs the three ops.
 type Mamba2Block interface {
-	Mamba2Block(x, residual Tensor, pre Norm, inProj, outProj Tensor, w Mamba2Weights, convState, ssmState Tensor, s Mamba2Spec) (y, sum Tensor, ok bool)
+	Mamba2Block(x, inProj, outProj Tensor, w Mamba2Weights, convState, ssmState Tensor, s Mamba2Spec) (y Tensor, ok bool)
 }
 
 // PackedAttention is an optional SequenceOps extension: Attention reading

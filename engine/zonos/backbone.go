@@ -158,39 +158,22 @@ type position struct {
 // stream (nil before the first block) and returns the new (hidden,
 // residual) pair; the stream after the block is hidden + residual.
 func (l *layer) forward(b compute.Backend, hidden, residual compute.Tensor, st layerState, pos position, eps float32) (compute.Tensor, compute.Tensor) {
-	pre := compute.Norm{W: l.norm.w, B: l.norm.b, Eps: eps}
+	x, residual := b.AddLayerNorm(hidden, residual, l.norm.w, l.norm.b, eps)
 	if l.attn != nil {
-		var qkv compute.Tensor
-		qkv, residual = addNormLinear(b, hidden, residual, pre, l.attn.inProj)
-		hidden = l.attn.forward(b, qkv, st, pos)
+		hidden = l.attn.forward(b, x, st, pos)
 	} else {
-		hidden, residual = l.ssm.forward(b, hidden, residual, pre, st)
+		hidden = l.ssm.forward(b, x, st)
 	}
 	if l.mlp != nil {
-		var h compute.Tensor
-		h, residual = addNormLinear(b, hidden, residual, compute.Norm{W: l.norm2.w, B: l.norm2.b, Eps: eps}, l.mlp.fc1)
-		hidden = b.Linear(b.SwiGLU(h), l.mlp.fc2, nil)
+		x, residual = b.AddLayerNorm(hidden, residual, l.norm2.w, l.norm2.b, eps)
+		hidden = b.Linear(b.SwiGLU(b.Linear(x, l.mlp.fc1, nil)), l.mlp.fc2, nil)
 	}
 	return hidden, residual
 }
 
-// addNormLinear is (Linear(LayerNorm(x + residual), w), x + residual):
-// one pass where the backend implements compute.NormedLinear for these
-// shapes, else AddLayerNorm and Linear.
-func addNormLinear(b compute.Backend, x, residual compute.Tensor, pre compute.Norm, w compute.Tensor) (y, sum compute.Tensor) {
-	if nl, ok := b.(compute.NormedLinear); ok {
-		if y, sum, ok := nl.AddNormLinear(x, residual, pre, w); ok {
-			return y, sum
-		}
-	}
-	x, sum = b.AddLayerNorm(x, residual, pre.W, pre.B, pre.Eps)
-	return b.Linear(x, w, nil), sum
-}
-
-// forward runs attention on the fused in_proj output qkv and returns the
-// out_proj output.
-func (a *attention) forward(b compute.Backend, qkv compute.Tensor, st layerState, pos position) compute.Tensor {
+func (a *attention) forward(b compute.Backend, x compute.Tensor, st layerState, pos position) compute.Tensor {
 	s := a.spec
+	qkv := b.Linear(x, a.inProj, nil)
 	if pos.rows != nil { // Batch.forward checked canRagged
 		q, k, v := splitQKV(b, qkv, s)
 		return b.Linear(b.(compute.RaggedAttention).AttentionRagged(q, k, v, st.k, st.v, pos.rows, s), a.outProj, nil)
@@ -215,15 +198,12 @@ func splitQKV(b compute.Backend, qkv compute.Tensor, s compute.AttentionSpec) (q
 	return b.Slice(qkv, 2, 0, qn), b.Slice(qkv, 2, qn, qn+kn), b.Slice(qkv, 2, qn+kn, qn+2*kn)
 }
 
-// forward runs the block's pre-norm (on hidden + residual) and the mixer,
-// and returns the mixer's output and the new residual stream.
-func (m *mamba2) forward(b compute.Backend, hidden, residual compute.Tensor, pre compute.Norm, st layerState) (compute.Tensor, compute.Tensor) {
+func (m *mamba2) forward(b compute.Backend, x compute.Tensor, st layerState) compute.Tensor {
 	if mb, ok := b.(compute.Mamba2Block); ok {
-		if y, sum, ok := mb.Mamba2Block(hidden, residual, pre, m.inProj, m.outProj, m.w, st.conv, st.ssm, m.spec); ok {
-			return y, sum
+		if y, ok := mb.Mamba2Block(x, m.inProj, m.outProj, m.w, st.conv, st.ssm, m.spec); ok {
+			return y
 		}
 	}
-	zxbcdt, sum := addNormLinear(b, hidden, residual, pre, m.inProj)
-	y := b.Mamba2(zxbcdt, m.w, st.conv, st.ssm, m.spec)
-	return b.Linear(y, m.outProj, nil), sum
+	y := b.Mamba2(b.Linear(x, m.inProj, nil), m.w, st.conv, st.ssm, m.spec)
+	return b.Linear(y, m.outProj, nil)
 }

@@ -264,11 +264,11 @@ func (m *Model) backbone(st *State, hidden compute.Tensor, pos position, hook La
 	if T > 1 {
 		hidden, residual = m.b.Slice(hidden, 1, T-1, T), m.b.Slice(residual, 1, T-1, T)
 	}
-	logits, _ := addNormLinear(m.b, hidden, residual, compute.Norm{W: m.normF.w, B: m.normF.b, Eps: m.eps}, m.heads)
+	last, _ := m.b.AddLayerNorm(hidden, residual, m.normF.w, m.normF.b, m.eps)
 	// Rows c·n + u (conditional first) → [2, n·9, W]: guidance pairs
 	// each utterance's codebook rows.
 	rows := hidden.Shape()[0]
-	return m.b.Reshape(logits, 2, rows/2*NumCodebooks, LogitWidth)
+	return m.b.Reshape(m.b.Linear(last, m.heads, nil), 2, rows/2*NumCodebooks, LogitWidth)
 }
 
 // guide applies classifier-free guidance, uncond + (cond − uncond)·scale,

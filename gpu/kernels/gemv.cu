@@ -149,35 +149,10 @@ struct ChunkSide {
     int H;
     const float* wn;
     float eps;
-    // CHUNK_LN: the input is the pre-norm of a residual block, as
-    // layernorm_v4 computes it: a = x + res (res may be null), written to
-    // sum [M, K] by block 0 (the new residual stream), then
-    // LayerNorm(a)·lnw (+ lnb, may be null) with eps lneps. Every block
-    // computes the row statistics itself from the rows it loads anyway.
-    const float* res;
-    const float* lnw;
-    const float* lnb;
-    float lneps;
-    float* sum;
 };
 #define CHUNK_PLAIN 0
-#define CHUNK_CONV 1 // bit: in_proj's conv epilogue
-#define CHUNK_NORM 2 // bit: out_proj's gated norm on load
-#define CHUNK_LN 4   // bit: the residual block's add + LayerNorm on load
-
-// block_sum2_d sums two doubles over the block's 256 threads (8 warps) in
-// a fixed order; every thread gets both totals. red holds 2 × 8 doubles
-// and is not reused until the block has passed another barrier.
-__device__ __forceinline__ void block_sum2_d(double& a, double& b, double (*red)[8]) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    a = warp_sum_d(a);
-    b = warp_sum_d(b);
-    if (lane == 0) red[0][warp] = a, red[1][warp] = b;
-    __syncthreads();
-    a = 0, b = 0;
-#pragma unroll
-    for (int i = 0; i < 8; i++) a += red[0][i], b += red[1][i];
-}
+#define CHUNK_CONV 1
+#define CHUNK_NORM 2
 
 // flags: bit 0 requests the chunk before the wait for the predecessor.
 template <int KT, int P, int SIDE>
@@ -206,7 +181,7 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
     pdl_begin();
     if (t == 0 && !(flags & 1)) request();
     float r[2] = {1.f, 1.f}; // CHUNK_NORM: the gated norm's 1/rms per CFG row
-    if (SIDE & CHUNK_NORM) {
+    if (SIDE == CHUNK_NORM) {
 #pragma unroll
         for (int m = 0; m < 2; m++) {
             // Every warp sums the H partials in the same order: the same r
@@ -225,74 +200,15 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
         for (int m = 0; m < 2; m++) { // M = 1 multiplies row 0 twice (no branch in the loop)
             const float4* xm = (const float4*)(x + (long long)min(m, M - 1) * K) + 2 * (t + 256 * kt);
             float4 p = xm[0], q = xm[1];
-            if ((SIDE & CHUNK_LN) && side.res) {
-                const float4* rm = (const float4*)(side.res + (long long)min(m, M - 1) * K) + 2 * (t + 256 * kt);
-                const float4 rp = rm[0], rq = rm[1];
-                p.x = __fadd_rn(p.x, rp.x), p.y = __fadd_rn(p.y, rp.y), p.z = __fadd_rn(p.z, rp.z), p.w = __fadd_rn(p.w, rp.w);
-                q.x = __fadd_rn(q.x, rq.x), q.y = __fadd_rn(q.y, rq.y), q.z = __fadd_rn(q.z, rq.z), q.w = __fadd_rn(q.w, rq.w);
-                if (blockIdx.x == 0 && m < M) {
-                    float4* sm = (float4*)(side.sum + (long long)m * K) + 2 * (t + 256 * kt);
-                    sm[0] = p, sm[1] = q;
-                }
-            }
             xa[kt][m][0] = p.x, xa[kt][m][1] = p.y, xa[kt][m][2] = p.z, xa[kt][m][3] = p.w;
             xa[kt][m][4] = q.x, xa[kt][m][5] = q.y, xa[kt][m][6] = q.z, xa[kt][m][7] = q.w;
-            if (SIDE & CHUNK_NORM) {
+            if (SIDE == CHUNK_NORM) {
                 const float4* wm = (const float4*)side.wn + 2 * (t + 256 * kt);
                 const float4 wa = wm[0], wb = wm[1];
                 const float wv[8] = {wa.x, wa.y, wa.z, wa.w, wb.x, wb.y, wb.z, wb.w};
 #pragma unroll
                 for (int i = 0; i < 8; i++) xa[kt][m][i] = __fmul_rn(__fmul_rn(xa[kt][m][i], r[m]), wv[i]);
             }
-        }
-    }
-    if (SIDE & CHUNK_LN) {
-        // layernorm_v4's arithmetic: float64 mean, then float64 variance
-        // about it, each float4 summed as (x + y) + (z + w).
-        __shared__ double red[2][2][8];
-        double s0 = 0, s1 = 0;
-#pragma unroll
-        for (int kt = 0; kt < KT; kt++)
-#pragma unroll
-            for (int h = 0; h < 8; h += 4) {
-                const float* a0 = &xa[kt][0][h];
-                const float* a1 = &xa[kt][1][h];
-                s0 += ((double)a0[0] + (double)a0[1]) + ((double)a0[2] + (double)a0[3]);
-                s1 += ((double)a1[0] + (double)a1[1]) + ((double)a1[2] + (double)a1[3]);
-            }
-        block_sum2_d(s0, s1, red[0]);
-        const double mean[2] = {s0 / K, s1 / K};
-        double q0 = 0, q1 = 0;
-#pragma unroll
-        for (int kt = 0; kt < KT; kt++)
-#pragma unroll
-            for (int h = 0; h < 8; h += 4) {
-                double d[2][4];
-#pragma unroll
-                for (int i = 0; i < 4; i++) d[0][i] = (double)xa[kt][0][h + i] - mean[0], d[1][i] = (double)xa[kt][1][h + i] - mean[1];
-                q0 += (d[0][0] * d[0][0] + d[0][1] * d[0][1]) + (d[0][2] * d[0][2] + d[0][3] * d[0][3]);
-                q1 += (d[1][0] * d[1][0] + d[1][1] * d[1][1]) + (d[1][2] * d[1][2] + d[1][3] * d[1][3]);
-            }
-        block_sum2_d(q0, q1, red[1]);
-        const double rstd[2] = {1.0 / sqrt(q0 / K + (double)side.lneps), 1.0 / sqrt(q1 / K + (double)side.lneps)};
-#pragma unroll
-        for (int kt = 0; kt < KT; kt++) {
-            const float4* wm = (const float4*)side.lnw + 2 * (t + 256 * kt);
-            const float4 wa = wm[0], wb = wm[1];
-            const float wv[8] = {wa.x, wa.y, wa.z, wa.w, wb.x, wb.y, wb.z, wb.w};
-            float bv[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-            if (side.lnb) {
-                const float4* bm = (const float4*)side.lnb + 2 * (t + 256 * kt);
-                const float4 ba = bm[0], bb = bm[1];
-                bv[0] = ba.x, bv[1] = ba.y, bv[2] = ba.z, bv[3] = ba.w, bv[4] = bb.x, bv[5] = bb.y, bv[6] = bb.z, bv[7] = bb.w;
-            }
-#pragma unroll
-            for (int m = 0; m < 2; m++)
-#pragma unroll
-                for (int i = 0; i < 8; i++) {
-                    float v = __fmul_rn((float)(((double)xa[kt][m][i] - mean[m]) * rstd[m]), wv[i]);
-                    xa[kt][m][i] = side.lnb ? __fadd_rn(v, bv[i]) : v;
-                }
         }
     }
     float acc[V];
@@ -319,7 +235,7 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
             const int n = r0 + row;
             const float out = bias ? s + bias[n] : s;
             y[(long long)m * N + n] = out;
-            if ((SIDE & CHUNK_CONV) && n >= side.lo && n < side.lo + side.C) {
+            if (SIDE == CHUNK_CONV && n >= side.lo && n < side.lo + side.C) {
                 const int c = n - side.lo, Kc = side.Kc;
                 float* sp = side.cst + ((long long)m * side.C + c) * Kc;
                 float a = side.cb[c];
@@ -341,13 +257,21 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
 }
 
 // gemv_chunk_kKT: K = 2048·KT. Launch: grid ⌈N / (GC_PIECES/KT)⌉, 256
-// threads, GC_PIECES·4096 bytes of dynamic shared memory. The _norm
-// variant takes ChunkSide's norm fields after flags.
+// threads, GC_PIECES·4096 bytes of dynamic shared memory. The _conv and
+// _norm variants take ChunkSide's fields after flags.
 #define GEMV_CHUNK(KT)                                                                                            \
     extern "C" __global__ void __launch_bounds__(256)                                                             \
         gemv_chunk_k##KT(const float* __restrict__ x, const unsigned short* __restrict__ w,                       \
                          const float* __restrict__ b, float* __restrict__ y, int M, int N, int K, int flags) {     \
         gemv_chunk_body<KT, GC_PIECES, CHUNK_PLAIN>(x, w, b, y, M, N, K, flags, ChunkSide{});                    \
+    }                                                                                                             \
+    extern "C" __global__ void __launch_bounds__(256)                                                             \
+        gemv_chunk_conv_k##KT(const float* __restrict__ x, const unsigned short* __restrict__ w,                  \
+                              const float* __restrict__ b, float* __restrict__ y, int M, int N, int K, int flags, \
+                              const float* cw, const float* cb, float* cst, float* xbc, int lo, int C, int Kc) {  \
+        ChunkSide side{};                                                                                         \
+        side.cw = cw, side.cb = cb, side.cst = cst, side.xbc = xbc, side.lo = lo, side.C = C, side.Kc = Kc;       \
+        gemv_chunk_body<KT, GC_PIECES, CHUNK_CONV>(x, w, b, y, M, N, K, flags, side);                            \
     }                                                                                                             \
     extern "C" __global__ void __launch_bounds__(256)                                                             \
         gemv_chunk_norm_k##KT(const float* __restrict__ x, const unsigned short* __restrict__ w,                  \
@@ -360,29 +284,3 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
 GEMV_CHUNK(1)
 GEMV_CHUNK(2)
 GEMV_CHUNK(4)
-
-// gemv_chunk_ln_kKT: the residual block's add + LayerNorm on load (ChunkSide's
-// LN fields after flags); gemv_chunk_lnconv_kKT: that and in_proj's conv
-// epilogue (the LN fields, then the conv fields).
-#define GEMV_CHUNK_LN(KT)                                                                                          \
-    extern "C" __global__ void __launch_bounds__(256)                                                              \
-        gemv_chunk_ln_k##KT(const float* __restrict__ x, const unsigned short* __restrict__ w,                     \
-                            const float* __restrict__ b, float* __restrict__ y, int M, int N, int K, int flags,    \
-                            const float* res, const float* lnw, const float* lnb, float lneps, float* sum) {       \
-        ChunkSide side{};                                                                                          \
-        side.res = res, side.lnw = lnw, side.lnb = lnb, side.lneps = lneps, side.sum = sum;                        \
-        gemv_chunk_body<KT, GC_PIECES, CHUNK_LN>(x, w, b, y, M, N, K, flags, side);                               \
-    }                                                                                                              \
-    extern "C" __global__ void __launch_bounds__(256)                                                              \
-        gemv_chunk_lnconv_k##KT(const float* __restrict__ x, const unsigned short* __restrict__ w,                 \
-                                const float* __restrict__ b, float* __restrict__ y, int M, int N, int K, int flags, \
-                                const float* res, const float* lnw, const float* lnb, float lneps, float* sum,     \
-                                const float* cw, const float* cb, float* cst, float* xbc, int lo, int C, int Kc) {  \
-        ChunkSide side{};                                                                                          \
-        side.res = res, side.lnw = lnw, side.lnb = lnb, side.lneps = lneps, side.sum = sum;                        \
-        side.cw = cw, side.cb = cb, side.cst = cst, side.xbc = xbc, side.lo = lo, side.C = C, side.Kc = Kc;        \
-        gemv_chunk_body<KT, GC_PIECES, CHUNK_LN | CHUNK_CONV>(x, w, b, y, M, N, K, flags, side);                  \
-    }
-GEMV_CHUNK_LN(1)
-GEMV_CHUNK_LN(2)
-GEMV_CHUNK_LN(4)
