@@ -12,8 +12,6 @@ import (
 
 	"gorgonia.org/cu"
 
-	"zonostream/engine/compute"
-
 	"zonostream/gpu/kernels"
 )
 
@@ -193,33 +191,4 @@ func (b *Backend) gemvChunk(x, w *tensor, bias, y cu.DevicePtr, m, n, k int, ear
 	rows := gemvChunkRows(k)
 	b.launchSmem(b.k[fmt.Sprintf("gemv_chunk_k%d", gemvKT(k))], [3]int{(n + rows - 1) / rows, 1, 1}, block256,
 		kernels.GemvChunkPieces*4096, x.ptr(), w.ptr(), bias, y, int32(m), int32(n), int32(k), b2i(early))
-}
-
-// gatedLinearOff (ZONOS_GATED_LINEAR=0) declines SwiGLULinear: SwiGLU and
-// Linear run as two kernels (for measurements).
-var gatedLinearOff = os.Getenv("ZONOS_GATED_LINEAR") == "0"
-
-// SwiGLULinear (compute.GatedLinear): the gated MLP's fc2 as the chunk GEMV
-// that computes y·silu(gate) as it loads its input (gemv_chunk_glu), on
-// Hopper, for one or two rows x [B, 1, 2K] and a BF16 weight [N, K] of a K
-// the chunk GEMV takes; declines (ok false) elsewhere.
-func (b *Backend) SwiGLULinear(x, w compute.Tensor) (compute.Tensor, bool) {
-	if gatedLinearOff || !b.hopper || gemvChunkOff {
-		return nil, false
-	}
-	xt, wt := f32Of(x, "SwiGLULinear"), cast(w)
-	if len(xt.shape) != 3 || xt.shape[1] != 1 || xt.shape[0] < 1 || xt.shape[0] > 2 || len(wt.shape) != 2 || wt.dt != compute.BF16 {
-		return nil, false
-	}
-	B, n, k := xt.shape[0], wt.shape[0], wt.shape[1]
-	if xt.shape[2] != 2*k || gemvKT(k) == 0 {
-		return nil, false
-	}
-	var y *tensor
-	b.do(func() {
-		y = b.newTensor(compute.F32, B, 1, n)
-		b.launchSmem(b.k[fmt.Sprintf("gemv_chunk_glu_k%d", gemvKT(k))], [3]int{(n + gemvChunkRows(k) - 1) / gemvChunkRows(k), 1, 1}, block256,
-			kernels.GemvChunkPieces*4096, xt.ptr(), wt.ptr(), nullPtr, y.ptr(), int32(B), int32(n), int32(k), b2i(gemvChunkEarly))
-	})
-	return y, true
 }

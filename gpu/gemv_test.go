@@ -361,37 +361,3 @@ func gemvStep(t *testing.T, read float64) {
 		gb.Free(p.w)
 	}
 }
-
-// TestSwiGLULinear: the gate applied as the chunk GEMV loads its input
-// gives exactly SwiGLU then Linear (the same products in the same order),
-// for one and two rows and every K the chunk GEMV takes; other shapes are
-// declined.
-func TestSwiGLULinear(t *testing.T) {
-	need(t)
-	if !gb.hopper || gemvChunkOff || gatedLinearOff {
-		t.Skip("SwiGLULinear needs sm_90 and the chunk GEMV")
-	}
-	r := rand.New(rand.NewPCG(83, 84))
-	for _, s := range []struct{ m, n, k int }{{2, 2048, 8192}, {1, 2048, 8192}, {2, 333, 2048}, {2, 37, 4096}} {
-		x := gb.FromF32(randVals(r, s.m*2*s.k, 2), s.m, 1, 2*s.k)
-		w := randW(t, r, compute.BF16, 1/math.Sqrt(float64(s.k)), s.n, s.k).g
-		y1, ok := gb.SwiGLULinear(x, w)
-		if !ok {
-			t.Fatalf("SwiGLULinear declined M%d N%d K%d", s.m, s.n, s.k)
-		}
-		y2 := gb.Linear(gb.SwiGLU(x), w, nil)
-		if !slices.Equal(y1.Shape(), y2.Shape()) {
-			t.Fatalf("SwiGLULinear shape %v, want %v", y1.Shape(), y2.Shape())
-		}
-		checkVals(t, fmt.Sprintf("SwiGLULinear M%d N%d K%d", s.m, s.n, s.k), gb.ReadF32(y2), gb.ReadF32(y1), 0)
-	}
-	for name, x := range map[string]compute.Tensor{
-		"3 rows": gb.FromF32(randVals(r, 3*4096, 1), 3, 1, 4096),
-		"K 2056": gb.FromF32(randVals(r, 2*4112, 1), 1, 2, 4112),
-	} {
-		w := randW(t, r, compute.BF16, 0.02, 64, x.Shape()[2]/2).g
-		if _, ok := gb.SwiGLULinear(x, w); ok {
-			t.Errorf("SwiGLULinear took %s", name)
-		}
-	}
-}

@@ -19,9 +19,8 @@ const attnMaxHeadDim = 256
 
 // attnSplits is how many blocks share one head's cache in a decode step
 // (attn_split). Fixed, since a replayed step learns its length on the
-// device; blocks past the length write empty partials. ZONOS_ATTN_SPLITS
-// (1 … 64) overrides it, for measurements.
-var attnSplits = min(envInt("ZONOS_ATTN_SPLITS", 32), 64)
+// device; blocks past the length write empty partials.
+const attnSplits = 32
 
 func (b *Backend) Attention(q, k, v, kCache, vCache compute.Tensor, pos int, a compute.AttentionSpec) compute.Tensor {
 	return b.attention(separateQKV(q, k, v, a), kCache, vCache, pos, nil, a)

@@ -135,16 +135,6 @@ type Core interface {
 	SwiGLU(x Tensor) Tensor
 }
 
-// GatedLinear is an optional Core extension: Linear(SwiGLU(x), w, nil),
-// the gated MLP's second projection, where the backend can apply the gate
-// as the projection loads its input (the GPU's decode step: one kernel
-// instead of two). Same arithmetic as SwiGLU then Linear. ok is false, and
-// nothing is done, where the backend has no such path for these shapes:
-// the caller then runs SwiGLU and Linear.
-type GatedLinear interface {
-	SwiGLULinear(x, w Tensor) (y Tensor, ok bool)
-}
-
 // BF16ToFloat32 widens a bfloat16 bit pattern (its top 16 bits are a
 // float32's).
 func BF16ToFloat32(u uint16) float32 { return math.Float32frombits(uint32(u) << 16) }

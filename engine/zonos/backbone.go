@@ -166,21 +166,9 @@ func (l *layer) forward(b compute.Backend, hidden, residual compute.Tensor, st l
 	}
 	if l.mlp != nil {
 		x, residual = b.AddLayerNorm(hidden, residual, l.norm2.w, l.norm2.b, eps)
-		hidden = l.mlp.forward(b, x)
+		hidden = b.Linear(b.SwiGLU(b.Linear(x, l.mlp.fc1, nil)), l.mlp.fc2, nil)
 	}
 	return hidden, residual
-}
-
-// forward is fc2(SwiGLU(fc1(x))), the gate applied as fc2 loads its input
-// where the backend implements compute.GatedLinear for these shapes.
-func (m *gatedMLP) forward(b compute.Backend, x compute.Tensor) compute.Tensor {
-	h := b.Linear(x, m.fc1, nil)
-	if gl, ok := b.(compute.GatedLinear); ok {
-		if y, ok := gl.SwiGLULinear(h, m.fc2); ok {
-			return y
-		}
-	}
-	return b.Linear(b.SwiGLU(h), m.fc2, nil)
 }
 
 func (a *attention) forward(b compute.Backend, x compute.Tensor, st layerState, pos position) compute.Tensor {

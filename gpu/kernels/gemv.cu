@@ -151,9 +151,8 @@ struct ChunkSide {
     float eps;
 };
 #define CHUNK_PLAIN 0
-#define CHUNK_CONV 1 // bit: in_proj's conv epilogue
-#define CHUNK_NORM 2 // bit: out_proj's gated norm on load
-#define CHUNK_GLU 4  // bit: the gated MLP's y·silu(gate) on load (x rows [y | gate] of 2K)
+#define CHUNK_CONV 1
+#define CHUNK_NORM 2
 
 // flags: bit 0 requests the chunk before the wait for the predecessor.
 template <int KT, int P, int SIDE>
@@ -182,7 +181,7 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
     pdl_begin();
     if (t == 0 && !(flags & 1)) request();
     float r[2] = {1.f, 1.f}; // CHUNK_NORM: the gated norm's 1/rms per CFG row
-    if (SIDE & CHUNK_NORM) {
+    if (SIDE == CHUNK_NORM) {
 #pragma unroll
         for (int m = 0; m < 2; m++) {
             // Every warp sums the H partials in the same order: the same r
@@ -199,19 +198,11 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
     for (int kt = 0; kt < KT; kt++) {
 #pragma unroll
         for (int m = 0; m < 2; m++) { // M = 1 multiplies row 0 twice (no branch in the loop)
-            const long long ld = (SIDE & CHUNK_GLU) ? 2LL * K : (long long)K;
-            const float4* xm = (const float4*)(x + (long long)min(m, M - 1) * ld) + 2 * (t + 256 * kt);
+            const float4* xm = (const float4*)(x + (long long)min(m, M - 1) * K) + 2 * (t + 256 * kt);
             float4 p = xm[0], q = xm[1];
             xa[kt][m][0] = p.x, xa[kt][m][1] = p.y, xa[kt][m][2] = p.z, xa[kt][m][3] = p.w;
             xa[kt][m][4] = q.x, xa[kt][m][5] = q.y, xa[kt][m][6] = q.z, xa[kt][m][7] = q.w;
-            if (SIDE & CHUNK_GLU) { // the swiglu kernel's y·silu(gate)
-                const float4* gm = (const float4*)((const float*)xm + K);
-                const float4 ga = gm[0], gb = gm[1];
-                const float gv[8] = {ga.x, ga.y, ga.z, ga.w, gb.x, gb.y, gb.z, gb.w};
-#pragma unroll
-                for (int i = 0; i < 8; i++) xa[kt][m][i] = xa[kt][m][i] * silu_ref(gv[i]);
-            }
-            if (SIDE & CHUNK_NORM) {
+            if (SIDE == CHUNK_NORM) {
                 const float4* wm = (const float4*)side.wn + 2 * (t + 256 * kt);
                 const float4 wa = wm[0], wb = wm[1];
                 const float wv[8] = {wa.x, wa.y, wa.z, wa.w, wb.x, wb.y, wb.z, wb.w};
@@ -244,7 +235,7 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
             const int n = r0 + row;
             const float out = bias ? s + bias[n] : s;
             y[(long long)m * N + n] = out;
-            if ((SIDE & CHUNK_CONV) && n >= side.lo && n < side.lo + side.C) {
+            if (SIDE == CHUNK_CONV && n >= side.lo && n < side.lo + side.C) {
                 const int c = n - side.lo, Kc = side.Kc;
                 float* sp = side.cst + ((long long)m * side.C + c) * Kc;
                 float a = side.cb[c];
@@ -267,8 +258,7 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
 
 // gemv_chunk_kKT: K = 2048·KT. Launch: grid ⌈N / (GC_PIECES/KT)⌉, 256
 // threads, GC_PIECES·4096 bytes of dynamic shared memory. The _conv and
-// _norm variants take ChunkSide's fields after flags; _glu reads x rows of
-// 2K floats ([y | gate], the gated MLP's fc1 output).
+// _norm variants take ChunkSide's fields after flags.
 #define GEMV_CHUNK(KT)                                                                                            \
     extern "C" __global__ void __launch_bounds__(256)                                                             \
         gemv_chunk_k##KT(const float* __restrict__ x, const unsigned short* __restrict__ w,                       \
@@ -282,11 +272,6 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
         ChunkSide side{};                                                                                         \
         side.cw = cw, side.cb = cb, side.cst = cst, side.xbc = xbc, side.lo = lo, side.C = C, side.Kc = Kc;       \
         gemv_chunk_body<KT, GC_PIECES, CHUNK_CONV>(x, w, b, y, M, N, K, flags, side);                            \
-    }                                                                                                             \
-    extern "C" __global__ void __launch_bounds__(256)                                                             \
-        gemv_chunk_glu_k##KT(const float* __restrict__ x, const unsigned short* __restrict__ w,                   \
-                             const float* __restrict__ b, float* __restrict__ y, int M, int N, int K, int flags) { \
-        gemv_chunk_body<KT, GC_PIECES, CHUNK_GLU>(x, w, b, y, M, N, K, flags, ChunkSide{});                      \
     }                                                                                                             \
     extern "C" __global__ void __launch_bounds__(256)                                                             \
         gemv_chunk_norm_k##KT(const float* __restrict__ x, const unsigned short* __restrict__ w,                  \
