@@ -8,13 +8,20 @@
 // compute.GraphOps (stream capture into CUDA graphs, positions and sampler
 // counters read from device memory, so engine/zonos replays a whole decode
 // step with one launch; FeedAt, device-side token feedback, lets it queue
-// the next step before reading this one's tokens, ReadI32Async), compute.PackedAttention, compute.Timer (CUDA
+// the next step before reading this one's tokens, ReadI32Async), compute.PackedAttention,
+// compute.Mamba2Block (a decode step's Mamba2 mixer in three kernels on
+// Hopper: the conv in in_proj's epilogue, the gated norm in out_proj's
+// load; sequence.go), compute.Timer (CUDA
 // events, bandwidth probes, device memory held) and compute.Laned (Lane: a
 // second, low-priority stream with its own memory pool, where the engine
 // runs the vocoder beside decoding; lane.go).
 //
 // Kernels by job (gpu/kernels/*.cu): the decode step's weight-read GEMV
-// for one or two rows (gemv_m2_*, core.cu) and for up to 8 (gemv_m8: a
+// for one or two rows — on Hopper the chunk GEMV (gemv_chunk_k*, gemv.cu:
+// one cp.async.bulk of 32 KiB of whole weight rows per block, requested
+// before the PDL wait, many blocks balanced by the block scheduler; its
+// _norm variant applies Mamba2's gated norm as it loads its input), else
+// gemv_m2_* (core.cu, per-lane cp.async) — and for up to 8 (gemv_m8: a
 // batch of up to 4 utterances); tiled GEMMs with split-K for more rows
 // (tc.cu: tc_wbf for BF16-weight Linear, a cp.async-pipelined tile of
 // BF16 tensor-core products of the activation's three BF16 parts, split
@@ -36,7 +43,9 @@
 // split over blocks for one query (the blocks also write the new cache
 // row); the Mamba2 conv and scan — one kernel for a decode step
 // (mamba_step: a block per head computes the conv outputs it needs, then
-// scans; the gated norm that follows rolls the shared B/C conv state),
+// scans; the gated norm that follows rolls the shared B/C conv state;
+// under Mamba2Block, mamba_step_gated scans from the conv outputs of
+// in_proj's epilogue and leaves the norm's sums of squares per head),
 // with the independent work hoisted out of the recurrence for prefill
 // (mamba_scan_pre_nS: compiled per d_state slot count, 16 positions'
 // B and C staged per block, their sums reduced in one butterfly); the fed column's nine
@@ -60,6 +69,9 @@
 // `ZONOS_CONV=old` (on simt_gemm with coarser split-K),
 // `ZONOS_MAMBA_STEP=0` (the decode step's conv and scan as two kernels),
 // `ZONOS_CONV_EPILOGUE=0` (Snake and the residual add as kernels of their own),
+// `ZONOS_GEMV_CHUNK=0` (the cp.async GEMV instead of the chunk GEMV),
+// `ZONOS_GEMV_CHUNK_EARLY=0` (the chunk requested after the wait),
+// `ZONOS_MAMBA_BLOCK=0` (the Mamba2 mixer as in_proj, Mamba2, out_proj),
 // `ZONOS_GEMV=old` and `ZONOS_CUDA_RUNNER=0` switch the newer paths off for
 // before/after measurements; docs/gpu/ holds the runs and profiles.
 //
