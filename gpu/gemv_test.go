@@ -28,6 +28,50 @@ func gemvPlans() []gemvPlan {
 	return ps
 }
 
+// gemvCase is one GEMV shape's random operands (BF16 weight) and its
+// float64 references without and with the bias.
+type gemvCase struct {
+	m, n, k   int
+	x, w, b   *tensor
+	ref, refB []float32
+}
+
+func newGemvCase(t *testing.T, r *rand.Rand, m, n, k int) *gemvCase {
+	w := randW(t, r, compute.BF16, 1/math.Sqrt(float64(k)), n, k)
+	xv, bv := randVals(r, m*k, 1), randVals(r, n, 0.1)
+	wv := gb.ReadF32(w.g)
+	c := &gemvCase{m: m, n: n, k: k, x: cast(gb.FromF32(xv, m, k)), w: cast(w.g), b: cast(gb.FromF32(bv, n)),
+		ref: make([]float32, m*n), refB: make([]float32, m*n)}
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			var acc float64
+			for l := 0; l < k; l++ {
+				acc += float64(xv[i*k+l]) * float64(wv[j*k+l])
+			}
+			c.ref[i*n+j] = float32(acc)
+			c.refB[i*n+j] = float32(acc + float64(bv[j]))
+		}
+	}
+	return c
+}
+
+// check runs launch (on the owner goroutine) into an output poisoned with
+// NaN, so an unwritten element fails, and compares it with the reference.
+func (c *gemvCase) check(t *testing.T, name string, withBias bool, launch func(bias, y cu.DevicePtr)) {
+	t.Helper()
+	poison := make([]float32, c.m*c.n)
+	for i := range poison {
+		poison[i] = float32(math.NaN())
+	}
+	y := cast(gb.FromF32(poison, c.m, c.n))
+	bp, want := nullPtr, c.ref
+	if withBias {
+		bp, want = c.b.ptr(), c.refB
+	}
+	gb.do(func() { launch(bp, y.ptr()) })
+	checkVals(t, fmt.Sprintf("%s M%d N%d K%d bias %v", name, c.m, c.n, c.k, withBias), want, gb.ReadF32(y), tol)
+}
+
 // TestGemvM2 checks every weight-read GEMV variant against a float64 host
 // product on random data: real decode shapes, ragged N, K slices that do
 // not fill a batch, one and two rows, with and without bias; the output is
@@ -39,70 +83,17 @@ func TestGemvM2(t *testing.T) {
 		{2, 2048, 4096}, {2, 8512, 2048}, {1, 9234, 2048}, {2, 333, 2056}, {1, 37, 64}, {2, 5, 8}, {2, 2049, 8192},
 	}
 	for _, s := range shapes {
-		w := randW(t, r, compute.BF16, 1/math.Sqrt(float64(s.k)), s.n, s.k)
-		xv := randVals(r, s.m*s.k, 1)
-		bv := randVals(r, s.n, 0.1)
-		wv := gb.ReadF32(w.g)
-		ref := make([]float32, s.m*s.n)
-		refB := make([]float32, s.m*s.n)
-		for m := 0; m < s.m; m++ {
-			for n := 0; n < s.n; n++ {
-				var acc float64
-				for k := 0; k < s.k; k++ {
-					acc += float64(xv[m*s.k+k]) * float64(wv[n*s.k+k])
-				}
-				ref[m*s.n+n] = float32(acc)
-				refB[m*s.n+n] = float32(acc + float64(bv[n]))
-			}
-		}
-		x := cast(gb.FromF32(xv, s.m, s.k))
-		bias := cast(gb.FromF32(bv, s.n))
-		poison := make([]float32, s.m*s.n)
-		for i := range poison {
-			poison[i] = float32(math.NaN())
-		}
+		c := newGemvCase(t, r, s.m, s.n, s.k)
 		for _, p := range gemvPlans() {
 			for _, withBias := range []bool{false, true} {
-				y := cast(gb.FromF32(poison, s.m, s.n))
-				gb.do(func() {
-					bp := nullPtr
-					if withBias {
-						bp = bias.ptr()
-					}
-					gb.gemvM2(p, x, cast(w.g), bp, y.ptr(), s.m, s.n, s.k)
-				})
-				want := ref
-				if withBias {
-					want = refB
-				}
-				checkVals(t, fmt.Sprintf("gemv %v M%d N%d K%d bias %v", p, s.m, s.n, s.k, withBias), want, gb.ReadF32(y), tol)
+				c.check(t, fmt.Sprintf("gemv %v", p), withBias, func(bias, y cu.DevicePtr) { gb.gemvM2(p, c.x, c.w, bias, y, s.m, s.n, s.k) })
 			}
 		}
 	}
 	// Batch rows: gemv_m8 through gemvRows.
 	for _, s := range []struct{ m, n, k int }{{3, 2048, 4096}, {8, 8512, 2048}, {6, 333, 2056}, {4, 2049, 1024}, {7, 37, 64}, {8, 9234, 512}} {
-		w := randW(t, r, compute.BF16, 1/math.Sqrt(float64(s.k)), s.n, s.k)
-		xv := randVals(r, s.m*s.k, 1)
-		bv := randVals(r, s.n, 0.1)
-		wv := gb.ReadF32(w.g)
-		want := make([]float32, s.m*s.n)
-		for m := 0; m < s.m; m++ {
-			for n := 0; n < s.n; n++ {
-				acc := float64(bv[n])
-				for k := 0; k < s.k; k++ {
-					acc += float64(xv[m*s.k+k]) * float64(wv[n*s.k+k])
-				}
-				want[m*s.n+n] = float32(acc)
-			}
-		}
-		x, bias := cast(gb.FromF32(xv, s.m, s.k)), cast(gb.FromF32(bv, s.n))
-		poison := make([]float32, s.m*s.n)
-		for i := range poison {
-			poison[i] = float32(math.NaN())
-		}
-		y := cast(gb.FromF32(poison, s.m, s.n))
-		gb.do(func() { gb.gemvRows(x, cast(w.g), bias.ptr(), y.ptr(), s.m, s.n, s.k) })
-		checkVals(t, fmt.Sprintf("gemv rows M%d N%d K%d", s.m, s.n, s.k), want, gb.ReadF32(y), tol)
+		c := newGemvCase(t, r, s.m, s.n, s.k)
+		c.check(t, "gemv rows", true, func(bias, y cu.DevicePtr) { gb.gemvRows(c.x, c.w, bias, y, s.m, s.n, s.k) })
 	}
 	// Linear takes the new path for M ≤ 8 BF16 (and the old one under
 	// ZONOS_GEMV=old); TestLinear covers it against engine/cpu too.
@@ -132,43 +123,10 @@ func TestGemvChunk(t *testing.T) {
 		{2, 2048, 4096}, {2, 8512, 2048}, {1, 9234, 2048}, {2, 2049, 8192}, {2, 16384, 2048}, {1, 37, 2048}, {2, 1, 4096}, {2, 133, 8192}, {1, 3, 8192},
 	}
 	for _, s := range shapes {
-		w := randW(t, r, compute.BF16, 1/math.Sqrt(float64(s.k)), s.n, s.k)
-		xv := randVals(r, s.m*s.k, 1)
-		bv := randVals(r, s.n, 0.1)
-		wv := gb.ReadF32(w.g)
-		ref := make([]float32, s.m*s.n)
-		refB := make([]float32, s.m*s.n)
-		for m := 0; m < s.m; m++ {
-			for n := 0; n < s.n; n++ {
-				var acc float64
-				for k := 0; k < s.k; k++ {
-					acc += float64(xv[m*s.k+k]) * float64(wv[n*s.k+k])
-				}
-				ref[m*s.n+n] = float32(acc)
-				refB[m*s.n+n] = float32(acc + float64(bv[n]))
-			}
-		}
-		x := cast(gb.FromF32(xv, s.m, s.k))
-		bias := cast(gb.FromF32(bv, s.n))
-		poison := make([]float32, s.m*s.n)
-		for i := range poison {
-			poison[i] = float32(math.NaN())
-		}
+		c := newGemvCase(t, r, s.m, s.n, s.k)
 		for i, early := range []bool{false, true} {
 			for _, withBias := range []bool{i == 0, i == 1} {
-				y := cast(gb.FromF32(poison, s.m, s.n))
-				gb.do(func() {
-					bp := nullPtr
-					if withBias {
-						bp = bias.ptr()
-					}
-					gb.gemvChunk(x, cast(w.g), bp, y.ptr(), s.m, s.n, s.k, early)
-				})
-				want := ref
-				if withBias {
-					want = refB
-				}
-				checkVals(t, fmt.Sprintf("gemv_chunk M%d N%d K%d early %v bias %v", s.m, s.n, s.k, early, withBias), want, gb.ReadF32(y), tol)
+				c.check(t, fmt.Sprintf("gemv_chunk early %v", early), withBias, func(bias, y cu.DevicePtr) { gb.gemvChunk(c.x, c.w, bias, y, s.m, s.n, s.k, early) })
 			}
 		}
 	}

@@ -117,6 +117,23 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_scan(const f
     scan_state_store(st, sp, N, lane);
 }
 
+// step_operands is what both decode-step kernels do once their block's
+// conv outputs are in shared memory (bs, cs: the group's B and C): the
+// head's decay and input scale from its dt and A_log (their softplus and
+// exps overlap the barrier's wait), then B and C in the lanes' registers.
+__device__ __forceinline__ void step_operands(float dtv, float alv, const float* bs, const float* cs, int N, int lane,
+                                              float* delta, float* decay, float* Bv, float* Cv) {
+    float A = -(float)exp((double)alv);
+    softplus_decay(dtv, A, delta, decay);
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < SCAN_MAXN / 32; i++) {
+        int n = lane + 32 * i;
+        Bv[i] = n < N ? bs[n] : 0.f;
+        Cv[i] = n < N ? cs[n] : 0.f;
+    }
+}
+
 // mamba_step: the decode step's conv and scan in one kernel, grid B·H, one
 // block per (batch row, head), 8 warps over the head's P rows. The block
 // first computes the conv outputs it needs — its head's P x channels and
@@ -174,17 +191,8 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
         }
         *dst = silu_ref(acc);
     }
-    float A = -(float)exp((double)alv);
-    float delta, decay;
-    softplus_decay(dtv, A, &delta, &decay);
-    __syncthreads();
-    float Bv[SCAN_MAXN / 32], Cv[SCAN_MAXN / 32];
-#pragma unroll
-    for (int i = 0; i < SCAN_MAXN / 32; i++) {
-        int n = lane + 32 * i;
-        Bv[i] = n < N ? bs[n] : 0.f;
-        Cv[i] = n < N ? cs[n] : 0.f;
-    }
+    float delta, decay, Bv[SCAN_MAXN / 32], Cv[SCAN_MAXN / 32];
+    step_operands(dtv, alv, bs, cs, N, lane, &delta, &decay, Bv, Cv);
 #pragma unroll
     for (int r = 0; r < STEP_ROWS; r++) {
         int p = warp + SCAN_WARPS * r;
@@ -232,17 +240,8 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
         else
             cs[i - P - N] = xr[Di + G * N + g * N + (i - P - N)];
     }
-    float A = -(float)exp((double)alv);
-    float delta, decay;
-    softplus_decay(dtv, A, &delta, &decay);
-    __syncthreads();
-    float Bv[SCAN_MAXN / 32], Cv[SCAN_MAXN / 32];
-#pragma unroll
-    for (int i = 0; i < SCAN_MAXN / 32; i++) {
-        int n = lane + 32 * i;
-        Bv[i] = n < N ? bs[n] : 0.f;
-        Cv[i] = n < N ? cs[n] : 0.f;
-    }
+    float delta, decay, Bv[SCAN_MAXN / 32], Cv[SCAN_MAXN / 32];
+    step_operands(dtv, alv, bs, cs, N, lane, &delta, &decay, Bv, Cv);
     double ms = 0;
 #pragma unroll
     for (int r = 0; r < STEP_ROWS; r++) {
