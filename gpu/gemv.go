@@ -183,12 +183,28 @@ func (b *Backend) useGemvChunk(k int) bool {
 	return b.hopper && !gemvChunkOff && gemvKT(k) != 0
 }
 
+// gemvChunkKernel and gemvChunkNormKernel name the chunk GEMV's variants
+// by gemvKT (no string built per launch).
+var (
+	gemvChunkKernel     = [5]string{1: "gemv_chunk_k1", 2: "gemv_chunk_k2", 4: "gemv_chunk_k4"}
+	gemvChunkNormKernel = [5]string{1: "gemv_chunk_norm_k1", 2: "gemv_chunk_norm_k2", 4: "gemv_chunk_norm_k4"}
+	gemvChunkConvKernel = [5]string{1: "gemv_chunk_conv_k1", 2: "gemv_chunk_conv_k2", 4: "gemv_chunk_conv_k4"}
+)
+
 // gemvChunkRows is the weight rows one chunk GEMV block multiplies (gemvKT(k) ≠ 0).
 func gemvChunkRows(k int) int { return kernels.GemvChunkPieces / gemvKT(k) }
 
 // gemvChunk launches the chunk GEMV (owner goroutine; m ≤ 2, gemvKT(k) ≠ 0).
 func (b *Backend) gemvChunk(x, w *tensor, bias, y cu.DevicePtr, m, n, k int, early bool) {
+	b.launchChunk(gemvChunkKernel, x.ptr(), w.ptr(), bias, y, m, n, k, early)
+}
+
+// launchChunk launches the variant of a chunk GEMV kernel family for K
+// (names by gemvKT) over N output rows: its grid, block and shared memory,
+// and its leading arguments (x, w, bias, y, M, N, K, flags), then extra
+// (owner goroutine).
+func (b *Backend) launchChunk(family [5]string, x, w, bias, y cu.DevicePtr, m, n, k int, early bool, extra ...any) {
 	rows := gemvChunkRows(k)
-	b.launchSmem(b.k[fmt.Sprintf("gemv_chunk_k%d", gemvKT(k))], [3]int{(n + rows - 1) / rows, 1, 1}, block256,
-		kernels.GemvChunkPieces*4096, x.ptr(), w.ptr(), bias, y, int32(m), int32(n), int32(k), b2i(early))
+	args := append([]any{x, w, bias, y, int32(m), int32(n), int32(k), b2i(early)}, extra...)
+	b.launchSmem(b.k[family[gemvKT(k)]], [3]int{(n + rows - 1) / rows, 1, 1}, block256, kernels.GemvChunkPieces*4096, args...)
 }

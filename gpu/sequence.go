@@ -11,7 +11,6 @@ import (
 	"gorgonia.org/cu"
 
 	"zonostream/engine/compute"
-	"zonostream/gpu/kernels"
 )
 
 // attnMaxHeadDim is the widest head the attention kernel holds (ATT_MAXD).
@@ -298,15 +297,13 @@ func (b *Backend) Mamba2Block(x, inProj, outProj compute.Tensor, w compute.Mamba
 		out = b.newTensor(compute.F32, B, 1, Dm)
 		zx := b.newTensor(compute.F32, B, E)
 		xbc := b.newTensor(compute.F32, B, C)
-		b.launchSmem(b.k[fmt.Sprintf("gemv_chunk_conv_k%d", gemvKT(D))], [3]int{(E + gemvChunkRows(D) - 1) / gemvChunkRows(D), 1, 1}, block256,
-			kernels.GemvChunkPieces*4096, xt.ptr(), wi.ptr(), nullPtr, zx.ptr(), int32(B), int32(E), int32(D), b2i(gemvChunkEarly),
+		b.launchChunk(gemvChunkConvKernel, xt.ptr(), wi.ptr(), nullPtr, zx.ptr(), B, E, D, gemvChunkEarly,
 			b.asF32(cw).ptr(), b.asF32(cb).ptr(), cst.ptr(), xbc.ptr(), int32(Di), int32(C), int32(Kc))
 		yg := b.newTensor(compute.F32, B, Di)
 		part := b.newTensor(compute.F32, B, H, 2) // doubles
 		b.launch(b.k["mamba_step_gated"], [3]int{B * H, 1, 1}, block256, zx.ptr(), xbc.ptr(), b.asF32(dtb).ptr(),
 			b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), yg.ptr(), part.ptr(), E, Di, C, H, P, N, G)
-		b.launchSmem(b.k[fmt.Sprintf("gemv_chunk_norm_k%d", gemvKT(Di))], [3]int{(Dm + gemvChunkRows(Di) - 1) / gemvChunkRows(Di), 1, 1}, block256,
-			kernels.GemvChunkPieces*4096, yg.ptr(), wo.ptr(), nullPtr, out.ptr(), int32(B), int32(Dm), int32(Di), b2i(gemvChunkEarly),
+		b.launchChunk(gemvChunkNormKernel, yg.ptr(), wo.ptr(), nullPtr, out.ptr(), B, Dm, Di, gemvChunkEarly,
 			part.ptr(), int32(H), b.asF32(nw).ptr(), s.Eps)
 		for _, t := range []*tensor{zx, xbc, yg, part} {
 			t.h.release()
