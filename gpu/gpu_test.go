@@ -335,6 +335,16 @@ func TestLayerNorm(t *testing.T) {
 		check(t, "AddLayerNorm(nil) out "+name, pair{oc, og}, 1e-5)
 		check(t, "AddLayerNorm(nil) sum "+name, pair{sc, sg}, 0)
 	}
+	// Rows far from zero mean: layernorm_v4 takes the variance as
+	// E[x²] − mean², which must still agree with the CPU's two passes.
+	for _, off := range []float32{100, -3000} {
+		v := randVals(r, 2*2048, 1)
+		for i := range v {
+			v[i] += off
+		}
+		x, w := fromF32(v, 2, 1, 2048), randW(t, r, compute.F32, 1, 2048)
+		check(t, fmt.Sprintf("LayerNorm mean %v", off), pair{cb.LayerNorm(x.c, w.c, nil, 1e-5), gb.LayerNorm(x.g, w.g, nil, 1e-5)}, 1e-5)
+	}
 }
 
 func TestShapeOps(t *testing.T) {
