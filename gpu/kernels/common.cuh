@@ -61,21 +61,6 @@ __device__ __forceinline__ double block_sum_d(double v, double* scratch) {
     return t;
 }
 
-// block_sum2_d is block_sum_d for two doubles at once: one pair of
-// barriers for both. scratch holds 64 doubles.
-__device__ __forceinline__ void block_sum2_d(double& a, double& b, double* scratch) {
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    int nw = blockDim.x >> 5;
-    a = warp_sum_d(a);
-    b = warp_sum_d(b);
-    __syncthreads();
-    if (lane == 0) scratch[warp] = a, scratch[32 + warp] = b;
-    __syncthreads();
-    double ta = 0, tb = 0;
-    for (int i = 0; i < nw; i++) ta += scratch[i], tb += scratch[32 + i];
-    a = ta, b = tb;
-}
-
 // cp.async: 16-byte global → shared copies that bypass registers, in
 // commit groups (sm_80).
 __device__ __forceinline__ void cp_async16(void* smem, const void* g) {

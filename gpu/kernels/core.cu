@@ -251,22 +251,19 @@ extern "C" __global__ void layernorm(const float* __restrict__ x, const float* _
 // layernorm_v4 is layernorm for rows of D = 4·D4 floats, D4 ≤ 4·blockDim:
 // each thread keeps its float4s in registers, so a row is read once (the
 // scalar kernel's three passes were a chain of dependent loads: 10 µs for
-// two rows of 2048 in a decode step). Float64 statistics, the sum and the
-// sum of squares in one block reduction (one pair of barriers, not two):
-// the variance is E[x²] − mean², whose cancellation costs about
-// 2⁻⁵³·mean²/var of it — nothing at float32 for any row a model makes.
+// two rows of 2048 in a decode step). Same float64 statistics.
 #define LN_VPT 4
 extern "C" __global__ void __launch_bounds__(1024) layernorm_v4(const float4* __restrict__ x, const float4* __restrict__ res,
                                         const float4* __restrict__ w, const float4* __restrict__ b,
                                         float4* __restrict__ out, float4* __restrict__ sum_out, int D4, float eps) {
     pdl_begin();
-    __shared__ double scratch[64];
+    __shared__ double scratch[32];
     long long base = (long long)blockIdx.x * D4;
     float4 v[LN_VPT];
-    double s = 0, q = 0;
+    double s = 0;
     // The weight and bias of a thread's first float4 (its only one when
     // D4 ≤ blockDim, as in the decode step) are requested with the row, not
-    // after the reduction: one L2 round trip less on the kernel's
+    // after the two reductions: one L2 round trip less on the kernel's
     // dependent path (kept to one float4: more spill at 1024 threads).
     float4 w0 = make_float4(0.f, 0.f, 0.f, 0.f), b0 = w0;
     if (threadIdx.x < D4) {
@@ -286,13 +283,22 @@ extern "C" __global__ void __launch_bounds__(1024) layernorm_v4(const float4* __
             if (sum_out) sum_out[base + i] = a;
             v[k] = a;
             s += ((double)a.x + (double)a.y) + ((double)a.z + (double)a.w);
-            q += ((double)a.x * (double)a.x + (double)a.y * (double)a.y) + ((double)a.z * (double)a.z + (double)a.w * (double)a.w);
         }
     }
-    block_sum2_d(s, q, scratch);
     double D = 4.0 * D4;
-    double mean = s / D;
-    double rstd = 1.0 / sqrt(fmax(q / D - mean * mean, 0.0) + (double)eps);
+    double mean = block_sum_d(s, scratch) / D;
+    double ss = 0;
+#pragma unroll
+    for (int k = 0; k < LN_VPT; k++) {
+        int i = threadIdx.x + k * blockDim.x;
+        if (i < D4) {
+            double dx = (double)v[k].x - mean, dy = (double)v[k].y - mean;
+            double dz = (double)v[k].z - mean, dw = (double)v[k].w - mean;
+            ss += (dx * dx + dy * dy) + (dz * dz + dw * dw);
+        }
+    }
+    ss = block_sum_d(ss, scratch);
+    double rstd = 1.0 / sqrt(ss / D + (double)eps);
 #pragma unroll
     for (int k = 0; k < LN_VPT; k++) {
         int i = threadIdx.x + k * blockDim.x;
