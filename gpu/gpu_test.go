@@ -969,35 +969,51 @@ func TestMamba2Block(t *testing.T) {
 	}{
 		{2048, compute.Mamba2Spec{DInner: 4096, Heads: 64, HeadDim: 64, DState: 128, Groups: 1, DConv: 4, Eps: 1e-5}, []int{2, 1}}, // real hybrid
 		{4096, compute.Mamba2Spec{DInner: 2048, Heads: 32, HeadDim: 64, DState: 64, Groups: 1, DConv: 3, Eps: 1e-5}, []int{2}},     // other K, d_conv
+		{2048, compute.Mamba2Spec{DInner: 2048, Heads: 32, HeadDim: 64, DState: 256, Groups: 1, DConv: 4, Eps: 1e-5}, []int{2}},    // 8 state slots per lane
 	}
-	for _, c := range cases {
-		s := c.s
-		_, w := mambaWeights(t, r, s, compute.BF16)
-		C := s.DInner + 2*s.Groups*s.DState
-		E := 2*s.DInner + 2*s.Groups*s.DState + s.Heads
-		wi := randW(t, r, compute.BF16, 1/math.Sqrt(float64(c.d)), E, c.d).g
-		wo := randW(t, r, compute.BF16, 1/math.Sqrt(float64(s.DInner)), c.d, s.DInner).g
-		for _, B := range c.bs {
-			cv, sv := randVals(r, B*C*s.DConv, 1), randVals(r, B*s.Heads*s.HeadDim*s.DState, 0.5)
-			conv1, conv2 := gb.FromF32(cv, B, C, s.DConv), gb.FromF32(cv, B, C, s.DConv)
-			ssm1, ssm2 := gb.FromF32(sv, B, s.Heads, s.HeadDim, s.DState), gb.FromF32(sv, B, s.Heads, s.HeadDim, s.DState)
-			for step := 0; step < 3; step++ {
-				x := gb.FromF32(randVals(r, B*c.d, 1), B, 1, c.d)
-				y1, ok := gb.Mamba2Block(x, wi, wo, w, conv1, ssm1, s)
-				if !ok {
-					t.Fatalf("Mamba2Block declined D%d Di%d B%d", c.d, s.DInner, B)
-				}
-				y2 := gb.Linear(gb.Mamba2(gb.Linear(x, wi, nil), w, conv2, ssm2, s), wo, nil)
-				name := fmt.Sprintf("Mamba2Block D%d Di%d B%d step %d", c.d, s.DInner, B, step)
-				checkVals(t, name, gb.ReadF32(y2), gb.ReadF32(y1), 1e-5)
-				checkVals(t, name+" conv state", gb.ReadF32(conv2), gb.ReadF32(conv1), 0)
-				checkVals(t, name+" ssm state", gb.ReadF32(ssm2), gb.ReadF32(ssm1), 0)
-			}
+	defer func(rw int, early bool) { mambaStepRowsPerWarp, mambaStepEarly = rw, early }(mambaStepRowsPerWarp, mambaStepEarly)
+	for _, v := range []struct {
+		rw    int
+		early bool
+	}{{2, true}, {1, true}, {8, true}, {2, false}} {
+		mambaStepRowsPerWarp, mambaStepEarly = v.rw, v.early
+		for _, c := range cases {
+			testMamba2BlockCase(t, r, c.d, c.s, c.bs, fmt.Sprintf("rows/warp %d early %v", v.rw, v.early))
 		}
 	}
-	// Declined: three rows, two positions, two norm groups, a K the chunk
-	// GEMV does not take.
-	s := cases[0].s
+	testMamba2BlockDeclines(t, r, cases[0].s)
+}
+
+// testMamba2BlockCase runs Mamba2Block and the three ops side by side for
+// three steps of batches bs.
+func testMamba2BlockCase(t *testing.T, r *rand.Rand, d int, s compute.Mamba2Spec, bs []int, variant string) {
+	_, w := mambaWeights(t, r, s, compute.BF16)
+	C := s.DInner + 2*s.Groups*s.DState
+	E := 2*s.DInner + 2*s.Groups*s.DState + s.Heads
+	wi := randW(t, r, compute.BF16, 1/math.Sqrt(float64(d)), E, d).g
+	wo := randW(t, r, compute.BF16, 1/math.Sqrt(float64(s.DInner)), d, s.DInner).g
+	for _, B := range bs {
+		cv, sv := randVals(r, B*C*s.DConv, 1), randVals(r, B*s.Heads*s.HeadDim*s.DState, 0.5)
+		conv1, conv2 := gb.FromF32(cv, B, C, s.DConv), gb.FromF32(cv, B, C, s.DConv)
+		ssm1, ssm2 := gb.FromF32(sv, B, s.Heads, s.HeadDim, s.DState), gb.FromF32(sv, B, s.Heads, s.HeadDim, s.DState)
+		for step := 0; step < 3; step++ {
+			x := gb.FromF32(randVals(r, B*d, 1), B, 1, d)
+			y1, ok := gb.Mamba2Block(x, wi, wo, w, conv1, ssm1, s)
+			if !ok {
+				t.Fatalf("Mamba2Block declined D%d Di%d B%d", d, s.DInner, B)
+			}
+			y2 := gb.Linear(gb.Mamba2(gb.Linear(x, wi, nil), w, conv2, ssm2, s), wo, nil)
+			name := fmt.Sprintf("Mamba2Block D%d Di%d N%d B%d step %d (%s)", d, s.DInner, s.DState, B, step, variant)
+			checkVals(t, name, gb.ReadF32(y2), gb.ReadF32(y1), 1e-5)
+			checkVals(t, name+" conv state", gb.ReadF32(conv2), gb.ReadF32(conv1), 0)
+			checkVals(t, name+" ssm state", gb.ReadF32(ssm2), gb.ReadF32(ssm1), 0)
+		}
+	}
+}
+
+// testMamba2BlockDeclines: three rows, two positions and two norm groups
+// are declined and leave the states untouched.
+func testMamba2BlockDeclines(t *testing.T, r *rand.Rand, s compute.Mamba2Spec) {
 	_, w := mambaWeights(t, r, s, compute.BF16)
 	E := 2*s.DInner + 2*s.Groups*s.DState + s.Heads
 	C := s.DInner + 2*s.Groups*s.DState

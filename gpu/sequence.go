@@ -260,6 +260,38 @@ func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 // run instead (for measurements).
 var mambaBlockOff = os.Getenv("ZONOS_MAMBA_BLOCK") == "0"
 
+// mambaStepRowsPerWarp picks mamba_step_gated's variant: each of a
+// block's 8 warps scans this many rows of its head (1, 2 or 8;
+// ZONOS_MAMBA_STEP_ROWS), so a head spans ⌈P / (8·rows)⌉ blocks.
+// mambaStepEarly (off with ZONOS_MAMBA_STEP_EARLY=0) has the kernel
+// request its state rows before it waits for in_proj.
+var (
+	mambaStepRowsPerWarp = envInt("ZONOS_MAMBA_STEP_ROWS", 2)
+	mambaStepEarly       = os.Getenv("ZONOS_MAMBA_STEP_EARLY") != "0"
+)
+
+// mambaStepGated returns the mamba_step_gated variant for
+// mambaStepRowsPerWarp and d_state n, and how many blocks it spreads a
+// head of P rows over.
+func (b *Backend) mambaStepGated(P, n int) (*kernel, int) {
+	small := n <= 128 // four state slots per lane
+	var k *kernel
+	rw := mambaStepRowsPerWarp
+	switch {
+	case rw == 8:
+		k = b.k["mamba_step_gated_r8_n256"]
+	case rw == 1 && small:
+		k = b.k["mamba_step_gated_r1_n128"]
+	case rw == 1:
+		k = b.k["mamba_step_gated_r1_n256"]
+	case small:
+		k, rw = b.k["mamba_step_gated_r2_n128"], 2
+	default:
+		k, rw = b.k["mamba_step_gated_r2_n256"], 2
+	}
+	return k, (P + 8*rw - 1) / (8 * rw)
+}
+
 // Mamba2Block (compute.Mamba2Block) runs a decode step's Mamba2 mixer (one
 // or two rows, one position) in three kernels instead of four on Hopper:
 // in_proj as the chunk GEMV whose epilogue also runs the conv and rolls
@@ -300,11 +332,16 @@ func (b *Backend) Mamba2Block(x, inProj, outProj compute.Tensor, w compute.Mamba
 		b.launchChunk(gemvChunkConvKernel, xt.ptr(), wi.ptr(), nullPtr, zx.ptr(), B, E, D, gemvChunkEarly,
 			b.asF32(cw).ptr(), b.asF32(cb).ptr(), cst.ptr(), xbc.ptr(), int32(Di), int32(C), int32(Kc))
 		yg := b.newTensor(compute.F32, B, Di)
-		part := b.newTensor(compute.F32, B, H, 2) // doubles
-		b.launch(b.k["mamba_step_gated"], [3]int{B * H, 1, 1}, block256, zx.ptr(), xbc.ptr(), b.asF32(dtb).ptr(),
-			b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), yg.ptr(), part.ptr(), E, Di, C, H, P, N, G)
+		k, splits := b.mambaStepGated(P, N)
+		part := b.newTensor(compute.F32, B, H*splits, 2) // doubles, one per block
+		early := int32(0)
+		if mambaStepEarly {
+			early = 1
+		}
+		b.launch(k, [3]int{B * H * splits, 1, 1}, block256, zx.ptr(), xbc.ptr(), b.asF32(dtb).ptr(),
+			b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), yg.ptr(), part.ptr(), E, Di, C, H, P, N, G, early)
 		b.launchChunk(gemvChunkNormKernel, yg.ptr(), wo.ptr(), nullPtr, out.ptr(), B, Dm, Di, gemvChunkEarly,
-			part.ptr(), int32(H), b.asF32(nw).ptr(), s.Eps)
+			part.ptr(), int32(H*splits), b.asF32(nw).ptr(), s.Eps)
 		for _, t := range []*tensor{zx, xbc, yg, part} {
 			t.h.release()
 		}

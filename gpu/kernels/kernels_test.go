@@ -114,6 +114,10 @@ func TestPDLWaitFirst(t *testing.T) {
 			// cp.async.bulk) before waiting: weights are never written
 			// while kernels run.
 			early := strings.HasPrefix(name, "gemv_")
+			// mamba_step_gated may load its SSM state rows first (flags
+			// bit 0): only it writes them, once per step, so the kernel
+			// still running before it never does.
+			stateFirst := strings.HasPrefix(name, "mamba_step_gated_")
 			checked++
 			for _, line := range strings.Split(bodies[name], "\n") {
 				ins := strings.TrimSpace(line)
@@ -124,7 +128,8 @@ func TestPDLWaitFirst(t *testing.T) {
 					ins = strings.TrimSpace(ins[i:]) // predicated instruction
 				}
 				for _, op := range []string{"ld.", "ldu.", "st.", "cp.", "atom.", "red.", "tex.", "tld4.", "suld.", "sust."} {
-					if strings.HasPrefix(ins, op) && !strings.HasPrefix(ins, "ld.param") && !(early && strings.HasPrefix(ins, "cp.async")) {
+					if strings.HasPrefix(ins, op) && !strings.HasPrefix(ins, "ld.param") && !(early && strings.HasPrefix(ins, "cp.async")) &&
+						!(stateFirst && strings.HasPrefix(ins, "ld.global.f32")) {
 						t.Errorf("%s.%s: %q before griddepcontrol.wait", mod, name, ins)
 					}
 				}

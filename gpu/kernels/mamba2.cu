@@ -43,9 +43,10 @@ __device__ __forceinline__ void softplus_decay(float draw, float A, float* delta
 }
 
 // scan_bc loads B and C of one position (xr: its xBC row) for group g.
+template <int NS = SCAN_MAXN / 32>
 __device__ __forceinline__ void scan_bc(const float* xr, int Di, int G, int g, int N, int lane, float* Bv, float* Cv) {
 #pragma unroll
-    for (int i = 0; i < SCAN_MAXN / 32; i++) {
+    for (int i = 0; i < NS; i++) {
         int n = lane + 32 * i;
         Bv[i] = n < N ? xr[Di + g * N + n] : 0.f;
         Cv[i] = n < N ? xr[Di + G * N + g * N + n] : 0.f;
@@ -54,10 +55,11 @@ __device__ __forceinline__ void scan_bc(const float* xr, int Di, int G, int g, i
 
 // scan_step advances the state row st by one position and returns C·state
 // summed over the warp.
+template <int NS = SCAN_MAXN / 32>
 __device__ __forceinline__ float scan_step(float* st, float decay, float dx, const float* Bv, const float* Cv, int N, int lane) {
     float acc = 0.f;
 #pragma unroll
-    for (int i = 0; i < SCAN_MAXN / 32; i++) {
+    for (int i = 0; i < NS; i++) {
         int n = lane + 32 * i;
         if (n < N) {
             float v = __fadd_rn(__fmul_rn(st[i], decay), __fmul_rn(dx, Bv[i]));
@@ -69,17 +71,19 @@ __device__ __forceinline__ float scan_step(float* st, float decay, float dx, con
 }
 
 // scan_state moves a state row between memory and the lanes' registers.
+template <int NS = SCAN_MAXN / 32>
 __device__ __forceinline__ void scan_state_load(float* st, const float* sp, int N, int lane) {
 #pragma unroll
-    for (int i = 0; i < SCAN_MAXN / 32; i++) {
+    for (int i = 0; i < NS; i++) {
         int n = lane + 32 * i;
         st[i] = n < N ? sp[n] : 0.f;
     }
 }
 
+template <int NS = SCAN_MAXN / 32>
 __device__ __forceinline__ void scan_state_store(const float* st, float* sp, int N, int lane) {
 #pragma unroll
-    for (int i = 0; i < SCAN_MAXN / 32; i++) {
+    for (int i = 0; i < NS; i++) {
         int n = lane + 32 * i;
         if (n < N) sp[n] = st[i];
     }
@@ -121,13 +125,14 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_scan(const f
 // conv outputs are in shared memory (bs, cs: the group's B and C): the
 // head's decay and input scale from its dt and A_log (their softplus and
 // exps overlap the barrier's wait), then B and C in the lanes' registers.
+template <int NS = SCAN_MAXN / 32>
 __device__ __forceinline__ void step_operands(float dtv, float alv, const float* bs, const float* cs, int N, int lane,
                                               float* delta, float* decay, float* Bv, float* Cv) {
     float A = -(float)exp((double)alv);
     softplus_decay(dtv, A, delta, decay);
     __syncthreads();
 #pragma unroll
-    for (int i = 0; i < SCAN_MAXN / 32; i++) {
+    for (int i = 0; i < NS; i++) {
         int n = lane + 32 * i;
         Bv[i] = n < N ? bs[n] : 0.f;
         Cv[i] = n < N ? cs[n] : 0.f;
@@ -209,28 +214,54 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
 // norm group): the conv outputs come from in_proj's epilogue (xbc [B, C],
 // the conv state already rolled there), and the block gates its outputs,
 // yg [B, Di] = y·silu(z), and sums their squares for the gated RMSNorm
-// per head into part [B, H] (double), which out_proj's load applies: the
-// norm kernel between the two projections goes.
-extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
-    mamba_step_gated(const float* __restrict__ in, const float* __restrict__ xbc, const float* __restrict__ dtb,
-                     const float* __restrict__ alog, const float* __restrict__ Dw, float* __restrict__ state,
-                     float* __restrict__ yg, double* __restrict__ part, int E, int Di, int C, int H, int P, int N,
-                     int G) {
-    pdl_begin();
+// into part [B, H·S] (double), which out_proj's load adds up and applies:
+// the norm kernel between the two projections goes.
+//
+// A head's P rows are split over S = ⌈P / (8·RW)⌉ blocks of 8 warps, RW
+// rows per warp (grid B·H·S): one block per head (RW = 8, P = 64) left
+// 128 blocks of a decode step on 132 SMs, each waiting on its 32 KiB of
+// state; smaller RW puts more state loads in flight on each SM. Every
+// block computes its head's decay and loads B and C itself (a few hundred
+// bytes from L2).
+//
+// flags bit 0: the block requests its state rows before waiting for the
+// previous kernel. The SSM state is read and written by this kernel only
+// (of one layer, once per step): the previous kernel of the stream never
+// writes it, and the one before that has finished by the time this one
+// starts (each kernel waits before it lets the next launch).
+template <int RW, int NS>
+__device__ __forceinline__ void mamba_step_gated_body(const float* __restrict__ in, const float* __restrict__ xbc,
+                                                      const float* __restrict__ dtb, const float* __restrict__ alog,
+                                                      const float* __restrict__ Dw, float* __restrict__ state,
+                                                      float* __restrict__ yg, double* __restrict__ part, int E,
+                                                      int Di, int C, int H, int P, int N, int G, int flags) {
     __shared__ float xs[8 * SCAN_WARPS], bs[SCAN_MAXN], cs[SCAN_MAXN];
     __shared__ double wsum[SCAN_WARPS];
-    int b = blockIdx.x / H, h = blockIdx.x % H;
-    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    int g = h / (H / G);
+    const int S = (P + SCAN_WARPS * RW - 1) / (SCAN_WARPS * RW);
+    const int bh = blockIdx.x / S, s = blockIdx.x % S;
+    const int b = bh / H, h = bh % H;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int g = h / (H / G);
+    const int p0 = s * SCAN_WARPS * RW + warp;
+    float st[RW][NS];
+    auto load_state = [&]() {
+#pragma unroll
+        for (int r = 0; r < RW; r++) {
+            const int p = p0 + SCAN_WARPS * r;
+            if (p < P) scan_state_load<NS>(st[r], state + (((long long)b * H + h) * P + p) * N, N, lane);
+        }
+    };
+    if (flags & 1) load_state();
+    pdl_begin();
+    if (!(flags & 1)) load_state();
     const float* row = in + (long long)b * E;
     const float* xr = xbc + (long long)b * C;
-    float dtv = row[Di + C + h] + dtb[h], alv = alog[h], dskip = Dw[h];
-    float st[STEP_ROWS][SCAN_MAXN / 32], zr[STEP_ROWS];
+    const float dtv = row[Di + C + h] + dtb[h], alv = alog[h], dskip = Dw[h];
+    float zr[RW];
 #pragma unroll
-    for (int r = 0; r < STEP_ROWS; r++) {
-        int p = warp + SCAN_WARPS * r;
+    for (int r = 0; r < RW; r++) {
+        const int p = p0 + SCAN_WARPS * r;
         zr[r] = p < P ? row[h * P + p] : 0.f;
-        if (p < P) scan_state_load(st[r], state + (((long long)b * H + h) * P + p) * N, N, lane);
     }
     for (int i = threadIdx.x; i < P + 2 * N; i += blockDim.x) {
         if (i < P)
@@ -240,21 +271,21 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
         else
             cs[i - P - N] = xr[Di + G * N + g * N + (i - P - N)];
     }
-    float delta, decay, Bv[SCAN_MAXN / 32], Cv[SCAN_MAXN / 32];
-    step_operands(dtv, alv, bs, cs, N, lane, &delta, &decay, Bv, Cv);
+    float delta, decay, Bv[NS], Cv[NS];
+    step_operands<NS>(dtv, alv, bs, cs, N, lane, &delta, &decay, Bv, Cv);
     double ms = 0;
 #pragma unroll
-    for (int r = 0; r < STEP_ROWS; r++) {
-        int p = warp + SCAN_WARPS * r;
+    for (int r = 0; r < RW; r++) {
+        const int p = p0 + SCAN_WARPS * r;
         if (p < P) {
             float xv = xs[p];
-            float acc = scan_step(st[r], decay, __fmul_rn(delta, xv), Bv, Cv, N, lane);
+            float acc = scan_step<NS>(st[r], decay, __fmul_rn(delta, xv), Bv, Cv, N, lane);
             if (lane == 0) {
                 float a = __fmul_rn(acc + dskip * xv, silu_ref(zr[r]));
                 yg[(long long)b * Di + h * P + p] = a;
                 ms += (double)a * (double)a;
             }
-            scan_state_store(st[r], state + (((long long)b * H + h) * P + p) * N, N, lane);
+            scan_state_store<NS>(st[r], state + (((long long)b * H + h) * P + p) * N, N, lane);
         }
     }
     if (lane == 0) wsum[warp] = ms;
@@ -262,9 +293,26 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
     if (threadIdx.x == 0) {
         double t = 0;
         for (int w = 0; w < SCAN_WARPS; w++) t += wsum[w];
-        part[(long long)b * H + h] = t;
+        part[blockIdx.x] = t;
     }
 }
+
+// mamba_step_gated_rRW_nN: RW rows per warp, d_state ≤ N (NS = N/32 state
+// slots per lane and row: fewer registers, more resident blocks). Launch
+// grid B·H·⌈P / (8·RW)⌉, 256 threads; part holds one double per block.
+#define MAMBA_STEP_GATED(RW, NMAX)                                                                                   \
+    extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_step_gated_r##RW##_n##NMAX(                \
+        const float* __restrict__ in, const float* __restrict__ xbc, const float* __restrict__ dtb,               \
+        const float* __restrict__ alog, const float* __restrict__ Dw, float* __restrict__ state,                  \
+        float* __restrict__ yg, double* __restrict__ part, int E, int Di, int C, int H, int P, int N, int G,      \
+        int flags) {                                                                                               \
+        mamba_step_gated_body<RW, NMAX / 32>(in, xbc, dtb, alog, Dw, state, yg, part, E, Di, C, H, P, N, G, flags); \
+    }
+MAMBA_STEP_GATED(1, 128)
+MAMBA_STEP_GATED(1, 256)
+MAMBA_STEP_GATED(2, 128)
+MAMBA_STEP_GATED(2, 256)
+MAMBA_STEP_GATED(8, 256)
 
 // mamba_norm: one block per (row, group) of y [rows, Di]:
 // out = rmsnorm(y·silu(z))·w with z the first Di entries of the in_proj row.
