@@ -204,13 +204,7 @@ func (b *Backend) gemvChunk(x, w *tensor, bias, y cu.DevicePtr, m, n, k int, ear
 // and its leading arguments (x, w, bias, y, M, N, K, flags), then extra
 // (owner goroutine).
 func (b *Backend) launchChunk(family [5]string, x, w, bias, y cu.DevicePtr, m, n, k int, early bool, extra ...any) {
-	b.launchChunkFlags(family, x, w, bias, y, m, n, k, early, 0, extra...)
-}
-
-// launchChunkFlags is launchChunk with more bits of the kernel's flags
-// (bit 0 is early).
-func (b *Backend) launchChunkFlags(family [5]string, x, w, bias, y cu.DevicePtr, m, n, k int, early bool, flags int32, extra ...any) {
 	rows := gemvChunkRows(k)
-	args := append([]any{x, w, bias, y, int32(m), int32(n), int32(k), b2i(early) | flags}, extra...)
+	args := append([]any{x, w, bias, y, int32(m), int32(n), int32(k), b2i(early)}, extra...)
 	b.launchSmem(b.k[family[gemvKT(k)]], [3]int{(n + rows - 1) / rows, 1, 1}, block256, kernels.GemvChunkPieces*4096, args...)
 }

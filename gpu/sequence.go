@@ -378,7 +378,7 @@ func (m *mamba2Mixer) run(x *tensor, ln []any, res, out *tensor) {
 	norm := []any{part.ptr(), int32(H * splits), b.asF32(m.nw).ptr(), s.Eps}
 	if res != nil {
 		args, done := b.resArgs(out, res, B, Dm, Di)
-		b.launchChunkFlags(gemvChunkNormResKernel, yg.ptr(), m.wo.ptr(), nullPtr, out.ptr(), B, Dm, Di, gemvChunkEarly, lnStatsFlags, append(norm, args...)...)
+		b.launchChunk(gemvChunkNormResKernel, yg.ptr(), m.wo.ptr(), nullPtr, out.ptr(), B, Dm, Di, gemvChunkEarly, append(norm, args...)...)
 		done()
 	} else {
 		b.launchChunk(gemvChunkNormKernel, yg.ptr(), m.wo.ptr(), nullPtr, out.ptr(), B, Dm, Di, gemvChunkEarly, norm...)

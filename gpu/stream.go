@@ -24,12 +24,6 @@ import (
 // lnFoldOff (ZONOS_LN_FOLD=0) declines both, for measurements.
 var lnFoldOff = os.Getenv("ZONOS_LN_FOLD") == "0"
 
-// lnStatsFlags are the residual-add epilogue's measurement flags
-// (ZONOS_LN_STATS): "release" takes the ticket with one release atomic
-// instead of a fence per writing lane; "none" skips the statistics
-// (wrong results: the cost of everything else).
-var lnStatsFlags = map[string]int32{"release": 4, "none": 2}[os.Getenv("ZONOS_LN_STATS")]
-
 // ticketSlots is how many election counters a lane has.
 const ticketSlots = 4096
 
@@ -128,7 +122,7 @@ func (b *Backend) LinearAdd(x, w, residual compute.Tensor) (compute.Tensor, bool
 	b.do(func() {
 		out = b.newTensor(compute.F32, rt.shape...)
 		args, done := b.resArgs(out, rt, m, n, k)
-		b.launchChunkFlags(gemvChunkResKernel, xt.ptr(), wt.ptr(), nullPtr, out.ptr(), m, n, k, gemvChunkEarly, lnStatsFlags, args...)
+		b.launchChunk(gemvChunkResKernel, xt.ptr(), wt.ptr(), nullPtr, out.ptr(), m, n, k, gemvChunkEarly, args...)
 		done()
 	})
 	return out, true

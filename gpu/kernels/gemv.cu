@@ -179,13 +179,7 @@ struct ChunkSide {
 
 // chunk_row_stats is CHUNK_RESOUT's statistics: out is thread t's output
 // (row t/2, CFG row t%2; threads t < V of warp 0, 0 elsewhere).
-//
-// flags (the kernel's, for measurements): bit 1 skips the statistics
-// altogether (wrong results: the cost of the epilogue alone), bit 2 takes
-// the ticket with one release atomic after the block's barrier instead of
-// a fence in each writing lane.
-__device__ __forceinline__ void chunk_row_stats(float out, int M, int N, int flags, const ChunkSide& side) {
-    if (flags & 2) return;
+__device__ __forceinline__ void chunk_row_stats(float out, int M, int N, const ChunkSide& side) {
     __shared__ bool last;
     __shared__ double red[8][4];
     const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
@@ -201,23 +195,15 @@ __device__ __forceinline__ void chunk_row_stats(float out, int M, int N, int fla
         if (lane < 2) {
             double* pb = side.partials + ((long long)blockIdx.x * 2 + lane) * 2;
             pb[0] = s1, pb[1] = s2;
-            if (!(flags & 4)) __threadfence();
+            __threadfence();
         }
     }
     __syncthreads();
-    if (t == 0) {
-        unsigned k;
-        if (flags & 4) // release: the block's writes before the barrier are visible before the ticket
-            asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], 1;" : "=r"(k) : "l"(side.ticket) : "memory");
-        else
-            k = atomicAdd(side.ticket, 1u);
-        last = k == gridDim.x - 1;
-    }
+    if (t == 0) last = atomicAdd(side.ticket, 1u) == gridDim.x - 1;
     __syncthreads();
     if (!last) return;
     // The last block: every other block's partials are visible (each
-    // fenced them, or released them with its ticket, before taking it);
-    // read them past L1.
+    // fenced them before taking its ticket); read them past L1.
     __threadfence();
     double a[4] = {0, 0, 0, 0};
     for (int i = t; i < (int)gridDim.x; i += blockDim.x) {
@@ -364,7 +350,7 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
             }
         }
     }
-    if (SIDE & CHUNK_RESOUT) chunk_row_stats(out, M, N, flags, side);
+    if (SIDE & CHUNK_RESOUT) chunk_row_stats(out, M, N, side);
 #else
     __trap(); // never launched below sm_90 (the backend checks)
 #endif
