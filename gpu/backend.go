@@ -27,12 +27,6 @@ type Backend struct {
 	pool   *pool
 	reader *reader // read-backs (lane.go)
 	side   bool    // made by Lane
-
-	// tickets are the lane's counters for the chunk GEMV's last-block
-	// election (LinearAdd's row statistics), zero between launches: the
-	// last block resets its own. Handed out round robin (stream.go).
-	tickets    cu.DevicePtr
-	ticketNext int
 }
 
 // device is what the lanes of one CUDA device share.
@@ -192,7 +186,7 @@ func (b *Backend) init(ordinal int) error {
 	b.pool = newPool(b)
 	b.lanes = []*Backend{b}
 	b.reader = newReader(b)
-	return b.allocTickets()
+	return nil
 }
 
 // release frees everything of every lane (owner goroutine).
@@ -200,9 +194,6 @@ func (b *Backend) release() {
 	for _, l := range b.lanes {
 		l.reader.close()
 		l.pool.drain()
-		if l.tickets != 0 {
-			_ = cu.MemFree(l.tickets)
-		}
 		if l.stream != (cu.Stream{}) {
 			_ = l.stream.Destroy()
 		}

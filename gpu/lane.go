@@ -69,9 +69,6 @@ func (b *Backend) Lane() compute.Backend {
 		l.pool = newPool(l)
 		l.reader = newReader(l)
 		b.lanes = append(b.lanes, l)
-		if err := l.allocTickets(); err != nil {
-			panic(fmt.Sprintf("gpu: the side lane's tickets: %v", err))
-		}
 	})
 	return l
 }

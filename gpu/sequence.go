@@ -302,36 +302,10 @@ func (b *Backend) mambaStepGated(P, n int) (*kernel, int) {
 // more than one norm group, and shapes the chunk GEMV or mamba_step do not
 // take.
 func (b *Backend) Mamba2Block(x, inProj, outProj compute.Tensor, w compute.Mamba2Weights, convState, ssmState compute.Tensor, s compute.Mamba2Spec) (compute.Tensor, bool) {
-	xt := f32Of(x, "Mamba2Block")
-	mix, ok := b.mamba2Mixer(xt, inProj, outProj, w, convState, ssmState, s)
-	if !ok {
-		return nil, false
-	}
-	var out *tensor
-	b.do(func() {
-		out = b.newTensor(compute.F32, xt.shape[0], 1, mix.wo.shape[0])
-		mix.run(xt, nil, nil, out)
-	})
-	return out, true
-}
-
-// mamba2Mixer is a checked Mamba2Block: the fused decode mixer's tensors
-// and geometry.
-type mamba2Mixer struct {
-	b                         *Backend
-	wi, wo, cst, sst          *tensor
-	cw, cb, dtb, alog, dd, nw *tensor
-	s                         compute.Mamba2Spec
-	B, D, E, C                int
-}
-
-// mamba2Mixer checks that the fused mixer takes x [B ≤ 2, 1, D] with these
-// weights and spec (ok false where it does not).
-func (b *Backend) mamba2Mixer(xt *tensor, inProj, outProj compute.Tensor, w compute.Mamba2Weights, convState, ssmState compute.Tensor, s compute.Mamba2Spec) (*mamba2Mixer, bool) {
 	if mambaBlockOff || !b.hopper || gemvChunkOff {
 		return nil, false
 	}
-	wi, wo := cast(inProj), cast(outProj)
+	xt, wi, wo := f32Of(x, "Mamba2Block"), cast(inProj), cast(outProj)
 	Di, H, P, N, G, Kc := s.DInner, s.Heads, s.HeadDim, s.DState, s.Groups, s.DConv
 	C := Di + 2*G*N
 	E := 2*Di + 2*G*N + H
@@ -344,46 +318,33 @@ func (b *Backend) mamba2Mixer(xt *tensor, inProj, outProj compute.Tensor, w comp
 		G != 1 || H*P != Di || P > mambaStepRows || N > mambaMaxState || Kc < 1 || Kc > mambaMaxConv || B == 0 {
 		return nil, false
 	}
-	m := &mamba2Mixer{b: b, wi: wi, wo: wo, cst: f32Of(convState, "Mamba2Block"), sst: f32Of(ssmState, "Mamba2Block"),
-		cw: cast(w.ConvWeight), cb: cast(w.ConvBias), dtb: cast(w.DtBias), alog: cast(w.ALog), dd: cast(w.D), nw: cast(w.NormWeight),
-		s: s, B: B, D: D, E: E, C: C}
-	if m.cst.n() != B*C*Kc || m.sst.n() != B*H*P*N || m.cw.n() != C*Kc || m.cb.n() != C || m.dtb.n() != H ||
-		m.alog.n() != H || m.dd.n() != H || m.nw.n() != Di {
+	cst, sst := f32Of(convState, "Mamba2Block"), f32Of(ssmState, "Mamba2Block")
+	cw, cb, dtb, alog, dd, nw := cast(w.ConvWeight), cast(w.ConvBias), cast(w.DtBias), cast(w.ALog), cast(w.D), cast(w.NormWeight)
+	if cst.n() != B*C*Kc || sst.n() != B*H*P*N || cw.n() != C*Kc || cb.n() != C || dtb.n() != H || alog.n() != H || dd.n() != H || nw.n() != Di {
 		panic(fmt.Sprintf("gpu.Mamba2Block: state or weight sizes for spec %+v", s))
 	}
-	return m, true
-}
-
-// run launches the mixer on x into out [B, 1, Dm] (owner goroutine). ln,
-// when not nil, are the CHUNK_LNIN arguments: in_proj normalizes x (a
-// residual stream) as it loads it. res, when not nil, is the stream to
-// add: out_proj adds it and computes out's row statistics.
-func (m *mamba2Mixer) run(x *tensor, ln []any, res, out *tensor) {
-	b, s := m.b, m.s
-	Di, H, P, N, G, Kc := s.DInner, s.Heads, s.HeadDim, s.DState, s.Groups, s.DConv
-	B, D, E, C, Dm := m.B, m.D, m.E, m.C, m.wo.shape[0]
-	zx := b.newTensor(compute.F32, B, E)
-	xbc := b.newTensor(compute.F32, B, C)
-	conv := []any{b.asF32(m.cw).ptr(), b.asF32(m.cb).ptr(), m.cst.ptr(), xbc.ptr(), int32(Di), int32(C), int32(Kc)}
-	if ln != nil {
-		b.launchChunk(gemvChunkLNConvKernel, x.ptr(), m.wi.ptr(), nullPtr, zx.ptr(), B, E, D, gemvChunkEarly, append(conv, ln...)...)
-	} else {
-		b.launchChunk(gemvChunkConvKernel, x.ptr(), m.wi.ptr(), nullPtr, zx.ptr(), B, E, D, gemvChunkEarly, conv...)
-	}
-	yg := b.newTensor(compute.F32, B, Di)
-	k, splits := b.mambaStepGated(P, N)
-	part := b.newTensor(compute.F32, B, H*splits, 2) // doubles, one per block
-	b.launch(k, [3]int{B * H * splits, 1, 1}, block256, zx.ptr(), xbc.ptr(), b.asF32(m.dtb).ptr(),
-		b.asF32(m.alog).ptr(), b.asF32(m.dd).ptr(), m.sst.ptr(), yg.ptr(), part.ptr(), E, Di, C, H, P, N, G, b2i(mambaStepEarly))
-	norm := []any{part.ptr(), int32(H * splits), b.asF32(m.nw).ptr(), s.Eps}
-	if res != nil {
-		args, done := b.resArgs(out, res, B, Dm, Di)
-		b.launchChunk(gemvChunkNormResKernel, yg.ptr(), m.wo.ptr(), nullPtr, out.ptr(), B, Dm, Di, gemvChunkEarly, append(norm, args...)...)
-		done()
-	} else {
-		b.launchChunk(gemvChunkNormKernel, yg.ptr(), m.wo.ptr(), nullPtr, out.ptr(), B, Dm, Di, gemvChunkEarly, norm...)
-	}
-	for _, t := range []*tensor{zx, xbc, yg, part} {
-		t.h.release()
-	}
+	Dm := wo.shape[0]
+	var out *tensor
+	b.do(func() {
+		out = b.newTensor(compute.F32, B, 1, Dm)
+		zx := b.newTensor(compute.F32, B, E)
+		xbc := b.newTensor(compute.F32, B, C)
+		b.launchChunk(gemvChunkConvKernel, xt.ptr(), wi.ptr(), nullPtr, zx.ptr(), B, E, D, gemvChunkEarly,
+			b.asF32(cw).ptr(), b.asF32(cb).ptr(), cst.ptr(), xbc.ptr(), int32(Di), int32(C), int32(Kc))
+		yg := b.newTensor(compute.F32, B, Di)
+		k, splits := b.mambaStepGated(P, N)
+		part := b.newTensor(compute.F32, B, H*splits, 2) // doubles, one per block
+		early := int32(0)
+		if mambaStepEarly {
+			early = 1
+		}
+		b.launch(k, [3]int{B * H * splits, 1, 1}, block256, zx.ptr(), xbc.ptr(), b.asF32(dtb).ptr(),
+			b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), yg.ptr(), part.ptr(), E, Di, C, H, P, N, G, early)
+		b.launchChunk(gemvChunkNormKernel, yg.ptr(), wo.ptr(), nullPtr, out.ptr(), B, Dm, Di, gemvChunkEarly,
+			part.ptr(), int32(H*splits), b.asF32(nw).ptr(), s.Eps)
+		for _, t := range []*tensor{zx, xbc, yg, part} {
+			t.h.release()
+		}
+	})
+	return out, true
 }

@@ -56,11 +56,6 @@ type tensor struct {
 	h     *handle
 	f32   *tensor // fp32 copy of a 16-bit weight, made on first use by a kernel that wants fp32
 
-	// stats are the LayerNorm statistics of a residual stream's rows
-	// ([rows][mean, variance], float64), written by the LinearAdd that
-	// wrote it, for the AddNormLinear or Mamba2Stream that reads it.
-	stats *tensor
-
 	// prep is a convolution weight laid out for conv_tcp (convPrepA),
 	// prepKey the mode and phases it was laid out for.
 	prep    *tensor

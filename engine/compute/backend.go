@@ -135,30 +135,6 @@ type Core interface {
 	SwiGLU(x Tensor) Tensor
 }
 
-// Norm is a LayerNorm's parameters: weight, bias (may be nil), epsilon.
-type Norm struct {
-	W, B Tensor
-	Eps  float32
-}
-
-// ResidualStream is an optional Core extension for the residual stream
-// between a backbone's blocks, where the backend can fold the add and the
-// LayerNorm into the projections on either side of it (the GPU's decode
-// step: the projection that ends a block adds the residual and computes
-// the new stream's row statistics once; the next block's first projection
-// normalizes as it loads its input; no norm kernel in between). Same
-// arithmetic as Linear, Add, AddLayerNorm and Linear up to the order of
-// the norm's float64 sums. ok is false, and nothing is done, where the
-// backend has no such path: the caller then runs the plain ops.
-type ResidualStream interface {
-	// LinearAdd returns Linear(x, w, nil) + residual, the stream after a
-	// block.
-	LinearAdd(x, w, residual Tensor) (sum Tensor, ok bool)
-	// AddNormLinear returns (Linear(LayerNorm(x + residual), w, nil),
-	// x + residual) — residual may be nil: the stream is x.
-	AddNormLinear(x, residual Tensor, pre Norm, w Tensor) (y, sum Tensor, ok bool)
-}
-
 // BF16ToFloat32 widens a bfloat16 bit pattern (its top 16 bits are a
 // float32's).
 func BF16ToFloat32(u uint16) float32 { return math.Float32frombits(uint32(u) << 16) }

@@ -79,19 +79,6 @@ type Mamba2Block interface {
 	Mamba2Block(x, inProj, outProj Tensor, w Mamba2Weights, convState, ssmState Tensor, s Mamba2Spec) (y Tensor, ok bool)
 }
 
-// Mamba2Stream is an optional SequenceOps extension: a whole Mamba2
-// residual block on the stream, hidden + residual (residual may be nil)
-// + Linear(Mamba2(Linear(LayerNorm(hidden + residual), inProj), …),
-// outProj), returned as one tensor, the stream after the block (see
-// ResidualStream; the GPU's decode step takes the norm's statistics from
-// the projection that made hidden, and its out_proj computes the new
-// stream's). Same arithmetic as the ops up to the order of the norms'
-// float64 sums; both states are updated as Mamba2 updates them. ok is
-// false, and nothing is done, where the backend has no such path.
-type Mamba2Stream interface {
-	Mamba2Stream(hidden, residual Tensor, pre Norm, inProj, outProj Tensor, w Mamba2Weights, convState, ssmState Tensor, s Mamba2Spec) (stream Tensor, ok bool)
-}
-
 // PackedAttention is an optional SequenceOps extension: Attention reading
 // q, k and v straight out of the fused in_proj output qkv [B, T,
 // (H + 2·Hkv)·Dh] (q first, then k, then v) instead of three sliced

@@ -155,66 +155,40 @@ type position struct {
 }
 
 // forward runs the block on hidden [B, T, d] with the incoming residual
-// stream and returns the new (hidden, residual) pair; the stream after the
-// block is hidden + residual. residual is nil before the first block, and
-// wherever the backend folded the add into the projection that made hidden
-// (compute.ResidualStream): hidden is then the whole stream.
+// stream (nil before the first block) and returns the new (hidden,
+// residual) pair; the stream after the block is hidden + residual.
 func (l *layer) forward(b compute.Backend, hidden, residual compute.Tensor, st layerState, pos position, eps float32) (compute.Tensor, compute.Tensor) {
-	pre := compute.Norm{W: l.norm.w, B: l.norm.b, Eps: eps}
+	x, residual := b.AddLayerNorm(hidden, residual, l.norm.w, l.norm.b, eps)
 	if l.attn != nil {
-		qkv, sum := addNormLinear(b, hidden, residual, pre, l.attn.inProj)
-		hidden, residual = linearAdd(b, l.attn.forward(b, qkv, st, pos), l.attn.outProj, sum)
+		hidden = l.attn.forward(b, x, st, pos)
 	} else {
-		hidden, residual = l.ssm.forward(b, hidden, residual, pre, st)
+		hidden = l.ssm.forward(b, x, st)
 	}
 	if l.mlp != nil {
-		h, sum := addNormLinear(b, hidden, residual, compute.Norm{W: l.norm2.w, B: l.norm2.b, Eps: eps}, l.mlp.fc1)
-		hidden, residual = linearAdd(b, b.SwiGLU(h), l.mlp.fc2, sum)
+		x, residual = b.AddLayerNorm(hidden, residual, l.norm2.w, l.norm2.b, eps)
+		hidden = b.Linear(b.SwiGLU(b.Linear(x, l.mlp.fc1, nil)), l.mlp.fc2, nil)
 	}
 	return hidden, residual
 }
 
-// addNormLinear is (Linear(LayerNorm(x + residual), w), x + residual): one
-// pass where the backend implements compute.ResidualStream for these
-// shapes, else AddLayerNorm and Linear.
-func addNormLinear(b compute.Backend, x, residual compute.Tensor, pre compute.Norm, w compute.Tensor) (y, sum compute.Tensor) {
-	if rs, ok := b.(compute.ResidualStream); ok {
-		if y, sum, ok := rs.AddNormLinear(x, residual, pre, w); ok {
-			return y, sum
-		}
-	}
-	x, sum = b.AddLayerNorm(x, residual, pre.W, pre.B, pre.Eps)
-	return b.Linear(x, w, nil), sum
-}
-
-// linearAdd ends a block: the (hidden, residual) pair of the stream after
-// it, (Linear(x, w) + residual, nil) where the backend adds in the
-// projection (compute.ResidualStream), else (Linear(x, w), residual).
-func linearAdd(b compute.Backend, x, w, residual compute.Tensor) (compute.Tensor, compute.Tensor) {
-	if rs, ok := b.(compute.ResidualStream); ok {
-		if sum, ok := rs.LinearAdd(x, w, residual); ok {
-			return sum, nil
-		}
-	}
-	return b.Linear(x, w, nil), residual
-}
-
-// forward runs attention on the fused in_proj output qkv and returns its
-// output before out_proj.
-func (a *attention) forward(b compute.Backend, qkv compute.Tensor, st layerState, pos position) compute.Tensor {
+func (a *attention) forward(b compute.Backend, x compute.Tensor, st layerState, pos position) compute.Tensor {
 	s := a.spec
+	qkv := b.Linear(x, a.inProj, nil)
 	if pos.rows != nil { // Batch.forward checked canRagged
 		q, k, v := splitQKV(b, qkv, s)
-		return b.(compute.RaggedAttention).AttentionRagged(q, k, v, st.k, st.v, pos.rows, s)
+		return b.Linear(b.(compute.RaggedAttention).AttentionRagged(q, k, v, st.k, st.v, pos.rows, s), a.outProj, nil)
 	}
 	if pa, ok := b.(compute.PackedAttention); ok {
-		return pa.AttentionPacked(qkv, st.k, st.v, pos.host, pos.dev, s)
+		return b.Linear(pa.AttentionPacked(qkv, st.k, st.v, pos.host, pos.dev, s), a.outProj, nil)
 	}
 	q, k, v := splitQKV(b, qkv, s)
+	var o compute.Tensor
 	if pos.dev != nil {
-		return b.(compute.GraphOps).AttentionAt(q, k, v, st.k, st.v, pos.dev, s)
+		o = b.(compute.GraphOps).AttentionAt(q, k, v, st.k, st.v, pos.dev, s)
+	} else {
+		o = b.Attention(q, k, v, st.k, st.v, pos.host, s)
 	}
-	return b.Attention(q, k, v, st.k, st.v, pos.host, s)
+	return b.Linear(o, a.outProj, nil)
 }
 
 // splitQKV cuts the fused in_proj output [B, T, (H + 2·Hkv)·Dh] into q, k
@@ -224,20 +198,12 @@ func splitQKV(b compute.Backend, qkv compute.Tensor, s compute.AttentionSpec) (q
 	return b.Slice(qkv, 2, 0, qn), b.Slice(qkv, 2, qn, qn+kn), b.Slice(qkv, 2, qn+kn, qn+2*kn)
 }
 
-// forward runs the block's pre-norm (on hidden + residual) and the mixer,
-// and returns the (hidden, residual) pair of the stream after the block.
-func (m *mamba2) forward(b compute.Backend, hidden, residual compute.Tensor, pre compute.Norm, st layerState) (compute.Tensor, compute.Tensor) {
-	if ms, ok := b.(compute.Mamba2Stream); ok {
-		if out, ok := ms.Mamba2Stream(hidden, residual, pre, m.inProj, m.outProj, m.w, st.conv, st.ssm, m.spec); ok {
-			return out, nil
-		}
-	}
-	x, sum := b.AddLayerNorm(hidden, residual, pre.W, pre.B, pre.Eps)
+func (m *mamba2) forward(b compute.Backend, x compute.Tensor, st layerState) compute.Tensor {
 	if mb, ok := b.(compute.Mamba2Block); ok {
 		if y, ok := mb.Mamba2Block(x, m.inProj, m.outProj, m.w, st.conv, st.ssm, m.spec); ok {
-			return y, sum
+			return y
 		}
 	}
 	y := b.Mamba2(b.Linear(x, m.inProj, nil), m.w, st.conv, st.ssm, m.spec)
-	return b.Linear(y, m.outProj, nil), sum
+	return b.Linear(y, m.outProj, nil)
 }

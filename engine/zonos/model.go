@@ -256,26 +256,19 @@ func (m *Model) backbone(st *State, hidden compute.Tensor, pos position, hook La
 	for i, l := range m.layers {
 		hidden, residual = l.forward(m.b, hidden, residual, st.layers[i], pos, m.eps)
 		if hook != nil {
-			if residual == nil { // hidden is the whole stream (compute.ResidualStream)
-				hook(i, hidden)
-			} else {
-				hook(i, m.b.Add(hidden, residual))
-			}
+			hook(i, m.b.Add(hidden, residual))
 		}
 	}
 	// Only the last position's logits are needed and the norm is per
 	// position: slice first (a decode step, T = 1, needs no slice at all).
 	if T > 1 {
-		hidden = m.b.Slice(hidden, 1, T-1, T)
-		if residual != nil {
-			residual = m.b.Slice(residual, 1, T-1, T)
-		}
+		hidden, residual = m.b.Slice(hidden, 1, T-1, T), m.b.Slice(residual, 1, T-1, T)
 	}
-	logits, _ := addNormLinear(m.b, hidden, residual, compute.Norm{W: m.normF.w, B: m.normF.b, Eps: m.eps}, m.heads)
+	last, _ := m.b.AddLayerNorm(hidden, residual, m.normF.w, m.normF.b, m.eps)
 	// Rows c·n + u (conditional first) → [2, n·9, W]: guidance pairs
 	// each utterance's codebook rows.
 	rows := hidden.Shape()[0]
-	return m.b.Reshape(logits, 2, rows/2*NumCodebooks, LogitWidth)
+	return m.b.Reshape(m.b.Linear(last, m.heads, nil), 2, rows/2*NumCodebooks, LogitWidth)
 }
 
 // guide applies classifier-free guidance, uncond + (cond − uncond)·scale,

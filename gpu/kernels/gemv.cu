@@ -149,83 +149,10 @@ struct ChunkSide {
     int H;
     const float* wn;
     float eps;
-    // CHUNK_LNIN: x is a residual stream whose LayerNorm statistics a
-    // CHUNK_RESOUT epilogue wrote (stats [M][2]: mean, variance); x is
-    // normalized as it is loaded, as layernorm_v4 does it:
-    // (float)((x − mean)·rstd)·lnw (+ lnb, may be null), rstd from lneps.
-    const double* stats;
-    const float* lnw;
-    const float* lnb;
-    float lneps;
-    // CHUNK_RESOUT: the output is a residual stream, y = x·wᵀ (+ b) + res
-    // [M, N], and the kernel also computes its LayerNorm statistics for the
-    // next block's CHUNK_LNIN: every block writes the sum and the sum of
-    // squares of its outputs per row to partials [grid][M ≤ 2][2], and the
-    // last block to finish (ticket, a counter it resets to zero) adds them
-    // up in block order into stats_out [M][2]. Once per projection, not
-    // per consuming block: the row statistics of a LayerNorm folded into
-    // its consumer cost every one of its blocks a reduction (run 5 of
-    // docs/gpu/2026-11-30-session12).
-    const float* res;
-    double* partials;
-    unsigned* ticket;
-    double* stats_out;
 };
 #define CHUNK_PLAIN 0
-#define CHUNK_CONV 1   // bit: in_proj's conv epilogue
-#define CHUNK_NORM 2   // bit: out_proj's gated norm on load
-#define CHUNK_LNIN 4   // bit: the block's pre-norm on load
-#define CHUNK_RESOUT 8 // bit: residual add and row statistics in the epilogue
-
-// chunk_row_stats is CHUNK_RESOUT's statistics: out is thread t's output
-// (row t/2, CFG row t%2; threads t < V of warp 0, 0 elsewhere).
-__device__ __forceinline__ void chunk_row_stats(float out, int M, int N, const ChunkSide& side) {
-    __shared__ bool last;
-    __shared__ double red[8][4];
-    const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
-    if (warp == 0) {
-        // Lanes of one parity hold one CFG row's outputs: sum over them
-        // (the same shuffle order in every block).
-        double s1 = out, s2 = (double)out * (double)out;
-#pragma unroll
-        for (int o = 2; o < 32; o <<= 1) {
-            s1 += __shfl_xor_sync(0xffffffffu, s1, o);
-            s2 += __shfl_xor_sync(0xffffffffu, s2, o);
-        }
-        if (lane < 2) {
-            double* pb = side.partials + ((long long)blockIdx.x * 2 + lane) * 2;
-            pb[0] = s1, pb[1] = s2;
-            __threadfence();
-        }
-    }
-    __syncthreads();
-    if (t == 0) last = atomicAdd(side.ticket, 1u) == gridDim.x - 1;
-    __syncthreads();
-    if (!last) return;
-    // The last block: every other block's partials are visible (each
-    // fenced them before taking its ticket); read them past L1.
-    __threadfence();
-    double a[4] = {0, 0, 0, 0};
-    for (int i = t; i < (int)gridDim.x; i += blockDim.x) {
-#pragma unroll
-        for (int j = 0; j < 4; j++) a[j] += __ldcg(side.partials + (long long)i * 4 + j);
-    }
-#pragma unroll
-    for (int j = 0; j < 4; j++) a[j] = warp_sum_d(a[j]);
-    if (lane == 0) {
-#pragma unroll
-        for (int j = 0; j < 4; j++) red[warp][j] = a[j];
-    }
-    __syncthreads();
-    if (t < 2 && t < M) {
-        double s1 = 0, s2 = 0;
-        for (int w = 0; w < (int)(blockDim.x >> 5); w++) s1 += red[w][2 * t], s2 += red[w][2 * t + 1];
-        const double mean = s1 / N;
-        side.stats_out[2 * t] = mean;
-        side.stats_out[2 * t + 1] = fmax(s2 / N - mean * mean, 0.0);
-    }
-    if (t == 0) *side.ticket = 0;
-}
+#define CHUNK_CONV 1
+#define CHUNK_NORM 2
 
 // flags: bit 0 requests the chunk before the wait for the predecessor.
 template <int KT, int P, int SIDE>
@@ -254,16 +181,7 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
     pdl_begin();
     if (t == 0 && !(flags & 1)) request();
     float r[2] = {1.f, 1.f}; // CHUNK_NORM: the gated norm's 1/rms per CFG row
-    double mean[2] = {0, 0}, rstd[2] = {1, 1}; // CHUNK_LNIN
-    if (SIDE & CHUNK_LNIN) {
-#pragma unroll
-        for (int m = 0; m < 2; m++) {
-            const double* st = side.stats + 2 * min(m, M - 1);
-            mean[m] = st[0];
-            rstd[m] = 1.0 / sqrt(st[1] + (double)side.lneps);
-        }
-    }
-    if (SIDE & CHUNK_NORM) {
+    if (SIDE == CHUNK_NORM) {
 #pragma unroll
         for (int m = 0; m < 2; m++) {
             // Every warp sums the H partials in the same order: the same r
@@ -284,22 +202,7 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
             float4 p = xm[0], q = xm[1];
             xa[kt][m][0] = p.x, xa[kt][m][1] = p.y, xa[kt][m][2] = p.z, xa[kt][m][3] = p.w;
             xa[kt][m][4] = q.x, xa[kt][m][5] = q.y, xa[kt][m][6] = q.z, xa[kt][m][7] = q.w;
-            if (SIDE & CHUNK_LNIN) {
-                const float4* wm = (const float4*)side.lnw + 2 * (t + 256 * kt);
-                const float4 wa = wm[0], wb = wm[1];
-                const float wv[8] = {wa.x, wa.y, wa.z, wa.w, wb.x, wb.y, wb.z, wb.w};
-#pragma unroll
-                for (int i = 0; i < 8; i++)
-                    xa[kt][m][i] = __fmul_rn((float)(((double)xa[kt][m][i] - mean[m]) * rstd[m]), wv[i]);
-                if (side.lnb) {
-                    const float4* bm = (const float4*)side.lnb + 2 * (t + 256 * kt);
-                    const float4 ba = bm[0], bb = bm[1];
-                    const float bv[8] = {ba.x, ba.y, ba.z, ba.w, bb.x, bb.y, bb.z, bb.w};
-#pragma unroll
-                    for (int i = 0; i < 8; i++) xa[kt][m][i] = __fadd_rn(xa[kt][m][i], bv[i]);
-                }
-            }
-            if (SIDE & CHUNK_NORM) {
+            if (SIDE == CHUNK_NORM) {
                 const float4* wm = (const float4*)side.wn + 2 * (t + 256 * kt);
                 const float4 wa = wm[0], wb = wm[1];
                 const float wv[8] = {wa.x, wa.y, wa.z, wa.w, wb.x, wb.y, wb.z, wb.w};
@@ -323,7 +226,6 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
     const float sum = reduce_scatter<V>(acc, lane);
     if (lane < V) part[warp][lane] = sum;
     __syncthreads();
-    float out = 0.f; // CHUNK_RESOUT: thread t < V's output, 0 where there is none
     if (t < V) {
         const int row = t >> 1, m = t & 1;
         if (row < rows && m < M) {
@@ -331,10 +233,9 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
 #pragma unroll
             for (int q = 0; q < 8; q++) s += part[q][t];
             const int n = r0 + row;
-            out = bias ? s + bias[n] : s;
-            if (SIDE & CHUNK_RESOUT) out = __fadd_rn(out, side.res[(long long)m * N + n]);
+            const float out = bias ? s + bias[n] : s;
             y[(long long)m * N + n] = out;
-            if ((SIDE & CHUNK_CONV) && n >= side.lo && n < side.lo + side.C) {
+            if (SIDE == CHUNK_CONV && n >= side.lo && n < side.lo + side.C) {
                 const int c = n - side.lo, Kc = side.Kc;
                 float* sp = side.cst + ((long long)m * side.C + c) * Kc;
                 float a = side.cb[c];
@@ -350,7 +251,6 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
             }
         }
     }
-    if (SIDE & CHUNK_RESOUT) chunk_row_stats(out, M, N, side);
 #else
     __trap(); // never launched below sm_90 (the backend checks)
 #endif
@@ -384,51 +284,3 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
 GEMV_CHUNK(1)
 GEMV_CHUNK(2)
 GEMV_CHUNK(4)
-
-// The residual-stream variants (gpu.LinearAdd, gpu.AddNormLinear,
-// gpu.Mamba2Block): _res adds the residual and writes the row statistics
-// (CHUNK_RESOUT), _ln normalizes its input with them (CHUNK_LNIN), and
-// they combine with _conv (in_proj) and _norm (out_proj).
-#define LN_ARGS const double *stats, const float *lnw, const float *lnb, float lneps
-#define RES_ARGS const float *res, double *partials, unsigned *ticket, double *stats_out
-#define SET_LN side.stats = stats, side.lnw = lnw, side.lnb = lnb, side.lneps = lneps
-#define SET_RES side.res = res, side.partials = partials, side.ticket = ticket, side.stats_out = stats_out
-#define GEMV_CHUNK_STREAM(KT)                                                                                     \
-    extern "C" __global__ void __launch_bounds__(256)                                                             \
-        gemv_chunk_ln_k##KT(const float* __restrict__ x, const unsigned short* __restrict__ w,                    \
-                            const float* __restrict__ b, float* __restrict__ y, int M, int N, int K, int flags,   \
-                            LN_ARGS) {                                                                            \
-        ChunkSide side{};                                                                                         \
-        SET_LN;                                                                                                   \
-        gemv_chunk_body<KT, GC_PIECES, CHUNK_LNIN>(x, w, b, y, M, N, K, flags, side);                            \
-    }                                                                                                             \
-    extern "C" __global__ void __launch_bounds__(256)                                                             \
-        gemv_chunk_res_k##KT(const float* __restrict__ x, const unsigned short* __restrict__ w,                   \
-                             const float* __restrict__ b, float* __restrict__ y, int M, int N, int K, int flags,  \
-                             RES_ARGS) {                                                                          \
-        ChunkSide side{};                                                                                         \
-        SET_RES;                                                                                                  \
-        gemv_chunk_body<KT, GC_PIECES, CHUNK_RESOUT>(x, w, b, y, M, N, K, flags, side);                          \
-    }                                                                                                             \
-    extern "C" __global__ void __launch_bounds__(256)                                                             \
-        gemv_chunk_lnconv_k##KT(const float* __restrict__ x, const unsigned short* __restrict__ w,                \
-                                const float* __restrict__ b, float* __restrict__ y, int M, int N, int K,          \
-                                int flags, const float* cw, const float* cb, float* cst, float* xbc, int lo,      \
-                                int C, int Kc, LN_ARGS) {                                                         \
-        ChunkSide side{};                                                                                         \
-        side.cw = cw, side.cb = cb, side.cst = cst, side.xbc = xbc, side.lo = lo, side.C = C, side.Kc = Kc;       \
-        SET_LN;                                                                                                   \
-        gemv_chunk_body<KT, GC_PIECES, CHUNK_CONV | CHUNK_LNIN>(x, w, b, y, M, N, K, flags, side);               \
-    }                                                                                                             \
-    extern "C" __global__ void __launch_bounds__(256)                                                             \
-        gemv_chunk_normres_k##KT(const float* __restrict__ x, const unsigned short* __restrict__ w,               \
-                                 const float* __restrict__ b, float* __restrict__ y, int M, int N, int K,         \
-                                 int flags, const double* part, int H, const float* wn, float eps, RES_ARGS) {    \
-        ChunkSide side{};                                                                                         \
-        side.part = part, side.H = H, side.wn = wn, side.eps = eps;                                               \
-        SET_RES;                                                                                                  \
-        gemv_chunk_body<KT, GC_PIECES, CHUNK_NORM | CHUNK_RESOUT>(x, w, b, y, M, N, K, flags, side);             \
-    }
-GEMV_CHUNK_STREAM(1)
-GEMV_CHUNK_STREAM(2)
-GEMV_CHUNK_STREAM(4)
