@@ -205,7 +205,7 @@ func TestLinear(t *testing.T) {
 func TestWbfAccuracy(t *testing.T) {
 	need(t)
 	r := rand.New(rand.NewPCG(5, 6))
-	defer func(v bool) { wbfOff = v }(wbfOff)
+	defer func(v, two bool) { wbfOff, wbfTwoParts = v, two }(wbfOff, wbfTwoParts)
 	for _, c := range []struct{ m, k, n int }{{160, 2048, 8512}, {160, 8192, 2048}, {32, 2048, 3072}, {70, 264, 200}} {
 		v := randVals(r, c.m*c.k, 1)
 		for i := range v {
@@ -221,9 +221,16 @@ func TestWbfAccuracy(t *testing.T) {
 			maxd, maxr, _ := diff(ref, got)
 			errs[off] = maxd / math.Max(1, maxr)
 		}
-		t.Logf("M%d K%d N%d: max|Δ|/max|ref| tc_wbf %.3g, tc_wide %.3g", c.m, c.k, c.n, errs[false], errs[true])
+		wbfOff, wbfTwoParts = false, true
+		maxd, maxr, _ := diff(ref, gb.ReadF32(gb.Linear(x.g, w.g, nil)))
+		wbfTwoParts = false
+		two := maxd / math.Max(1, maxr)
+		t.Logf("M%d K%d N%d: max|Δ|/max|ref| tc_wbf %.3g, tc_wide %.3g, tc_wbf2 %.3g", c.m, c.k, c.n, errs[false], errs[true], two)
 		if !(errs[false] <= 1.5*errs[true]+1e-7) {
 			t.Errorf("M%d K%d N%d: tc_wbf error %.3g against tc_wide's %.3g", c.m, c.k, c.n, errs[false], errs[true])
+		}
+		if !(two <= 1e-4) { // 16 bits of x: a few 1e-6 expected
+			t.Errorf("M%d K%d N%d: tc_wbf2 error %.3g", c.m, c.k, c.n, two)
 		}
 	}
 }

@@ -35,6 +35,11 @@ const tcWbfSmem = kernels.WbfSmem
 // path instead of tc_wbf's BF16 one (for before/after measurements).
 var wbfOff = os.Getenv("ZONOS_TC_BF16") == "0"
 
+// wbfTwoParts is ZONOS_TC_PARTS=2: tc_wbf2, the activation in two BF16
+// parts instead of three (a third fewer products, x to about 16 bits), for
+// measurements.
+var wbfTwoParts = os.Getenv("ZONOS_TC_PARTS") == "2"
+
 // ZONOS_CONV=old runs the convolutions as before conv_simt (for
 // before/after measurements): on simt_gemm's 64 × 64 tiles (convOld) with
 // the coarser split-K (convOldSplits). The kernels alone give
@@ -281,6 +286,9 @@ func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor,
 	switch {
 	case wide && w.dt == compute.BF16 && !wbfOff:
 		kernel, tileN, smem = "tc_wbf", 128, tcWbfSmem // BF16 weights: BF16 products of the activation's three parts
+		if wbfTwoParts {
+			kernel = "tc_wbf2"
+		}
 	case wide:
 		kernel, tileN, smem = "tc_wide", 128, tcWideSmem // BF16/F16 weights: exact in TF32; rows in 16-byte pieces
 	case mode != tcLinear && !convOld && convTC:

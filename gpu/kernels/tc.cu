@@ -434,6 +434,9 @@ __device__ __forceinline__ void mma_bf16(float* c, const unsigned* a, unsigned b
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// PARTS = 2 drops lo (x to about 16 bits: a third fewer products; a
+// measurement variant, tc_wbf2).
+template <int PARTS>
 __device__ __forceinline__ void tc_wbf_tile(const Problem& p, const float* __restrict__ bias, float* __restrict__ out,
                                             float* __restrict__ work, int splits, int kchunk) {
     extern __shared__ __align__(16) unsigned char wb_smem[];
@@ -485,7 +488,7 @@ __device__ __forceinline__ void tc_wbf_tile(const Problem& p, const float* __res
                 bf16_split3(v.z, v.w, part[0][2 * q + 1], part[1][2 * q + 1], part[2][2 * q + 1]);
             }
 #pragma unroll
-            for (int pl = 0; pl < 3; pl++) {
+            for (int pl = 0; pl < PARTS; pl++) {
                 uint4* d = (uint4*)(Ps + pl * TW_M * WB_LDP + sr * WB_LDP + sc);
                 d[0] = make_uint4(part[pl][0], part[pl][1], part[pl][2], part[pl][3]);
                 d[1] = make_uint4(part[pl][4], part[pl][5], part[pl][6], part[pl][7]);
@@ -497,7 +500,7 @@ __device__ __forceinline__ void tc_wbf_tile(const Problem& p, const float* __res
         for (int kk = 0; kk < TW_K; kk += 16) {
             unsigned af[3][2][4], bf[4][4];
 #pragma unroll
-            for (int pl = 0; pl < 3; pl++)
+            for (int pl = 0; pl < PARTS; pl++)
 #pragma unroll
                 for (int i = 0; i < 2; i++)
                     ldmatrix_x4(af[pl][i], Ps + pl * TW_M * WB_LDP + (wm + 16 * i + arow) * WB_LDP + kk + acol);
@@ -508,7 +511,7 @@ __device__ __forceinline__ void tc_wbf_tile(const Problem& p, const float* __res
                 unsigned b0 = bf[j >> 1][(j & 1) * 2], b1 = bf[j >> 1][(j & 1) * 2 + 1];
 #pragma unroll
                 for (int i = 0; i < 2; i++) {
-                    mma_bf16(acc[i][j], af[2][i], b0, b1);
+                    if (PARTS == 3) mma_bf16(acc[i][j], af[2][i], b0, b1);
                     mma_bf16(acc[i][j], af[1][i], b0, b1);
                     mma_bf16(acc[i][j], af[0][i], b0, b1);
                 }
@@ -867,7 +870,15 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS) tc_wide(GEMM_PARAMS) {
 extern "C" __global__ void __launch_bounds__(TC_THREADS) tc_wbf(GEMM_PARAMS) {
     pdl_begin();
     GEMM_PROBLEM
-    tc_wbf_tile(p, bias, out, work, splits, kchunk);
+    tc_wbf_tile<3>(p, bias, out, work, splits, kchunk);
+}
+
+// tc_wbf2: tc_wbf on two parts of the activation (hi + mid; launch as
+// tc_wbf), for measurements (ZONOS_TC_PARTS=2).
+extern "C" __global__ void __launch_bounds__(TC_THREADS) tc_wbf2(GEMM_PARAMS) {
+    pdl_begin();
+    GEMM_PROBLEM
+    tc_wbf_tile<2>(p, bias, out, work, splits, kchunk);
 }
 
 // simt_gemm: any mode on fp32 FMAs.
