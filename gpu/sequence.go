@@ -170,6 +170,15 @@ const (
 	mambaStepRows = 64
 )
 
+// ssdOff (ZONOS_SCAN=seq) runs the prefill scan sequentially
+// (mamba_scan_pre_nS, bit for bit the decode step's arithmetic) instead of
+// in chunked form (mamba_ssd_pre).
+var ssdOff = os.Getenv("ZONOS_SCAN") == "seq"
+
+// useSSD reports whether mamba_ssd_pre takes a prefill of head dim P and
+// d_state n (SSD_PB, SSD_NMAX in kernels/mamba2.cu).
+func useSSD(P, n int) bool { return !ssdOff && P%32 == 0 && n <= 128 }
+
 // scanPreKernel is the prefill scan compiled for d_state n: the fewest
 // slots per lane (mamba_scan_pre_nS, S·32 ≥ n) of S ∈ {1, 2, 4, 8}.
 func scanPreKernel(n int) string {
@@ -237,8 +246,13 @@ func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 			dt := b.newTensor(compute.F32, B, T, H, 2)
 			b.launch(b.k["mamba_dt"], grid1(B*T*H), block256, in.ptr(), b.asF32(dtb).ptr(), b.asF32(alog).ptr(), dt.ptr(),
 				B, T, E, Di, C, H)
-			b.launch(b.k[scanPreKernel(N)], [3]int{B * H, (P + 7) / 8, 1}, block256, dt.ptr(), xbc.ptr(),
-				b.asF32(dd).ptr(), sst.ptr(), y.ptr(), T, Di, C, H, P, N, G)
+			if useSSD(P, N) {
+				b.launch(b.k["mamba_ssd_pre"], [3]int{B * H * P / 32, 1, 1}, block256, dt.ptr(), xbc.ptr(),
+					b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), y.ptr(), T, Di, C, H, P, N, G)
+			} else {
+				b.launch(b.k[scanPreKernel(N)], [3]int{B * H, (P + 7) / 8, 1}, block256, dt.ptr(), xbc.ptr(),
+					b.asF32(dd).ptr(), sst.ptr(), y.ptr(), T, Di, C, H, P, N, G)
+			}
 			dt.h.release()
 		}
 		if v4 {

@@ -35,10 +35,10 @@ const tcWbfSmem = kernels.WbfSmem
 // path instead of tc_wbf's BF16 one (for before/after measurements).
 var wbfOff = os.Getenv("ZONOS_TC_BF16") == "0"
 
-// wbfTwoParts is ZONOS_TC_PARTS=2: tc_wbf2, the activation in two BF16
-// parts instead of three (a third fewer products, x to about 16 bits), for
-// measurements.
-var wbfTwoParts = os.Getenv("ZONOS_TC_PARTS") == "2"
+// wbfThreeParts is ZONOS_TC_PARTS=3: tc_wbf3, the activation in three
+// BF16 parts instead of two (x to about 24 bits instead of 16; the error
+// is the fp32 accumulation's either way), for measurements.
+var wbfThreeParts = os.Getenv("ZONOS_TC_PARTS") == "3"
 
 // ZONOS_CONV=old runs the convolutions as before conv_simt (for
 // before/after measurements): on simt_gemm's 64 × 64 tiles (convOld) with
@@ -285,9 +285,9 @@ func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor,
 	aprep := nullPtr                          // conv_tcp's prepared weights
 	switch {
 	case wide && w.dt == compute.BF16 && !wbfOff:
-		kernel, tileN, smem = "tc_wbf", 128, tcWbfSmem // BF16 weights: BF16 products of the activation's three parts
-		if wbfTwoParts {
-			kernel = "tc_wbf2"
+		kernel, tileN, smem = "tc_wbf", 128, tcWbfSmem // BF16 weights: BF16 products of the activation's two parts
+		if wbfThreeParts {
+			kernel = "tc_wbf3"
 		}
 	case wide:
 		kernel, tileN, smem = "tc_wide", 128, tcWideSmem // BF16/F16 weights: exact in TF32; rows in 16-byte pieces

@@ -581,6 +581,124 @@ __device__ __forceinline__ void scan_pre_body(const float* __restrict__ dd, cons
         if (live && on[i]) sp[lane + 32 * i] = st[i];
 }
 
+// mamba_ssd_pre: the prefill scan in chunked ("state space dual") form,
+// for d_state N ≤ 128 and head dim P a multiple of 32. Grid B·H·(P/32),
+// 256 threads: warp w holds the state rows n ∈ [w·NS, (w+1)·NS) (NS =
+// ⌈N/8⌉) of the block's 32 head-dim columns p, one per lane, in registers.
+// The sequential scan (mamba_scan_pre_nS) is bound by instruction issue:
+// per position and state element it updates, multiplies by C and reduces
+// over the warp. Here, per chunk of L = 16 positions with log decays
+// a_t = delta_t·A summed into Lc_t (within the chunk):
+//   y_t  = e^{Lc_t}·(C_t·h) + Σ_{s≤t} e^{Lc_t − Lc_s}·(C_t·B_s)·dx_s + D·x_t
+//   h   ← e^{Lc_L}·h + Σ_s e^{Lc_L − Lc_s}·dx_s·B_sᵀ
+// with dx_s = delta_s·x_s and h the state before the chunk: about a tenth
+// of the instructions (no reduction per position; C·B once per chunk,
+// shared by the 32 columns). Same quantities as the sequential scan, the
+// decays multiplied as sums of logs: outputs and states agree with it to
+// rounding, not bit for bit (TestMambaChunkedScan).
+#define SSD_L 16
+#define SSD_PB 32
+#define SSD_NMAX 128
+#define SSD_NS (SSD_NMAX / SCAN_WARPS)
+extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
+    mamba_ssd_pre(const float* __restrict__ dd, const float* __restrict__ xbc, const float* __restrict__ alog,
+                  const float* __restrict__ Dw, float* __restrict__ state, float* __restrict__ y, int T, int Di,
+                  int C, int H, int P, int N, int G) {
+    __shared__ __align__(16) float sB[SSD_L][SSD_NMAX + 4], sC[SSD_L][SSD_NMAX + 4];
+    __shared__ float sDX[SSD_L][SSD_PB], sX[SSD_L][SSD_PB], sY[SCAN_WARPS][SSD_L][SSD_PB];
+    __shared__ float sW[SSD_L][SSD_L], sLc[SSD_L], sE[SSD_L];
+    pdl_begin();
+    const int blocksPerHead = P / SSD_PB;
+    const int bh = blockIdx.x / blocksPerHead, p0 = (blockIdx.x % blocksPerHead) * SSD_PB;
+    const int b = bh / H, h = bh % H, g = h / (H / G);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int ns = (N + SCAN_WARPS - 1) / SCAN_WARPS, n0 = warp * ns;
+    const float A = -(float)exp((double)alog[h]), dskip = Dw[h];
+    float st[SSD_NS];
+    float* sp = state + (((long long)b * H + h) * P + p0 + lane) * N;
+#pragma unroll
+    for (int i = 0; i < SSD_NS; i++) st[i] = i < ns && n0 + i < N ? sp[n0 + i] : 0.f;
+    for (int t0 = 0; t0 < T; t0 += SSD_L) {
+        const int tc = min(SSD_L, T - t0);
+        const float* x0 = xbc + ((long long)b * T + t0) * C;
+        __syncthreads(); // the previous chunk's shared values are no longer read
+        for (int e = threadIdx.x; e < SSD_L * SSD_NMAX; e += blockDim.x) {
+            const int t = e / SSD_NMAX, n = e % SSD_NMAX;
+            const bool in = t < tc && n < N;
+            sB[t][n] = in ? x0[(long long)t * C + Di + g * N + n] : 0.f;
+            sC[t][n] = in ? x0[(long long)t * C + Di + G * N + g * N + n] : 0.f;
+        }
+        for (int e = threadIdx.x; e < SSD_L * SSD_PB; e += blockDim.x) {
+            const int t = e / SSD_PB, q = e % SSD_PB;
+            const float xv = t < tc ? x0[(long long)t * C + h * P + p0 + q] : 0.f;
+            const float delta = t < tc ? dd[2 * (((long long)b * T + t0 + t) * H + h)] : 0.f;
+            sX[t][q] = xv;
+            sDX[t][q] = __fmul_rn(delta, xv);
+        }
+        if (threadIdx.x == 0) {
+            float lc = 0.f;
+            for (int t = 0; t < SSD_L; t++) {
+                if (t < tc) lc += __fmul_rn(dd[2 * (((long long)b * T + t0 + t) * H + h)], A);
+                sLc[t] = lc;
+            }
+        }
+        __syncthreads();
+        // C_t·h over the warp's state rows, for every position of the chunk.
+#pragma unroll 4
+        for (int t = 0; t < SSD_L; t++) {
+            float a = 0.f;
+#pragma unroll
+            for (int i = 0; i < SSD_NS; i++)
+                if (i < ns) a += sC[t][n0 + i] * st[i];
+            sY[warp][t][lane] = a;
+        }
+        // W[t][s] = e^{Lc_t − Lc_s}·(C_t·B_s) for s ≤ t, one pair per thread;
+        // sE[s] = e^{Lc_last − Lc_s}.
+        {
+            const int t = threadIdx.x / SSD_L, s2 = threadIdx.x % SSD_L;
+            float wv = 0.f;
+            if (s2 <= t && t < tc) {
+                float a = 0.f;
+                for (int n = 0; n < N; n += 4) {
+                    const float4 c4 = *(const float4*)&sC[t][n], b4 = *(const float4*)&sB[s2][n];
+                    a += c4.x * b4.x + c4.y * b4.y + c4.z * b4.z + c4.w * b4.w;
+                }
+                wv = a * expf(sLc[t] - sLc[s2]);
+            }
+            sW[t][s2] = wv;
+            if (threadIdx.x < SSD_L) sE[threadIdx.x] = threadIdx.x < tc ? expf(sLc[tc - 1] - sLc[threadIdx.x]) : 0.f;
+        }
+        __syncthreads();
+        // Outputs: (t, p) for t = warp and warp + 8.
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+            const int t = warp + SCAN_WARPS * k;
+            if (t < tc) {
+                float ys = 0.f;
+#pragma unroll
+                for (int w = 0; w < SCAN_WARPS; w++) ys += sY[w][t][lane];
+                float yi = 0.f;
+                for (int s2 = 0; s2 <= t; s2++) yi += sW[t][s2] * sDX[s2][lane];
+                const long long row = (long long)b * T + t0 + t;
+                y[row * Di + h * P + p0 + lane] = (expf(sLc[t]) * ys + yi) + dskip * sX[t][lane];
+            }
+        }
+        // The state after the chunk.
+        const float decayAll = expf(sLc[tc - 1]);
+#pragma unroll
+        for (int i = 0; i < SSD_NS; i++) st[i] *= decayAll;
+        for (int s2 = 0; s2 < tc; s2++) {
+            const float coef = sE[s2] * sDX[s2][lane];
+#pragma unroll
+            for (int i = 0; i < SSD_NS; i++)
+                if (i < ns) st[i] += coef * sB[s2][n0 + i];
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < SSD_NS; i++)
+        if (i < ns && n0 + i < N) sp[n0 + i] = st[i];
+}
+
 #define SCAN_PRE(S)                                                                                          \
     extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32, 3)                                         \
         mamba_scan_pre_n##S(const float* __restrict__ dd, const float* __restrict__ xbc,                    \

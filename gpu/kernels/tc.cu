@@ -391,18 +391,24 @@ __device__ __forceinline__ void tc_wide_tile(const Problem& p, const float* __re
 
 // ---- Tensor-core Linear on BF16 products (tc_wbf) -------------------------
 // tc_wide for BF16 weights on the BF16 tensor path (m16n8k16): the
-// activation is split into three BF16 parts, x = hi + mid + lo (8
-// significant bits each: about 24 bits of x together, against tc_wide's 21
-// for its two TF32 parts), and each part is multiplied by the BF16 weight
-// as it is, so each product is exact in fp32. One m16n8k16 BF16 mma costs
-// the tensor cores what one m16n8k8 TF32 mma does, so a 16-wide k step is
-// 3 products per fragment here against tc_wide's 4, and neither the
+// activation is split into BF16 parts, x = hi + mid (+ lo) (8 significant
+// bits each), and each part is multiplied by the BF16 weight as it is, so
+// each product is exact in fp32. One m16n8k16 BF16 mma costs the tensor
+// cores what one m16n8k8 TF32 mma does, so a 16-wide k step is 2 (3)
+// products per fragment here against tc_wide's 4, and neither the
 // activation's split nor the weight's widening sits in the k loop: each
 // staged activation tile (fp32, by cp.async as in tc_wide) is split once
-// per block into three BF16 planes in shared memory, and both operands
-// reach the mma by ldmatrix. Tiles, stages, split-K and placement are
-// tc_wide's; each output's k order is the tile-local one, wherever the tile
-// lies, and the parts are multiplied smallest first.
+// per block into BF16 planes in shared memory, and both operands reach the
+// mma by ldmatrix. Tiles, stages, split-K and placement are tc_wide's;
+// each output's k order is the tile-local one, wherever the tile lies, and
+// the parts are multiplied smallest first.
+//
+// Two parts (tc_wbf, the default) keep about 16 bits of x; three
+// (tc_wbf3, ZONOS_TC_PARTS=3) about 24. The products' error is dominated
+// by the fp32 accumulation either way (TestWbfAccuracy, H200: 3.4e-6 with
+// two parts, 4.0e-6 with three, 5.1e-6 for tc_wide at 160 × 2048 × 8512),
+// and two parts took the 80-position prefill from 13.10 to 11.92 ms
+// (docs/gpu/2026-11-30-session13, run 4).
 #define WB_LDA 36  // fp32 words per staged activation row (144 bytes: 16-byte aligned)
 #define WB_LDP 40  // halfwords per plane row (80 bytes: ldmatrix conflict-free)
 
@@ -434,8 +440,6 @@ __device__ __forceinline__ void mma_bf16(float* c, const unsigned* a, unsigned b
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// PARTS = 2 drops lo (x to about 16 bits: a third fewer products; a
-// measurement variant, tc_wbf2).
 template <int PARTS>
 __device__ __forceinline__ void tc_wbf_tile(const Problem& p, const float* __restrict__ bias, float* __restrict__ out,
                                             float* __restrict__ work, int splits, int kchunk) {
@@ -864,21 +868,20 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS) tc_wide(GEMM_PARAMS) {
     tc_wide_tile(p, bias, out, work, splits, kchunk);
 }
 
-// tc_wbf: tc_wide's TC_LINEAR for BF16 weights on BF16 products (see
-// tc_wbf_tile); K % 8 == 0, grid (⌈N/128⌉, ⌈M/64⌉, splits), 128 threads,
-// WbfSmem bytes of dynamic shared memory (kernels.go).
+// tc_wbf: tc_wide's TC_LINEAR for BF16 weights on BF16 products of two
+// parts of the activation (see tc_wbf_tile); K % 8 == 0, grid (⌈N/128⌉,
+// ⌈M/64⌉, splits), 128 threads, WbfSmem bytes of dynamic shared memory
+// (kernels.go). tc_wbf3: the same on three parts.
 extern "C" __global__ void __launch_bounds__(TC_THREADS) tc_wbf(GEMM_PARAMS) {
     pdl_begin();
     GEMM_PROBLEM
-    tc_wbf_tile<3>(p, bias, out, work, splits, kchunk);
+    tc_wbf_tile<2>(p, bias, out, work, splits, kchunk);
 }
 
-// tc_wbf2: tc_wbf on two parts of the activation (hi + mid; launch as
-// tc_wbf), for measurements (ZONOS_TC_PARTS=2).
-extern "C" __global__ void __launch_bounds__(TC_THREADS) tc_wbf2(GEMM_PARAMS) {
+extern "C" __global__ void __launch_bounds__(TC_THREADS) tc_wbf3(GEMM_PARAMS) {
     pdl_begin();
     GEMM_PROBLEM
-    tc_wbf_tile<2>(p, bias, out, work, splits, kchunk);
+    tc_wbf_tile<3>(p, bias, out, work, splits, kchunk);
 }
 
 // simt_gemm: any mode on fp32 FMAs.
