@@ -594,8 +594,8 @@ __device__ __forceinline__ void scan_pre_body(const float* __restrict__ dd, cons
 // with dx_s = delta_s·x_s and h the state before the chunk: about a tenth
 // of the instructions (no reduction per position; C·B once per chunk,
 // shared by the 32 columns). Same quantities as the sequential scan, the
-// decays multiplied as sums of logs: outputs and states agree with it to
-// rounding, not bit for bit (TestMambaChunkedScan).
+// decays multiplied as sums of logs (summed by a warp scan): outputs and
+// states agree with it to rounding, not bit for bit (TestMambaChunkedScan).
 #define SSD_L 16
 #define SSD_PB 32
 #define SSD_NMAX 128
@@ -635,12 +635,14 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
             sX[t][q] = xv;
             sDX[t][q] = __fmul_rn(delta, xv);
         }
-        if (threadIdx.x == 0) {
-            float lc = 0.f;
-            for (int t = 0; t < SSD_L; t++) {
-                if (t < tc) lc += __fmul_rn(dd[2 * (((long long)b * T + t0 + t) * H + h)], A);
-                sLc[t] = lc;
+        if (warp == 0) { // Lc: the chunk's log decays summed in order (lanes' loads in parallel)
+            float a = lane < tc ? __fmul_rn(dd[2 * (((long long)b * T + t0 + lane) * H + h)], A) : 0.f;
+#pragma unroll
+            for (int o = 1; o < SSD_L; o <<= 1) {
+                const float u = __shfl_up_sync(0xffffffffu, a, o);
+                if (lane >= o) a += u;
             }
+            if (lane < SSD_L) sLc[lane] = a;
         }
         __syncthreads();
         // C_t·h over the warp's state rows, for every position of the chunk.
