@@ -166,9 +166,6 @@ func (b *Backend) gemvM2(p gemvPlan, x, w *tensor, bias, y cu.DevicePtr, m, n, k
 var (
 	gemvChunkOff   = os.Getenv("ZONOS_GEMV_CHUNK") == "0"
 	gemvChunkEarly = os.Getenv("ZONOS_GEMV_CHUNK_EARLY") != "0"
-	// gemvTriggerLate (ZONOS_GEMV_TRIGGER=late): the next kernel launches
-	// once every block has its chunk, not once every block has waited.
-	gemvTriggerLate = os.Getenv("ZONOS_GEMV_TRIGGER") == "late"
 )
 
 // gemvKT is K/2048 for the K the chunk GEMV serves, else 0.
@@ -208,6 +205,6 @@ func (b *Backend) gemvChunk(x, w *tensor, bias, y cu.DevicePtr, m, n, k int, ear
 // (owner goroutine).
 func (b *Backend) launchChunk(family [5]string, x, w, bias, y cu.DevicePtr, m, n, k int, early bool, extra ...any) {
 	rows := gemvChunkRows(k)
-	args := append([]any{x, w, bias, y, int32(m), int32(n), int32(k), b2i(early) | 2*b2i(gemvTriggerLate)}, extra...)
+	args := append([]any{x, w, bias, y, int32(m), int32(n), int32(k), b2i(early)}, extra...)
 	b.launchSmem(b.k[family[gemvKT(k)]], [3]int{(n + rows - 1) / rows, 1, 1}, block256, kernels.GemvChunkPieces*4096, args...)
 }

@@ -154,10 +154,7 @@ struct ChunkSide {
 #define CHUNK_CONV 1
 #define CHUNK_NORM 2
 
-// flags: bit 0 requests the chunk before the wait for the predecessor;
-// bit 1 lets the next kernel launch only once the block's chunk has landed
-// instead of right after the wait (ZONOS_GEMV_TRIGGER=late, for
-// measurements).
+// flags: bit 0 requests the chunk before the wait for the predecessor.
 template <int KT, int P, int SIDE>
 __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, const unsigned short* __restrict__ w,
                                                 const float* __restrict__ bias, float* __restrict__ y, int M, int N,
@@ -181,8 +178,7 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
         if (flags & 1) request();
     }
     __syncthreads();
-    pdl_wait();
-    if (!(flags & 2)) pdl_trigger();
+    pdl_begin();
     if (t == 0 && !(flags & 1)) request();
     float r[2] = {1.f, 1.f}; // CHUNK_NORM: the gated norm's 1/rms per CFG row
     if (SIDE == CHUNK_NORM) {
@@ -219,7 +215,6 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
 #pragma unroll
     for (int v = 0; v < V; v++) acc[v] = 0.f;
     mbar_wait(&bar, 0);
-    if (flags & 2) pdl_trigger(); // late: the next kernel launches once every block has its chunk
     // Piece t + 256·p is k8 = t + 256·(p % KT) of row p / KT; rows past
     // the last (a ragged final block) hold stale data and are not stored.
 #pragma unroll

@@ -605,8 +605,14 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
                   const float* __restrict__ Dw, float* __restrict__ state, float* __restrict__ y, int T, int Di,
                   int C, int H, int P, int N, int G) {
     __shared__ __align__(16) float sB[SSD_L][SSD_NMAX + 4], sC[SSD_L][SSD_NMAX + 4];
-    __shared__ float sDX[SSD_L][SSD_PB], sX[SSD_L][SSD_PB], sY[SCAN_WARPS][SSD_L][SSD_PB];
+    __shared__ float sDX[SSD_L][SSD_PB], sX[SSD_L][SSD_PB];
     __shared__ float sW[SSD_L][SSD_L], sLc[SSD_L], sE[SSD_L];
+    // One buffer, two uses: the state tile on the way in and out (row p
+    // of the 32: its N entries, padded), and in between the warps'
+    // partial C·h sums sY[w][t][p].
+    __shared__ float sYS[SSD_PB * (SSD_NMAX + 1)];
+    auto sS = [&](int p, int n) -> float& { return sYS[p * (SSD_NMAX + 1) + n]; };
+    auto sY = [&](int w, int t, int p) -> float& { return sYS[(w * SSD_L + t) * SSD_PB + p]; };
     pdl_begin();
     const int blocksPerHead = P / SSD_PB;
     const int bh = blockIdx.x / blocksPerHead, p0 = (blockIdx.x % blocksPerHead) * SSD_PB;
@@ -614,21 +620,30 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int ns = (N + SCAN_WARPS - 1) / SCAN_WARPS, n0 = warp * ns;
     const float A = -(float)exp((double)alog[h]), dskip = Dw[h];
+    // The block's 32 state rows are contiguous: read them coalesced into
+    // shared memory, then each thread takes its column's entries.
+    float* sp = state + ((long long)b * H + h) * P * N + (long long)p0 * N;
+    for (int e = threadIdx.x; e < SSD_PB * N; e += blockDim.x) sS(e / N, e % N) = sp[e];
+    __syncthreads();
     float st[SSD_NS];
-    float* sp = state + (((long long)b * H + h) * P + p0 + lane) * N;
 #pragma unroll
-    for (int i = 0; i < SSD_NS; i++) st[i] = i < ns && n0 + i < N ? sp[n0 + i] : 0.f;
+    for (int i = 0; i < SSD_NS; i++) st[i] = i < ns && n0 + i < N ? sS(lane, n0 + i) : 0.f;
     for (int t0 = 0; t0 < T; t0 += SSD_L) {
         const int tc = min(SSD_L, T - t0);
         const float* x0 = xbc + ((long long)b * T + t0) * C;
         __syncthreads(); // the previous chunk's shared values are no longer read
-        for (int e = threadIdx.x; e < SSD_L * SSD_NMAX; e += blockDim.x) {
+        // Unrolled, so that every load is in flight before the first store.
+#pragma unroll
+        for (int k = 0; k < SSD_L * SSD_NMAX / (SCAN_WARPS * 32); k++) {
+            const int e = threadIdx.x + SCAN_WARPS * 32 * k;
             const int t = e / SSD_NMAX, n = e % SSD_NMAX;
             const bool in = t < tc && n < N;
             sB[t][n] = in ? x0[(long long)t * C + Di + g * N + n] : 0.f;
             sC[t][n] = in ? x0[(long long)t * C + Di + G * N + g * N + n] : 0.f;
         }
-        for (int e = threadIdx.x; e < SSD_L * SSD_PB; e += blockDim.x) {
+#pragma unroll
+        for (int k = 0; k < SSD_L * SSD_PB / (SCAN_WARPS * 32); k++) {
+            const int e = threadIdx.x + SCAN_WARPS * 32 * k;
             const int t = e / SSD_PB, q = e % SSD_PB;
             const float xv = t < tc ? x0[(long long)t * C + h * P + p0 + q] : 0.f;
             const float delta = t < tc ? dd[2 * (((long long)b * T + t0 + t) * H + h)] : 0.f;
@@ -652,7 +667,7 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
 #pragma unroll
             for (int i = 0; i < SSD_NS; i++)
                 if (i < ns) a += sC[t][n0 + i] * st[i];
-            sY[warp][t][lane] = a;
+            sY(warp, t, lane) = a;
         }
         // W[t][s] = e^{Lc_t − Lc_s}·(C_t·B_s) for s ≤ t, one pair per thread;
         // sE[s] = e^{Lc_last − Lc_s}.
@@ -678,7 +693,7 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
             if (t < tc) {
                 float ys = 0.f;
 #pragma unroll
-                for (int w = 0; w < SCAN_WARPS; w++) ys += sY[w][t][lane];
+                for (int w = 0; w < SCAN_WARPS; w++) ys += sY(w, t, lane);
                 float yi = 0.f;
                 for (int s2 = 0; s2 <= t; s2++) yi += sW[t][s2] * sDX[s2][lane];
                 const long long row = (long long)b * T + t0 + t;
@@ -696,9 +711,12 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
                 if (i < ns) st[i] += coef * sB[s2][n0 + i];
         }
     }
+    __syncthreads(); // every warp is done with sY
 #pragma unroll
     for (int i = 0; i < SSD_NS; i++)
-        if (i < ns && n0 + i < N) sp[n0 + i] = st[i];
+        if (i < ns && n0 + i < N) sS(lane, n0 + i) = st[i];
+    __syncthreads();
+    for (int e = threadIdx.x; e < SSD_PB * N; e += blockDim.x) sp[e] = sS(e / N, e % N);
 }
 
 #define SCAN_PRE(S)                                                                                          \
