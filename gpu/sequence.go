@@ -274,36 +274,19 @@ func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 // run instead (for measurements).
 var mambaBlockOff = os.Getenv("ZONOS_MAMBA_BLOCK") == "0"
 
-// mambaStepRowsPerWarp picks mamba_step_gated's variant: each of a
-// block's 8 warps scans this many rows of its head (1, 2 or 8;
-// ZONOS_MAMBA_STEP_ROWS), so a head spans ⌈P / (8·rows)⌉ blocks.
-// mambaStepEarly (off with ZONOS_MAMBA_STEP_EARLY=0) has the kernel
-// request its state rows before it waits for in_proj.
-var (
-	mambaStepRowsPerWarp = envInt("ZONOS_MAMBA_STEP_ROWS", 2)
-	mambaStepEarly       = os.Getenv("ZONOS_MAMBA_STEP_EARLY") != "0"
-)
+// mambaStepEarly (off with ZONOS_MAMBA_STEP_EARLY=0, for measurements)
+// has mamba_step_gated request its state rows before it waits for
+// in_proj.
+var mambaStepEarly = os.Getenv("ZONOS_MAMBA_STEP_EARLY") != "0"
 
-// mambaStepGated returns the mamba_step_gated variant for
-// mambaStepRowsPerWarp and d_state n, and how many blocks it spreads a
-// head of P rows over.
+// mambaStepGated returns the mamba_step_gated variant for d_state n (two
+// rows per warp) and how many blocks it spreads a head of P rows over.
 func (b *Backend) mambaStepGated(P, n int) (*kernel, int) {
-	small := n <= 128 // four state slots per lane
-	var k *kernel
-	rw := mambaStepRowsPerWarp
-	switch {
-	case rw == 8:
-		k = b.k["mamba_step_gated_r8_n256"]
-	case rw == 1 && small:
-		k = b.k["mamba_step_gated_r1_n128"]
-	case rw == 1:
-		k = b.k["mamba_step_gated_r1_n256"]
-	case small:
-		k, rw = b.k["mamba_step_gated_r2_n128"], 2
-	default:
-		k, rw = b.k["mamba_step_gated_r2_n256"], 2
+	k := b.k["mamba_step_gated_r2_n256"]
+	if n <= 128 { // four state slots per lane
+		k = b.k["mamba_step_gated_r2_n128"]
 	}
-	return k, (P + 8*rw - 1) / (8 * rw)
+	return k, (P + 15) / 16
 }
 
 // Mamba2Block (compute.Mamba2Block) runs a decode step's Mamba2 mixer (one

@@ -222,7 +222,9 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
 // 128 blocks of a decode step on 132 SMs, each waiting on its 32 KiB of
 // state; smaller RW puts more state loads in flight on each SM. Every
 // block computes its head's decay and loads B and C itself (a few hundred
-// bytes from L2).
+// bytes from L2). Same run (docs/gpu/2026-11-30-session13, run 1), step
+// graph: RW = 8 1.684 ms, RW = 2 1.611 ms, RW = 1 (two waves) 1.708 ms;
+// RW = 2 with the state requested after the wait 1.631 ms.
 //
 // flags bit 0: the block requests its state rows before waiting for the
 // previous kernel. The SSM state is read and written by this kernel only
@@ -308,11 +310,8 @@ __device__ __forceinline__ void mamba_step_gated_body(const float* __restrict__ 
         int flags) {                                                                                               \
         mamba_step_gated_body<RW, NMAX / 32>(in, xbc, dtb, alog, Dw, state, yg, part, E, Di, C, H, P, N, G, flags); \
     }
-MAMBA_STEP_GATED(1, 128)
-MAMBA_STEP_GATED(1, 256)
 MAMBA_STEP_GATED(2, 128)
 MAMBA_STEP_GATED(2, 256)
-MAMBA_STEP_GATED(8, 256)
 
 // mamba_norm: one block per (row, group) of y [rows, Di]:
 // out = rmsnorm(y·silu(z))·w with z the first Di entries of the in_proj row.
