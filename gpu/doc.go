@@ -24,8 +24,8 @@
 // gemv_m2_* (core.cu, per-lane cp.async) — and for up to 8 (gemv_m8: a
 // batch of up to 4 utterances); tiled GEMMs with split-K for more rows
 // (tc.cu: tc_wbf for BF16-weight Linear, a cp.async-pipelined tile of
-// BF16 tensor-core products of the activation's three BF16 parts, split
-// once per staged tile into shared memory, with 32 × 64 warp tiles and
+// BF16 tensor-core products of the activation's two BF16 parts (three:
+// tc_wbf3, ZONOS_TC_PARTS=3), split once per staged tile into shared memory, with 32 × 64 warp tiles and
 // ldmatrix fragments for both operands; tc_wide, the same tile with two
 // TF32 parts, for F16 weights; both split along K only as far as the grid
 // needs to fill the GPU; conv_tc for
@@ -45,10 +45,12 @@
 // (mamba_step: a block per head computes the conv outputs it needs, then
 // scans; the gated norm that follows rolls the shared B/C conv state;
 // under Mamba2Block, mamba_step_gated scans from the conv outputs of
-// in_proj's epilogue and leaves the norm's sums of squares per head),
-// with the independent work hoisted out of the recurrence for prefill
-// (mamba_scan_pre_nS: compiled per d_state slot count, 16 positions'
-// B and C staged per block, their sums reduced in one butterfly); the fed column's nine
+// in_proj's epilogue, four blocks per head with their state requested
+// before the PDL wait, and leaves the norm's sums of squares per block),
+// and for prefill the scan in chunked form (mamba_ssd_pre: per 16
+// positions, the outputs from C·B and the state before the chunk, the
+// state updated once; mamba_scan_pre_nS, the sequential scan that matches
+// the decode step bit for bit, under ZONOS_SCAN=seq); the fed column's nine
 // embeddings summed in one kernel (compute.EmbeddingSummer).
 //
 // On Hopper the compute_90 modules are loaded and kernels are chained by
@@ -72,6 +74,9 @@
 // `ZONOS_GEMV_CHUNK=0` (the cp.async GEMV instead of the chunk GEMV),
 // `ZONOS_GEMV_CHUNK_EARLY=0` (the chunk requested after the wait),
 // `ZONOS_MAMBA_BLOCK=0` (the Mamba2 mixer as in_proj, Mamba2, out_proj),
+// `ZONOS_MAMBA_STEP_EARLY=0` (mamba_step_gated requests its state after
+// the wait), `ZONOS_SCAN=seq` (the sequential prefill scan),
+// `ZONOS_TC_PARTS=3` (tc_wbf3),
 // `ZONOS_GEMV=old` and `ZONOS_CUDA_RUNNER=0` switch the newer paths off for
 // before/after measurements; docs/gpu/ holds the runs and profiles.
 //
