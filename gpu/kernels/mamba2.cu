@@ -590,11 +590,13 @@ __device__ __forceinline__ void scan_pre_body(const float* __restrict__ dd, cons
 // a_t = delta_t·A summed into Lc_t (within the chunk):
 //   y_t  = e^{Lc_t}·(C_t·h) + Σ_{s≤t} e^{Lc_t − Lc_s}·(C_t·B_s)·dx_s + D·x_t
 //   h   ← e^{Lc_L}·h + Σ_s e^{Lc_L − Lc_s}·dx_s·B_sᵀ
-// with dx_s = delta_s·x_s and h the state before the chunk: about a tenth
-// of the instructions (no reduction per position; C·B once per chunk,
-// shared by the 32 columns). Same quantities as the sequential scan, the
-// decays multiplied as sums of logs (summed by a warp scan): outputs and
-// states agree with it to rounding, not bit for bit (TestMambaChunkedScan).
+// with dx_s = delta_s·x_s and h the state before the chunk: no reduction
+// per position, and C·B once per chunk, shared by the 32 columns (ncu,
+// H200, docs/gpu/2026-11-30-session13 run 7: 58 µs for 80 positions of the
+// real shape, about half the sequential kernel's time). Same quantities as
+// the sequential scan, the decays multiplied as sums of logs (summed by a
+// warp scan): outputs and states agree with it to rounding, not bit for
+// bit (TestMambaChunkedScan).
 #define SSD_L 16
 #define SSD_PB 32
 #define SSD_NMAX 128
@@ -649,7 +651,7 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
             sX[t][q] = xv;
             sDX[t][q] = __fmul_rn(delta, xv);
         }
-        if (warp == 0) { // Lc: the chunk's log decays summed in order (lanes' loads in parallel)
+        if (warp == 0) { // Lc: the chunk's log decays, loaded by 16 lanes at once, prefix-summed by a warp scan
             float a = lane < tc ? __fmul_rn(dd[2 * (((long long)b * T + t0 + lane) * H + h)], A) : 0.f;
 #pragma unroll
             for (int o = 1; o < SSD_L; o <<= 1) {
