@@ -404,11 +404,13 @@ __device__ __forceinline__ void tc_wide_tile(const Problem& p, const float* __re
 // the parts are multiplied smallest first.
 //
 // Two parts (tc_wbf, the default) keep about 16 bits of x; three
-// (tc_wbf3, ZONOS_TC_PARTS=3) about 24. The products' error is dominated
-// by the fp32 accumulation either way (TestWbfAccuracy, H200: 3.4e-6 with
-// two parts, 4.0e-6 with three, 5.1e-6 for tc_wide at 160 × 2048 × 8512),
-// and two parts took the 80-position prefill from 13.10 to 11.92 ms
-// (docs/gpu/2026-11-30-session13, run 4).
+// (tc_wbf3, ZONOS_TC_PARTS=3) about 24. On random products the error is
+// the fp32 accumulation's either way (TestWbfAccuracy, H200: 3.4e-6 with
+// two parts, 4.0e-6 with three, 5.1e-6 for tc_wide at 160 × 2048 × 8512);
+// on the transformer golden pack two parts double the prefill logits'
+// error, 3.3e-6 to 7.6e-6 (tolerance 9e-4). Two parts took the
+// 80-position prefill from 13.10 to 11.92 ms (docs/gpu/2026-11-30-session13,
+// run 4).
 #define WB_LDA 36  // fp32 words per staged activation row (144 bytes: 16-byte aligned)
 #define WB_LDP 40  // halfwords per plane row (80 bytes: ldmatrix conflict-free)
 
