@@ -331,12 +331,8 @@ func (b *Backend) Mamba2Block(x, inProj, outProj compute.Tensor, w compute.Mamba
 		yg := b.newTensor(compute.F32, B, Di)
 		k, splits := b.mambaStepGated(P, N)
 		part := b.newTensor(compute.F32, B, H*splits, 2) // doubles, one per block
-		early := int32(0)
-		if mambaStepEarly {
-			early = 1
-		}
 		b.launch(k, [3]int{B * H * splits, 1, 1}, block256, zx.ptr(), xbc.ptr(), b.asF32(dtb).ptr(),
-			b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), yg.ptr(), part.ptr(), E, Di, C, H, P, N, G, early)
+			b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), yg.ptr(), part.ptr(), E, Di, C, H, P, N, G, b2i(mambaStepEarly))
 		b.launchChunk(gemvChunkNormKernel, yg.ptr(), wo.ptr(), nullPtr, out.ptr(), B, Dm, Di, gemvChunkEarly,
 			part.ptr(), int32(H*splits), b.asF32(nw).ptr(), s.Eps)
 		for _, t := range []*tensor{zx, xbc, yg, part} {
