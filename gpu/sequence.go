@@ -175,9 +175,9 @@ const (
 // in chunked form (mamba_ssd_pre).
 var ssdOff = os.Getenv("ZONOS_SCAN") == "seq"
 
-// useSSD reports whether mamba_ssd_pre takes a prefill of head dim P and
-// d_state n (SSD_PB, SSD_NMAX in kernels/mamba2.cu).
-func useSSD(P, n int) bool { return !ssdOff && P%32 == 0 && n <= 128 }
+// useSSD reports whether mamba_ssd_pre_n64 or _n128 takes a prefill of
+// head dim P and d_state n (SSD_PB in kernels/mamba2.cu).
+func useSSD(P, n int) bool { return !ssdOff && P%32 == 0 && (n == 64 || n == 128) }
 
 // scanPreKernel is the prefill scan compiled for d_state n: the fewest
 // slots per lane (mamba_scan_pre_nS, S·32 ≥ n) of S ∈ {1, 2, 4, 8}.
@@ -247,7 +247,11 @@ func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 			b.launch(b.k["mamba_dt"], grid1(B*T*H), block256, in.ptr(), b.asF32(dtb).ptr(), b.asF32(alog).ptr(), dt.ptr(),
 				B, T, E, Di, C, H)
 			if useSSD(P, N) {
-				b.launch(b.k["mamba_ssd_pre"], [3]int{B * H * P / 32, 1, 1}, block256, dt.ptr(), xbc.ptr(),
+				k := b.k["mamba_ssd_pre_n128"]
+				if N == 64 {
+					k = b.k["mamba_ssd_pre_n64"]
+				}
+				b.launch(k, [3]int{B * H * P / 32, 1, 1}, block256, dt.ptr(), xbc.ptr(),
 					b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), y.ptr(), T, Di, C, H, P, N, G)
 			} else {
 				b.launch(b.k[scanPreKernel(N)], [3]int{B * H, (P + 7) / 8, 1}, block256, dt.ptr(), xbc.ptr(),

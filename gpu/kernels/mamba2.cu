@@ -580,10 +580,11 @@ __device__ __forceinline__ void scan_pre_body(const float* __restrict__ dd, cons
         if (live && on[i]) sp[lane + 32 * i] = st[i];
 }
 
-// mamba_ssd_pre: the prefill scan in chunked ("state space dual") form,
-// for d_state N ≤ 128 and head dim P a multiple of 32. Grid B·H·(P/32),
-// 256 threads: warp w holds the state rows n ∈ [w·NS, (w+1)·NS) (NS =
-// ⌈N/8⌉) of the block's 32 head-dim columns p, one per lane, in registers.
+// mamba_ssd_pre_nN: the prefill scan in chunked ("state space dual")
+// form, for d_state N = 64 or 128 and head dim P a multiple of 32. Grid
+// B·H·(P/32), 256 threads: warp w holds the state rows n ∈ [w·NS,
+// (w+1)·NS) (NS = N/8) of the block's 32 head-dim columns p, one per
+// lane, in registers.
 // The sequential scan (mamba_scan_pre_nS) is bound by instruction issue:
 // per position and state element it updates, multiplies by C and reduces
 // over the warp. Here, per chunk of L = 16 positions with log decays
@@ -600,9 +601,8 @@ __device__ __forceinline__ void scan_pre_body(const float* __restrict__ dd, cons
 #define SSD_L 16
 #define SSD_PB 32
 #define SSD_NMAX 128
-#define SSD_NS (SSD_NMAX / SCAN_WARPS)
-extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
-    mamba_ssd_pre(const float* __restrict__ dd, const float* __restrict__ xbc, const float* __restrict__ alog,
+template <int NS>
+__device__ __forceinline__ void ssd_pre_body(const float* __restrict__ dd, const float* __restrict__ xbc, const float* __restrict__ alog,
                   const float* __restrict__ Dw, float* __restrict__ state, float* __restrict__ y, int T, int Di,
                   int C, int H, int P, int N, int G) {
     __shared__ __align__(16) float sB[SSD_L][SSD_NMAX + 4], sC[SSD_L][SSD_NMAX + 4];
@@ -619,16 +619,16 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
     const int bh = blockIdx.x / blocksPerHead, p0 = (blockIdx.x % blocksPerHead) * SSD_PB;
     const int b = bh / H, h = bh % H, g = h / (H / G);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int ns = (N + SCAN_WARPS - 1) / SCAN_WARPS, n0 = warp * ns;
+    const int n0 = warp * NS; // N = 8·NS: every warp's rows are real, 16-byte aligned in shared memory
     const float A = -(float)exp((double)alog[h]), dskip = Dw[h];
     // The block's 32 state rows are contiguous: read them coalesced into
     // shared memory, then each thread takes its column's entries.
     float* sp = state + ((long long)b * H + h) * P * N + (long long)p0 * N;
     for (int e = threadIdx.x; e < SSD_PB * N; e += blockDim.x) sS(e / N, e % N) = sp[e];
     __syncthreads();
-    float st[SSD_NS];
+    float st[NS];
 #pragma unroll
-    for (int i = 0; i < SSD_NS; i++) st[i] = i < ns && n0 + i < N ? sS(lane, n0 + i) : 0.f;
+    for (int i = 0; i < NS; i++) st[i] = sS(lane, n0 + i);
     for (int t0 = 0; t0 < T; t0 += SSD_L) {
         const int tc = min(SSD_L, T - t0);
         const float* x0 = xbc + ((long long)b * T + t0) * C;
@@ -662,12 +662,17 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
         }
         __syncthreads();
         // C_t·h over the warp's state rows, for every position of the chunk.
-#pragma unroll 4
+#pragma unroll 2
         for (int t = 0; t < SSD_L; t++) {
             float a = 0.f;
 #pragma unroll
-            for (int i = 0; i < SSD_NS; i++)
-                if (i < ns) a += sC[t][n0 + i] * st[i];
+            for (int i = 0; i < NS; i += 4) { // one 16-byte load per 4 products: shared-memory issue bounds the chunk
+                const float4 c4 = *(const float4*)&sC[t][n0 + i];
+                a += c4.x * st[i];
+                a += c4.y * st[i + 1];
+                a += c4.z * st[i + 2];
+                a += c4.w * st[i + 3];
+            }
             sY(warp, t, lane) = a;
         }
         // W[t][s] = e^{Lc_t − Lc_s}·(C_t·B_s) for s ≤ t, one pair per thread;
@@ -704,21 +709,37 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
         // The state after the chunk.
         const float decayAll = expf(sLc[tc - 1]);
 #pragma unroll
-        for (int i = 0; i < SSD_NS; i++) st[i] *= decayAll;
+        for (int i = 0; i < NS; i++) st[i] *= decayAll;
         for (int s2 = 0; s2 < tc; s2++) {
             const float coef = sE[s2] * sDX[s2][lane];
 #pragma unroll
-            for (int i = 0; i < SSD_NS; i++)
-                if (i < ns) st[i] += coef * sB[s2][n0 + i];
+            for (int i = 0; i < NS; i += 4) {
+                const float4 b4 = *(const float4*)&sB[s2][n0 + i];
+                st[i] += coef * b4.x;
+                st[i + 1] += coef * b4.y;
+                st[i + 2] += coef * b4.z;
+                st[i + 3] += coef * b4.w;
+            }
         }
     }
     __syncthreads(); // every warp is done with sY
 #pragma unroll
-    for (int i = 0; i < SSD_NS; i++)
-        if (i < ns && n0 + i < N) sS(lane, n0 + i) = st[i];
+    for (int i = 0; i < NS; i++) sS(lane, n0 + i) = st[i];
     __syncthreads();
     for (int e = threadIdx.x; e < SSD_PB * N; e += blockDim.x) sp[e] = sS(e / N, e % N);
 }
+
+// mamba_ssd_pre_nN: d_state N = 8·NS exactly (64 or 128).
+#define SSD_PRE(NMAX)                                                                                         \
+    extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)                                              \
+        mamba_ssd_pre_n##NMAX(const float* __restrict__ dd, const float* __restrict__ xbc,                     \
+                              const float* __restrict__ alog, const float* __restrict__ Dw,                    \
+                              float* __restrict__ state, float* __restrict__ y, int T, int Di, int C, int H,   \
+                              int P, int N, int G) {                                                           \
+        ssd_pre_body<NMAX / SCAN_WARPS>(dd, xbc, alog, Dw, state, y, T, Di, C, H, P, N, G);                   \
+    }
+SSD_PRE(64)
+SSD_PRE(128)
 
 #define SCAN_PRE(S)                                                                                          \
     extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32, 3)                                         \
