@@ -258,11 +258,15 @@ func fusesEpilogue(c compute.Conv1dSpec, cout int) bool {
 
 var convEpilogueOff = os.Getenv("ZONOS_CONV_EPILOGUE") == "0"
 
-// tcGemm launches tc_wbf or tc_wide, conv_tcp_n* (conv_tc_n* when asked), conv_simt or simt_gemm (and tc_reduce_rows when split),
+// tcGemm launches tc_wg (wg.go), tc_wbf or tc_wide, conv_tcp_n* (conv_tc_n* when asked), conv_simt or simt_gemm (and tc_reduce_rows when split),
 // computing the m × n product reduced over kr into out (owner goroutine).
 // For tcConvT the grid also runs one slice per output phase (stride of
 // them) and n bounds the columns of one phase.
 func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor, m, n, kr int, c tcShape) {
+	if mode == tcLinear && b.usesWg(w, m, kr) {
+		b.tcWg(x, w, bias, out, m, n, kr)
+		return
+	}
 	wide := mode == tcLinear && w.dt != compute.F32 && kr%8 == 0
 	splits, chunk := tcSplits(mode, kr, m)
 	if wide && !wideSplitsOff {

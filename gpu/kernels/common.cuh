@@ -67,6 +67,13 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* g) {
     unsigned s = (unsigned)__cvta_generic_to_shared(smem);
     asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(s), "l"(g));
 }
+// cp_async16z (tc.cu, wgmma.cu) copies 16 bytes global → shared, or writes 16 zero bytes.
+__device__ __forceinline__ void cp_async16z(void* smem, const void* g, bool in) {
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    int n = in ? 16 : 0;  // 0: zero-fill
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(g), "r"(n));
+}
+
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
@@ -100,4 +107,12 @@ __device__ __forceinline__ void pdl_trigger() {
 __device__ __forceinline__ void pdl_begin() {
     pdl_wait();
     pdl_trigger();
+}
+
+// bf16x2_rn packs lo and hi rounded to BF16 (to nearest even): lo in the
+// low half (the lower k), hi in the high half.
+__device__ __forceinline__ unsigned bf16x2_rn(float lo, float hi) {
+    unsigned r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
 }

@@ -146,6 +146,11 @@ const WideSmem = 3 * (64*40*4 + 128*40*2)
 // then three TW_M × WB_LDP BF16 planes (TestWideSmem checks it too).
 const WbfSmem = 3*(64*36*4+128*40*2) + 3*64*40*2
 
+// WgSmem is tc_wg's dynamic shared memory (wgmma.cu's WG_SMEM): WG_STAGES
+// stages of two 64-row activation planes and a 128-row weight tile, 128
+// bytes a row, and 1024 bytes to align the ring (TestWideSmem checks it).
+const WgSmem = 3*(2*64*128+128*128) + 1024
+
 // GemvChunkPieces is gemv.cu's GC_PIECES: the 4 KiB pieces of weight one
 // block of gemv_chunk_k* multiplies (its dynamic shared memory, in 4 KiB).
 const GemvChunkPieces = 8

@@ -174,9 +174,9 @@ func TestKernelsUsedExist(t *testing.T) {
 	}
 }
 
-// TestWideSmem: WideSmem and WbfSmem are what tc.cu's defines compute, so
-// the backend never launches tc_wide or tc_wbf with less shared memory
-// than it uses.
+// TestWideSmem: WideSmem, WbfSmem and WgSmem are what tc.cu's and
+// wgmma.cu's defines compute, so the backend never launches tc_wide,
+// tc_wbf or tc_wg with less shared memory than it uses.
 func TestWideSmem(t *testing.T) {
 	src, err := os.ReadFile("tc.cu")
 	if err != nil {
@@ -202,6 +202,22 @@ func TestWideSmem(t *testing.T) {
 	wbf := def["TW_STAGES"]*(def["TW_M"]*def["WB_LDA"]*4+def["TW_N"]*def["TW_LDB"]*2) + 3*def["TW_M"]*def["WB_LDP"]*2
 	if def["WB_LDA"] == 0 || def["WB_LDP"] == 0 || wbf != WbfSmem {
 		t.Errorf("tc_wbf's shared memory from tc.cu is %d (defines %v), WbfSmem %d", wbf, def, WbfSmem)
+	}
+	wg, err := os.ReadFile("wgmma.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wdef := map[string]int{}
+	for _, line := range strings.Split(string(wg), "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && f[0] == "#define" && strings.HasPrefix(f[1], "WG_") {
+			if n, err := strconv.Atoi(f[2]); err == nil {
+				wdef[f[1]] = n
+			}
+		}
+	}
+	want = wdef["WG_STAGES"]*(wdef["WG_PARTS"]*wdef["WG_M"]*wdef["WG_ROW"]+wdef["WG_N"]*wdef["WG_ROW"]) + 1024
+	if wdef["WG_ROW"] == 0 || wdef["WG_PARTS"] == 0 || want != WgSmem {
+		t.Errorf("tc_wg's shared memory from wgmma.cu is %d (defines %v), WgSmem %d", want, wdef, WgSmem)
 	}
 }
 

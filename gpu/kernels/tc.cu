@@ -212,13 +212,6 @@ __device__ __forceinline__ void gemm_tile(Problem p, const float* __restrict__ b
 }
 
 // ---- Tensor-core helpers -------------------------------------------------
-// cp_async16z copies 16 bytes global → shared, or writes 16 zero bytes.
-__device__ __forceinline__ void cp_async16z(void* smem, const void* g, bool in) {
-    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    int n = in ? 16 : 0;  // 0: zero-fill
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(g), "r"(n));
-}
-
 // tf32_split splits v into TF32 parts for two products, v ≈ big + small,
 // as CUTLASS's 3xTF32 does: big is v rounded to TF32 (to nearest, ties
 // away: cvt.rna.tf32's result for every finite v and for ±inf), small is
@@ -413,14 +406,6 @@ __device__ __forceinline__ void tc_wide_tile(const Problem& p, const float* __re
 // run 4).
 #define WB_LDA 36  // fp32 words per staged activation row (144 bytes: 16-byte aligned)
 #define WB_LDP 40  // halfwords per plane row (80 bytes: ldmatrix conflict-free)
-
-// bf16x2_rn packs lo and hi rounded to BF16 (to nearest even): lo in the
-// low half (the lower k), hi in the high half.
-__device__ __forceinline__ unsigned bf16x2_rn(float lo, float hi) {
-    unsigned r;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-}
 
 // bf16_split3 splits the pair (x0, x1) into three BF16 pairs: each part is
 // the remainder of the ones before rounded to BF16 (the remainders are
