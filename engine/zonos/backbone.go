@@ -164,9 +164,18 @@ func (l *layer) forward(b compute.Backend, hidden, residual compute.Tensor, st l
 	} else {
 		hidden = l.ssm.forward(b, x, st)
 	}
+	b.Free(x)
 	if l.mlp != nil {
-		x, residual = b.AddLayerNorm(hidden, residual, l.norm2.w, l.norm2.b, eps)
-		hidden = b.Linear(b.SwiGLU(b.Linear(x, l.mlp.fc1, nil)), l.mlp.fc2, nil)
+		mixed, stream := hidden, residual
+		x, residual = b.AddLayerNorm(mixed, stream, l.norm2.w, l.norm2.b, eps)
+		b.Free(mixed)
+		b.Free(stream)
+		up := b.Linear(x, l.mlp.fc1, nil)
+		b.Free(x)
+		act := b.SwiGLU(up)
+		b.Free(up)
+		hidden = b.Linear(act, l.mlp.fc2, nil)
+		b.Free(act)
 	}
 	return hidden, residual
 }
@@ -174,21 +183,27 @@ func (l *layer) forward(b compute.Backend, hidden, residual compute.Tensor, st l
 func (a *attention) forward(b compute.Backend, x compute.Tensor, st layerState, pos position) compute.Tensor {
 	s := a.spec
 	qkv := b.Linear(x, a.inProj, nil)
-	if pos.rows != nil { // Batch.forward checked canRagged
-		q, k, v := splitQKV(b, qkv, s)
-		return b.Linear(b.(compute.RaggedAttention).AttentionRagged(q, k, v, st.k, st.v, pos.rows, s), a.outProj, nil)
-	}
-	if pa, ok := b.(compute.PackedAttention); ok {
-		return b.Linear(pa.AttentionPacked(qkv, st.k, st.v, pos.host, pos.dev, s), a.outProj, nil)
-	}
-	q, k, v := splitQKV(b, qkv, s)
 	var o compute.Tensor
-	if pos.dev != nil {
-		o = b.(compute.GraphOps).AttentionAt(q, k, v, st.k, st.v, pos.dev, s)
+	if pa, ok := b.(compute.PackedAttention); ok && pos.rows == nil {
+		o = pa.AttentionPacked(qkv, st.k, st.v, pos.host, pos.dev, s)
 	} else {
-		o = b.Attention(q, k, v, st.k, st.v, pos.host, s)
+		q, k, v := splitQKV(b, qkv, s)
+		switch {
+		case pos.rows != nil: // Batch.forward checked canRagged
+			o = b.(compute.RaggedAttention).AttentionRagged(q, k, v, st.k, st.v, pos.rows, s)
+		case pos.dev != nil:
+			o = b.(compute.GraphOps).AttentionAt(q, k, v, st.k, st.v, pos.dev, s)
+		default:
+			o = b.Attention(q, k, v, st.k, st.v, pos.host, s)
+		}
+		b.Free(q)
+		b.Free(k)
+		b.Free(v)
 	}
-	return b.Linear(o, a.outProj, nil)
+	b.Free(qkv)
+	out := b.Linear(o, a.outProj, nil)
+	b.Free(o)
+	return out
 }
 
 // splitQKV cuts the fused in_proj output [B, T, (H + 2·Hkv)·Dh] into q, k
@@ -204,6 +219,10 @@ func (m *mamba2) forward(b compute.Backend, x compute.Tensor, st layerState) com
 			return y
 		}
 	}
-	y := b.Mamba2(b.Linear(x, m.inProj, nil), m.w, st.conv, st.ssm, m.spec)
-	return b.Linear(y, m.outProj, nil)
+	zx := b.Linear(x, m.inProj, nil)
+	y := b.Mamba2(zx, m.w, st.conv, st.ssm, m.spec)
+	b.Free(zx)
+	out := b.Linear(y, m.outProj, nil)
+	b.Free(y)
+	return out
 }

@@ -252,23 +252,47 @@ func (m *Model) forwardHeads(st *State, hidden compute.Tensor, hook LayerHook) (
 // recorded step graph replays it at every position).
 func (m *Model) backbone(st *State, hidden compute.Tensor, pos position, hook LayerHook) compute.Tensor {
 	T := hidden.Shape()[1]
+	in := hidden
 	var residual compute.Tensor
 	for i, l := range m.layers {
-		hidden, residual = l.forward(m.b, hidden, residual, st.layers[i], pos, m.eps)
+		h, r := l.forward(m.b, hidden, residual, st.layers[i], pos, m.eps)
 		if hook != nil {
-			hook(i, m.b.Add(hidden, residual))
+			hook(i, m.b.Add(h, r))
 		}
+		m.free(in, hidden, residual)
+		hidden, residual = h, r
 	}
 	// Only the last position's logits are needed and the norm is per
 	// position: slice first (a decode step, T = 1, needs no slice at all).
+	fullH, fullR := hidden, residual
 	if T > 1 {
 		hidden, residual = m.b.Slice(hidden, 1, T-1, T), m.b.Slice(residual, 1, T-1, T)
 	}
-	last, _ := m.b.AddLayerNorm(hidden, residual, m.normF.w, m.normF.b, m.eps)
+	last, sum := m.b.AddLayerNorm(hidden, residual, m.normF.w, m.normF.b, m.eps)
 	// Rows c·n + u (conditional first) → [2, n·9, W]: guidance pairs
 	// each utterance's codebook rows.
 	rows := hidden.Shape()[0]
-	return m.b.Reshape(m.b.Linear(last, m.heads, nil), 2, rows/2*NumCodebooks, LogitWidth)
+	heads := m.b.Linear(last, m.heads, nil)
+	m.free(in, last, sum, hidden, residual)
+	if T > 1 {
+		m.free(in, fullH, fullR)
+	}
+	return m.b.Reshape(heads, 2, rows/2*NumCodebooks, LogitWidth)
+}
+
+// free releases activations the backbone made and no longer needs, so
+// their device memory is reused at once by the next layer's instead of
+// waiting for a garbage collection (on the CUDA backend a prefill's
+// dropped activations filled the allocator's cache twice per 80-position
+// prefill, and each miss then forced a collection of about 1.5 ms with
+// the GPU idle: docs/gpu/2026-11-30-session14, run 6). The backbone's
+// input (the caller's) and nil are skipped.
+func (m *Model) free(in compute.Tensor, ts ...compute.Tensor) {
+	for _, t := range ts {
+		if t != nil && t != in {
+			m.b.Free(t)
+		}
+	}
 }
 
 // guide applies classifier-free guidance, uncond + (cond − uncond)·scale,
