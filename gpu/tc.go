@@ -258,6 +258,25 @@ func fusesEpilogue(c compute.Conv1dSpec, cout int) bool {
 
 var convEpilogueOff = os.Getenv("ZONOS_CONV_EPILOGUE") == "0"
 
+// tcReduce sums the split-K partials in work into out, adding the bias and
+// a convolution's epilogue (epi: convEpilogue.args), in split order: on
+// tc_reduce_rows, or tc_reduce where ZONOS_REDUCE_ROWS=0 or the rows
+// exceed its grid. n is the product's column count, c the convolution's
+// shape (zero for Linear).
+func (b *Backend) tcReduce(mode int, work, bias cu.DevicePtr, out *tensor, splits, n int, c tcShape, epi []any) {
+	total := out.n()
+	rows, cols := total/max(1, n), n // TC_LINEAR's out is [m, n]; a convolution's [batch, cout, tout]
+	if mode != tcLinear {
+		rows, cols = c.batch*c.cout, c.tout
+	}
+	if !reduceRowsOff && rows < 1<<16 {
+		b.launch(b.k["tc_reduce_rows"], [3]int{(cols + 255) / 256, rows, 1}, block256,
+			append([]any{work, bias, out.ptr(), total, splits, mode, cols, c.cout}, epi...)...)
+	} else {
+		b.launch(b.k["tc_reduce"], grid1(total), block256, append([]any{work, bias, out.ptr(), total, splits, mode, n, c.cout, c.tout}, epi...)...)
+	}
+}
+
 // tcGemm launches tc_wg (wg.go), tc_wbf or tc_wide, conv_tcp_n* (conv_tc_n* when asked), conv_simt or simt_gemm (and tc_reduce_rows when split),
 // computing the m × n product reduced over kr into out (owner goroutine).
 // For tcConvT the grid also runs one slice per output phase (stride of
@@ -314,16 +333,7 @@ func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor,
 		append(append([]any{x.ptr(), wp, bias, out.ptr(), work, mode, m, n, kr, wdt, splits, chunk,
 			c.cin, c.t, c.cout, c.kw, c.tout, c.stride, c.pad, c.dil}, epi...), aprep)...)
 	if wk != nil {
-		rows, cols := m, n // TC_LINEAR's out is [m, n]; a convolution's [batch, cout, tout]
-		if mode != tcLinear {
-			rows, cols = c.batch*c.cout, c.tout
-		}
-		if !reduceRowsOff && rows < 1<<16 {
-			b.launch(b.k["tc_reduce_rows"], [3]int{(cols + 255) / 256, rows, 1}, block256,
-				append([]any{work, bias, out.ptr(), total, splits, mode, cols, c.cout}, epi...)...)
-		} else {
-			b.launch(b.k["tc_reduce"], grid1(total), block256, append([]any{work, bias, out.ptr(), total, splits, mode, n, c.cout, c.tout}, epi...)...)
-		}
+		b.tcReduce(mode, work, bias, out, splits, n, c, epi)
 		wk.h.release()
 	}
 }

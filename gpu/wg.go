@@ -21,11 +21,11 @@ import (
 // before/after measurements).
 var wgOff = os.Getenv("ZONOS_TC_WG") == "0"
 
-// wgMinRows is the fewest rows tc_wg takes: below two 64-row tiles its
-// grid (one block per 64 × 128 tile) leaves most SMs idle on a product
-// that is bound by reading the weight, where tc_wbf's finer split-K fills
-// the GPU (batched decode steps of up to 16 utterances: 32 rows).
-const wgMinRows = 96
+// wgMinRows is the fewest rows tc_wg takes (a prefix of 24 positions, CFG
+// doubled). Below it, batched decode steps of up to 16 utterances (32
+// rows) stay on tc_wbf, whose 3 resident blocks an SM and finer split-K
+// were measured there.
+const wgMinRows = 48
 
 // wgResident is how many tc_wg blocks an SM holds: kernels.WgSmem (97 KiB)
 // allows two of its 228 KiB.
@@ -55,7 +55,7 @@ func wgSplits(kr, m, n, sms int) (splits, chunk int) {
 }
 
 // tcWg computes out[m, n] = x·wᵀ + bias for BF16 w on tc_wg (owner
-// goroutine), summing split-K partials with tc_reduce_rows.
+// goroutine), summing split-K partials with tcReduce.
 func (b *Backend) tcWg(x, w *tensor, bias cu.DevicePtr, out *tensor, m, n, kr int) {
 	planes := b.newTensor(compute.BF16, 2, m, kr)
 	b.launch(b.k["bf16_parts"], [3]int{(m*kr/4 + 255) / 256, 1, 1}, block256, x.ptr(), planes.ptr(), m*kr)
@@ -70,8 +70,7 @@ func (b *Backend) tcWg(x, w *tensor, bias cu.DevicePtr, out *tensor, m, n, kr in
 		planes.ptr(), w.ptr(), bias, out.ptr(), work, m, n, kr, splits, chunk)
 	planes.h.release()
 	if wk != nil {
-		b.launch(b.k["tc_reduce_rows"], [3]int{(n + 255) / 256, m, 1}, block256,
-			work, bias, out.ptr(), m*n, splits, tcLinear, n, 0, nullPtr, nullPtr, 0, 0)
+		b.tcReduce(tcLinear, work, bias, out, splits, n, tcShape{}, convEpilogue{}.args())
 		wk.h.release()
 	}
 }

@@ -26,7 +26,7 @@ func TestWgLinear(t *testing.T) {
 		m, k, n int
 		bias    bool
 	}{{160, 2048, 8512, false}, {160, 4096, 2048, true}, {160, 8192, 2048, false}, {96, 2048, 3072, true},
-		{1000, 2048, 2048, false}, {200, 264, 200, true}, {131, 72, 136, true}} {
+		{1000, 2048, 2048, false}, {90, 2048, 8512, false}, {48, 4096, 2048, true}, {200, 264, 200, true}, {131, 72, 136, true}} {
 		v := randVals(r, c.m*c.k, 1)
 		for i := range v {
 			v[i] *= float32(math.Exp2(float64(r.IntN(16) - 8))) // 2⁻⁸ … 2⁷

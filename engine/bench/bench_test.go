@@ -34,6 +34,9 @@ func TestRunTiny(t *testing.T) {
 	if r.DecodeStep.N != 3 || r.Prefill.N != 2 || r.TTFA.N != 2 || r.VocoderRTF.N != 2 {
 		t.Errorf("counts: %+v", r)
 	}
+	if !(r.TTFAPrefill.N == 2 && r.TTFAPrefill.P50 > 0 && r.TTFAPrefill.P50 < r.TTFAFrame.P50 && r.TTFAFrame.P50 <= r.TTFA.P50) {
+		t.Errorf("TTFA breakdown: prefill %+v, first frame %+v, first sample %+v", r.TTFAPrefill, r.TTFAFrame, r.TTFA)
+	}
 	if r.StepGB <= 0 || r.ReadGBs <= 0 || r.CopyGBs <= 0 || r.FloorMs <= 0 || r.FloorPercent <= 0 || r.TTFA.P50 <= 0 || r.FirstTTFAMs <= 0 || r.GenRTF.P50 <= 0 || r.MemoryGB <= 0 {
 		t.Errorf("empty figures: %+v", r)
 	}
@@ -45,7 +48,7 @@ func TestRunTiny(t *testing.T) {
 	}
 	var md bytes.Buffer
 	r.Markdown(&md)
-	for _, want := range []string{"decode step", "TTFA", "reference ÷ ours", "floor", "chunk 4", "| 3 |", "First utterance"} {
+	for _, want := range []string{"decode step", "TTFA", "reference ÷ ours", "floor", "chunk 4", "| 3 |", "First utterance", "Where the rollouts' TTFA goes"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q", want)
 		}
