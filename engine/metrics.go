@@ -16,6 +16,10 @@ type Metrics struct {
 	// Prefill: request accepted → prefill logits ready (includes the text
 	// front end and conditioning).
 	Prefill time.Duration
+	// PrefillCompute: the prefill itself, part of Prefill: the backbone
+	// over the prompt and the first sampled column (the rest of Prefill is
+	// the text front end, conditioning and setting up the utterance).
+	PrefillCompute time.Duration
 	// FirstFrame: request accepted → first complete 9-code frame.
 	FirstFrame time.Duration
 	// FrameLatencyP50/P90: rolling percentiles of the wall time between

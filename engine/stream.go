@@ -254,11 +254,11 @@ func (r *run) run(pieces []piece) (err error) {
 		if i == 0 {
 			o.AudioPrefix = r.req.AudioPrefix
 		}
-		o.OnPrefill = func(time.Duration) error {
+		o.OnPrefill = func(d time.Duration) error {
 			if i > 0 {
 				return nil // later pieces of a long text: prefill is mid-stream
 			}
-			r.meter(func(mt *meter) { mt.m.Prefill = time.Since(mt.start) })
+			r.meter(func(mt *meter) { mt.m.Prefill, mt.m.PrefillCompute = time.Since(mt.start), d })
 			return r.send(Event{Kind: PrefillDone})
 		}
 		o.OnStep = func(_ int, d time.Duration) error {

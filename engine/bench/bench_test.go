@@ -34,7 +34,7 @@ func TestRunTiny(t *testing.T) {
 	if r.DecodeStep.N != 3 || r.Prefill.N != 2 || r.TTFA.N != 2 || r.VocoderRTF.N != 2 {
 		t.Errorf("counts: %+v", r)
 	}
-	if !(r.TTFAPrefill.N == 2 && r.TTFAPrefill.P50 > 0 && r.TTFAPrefill.P50 < r.TTFAFrame.P50 && r.TTFAFrame.P50 <= r.TTFA.P50) {
+	if !(r.TTFAPrefill.N == 2 && r.TTFACompute.P50 > 0 && r.TTFACompute.P50 <= r.TTFAPrefill.P50 && r.TTFAPrefill.P50 < r.TTFAFrame.P50 && r.TTFAFrame.P50 <= r.TTFA.P50) {
 		t.Errorf("TTFA breakdown: prefill %+v, first frame %+v, first sample %+v", r.TTFAPrefill, r.TTFAFrame, r.TTFA)
 	}
 	if r.StepGB <= 0 || r.ReadGBs <= 0 || r.CopyGBs <= 0 || r.FloorMs <= 0 || r.FloorPercent <= 0 || r.TTFA.P50 <= 0 || r.FirstTTFAMs <= 0 || r.GenRTF.P50 <= 0 || r.MemoryGB <= 0 {
