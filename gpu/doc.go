@@ -22,8 +22,12 @@
 // before the PDL wait, many blocks balanced by the block scheduler; its
 // _norm variant applies Mamba2's gated norm as it loads its input), else
 // gemv_m2_* (core.cu, per-lane cp.async) — and for up to 8 (gemv_m8: a
-// batch of up to 4 utterances); tiled GEMMs with split-K for more rows
-// (tc.cu: tc_wbf for BF16-weight Linear, a cp.async-pipelined tile of
+// batch of up to 4 utterances); for BF16-weight Linear of 48 rows or
+// more on Hopper (prefills), tc_wg (wgmma.cu, wg.go: the activation split
+// once into two BF16 planes by bf16_parts, then 64 × 128 tiles over all of
+// k on warpgroup tensor-core instructions, wgmma, from 128-byte-swizzled
+// shared memory; its module is the only sm_90a one); tiled GEMMs with
+// split-K for more rows elsewhere (tc.cu: tc_wbf for BF16-weight Linear, a cp.async-pipelined tile of
 // BF16 tensor-core products of the activation's two BF16 parts (three:
 // tc_wbf3, ZONOS_TC_PARTS=3), split once per staged tile into shared memory, with 32 × 64 warp tiles and
 // ldmatrix fragments for both operands; tc_wide, the same tile with two
@@ -76,7 +80,8 @@
 // `ZONOS_MAMBA_BLOCK=0` (the Mamba2 mixer as in_proj, Mamba2, out_proj),
 // `ZONOS_MAMBA_STEP_EARLY=0` (mamba_step_gated requests its state after
 // the wait), `ZONOS_SCAN=seq` (the sequential prefill scan),
-// `ZONOS_TC_PARTS=3` (tc_wbf3),
+// `ZONOS_TC_PARTS=3` (tc_wbf3), `ZONOS_TC_WG=0` (prefill projections on
+// tc_wbf instead of tc_wg),
 // `ZONOS_GEMV=old` and `ZONOS_CUDA_RUNNER=0` switch the newer paths off for
 // before/after measurements; docs/gpu/ holds the runs and profiles.
 //
