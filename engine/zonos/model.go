@@ -121,8 +121,11 @@ func (m *Model) Backend() compute.Backend { return m.b }
 
 // Prefix computes the [2, L, d] conditioning prefix (row 0 conditional, row 1
 // unconditional). Notes report inputs clamped into their conditioner's range.
-func (m *Model) Prefix(in Inputs) (compute.Tensor, []string, error) {
-	return m.prefix.Prefix(in)
+func (m *Model) Prefix(in Inputs) (prefix compute.Tensor, notes []string, err error) {
+	// Each conditioner of both rows is a few ops; one hand-off to the
+	// backend's owner thread instead of one per op.
+	m.onDevice(func() { prefix, notes, err = m.prefix.Prefix(in) })
+	return prefix, notes, err
 }
 
 // State is the inference cache of one utterance (CFG batch of two). On a
