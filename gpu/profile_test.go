@@ -7,6 +7,7 @@ import (
 	"os"
 	"testing"
 
+	"zonostream/engine/compute"
 	"zonostream/engine/dac"
 	"zonostream/engine/sample"
 	"zonostream/engine/zonos"
@@ -28,28 +29,7 @@ func TestProfileDecodeStep(t *testing.T) {
 	if os.Getenv("ZONOS_PROFILE") == "" {
 		t.Skip("set ZONOS_PROFILE=1 and run under a profiler")
 	}
-	cfg := zonos.RealConfig(zonos.Hybrid)
-	f, err := zonos.RandomWeights(cfg, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := zonos.New(gb, cfg, f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := make([]int32, 60)
-	ids[0], ids[59] = 2, 3
-	for i := 1; i < 59; i++ {
-		ids[i] = int32(4 + i%150)
-	}
-	prefix, _, err := m.Prefix(zonos.Inputs{PhonemeIDs: ids, Values: map[string][]float32{"language_id": {24}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mask := [zonos.NumCodebooks]int32{}
-	for k := range mask {
-		mask[k] = zonos.MASK
-	}
+	m, prefix, mask := realHybridPrompt(t, 60)
 	for _, eager := range []bool{false, true} {
 		o := zonos.GenerateOptions{MaxNewTokens: 16, CFGScale: 2, Sampling: sample.Defaults(), Seed: 1, ForbidEOS: true, EagerSteps: eager}
 		dec := m.NewDecoder(prefix, prefix.Shape()[1]+32, o)
@@ -115,4 +95,34 @@ func TestProfileDecodeStep(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// realHybridPrompt builds the real-shape hybrid with random weights on gb
+// and the conditioning prefix of a prompt of n phoneme ids (BOS, n − 2
+// symbols, EOS; English), with the all-MASK column a prefill feeds.
+func realHybridPrompt(t *testing.T, n int) (*zonos.Model, compute.Tensor, [zonos.NumCodebooks]int32) {
+	t.Helper()
+	cfg := zonos.RealConfig(zonos.Hybrid)
+	f, err := zonos.RandomWeights(cfg, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := zonos.New(gb, cfg, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]int32, n)
+	ids[0], ids[n-1] = 2, 3
+	for i := 1; i < n-1; i++ {
+		ids[i] = int32(4 + i%150)
+	}
+	prefix, _, err := m.Prefix(zonos.Inputs{PhonemeIDs: ids, Values: map[string][]float32{"language_id": {24}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mask := [zonos.NumCodebooks]int32{}
+	for k := range mask {
+		mask[k] = zonos.MASK
+	}
+	return m, prefix, mask
 }

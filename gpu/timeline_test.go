@@ -27,28 +27,8 @@ func TestPrefillTimeline(t *testing.T) {
 	if os.Getenv("ZONOS_TIMELINE") == "" {
 		t.Skip("set ZONOS_TIMELINE=1 (builds the real-shape hybrid)")
 	}
-	cfg := zonos.RealConfig(zonos.Hybrid)
-	f, err := zonos.RandomWeights(cfg, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := zonos.New(gb, cfg, f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := make([]int32, 78)
-	ids[0], ids[77] = 2, 3
-	for i := 1; i < 77; i++ {
-		ids[i] = int32(4 + i%150)
-	}
-	prefix, _, err := m.Prefix(zonos.Inputs{PhonemeIDs: ids, Values: map[string][]float32{"language_id": {24}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mask := [zonos.NumCodebooks]int32{}
-	for k := range mask {
-		mask[k] = zonos.MASK
-	}
+	m, prefix, mask := realHybridPrompt(t, 78)
+	var err error
 	const layers = 64 // at least the backbone's layer count; the hook fills n of them
 	n := 0
 	events := make([]cu.Event, layers+1)

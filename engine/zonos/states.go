@@ -40,7 +40,7 @@ func (m *Model) acquireState(n int) *State {
 	if st == nil {
 		return m.NewState((n + stateQuantum - 1) / stateQuantum * stateQuantum)
 	}
-	m.onDevice(func() { st.reset(m.b.(compute.GraphOps)) }) // 68 clears in one hand-off to the owner thread
+	m.onDevice(func() { st.reset(m.b.(compute.GraphOps)) }) // a clear per conv and SSM cache, in one hand-off to the owner thread
 	return st
 }
 
