@@ -46,10 +46,7 @@ func (b *Backend) usesWg(w *tensor, m, kr int) bool {
 // time.
 func wgSplits(kr, m, n, sms int) (splits, chunk int) {
 	tiles := ((n + 127) / 128) * ((m + 63) / 64)
-	s := max(1, min((sms*wgResident)/tiles, kr/512, 8))
-	if 2*tiles > sms*wgResident {
-		s = 1
-	}
+	s := max(1, min((sms*wgResident)/tiles, kr/512, 8)) // 1 once the tiles fill over half the slots
 	chunk = ((kr+s-1)/s + 63) / 64 * 64
 	return (kr + chunk - 1) / chunk, chunk
 }
