@@ -13,6 +13,12 @@ const FrameBudget = 512 * time.Second / 44100
 type Metrics struct {
 	// TTFA: request accepted → first committed PCM sample.
 	TTFA time.Duration
+	// Started: request accepted → the utterance began on the engine (the
+	// text front end done and the previous utterance finished).
+	Started time.Duration
+	// Conditioned: request accepted → the prefix conditioning on the
+	// device (part of Prefill).
+	Conditioned time.Duration
 	// Prefill: request accepted → prefill logits ready (includes the text
 	// front end and conditioning).
 	Prefill time.Duration

@@ -107,6 +107,7 @@ func (e *Engine) Synthesize(ctx context.Context, req Request) (*Stream, error) {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		r := &run{e: e, req: req, s: s, ctx: ctx, mt: newMeter(start), langID: langID}
+		r.mt.m.Started = time.Since(start)
 		s.err = r.run(pieces)
 		close(s.done)
 		close(s.events)
@@ -253,6 +254,9 @@ func (r *run) run(pieces []piece) (err error) {
 		}
 		if i == 0 {
 			o.AudioPrefix = r.req.AudioPrefix
+		}
+		if i == 0 {
+			o.OnConditioned = func() { r.meter(func(mt *meter) { mt.m.Conditioned = time.Since(mt.start) }) }
 		}
 		o.OnPrefill = func(d time.Duration) error {
 			if i > 0 {

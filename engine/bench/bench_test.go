@@ -37,6 +37,9 @@ func TestRunTiny(t *testing.T) {
 	if !(r.TTFAPrefill.N == 2 && r.TTFACompute.P50 > 0 && r.TTFACompute.P50 <= r.TTFAPrefill.P50 && r.TTFAPrefill.P50 < r.TTFAFrame.P50 && r.TTFAFrame.P50 <= r.TTFA.P50) {
 		t.Errorf("TTFA breakdown: prefill %+v, first frame %+v, first sample %+v", r.TTFAPrefill, r.TTFAFrame, r.TTFA)
 	}
+	if !(r.TTFAStarted.N == 2 && r.TTFAStarted.P50 > 0 && r.TTFAStarted.P50 <= r.TTFACond.P50 && r.TTFACond.P50+r.TTFACompute.P50 <= r.TTFAPrefill.P50) {
+		t.Errorf("TTFA set-up stamps: started %+v, conditioned %+v, prefill %+v (compute %+v)", r.TTFAStarted, r.TTFACond, r.TTFAPrefill, r.TTFACompute)
+	}
 	if r.StepGB <= 0 || r.ReadGBs <= 0 || r.CopyGBs <= 0 || r.FloorMs <= 0 || r.FloorPercent <= 0 || r.TTFA.P50 <= 0 || r.FirstTTFAMs <= 0 || r.GenRTF.P50 <= 0 || r.MemoryGB <= 0 {
 		t.Errorf("empty figures: %+v", r)
 	}

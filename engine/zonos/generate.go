@@ -31,6 +31,10 @@ type GenerateOptions struct {
 	// ends generation like one from onFrame.
 	OnPrefill func(d time.Duration) error
 	OnStep    func(step int, d time.Duration) error
+	// OnConditioned, when set, is called once the prefix conditioning is
+	// on the device and before the utterance's state is set up, so a
+	// caller can see where the time before the prefill goes.
+	OnConditioned func()
 }
 
 // Frame is one complete 9-code frame, released the moment the delay pattern
@@ -322,6 +326,9 @@ func (m *Model) Generate(ctx context.Context, in Inputs, o GenerateOptions, onFr
 	prefix, notes, err := m.Prefix(in)
 	if err != nil {
 		return nil, err
+	}
+	if o.OnConditioned != nil {
+		o.OnConditioned()
 	}
 	dec := m.NewDecoder(prefix, prefix.Shape()[1]+len(o.AudioPrefix)+o.MaxNewTokens+NumCodebooks+1, o)
 	defer dec.Close()
