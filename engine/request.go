@@ -61,8 +61,8 @@ type Request struct {
 	// MaxSeconds bounds the audio of one sentence group (default 30 s).
 	MaxSeconds float64
 	// FirstChunk and Chunk are the vocoder's commit sizes in frames: the
-	// first emission, and the steady size emissions ramp up to (default 1
-	// and 16: dac.DefaultStreamConfig). A vocoder that has fallen behind
+	// first emission (whose last frame may be partial), and the steady
+	// size emissions ramp up to (default 1 and 16: dac.DefaultStreamConfig). A vocoder that has fallen behind
 	// takes every frame queued at once, so an emission can be larger.
 	FirstChunk, Chunk int
 	// PhonemeBudget splits long text into pieces of at most this many

@@ -58,10 +58,10 @@ func TestStreamerMatchesOneShot(t *testing.T) {
 	}
 }
 
-// TestStreamerChunking checks when PCM comes out: nothing until FirstChunk
-// frames of audio are final (FirstChunk + tail frames pushed), then
-// emissions of at least FirstChunk·2^k frames, capped at Chunk, the rest at
-// Flush.
+// TestStreamerChunking checks when PCM comes out: nothing until the audio
+// of the FirstChunk-th frame begins to be final (more than FirstChunk−1
+// frames, at most FirstChunk), then emissions of at least FirstChunk·2^k
+// frames, capped at Chunk, the rest at Flush.
 func TestStreamerChunking(t *testing.T) {
 	m := randomModel(t, narrow44k(), cpu.New(0), 7)
 	f, hop := m.Field(), m.cfg.HopLength
@@ -85,10 +85,17 @@ func TestStreamerChunking(t *testing.T) {
 				}
 				want := ramp * hop
 				if len(sizes) == 1 {
-					want = sc.FirstChunk * hop
-					if first := i + 1; first*hop-f.RightSamples < want || (first-1)*hop-f.RightSamples >= want {
+					// Exact samples after the first and the one-before
+					// pushes: the emission fires on the first push that
+					// makes more than FirstChunk−1 frames final.
+					least := (sc.FirstChunk-1)*hop + 1
+					if first := i + 1; first*hop-f.RightSamples < least || (first-1)*hop-f.RightSamples >= least {
 						t.Errorf("%v: first PCM after %d frames", sc, first)
 					}
+					if len(pcm) < least || len(pcm) > sc.FirstChunk*hop {
+						t.Errorf("%v: first emission has %d samples, want (%d, %d]", sc, len(pcm), least-1, sc.FirstChunk*hop)
+					}
+					continue
 				}
 				if len(pcm) < want || len(pcm) >= want+hop {
 					t.Errorf("%v: emission %d has %d samples, want [%d, %d)", sc, len(sizes), len(pcm), want, want+hop)
