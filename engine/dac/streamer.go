@@ -33,11 +33,11 @@ type StreamConfig struct {
 	Chunk int
 }
 
-// DefaultStreamConfig starts with at most 1 frame (up to 11.6 ms of audio,
-// 363 samples on dac_44khz, whose right tail is 4757; every frame fewer in the first chunk is one
-// decode step less before the first sample)
-// and ramps 2, 4, 8 up to 16-frame chunks (186 ms), the chunk Sonata's
-// TTFA figure was measured at (docs/ZONOS.md).
+// DefaultStreamConfig starts with at most 1 frame (up to 11.6 ms of audio;
+// 363 samples on dac_44khz, whose right tail is 4757 samples; every frame
+// fewer in the first chunk is one decode step less before the first
+// sample) and ramps 2, 4, 8 up to 16-frame chunks (186 ms), the chunk
+// Sonata's TTFA figure was measured at (docs/ZONOS.md).
 var DefaultStreamConfig = StreamConfig{FirstChunk: 1, Chunk: 16}
 
 // want is the committed audio, in frames, emission k waits for.
