@@ -52,6 +52,10 @@ type device struct {
 	// a closure directly when called on it (inside Run).
 	ownerTID int
 
+	// scope is the Run in progress's tensors (scope.go), nil outside Run;
+	// spare is the last scope, kept for its slice.
+	scope, spare *runScope
+
 	// lanes are every Backend of the device, the main one first; the
 	// second, if any, is the one Lane returns.
 	lanes []*Backend
@@ -258,7 +262,7 @@ func (b *Backend) Run(f func()) {
 		f()
 		return
 	}
-	b.do(f)
+	b.do(func() { b.inScope(f) })
 }
 
 func (b *Backend) Name() string   { return "cuda" }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"syscall"
 
 	"gorgonia.org/cu"
 
@@ -23,7 +24,7 @@ func (b *Backend) Reshape(t compute.Tensor, shape ...int) compute.Tensor {
 		panic(fmt.Sprintf("gpu.Reshape: %v to %v", ct.shape, shape))
 	}
 	ct.ptr() // not freed
-	r := b.wrap(ct.h.st, ct.dt, shape)
+	r := b.wrap(ct.h.st, ct.dt, shape, syscall.Gettid() == b.ownerTID)
 	r.f32 = ct.f32
 	return r
 }

@@ -140,6 +140,9 @@ func (p *pool) alloc(n int64) (cu.DevicePtr, int64) {
 // runtime's cleanup goroutines (releasing twice is harmless: the handle
 // counts once). Then it retries class c.
 func (p *pool) collect(c int64) (cu.DevicePtr, bool) {
+	if s := p.b.scope; s != nil {
+		s.flush() // a Run's unfreed tensors, so the collection sees them
+	}
 	runtime.GC()
 	var dead []*handle
 	p.mu.Lock()

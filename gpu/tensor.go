@@ -75,15 +75,30 @@ func (t *tensor) ptr() cu.DevicePtr {
 	return t.h.st.ptr
 }
 
-func (b *Backend) wrap(st *storage, dt compute.DType, shape []int) *tensor {
+// wrap makes a tensor holding a reference to st. owner says the caller is
+// the owner goroutine: inside Run the tensor then joins the Run's scope
+// instead of the collector's books (scope.go).
+func (b *Backend) wrap(st *storage, dt compute.DType, shape []int, owner bool) *tensor {
 	st.refs.Add(1)
 	h := &handle{st: st}
 	t := &tensor{shape: append([]int(nil), shape...), dt: dt, h: h}
-	runtime.AddCleanup(t, func(h *handle) { h.release() }, h)
-	st.pool.mu.Lock()
-	st.pool.live[h] = weak.Make(t)
-	st.pool.mu.Unlock()
+	if owner && b.scope != nil {
+		b.scope.made = append(b.scope.made, t)
+		return t
+	}
+	track(t)
 	return t
+}
+
+// track hands t to the collector: a cleanup releases it once it is
+// unreachable, and the pool's weak pointer lets a forced collection
+// release it at once (memory.go).
+func track(t *tensor) {
+	h := t.h
+	runtime.AddCleanup(t, func(h *handle) { h.release() }, h)
+	h.st.pool.mu.Lock()
+	h.st.pool.live[h] = weak.Make(t)
+	h.st.pool.mu.Unlock()
 }
 
 // newTensor allocates an uninitialised tensor (owner goroutine).
@@ -102,7 +117,7 @@ func (b *Backend) newTensor(dt compute.DType, shape ...int) *tensor {
 		*b.pool.capturing = append(*b.pool.capturing, st)
 	}
 	b.pool.mu.Unlock()
-	return b.wrap(st, dt, shape)
+	return b.wrap(st, dt, shape, true)
 }
 
 func cast(t compute.Tensor) *tensor {
@@ -122,13 +137,20 @@ func f32Of(t compute.Tensor, op string) *tensor {
 }
 
 // upload copies host bytes into a new tensor in stream order (owner).
-func (b *Backend) upload(dt compute.DType, shape []int, raw []byte) *tensor {
+// From pageable memory, which raw always is (Go memory), the driver has
+// staged the bytes by the time the copy call returns, so raw may change
+// at once; wait also waits for the stream, so that a weight upload
+// reports its faults itself. Activations (FromF32, FromI32) do not wait:
+// the conditioning's dozen small uploads each waited for the stream.
+func (b *Backend) upload(dt compute.DType, shape []int, raw []byte, wait bool) *tensor {
 	t := b.newTensor(dt, shape...)
 	if len(raw) > 0 {
 		if err := cu.MemcpyHtoDAsync(t.ptr(), unsafe.Pointer(&raw[0]), int64(len(raw)), b.stream); err != nil {
 			panic(fmt.Sprintf("gpu: upload of %d bytes: %v", len(raw), err))
 		}
-		b.sync("upload")
+		if wait {
+			b.sync("upload")
+		}
 	}
 	return t
 }
@@ -147,7 +169,7 @@ func (b *Backend) Upload(dt compute.DType, shape []int, raw []byte) (compute.Ten
 	var perr any
 	b.do(func() {
 		defer func() { perr = recover() }()
-		t = b.upload(dt, shape, raw)
+		t = b.upload(dt, shape, raw, true)
 	})
 	if perr != nil {
 		return nil, fmt.Errorf("cuda upload %v %v: %v", dt, shape, perr)
@@ -174,7 +196,7 @@ func (b *Backend) FromF32(data []float32, shape ...int) compute.Tensor {
 		panic(fmt.Sprintf("gpu.FromF32: %d values for shape %v", len(data), shape))
 	}
 	var t *tensor
-	b.do(func() { t = b.upload(compute.F32, shape, f32Bytes(data)) })
+	b.do(func() { t = b.upload(compute.F32, shape, f32Bytes(data), false) })
 	runtime.KeepAlive(data)
 	return t
 }
@@ -188,7 +210,7 @@ func (b *Backend) FromI32(data []int32, shape ...int) compute.Tensor {
 		raw = unsafe.Slice((*byte)(unsafe.Pointer(&data[0])), 4*len(data))
 	}
 	var t *tensor
-	b.do(func() { t = b.upload(compute.I32, shape, raw) })
+	b.do(func() { t = b.upload(compute.I32, shape, raw, false) })
 	t.h.st.host = append([]int32(nil), data...)
 	return t
 }
