@@ -99,6 +99,9 @@ func TestStreamIsExactOneShot(t *testing.T) {
 			if m.TTFA <= 0 || m.FirstFrame <= 0 || m.Prefill <= 0 || m.TTFA < m.FirstFrame || m.FirstFrame < m.Prefill {
 				t.Errorf("meters out of order: prefill %v first frame %v ttfa %v", m.Prefill, m.FirstFrame, m.TTFA)
 			}
+			if m.FirstVocode <= 0 || m.FirstVocode > m.TTFA-m.FirstFrame {
+				t.Errorf("first emission %v, not within the %v between first frame and first sample", m.FirstVocode, m.TTFA-m.FirstFrame)
+			}
 			if m.Started <= 0 || m.Conditioned < m.Started || m.Conditioned+m.PrefillCompute > m.Prefill {
 				t.Errorf("set-up stamps out of order: started %v conditioned %v prefill %v (compute %v)", m.Started, m.Conditioned, m.Prefill, m.PrefillCompute)
 			}

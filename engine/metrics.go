@@ -28,6 +28,10 @@ type Metrics struct {
 	PrefillCompute time.Duration
 	// FirstFrame: request accepted → first complete 9-code frame.
 	FirstFrame time.Duration
+	// FirstVocode: the vocoder's part of TTFA, from taking the frames of
+	// its first emission (the last one the right context needs) to the
+	// first PCM on the host.
+	FirstVocode time.Duration
 	// FrameLatencyP50/P90: rolling percentiles of the wall time between
 	// consecutive committed frames (a chunk of n frames committed Δt after
 	// the previous chunk counts n frames of Δt/n), against FrameBudget.

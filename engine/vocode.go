@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"zonostream/engine/dac"
 	"zonostream/engine/zonos"
@@ -115,10 +116,14 @@ func (v *vocoder) loop() {
 			v.err = v.ctx.Err()
 			return
 		}
+		t0 := time.Now()
 		pcm, err := v.s.Push(batch...)
 		if err != nil {
 			v.err = err
 			return
+		}
+		if len(pcm) > 0 && v.s.Emitted() == len(pcm) {
+			v.r.meter(func(mt *meter) { mt.m.FirstVocode = time.Since(t0) })
 		}
 		if err := v.r.audio(v.ctx, pcm); err != nil {
 			v.err = err

@@ -71,6 +71,7 @@ type Report struct {
 	TTFACompute   Stat        `json:"ttfa_prefill_compute"`    // the rollouts' prefill itself (part of TTFAPrefill)
 	TTFAStarted   Stat        `json:"ttfa_started"`            // request → the utterance began on the engine (text front end done)
 	TTFACond      Stat        `json:"ttfa_conditioned"`        // request → prefix conditioning on the device
+	TTFAVocode    Stat        `json:"ttfa_first_vocode"`       // the vocoder's first emission (its frames taken → first PCM on the host)
 	FirstTTFAMs   float64     `json:"first_utterance_ttfa_ms"` // the engine's first utterance, everything cold (what engine.Warmup pays beforehand)
 	FrameLatency  Stat        `json:"steady_frame_latency"`    // p50 of the runs' p50s, p90 of their p90s
 	BudgetMs      float64     `json:"frame_budget_ms"`
@@ -405,7 +406,7 @@ func measureFirstUtterance(ctx context.Context, e *engine.Engine, o Options, r *
 
 func measureStreaming(ctx context.Context, timer compute.Timer, e *engine.Engine, codec *dac.Model, o Options, r *Report, progress func(string)) error {
 	progress(fmt.Sprintf("%d fixed-length rollouts of %d frames (TTFA, steady frame latency, RTF)", o.Runs, o.Frames))
-	var ttfa, pre, comp, frame, started, cond, p50s, p90s []time.Duration
+	var ttfa, pre, comp, frame, started, cond, firstVoc, p50s, p90s []time.Duration
 	var gen []float64
 	var lastCodes [][zonos.NumCodebooks]int32
 	for i := 0; i < o.Runs; i++ {
@@ -425,7 +426,7 @@ func measureStreaming(ctx context.Context, timer compute.Timer, e *engine.Engine
 		m := final.Metrics
 		ttfa = append(ttfa, m.TTFA)
 		pre, comp, frame = append(pre, m.Prefill), append(comp, m.PrefillCompute), append(frame, m.FirstFrame)
-		started, cond = append(started, m.Started), append(cond, m.Conditioned)
+		started, cond, firstVoc = append(started, m.Started), append(cond, m.Conditioned), append(firstVoc, m.FirstVocode)
 		p50s = append(p50s, m.FrameLatencyP50)
 		p90s = append(p90s, m.FrameLatencyP90)
 		gen = append(gen, m.RTF)
@@ -433,7 +434,7 @@ func measureStreaming(ctx context.Context, timer compute.Timer, e *engine.Engine
 	}
 	r.TTFA = stat(ttfa)
 	r.TTFAPrefill, r.TTFACompute, r.TTFAFrame = stat(pre), stat(comp), stat(frame)
-	r.TTFAStarted, r.TTFACond = stat(started), stat(cond)
+	r.TTFAStarted, r.TTFACond, r.TTFAVocode = stat(started), stat(cond), stat(firstVoc)
 	a, b := stat(p50s), stat(p90s)
 	r.FrameLatency = Stat{P50: a.P50, P90: b.P90, Min: a.Min, N: a.N}
 	r.GenRTF = ratio(gen)

@@ -54,8 +54,8 @@ func (r *Report) Markdown(w io.Writer) {
 		r.GenRTF.P50, r.GenRTF.P90, r.GenRTF.N, r.GenRTF.P50/1.9)
 	fmt.Fprintf(w, "| vocoder real-time factor (streamed, chunk %d) | %.1f× | %.1f× | %d | — | — |\n", r.Chunk, r.VocoderRTF.P50, r.VocoderRTF.P90, r.VocoderRTF.N)
 	if r.TTFAPrefill.N > 0 && r.TTFAFrame.N > 0 {
-		fmt.Fprintf(w, "\nWhere the rollouts' TTFA goes (p50 from the request): utterance started on the engine at %.1f ms (text front end), prefix conditioning on the device at %.1f ms, prefill logits ready at %.1f ms (the prefill itself %.1f ms; the rest is setting up the utterance's state), first complete frame at %.1f ms (the decode steps of the codebook delay), first committed sample at %.1f ms (the steps for the vocoder's right context, and its first emission).\n",
-			r.TTFAStarted.P50, r.TTFACond.P50, r.TTFAPrefill.P50, r.TTFACompute.P50, r.TTFAFrame.P50, r.TTFA.P50)
+		fmt.Fprintf(w, "\nWhere the rollouts' TTFA goes (p50 from the request): utterance started on the engine at %.1f ms (text front end), prefix conditioning on the device at %.1f ms, prefill logits ready at %.1f ms (the prefill itself %.1f ms; the rest is setting up the utterance's state), first complete frame at %.1f ms (the decode steps of the codebook delay), first committed sample at %.1f ms (the steps for the vocoder's right context, and its first emission, %.2f ms).\n",
+			r.TTFAStarted.P50, r.TTFACond.P50, r.TTFAPrefill.P50, r.TTFACompute.P50, r.TTFAFrame.P50, r.TTFA.P50, r.TTFAVocode.P50)
 	}
 	if r.FirstTTFAMs > 0 {
 		fmt.Fprintf(w, "\nFirst utterance of the freshly built engine, everything cold (text front end, step recording, allocator, vocoder): TTFA %.1f ms against the p50 of %.1f ms above; engine.Warmup pays the difference before an app's first utterance.\n",
