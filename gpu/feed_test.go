@@ -16,7 +16,8 @@ import (
 // repetition windows shifted by one, the position, the 64-bit Philox
 // counter (across a carry) and the loop state, for one and three
 // utterances, with and without a window, before, at and after an EOS, and
-// an EOS within the last nine steps.
+// an EOS within the last nine steps, and columns of the codebook delay's
+// ramp (trailing cells that stay MASK).
 func TestFeedAt(t *testing.T) {
 	need(t)
 	const K = zonos.NumCodebooks
@@ -24,6 +25,7 @@ func TestFeedAt(t *testing.T) {
 		tok       []int32
 		remaining int
 		stopping  bool
+		masked    int
 	}
 	mk := func(base int32, eos bool) []int32 {
 		tok := make([]int32, K)
@@ -41,17 +43,21 @@ func TestFeedAt(t *testing.T) {
 		w    int
 		inc  uint32
 	}{
-		{"plain", []utt{{mk(5, false), 100, false}}, 3, 2309},
-		{"first eos", []utt{{mk(9, true), 100, false}}, 3, 2309},
-		{"eos near the end", []utt{{mk(9, true), 4, false}}, 2, 0},
-		{"stopping", []utt{{mk(1, false), 6, true}}, 0, 7},
-		{"three", []utt{{mk(3, false), 50, false}, {mk(4, true), 50, false}, {mk(5, true), 3, true}}, 4, 2309},
+		{"plain", []utt{{mk(5, false), 100, false, 0}}, 3, 2309},
+		{"first eos", []utt{{mk(9, true), 100, false, 0}}, 3, 2309},
+		{"eos near the end", []utt{{mk(9, true), 4, false, 0}}, 2, 0},
+		{"stopping", []utt{{mk(1, false), 6, true, 0}}, 0, 7},
+		{"ramp", []utt{{mk(2, false), 100, false, 7}}, 2, 2309},
+		{"ramp's last", []utt{{mk(2, false), 100, false, 1}}, 0, 2309},
+		{"eos in the ramp", []utt{{mk(6, true), 100, false, 5}}, 3, 2309},
+		{"three", []utt{{mk(3, false), 50, false, 0}, {mk(4, true), 50, false, 3}, {mk(5, true), 3, true, 0}}, 4, 2309},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			n, w := len(c.us), c.w
 			f := compute.StepFeed{N: n, Pos: K * n, RNG: K*n + 1, Hist: K*n + 5, Window: w, State: K*n + 5 + K*n*w,
 				Inc: c.inc, EOS: zonos.EOS, MASK: zonos.MASK}
-			in := make([]int32, f.State+2*n)
+			const L, O = compute.LoopWords, compute.FeedOut
+			in := make([]int32, f.State+L*n)
 			for i := range in {
 				in[i] = int32(-7 - i) // everything FeedAt must not touch stays
 			}
@@ -60,9 +66,9 @@ func TestFeedAt(t *testing.T) {
 			var tok []int32
 			for u, x := range c.us {
 				tok = append(tok, x.tok...)
-				in[f.State+2*u], in[f.State+2*u+1] = int32(x.remaining), 0
+				in[f.State+L*u], in[f.State+L*u+1], in[f.State+L*u+2] = int32(x.remaining), 0, int32(x.masked)
 				if x.stopping {
-					in[f.State+2*u+1] = 1
+					in[f.State+L*u+1] = 1
 				}
 				for r := 0; r < K*w; r++ {
 					in[f.Hist+u*K*w+r] = int32(1000 + u*100 + r)
@@ -70,19 +76,23 @@ func TestFeedAt(t *testing.T) {
 			}
 			// The loop's view.
 			want := slices.Clone(in)
-			wantOut := make([]int32, 20*n)
+			wantOut := make([]int32, O*n)
 			want[f.Pos]++
 			ctr := uint64(uint32(in[f.RNG+2])) | uint64(uint32(in[f.RNG+3]))<<32 + uint64(c.inc)
 			want[f.RNG+2], want[f.RNG+3] = int32(uint32(ctr)), int32(uint32(ctr>>32))
 			for u, x := range c.us {
 				col, rem, stop, _ := zonos.EOSRule(x.tok, x.remaining, x.stopping)
-				copy(wantOut[20*u:], x.tok)
-				copy(wantOut[20*u+K:], col[:])
-				wantOut[20*u+18] = int32(rem)
-				if stop {
-					wantOut[20*u+19] = 1
+				for k := K - x.masked; k < K; k++ {
+					col[k] = zonos.MASK // the loop writes tokens into the leading, unknown cells only
 				}
-				want[f.State+2*u], want[f.State+2*u+1] = wantOut[20*u+18], wantOut[20*u+19]
+				copy(wantOut[O*u:], x.tok)
+				copy(wantOut[O*u+K:], col[:])
+				wantOut[O*u+18] = int32(rem)
+				if stop {
+					wantOut[O*u+19] = 1
+				}
+				wantOut[O*u+20] = int32(max(x.masked-1, 0))
+				copy(want[f.State+L*u:][:L], wantOut[O*u+18:][:L])
 				for k := 0; k < K; k++ {
 					want[k*n+u] = col[k]
 					row := want[f.Hist+(u*K+k)*w:][:w]

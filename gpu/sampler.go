@@ -115,12 +115,12 @@ func (b *Backend) sample(logits, history, q compute.Tensor, s compute.SampleSpec
 func (b *Backend) FeedAt(tok, in compute.Tensor, f compute.StepFeed) compute.Tensor {
 	tt, it := cast(tok), cast(in)
 	if tt.dt != compute.I32 || it.dt != compute.I32 || tt.n() != 9*f.N || f.N < 1 || f.N > 256 ||
-		f.State+2*f.N > it.n() || f.Hist+9*f.N*f.Window > it.n() || f.RNG+4 > it.n() || f.Pos >= it.n() {
+		f.State+compute.LoopWords*f.N > it.n() || f.Hist+9*f.N*f.Window > it.n() || f.RNG+4 > it.n() || f.Pos >= it.n() {
 		panic(fmt.Sprintf("gpu.FeedAt: tokens %v %v, input %v %v for %+v", tt.dt, tt.shape, it.dt, it.shape, f))
 	}
 	var out *tensor
 	b.do(func() {
-		out = b.newTensor(compute.I32, f.N, 20)
+		out = b.newTensor(compute.I32, f.N, compute.FeedOut)
 		th := (f.N + 31) / 32 * 32
 		b.launch(b.k["step_feed"], [3]int{1, 1, 1}, [3]int{th, 1, 1}, tt.ptr(), it.ptr(), out.ptr(), f.N,
 			f.Pos, f.RNG, f.Inc, f.Hist, f.Window, f.State, f.EOS, f.MASK)

@@ -32,9 +32,9 @@ type GraphOps interface {
 	// decode step: from the sampled tokens tok (I32 [9n], utterance-major)
 	// it writes the next step's input into in (laid out as f says) the way
 	// the generate loop would, so the next step can be launched before
-	// the host has read this one's tokens. It returns I32 [n, 20]: per
-	// utterance the raw tokens, the column written and the loop state
-	// (remaining, stopping) after it.
+	// the host has read this one's tokens. It returns I32 [n, FeedOut]:
+	// per utterance the raw tokens, the column written and the loop state
+	// (LoopWords words) after it.
 	FeedAt(tok, in Tensor, f StepFeed) Tensor
 	// ReadI32Async enqueues a copy of t to the host behind the device work
 	// queued so far and returns the function that waits for it and
@@ -48,13 +48,24 @@ type GraphOps interface {
 // the fed columns at [0, 9n) codebook-major, the position at Pos, the
 // sampler's seed and counter (low word first) at RNG … RNG+4, the
 // repetition windows [n·9, Window] at Hist, and per utterance the loop
-// state (remaining steps, stopping) at State. The counter advances by
-// Inc per step; EOS and MASK are the codes of the EOS rule.
+// state at State: LoopWords words, remaining steps, stopping (0 or 1) and
+// masked, the number of trailing cells of the column the step writes that
+// stay MASK (the codebook delay's first columns; one fewer each step). The
+// counter advances by Inc per step; EOS and MASK are the codes of the EOS
+// rule.
 type StepFeed struct {
 	N, Pos, RNG, Hist, Window, State int
 	Inc                              uint32
 	EOS, MASK                        int32
 }
+
+// LoopWords is the words of loop state per utterance in a step's input;
+// FeedOut the words per utterance FeedAt returns (9 tokens, the 9-cell
+// column written, the loop state after the step).
+const (
+	LoopWords = 3
+	FeedOut   = 2*9 + LoopWords
+)
 
 // Graph is a recorded sequence of device work.
 type Graph interface {

@@ -19,6 +19,7 @@ type scriptedAhead struct {
 	wantCol    [NumCodebooks]int32
 	wantLoop   loopState
 	aheads     int
+	aheadAt    []bool // per step
 	mismatches int
 }
 
@@ -39,10 +40,14 @@ func (s *scriptedAhead) stepTokensAhead(col [NumCodebooks]int32, history [][]int
 	s.step++
 	tok := s.tokens(s.step)
 	c, r, st, _ := EOSRule(tok, loop.remaining, loop.stopping)
-	s.queued, s.wantCol, s.wantLoop = ahead, c, loopState{r, st}
+	for k := NumCodebooks - loop.masked; k < NumCodebooks; k++ {
+		c[k] = MASK // the ramp's cells FeedAt leaves MASK
+	}
+	s.queued, s.wantCol, s.wantLoop = ahead, c, loopState{r, st, max(loop.masked-1, 0)}
 	if ahead {
 		s.aheads++
 	}
+	s.aheadAt = append(s.aheadAt, ahead)
 	return tok, nil
 }
 
@@ -80,12 +85,17 @@ func TestLoopQueuesOnlyWhatFeedbackWrites(t *testing.T) {
 		prefix [][NumCodebooks]int32
 		tokens func(int) []int32
 		eos    bool
+		// with no audio prefix the first steps, whose columns hold the
+		// codebook delay's MASK cells, are queued ahead too
+		rampAhead bool
 	}{
-		{"eos early", 60, nil, eosAt(12), true},
-		{"eos near the end", 30, nil, eosAt(34), true},
-		{"no eos", 25, nil, plain, false},
-		{"audio prefix", 30, prefix, eosAt(20), true},
-		{"one frame", 1, nil, plain, false},
+		{"eos early", 60, nil, eosAt(12), true, true},
+		{"eos in the delay's ramp", 40, nil, eosAt(3), true, true},
+		{"eos at the first step", 40, nil, eosAt(1), true, true},
+		{"eos near the end", 30, nil, eosAt(34), true, true},
+		{"no eos", 25, nil, plain, false, true},
+		{"audio prefix", 30, prefix, eosAt(20), true, false},
+		{"one frame", 1, nil, plain, false, false}, // its columns hold MASK on both sides
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := &scriptedAhead{t: t, tokens: c.tokens}
@@ -102,6 +112,12 @@ func TestLoopQueuesOnlyWhatFeedbackWrites(t *testing.T) {
 			}
 			if s.aheads == 0 && c.frames > 2 {
 				t.Errorf("no step queued ahead in %d", s.step)
+			}
+			for i := 0; c.rampAhead && i < min(NumCodebooks-1, s.step-1); i++ {
+				if !s.aheadAt[i] {
+					t.Errorf("step %d of the delay's ramp not queued ahead (queued: %v)", i+1, s.aheadAt)
+					break
+				}
 			}
 			t.Log(fmt.Sprintf("%d steps, %d queued ahead, EOS %v", s.step, s.aheads, res.EOS))
 		})

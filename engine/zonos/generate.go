@@ -77,24 +77,45 @@ type tokenSource interface {
 // it returns this one's tokens (device-side token feedback): loop is the
 // generate loop's state before the step, and ahead says that the next
 // step will run, fed the column this step writes, made of this step's
-// tokens under the EOS rule (no known cells in it).
+// tokens under the EOS rule, with its last loop.masked cells MASK (see
+// feedable).
 type aheadSource interface {
 	stepTokensAhead(col [NumCodebooks]int32, history [][]int32, loop loopState, ahead bool) ([]int32, error)
 }
 
-// loopState is the generate loop's EOS bookkeeping before a step.
+// loopState is the generate loop's EOS bookkeeping before a step, and how
+// many trailing cells of the column the step writes stay MASK (masked).
 type loopState struct {
 	remaining int
 	stopping  bool
+	masked    int
 }
 
-// flat is the state as the step's input holds it.
-func (l loopState) flat() (int32, int32) {
+// flat is the state as the step's input holds it (compute.LoopWords).
+func (l loopState) flat() [compute.LoopWords]int32 {
 	s := int32(0)
 	if l.stopping {
 		s = 1
 	}
-	return int32(l.remaining), s
+	return [compute.LoopWords]int32{int32(l.remaining), s, int32(l.masked)}
+}
+
+// feedable reports whether device-side token feedback (compute.GraphOps
+// FeedAt) writes column c as the loop's write does: its unknown cells come
+// first, and every known cell after them is MASK — a column of the
+// codebook delay's ramp (masked of them) or one of unknown cells only
+// (masked 0). The i-th unknown cell takes the i-th token, so the tokens
+// land in the leading cells in order and the MASK cells stay.
+func feedable(c [NumCodebooks]int32) (masked int, ok bool) {
+	for k := NumCodebooks - 1; k >= 0 && c[k] == MASK; k-- {
+		masked++
+	}
+	for k := 0; k < NumCodebooks-masked; k++ {
+		if c[k] != Unknown {
+			return 0, false
+		}
+	}
+	return masked, masked < NumCodebooks
 }
 
 // hostTokens samples a stepper's logits on the host.
@@ -411,17 +432,6 @@ func EOSRule(tok []int32, remaining int, stopping bool) (col [NumCodebooks]int32
 	return col, remaining - 1, stopping, eos
 }
 
-// unknownColumn reports whether every cell of a delayed-grid column is
-// still to be generated.
-func unknownColumn(c [NumCodebooks]int32) bool {
-	for _, v := range c {
-		if v != Unknown {
-			return false
-		}
-	}
-	return true
-}
-
 // runTokens is generate()'s control flow (zonos/model.py), backend-agnostic.
 func runTokens(ctx context.Context, s tokenSource, o GenerateOptions, onFrame func(Frame) error) (*Result, error) {
 	if ctx == nil {
@@ -517,8 +527,12 @@ func runTokens(ctx context.Context, s tokenSource, o GenerateOptions, onFrame fu
 			}
 		}
 		if as, ok := s.(aheadSource); ok {
-			ahead := remaining >= 2 && unknownColumn(grid[offset])
-			tok, err = as.stepTokensAhead(grid[offset-1], history, loopState{remaining, stopping}, ahead)
+			var masked int
+			ahead := false
+			if remaining >= 2 && offset < W {
+				masked, ahead = feedable(grid[offset])
+			}
+			tok, err = as.stepTokensAhead(grid[offset-1], history, loopState{remaining, stopping, masked}, ahead)
 		} else {
 			tok, err = s.stepTokens(grid[offset-1], history)
 		}

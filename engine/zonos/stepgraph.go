@@ -21,8 +21,9 @@ import (
 //	[10n, 10n+4)         the sampler's seed and Philox counter, low word first
 //	[10n+4, 10n+4+9n·w)  the repetition windows [n·9, w] (utterance-major),
 //	                     −1 where the history is shorter
-//	[10n+4+9n·w, +2n)    per utterance the generate loop's state before the
-//	                     step: remaining steps, stopping (0 or 1)
+//	[10n+4+9n·w, +3n)    per utterance the generate loop's state before the
+//	                     step: remaining steps, stopping (0 or 1), masked
+//	                     (compute.StepFeed)
 //
 // A single utterance's graph ends with device-side token feedback
 // (compute.GraphOps FeedAt): it writes the next step's input from the
@@ -38,7 +39,7 @@ type stepGraph struct {
 	g   compute.Graph
 	in  compute.Tensor // I32, layout above
 	tok compute.Tensor // I32 [9n]: the replay's sampled tokens, utterance-major
-	out compute.Tensor // I32 [n, 20] from FeedAt (n = 1), else nil
+	out compute.Tensor // I32 [n, compute.FeedOut] from FeedAt (n = 1), else nil
 	buf []int32
 
 	// pending: a step is queued whose input the device wrote (step with
@@ -46,7 +47,7 @@ type stepGraph struct {
 	// it started from, for checking against the host's loop.
 	pending   bool
 	next      [NumCodebooks]int32
-	nextState [2]int32
+	nextState [compute.LoopWords]int32
 }
 
 // stepKey is what a recorded step bakes in besides the state.
@@ -89,7 +90,7 @@ func histWidth(spec compute.SampleSpec) int {
 func (m *Model) recordStep(st *State, ops compute.SamplerOps, k stepKey) (*stepGraph, error) {
 	g := m.b.(compute.GraphOps)
 	n, w := st.rows/2, histWidth(k.spec)
-	sg := &stepGraph{key: k, n: n, buf: make([]int32, inState(n, w)+2*n)}
+	sg := &stepGraph{key: k, n: n, buf: make([]int32, inState(n, w)+compute.LoopWords*n)}
 	sg.in = m.b.FromI32(sg.buf, len(sg.buf))
 	var err error
 	sg.g, err = g.Capture(func() {
@@ -207,10 +208,11 @@ func (sg *stepGraph) setInput(m *Model, st *State, cols [][NumCodebooks]int32, h
 	}
 	at := inState(n, histWidth(sg.key.spec))
 	for u := 0; u < n; u++ {
-		b[at+2*u], b[at+2*u+1] = 0, 0
+		var l [compute.LoopWords]int32
 		if u < len(loop) {
-			b[at+2*u], b[at+2*u+1] = loop[u].flat()
+			l = loop[u].flat()
 		}
+		copy(b[at+compute.LoopWords*u:], l[:])
 	}
 	return nil
 }
@@ -230,9 +232,8 @@ func (sg *stepGraph) step(m *Model, st *State, col [NumCodebooks]int32, history 
 		if col != sg.next {
 			return nil, fmt.Errorf("device token feedback fed %v, the generate loop wrote %v", sg.next, col)
 		}
-		if r, s := loop.flat(); r != sg.nextState[0] || s != sg.nextState[1] {
-			return nil, fmt.Errorf("device token feedback at loop state (%d, %d), the generate loop at (%d, %d)",
-				sg.nextState[0], sg.nextState[1], r, s)
+		if l := loop.flat(); l != sg.nextState {
+			return nil, fmt.Errorf("device token feedback at loop state %v, the generate loop at %v", sg.nextState, l)
 		}
 	} else {
 		if err := sg.setInput(m, st, [][NumCodebooks]int32{col}, [][][]int32{history}, nil, seed, counter, []loopState{loop}); err != nil {
@@ -256,7 +257,7 @@ func (sg *stepGraph) step(m *Model, st *State, col [NumCodebooks]int32, history 
 	if ahead {
 		sg.pending = true
 		copy(sg.next[:], out[NumCodebooks:2*NumCodebooks])
-		sg.nextState = [2]int32{out[18], out[19]}
+		copy(sg.nextState[:], out[2*NumCodebooks:])
 	}
 	return out[:NumCodebooks], nil
 }

@@ -280,11 +280,15 @@ extern "C" __global__ void __launch_bounds__(256) sample_rows(
 // codebook, then EOS — into the fed ids ([9, n] codebook-major), its
 // repetition window rows shifted by one with the column appended, and its
 // loop state (remaining, stopping) at fb. Thread 0 advances the position
-// and the 64-bit Philox counter by inc. out[20u…] holds the raw tokens,
-// the written column and the new (remaining, stopping), for the host.
-// Columns whose cells are not all unknown (an audio prefix, the tail
-// beyond the last frame) are not handled: the host does not queue a step
-// behind those.
+// and the 64-bit Philox counter by inc. out[21u…] holds the raw tokens,
+// the written column and the new (remaining, stopping, masked), for the
+// host. masked, the third loop-state word, is how many trailing cells of
+// the written column are MASK, not tokens: the columns of the codebook
+// delay's ramp (column t < 9 holds MASK from codebook t on), whose leading
+// cells take the tokens in order as the loop's write does; each step
+// leaves one fewer. Columns with other known cells (an audio prefix, the
+// tail beyond the last frame) are not handled: the host does not queue a
+// step behind those.
 extern "C" __global__ void step_feed(const int* __restrict__ tok, int* __restrict__ in, int* __restrict__ out, int n,
                                      int posOff, int rngOff, unsigned int inc, int histOff, int w, int fbOff, int eos,
                                      int mask) {
@@ -301,8 +305,8 @@ extern "C" __global__ void step_feed(const int* __restrict__ tok, int* __restric
     if (u >= n) return;
     int t[9];
     for (int k = 0; k < 9; k++) t[k] = tok[9 * u + k];
-    int rem = in[fbOff + 2 * u], stop = in[fbOff + 2 * u + 1];
-    for (int k = 0; k < 9; k++) out[20 * u + k] = t[k];
+    int rem = in[fbOff + 3 * u], stop = in[fbOff + 3 * u + 1], masked = in[fbOff + 3 * u + 2];
+    for (int k = 0; k < 9; k++) out[21 * u + k] = t[k];
     if (t[0] == eos) {
         rem = min(rem, 9);
         stop = 1;
@@ -313,15 +317,19 @@ extern "C" __global__ void step_feed(const int* __restrict__ tok, int* __restric
         t[idx] = eos;
     }
     rem -= 1;
+    for (int k = 9 - masked; k < 9; k++) t[k] = mask;
+    masked = max(masked - 1, 0);
     for (int k = 0; k < 9; k++) {
         in[k * n + u] = t[k];
-        out[20 * u + 9 + k] = t[k];
+        out[21 * u + 9 + k] = t[k];
         int* h = in + histOff + (9 * u + k) * w;
         for (int i = 0; i + 1 < w; i++) h[i] = h[i + 1];
         if (w > 0) h[w - 1] = t[k];
     }
-    in[fbOff + 2 * u] = rem;
-    in[fbOff + 2 * u + 1] = stop;
-    out[20 * u + 18] = rem;
-    out[20 * u + 19] = stop;
+    in[fbOff + 3 * u] = rem;
+    in[fbOff + 3 * u + 1] = stop;
+    in[fbOff + 3 * u + 2] = masked;
+    out[21 * u + 18] = rem;
+    out[21 * u + 19] = stop;
+    out[21 * u + 20] = masked;
 }
