@@ -76,7 +76,6 @@ type Streamer struct {
 	base  int                // stream index of codes[·][0] (window)
 	n     int                // frames pushed
 	done  int                // samples emitted
-	held  []float32          // decoded ahead of the first emission (eager), not emitted yet
 	emits int                // emissions so far (chunk ramp)
 	ended bool
 	st    *decoderState // stateful decoding (nil: window decoding)
@@ -84,11 +83,6 @@ type Streamer struct {
 
 // windowStreaming is ZONOS_DAC_STREAM=window.
 var windowStreaming = os.Getenv("ZONOS_DAC_STREAM") == "window"
-
-// eagerOff is ZONOS_DAC_EAGER=0: the stateful decoder waits for the first
-// emission's frames instead of taking each push as it comes (for
-// before/after measurements).
-var eagerOff = os.Getenv("ZONOS_DAC_EAGER") == "0"
 
 // NewStreamer returns a streamer over m with the given chunk sizes.
 func (m *Model) NewStreamer(sc StreamConfig) (*Streamer, error) {
@@ -141,23 +135,6 @@ func (s *Streamer) Push(frames ...[Codebooks]int32) ([]float32, error) {
 	if s.emits == 0 {
 		want -= hop - 1 // the first emission's last frame may be partial
 	}
-	if s.st != nil && s.emits == 0 && !eagerOff {
-		// Before the first emission the stateful decoder takes every
-		// push at once (one or two frames a decode step), so when the
-		// frame that completes the first chunk's right context arrives
-		// only its own work is left: the first emission's latency is one
-		// frame's pass, not ten frames'. What it emits, and when, is
-		// unchanged; the samples wait here until the chunk is due.
-		s.held = append(s.held, s.decodeState(false)...)
-		if len(s.held) < want {
-			return nil, nil
-		}
-		pcm := s.held
-		s.held = nil
-		s.emits++
-		s.done += len(pcm)
-		return pcm, nil
-	}
 	end := s.n*hop - s.m.field.RightSamples
 	if end-s.done < want {
 		return nil, nil
@@ -180,10 +157,7 @@ func (s *Streamer) Flush() ([]float32, error) {
 	}
 	s.ended = true
 	if s.st != nil {
-		pcm := append(s.held, s.decodeState(true)...)
-		s.held = nil
-		s.done += len(pcm)
-		return pcm, nil
+		return s.emitState(true), nil
 	}
 	return s.emit(s.n * s.m.cfg.HopLength), nil
 }
@@ -194,7 +168,6 @@ func (s *Streamer) Reset() {
 		s.codes[k] = s.codes[k][:0]
 	}
 	s.base, s.n, s.done, s.emits, s.ended = 0, 0, 0, 0, false
-	s.held = nil
 	if s.st != nil {
 		s.st.free(s.m.be)
 		s.st = nil
@@ -238,18 +211,11 @@ func (s *Streamer) emit(end int) []float32 {
 	return out
 }
 
-// emitState emits what decodeState returns.
-func (s *Streamer) emitState(final bool) []float32 {
-	pcm := s.decodeState(final)
-	s.done += len(pcm)
-	return pcm
-}
-
-// decodeState decodes the frames pushed since the last call through the
+// emitState decodes the frames pushed since the last emission through the
 // stateful decoder (and, when final, its right padding) and returns the
 // samples that became final. The ops go to the backend in one hand-off
 // (compute.Runner) and the read waits outside it.
-func (s *Streamer) decodeState(final bool) []float32 {
+func (s *Streamer) emitState(final bool) []float32 {
 	be := s.m.be
 	var y compute.Tensor
 	compute.Run(be, func() {
@@ -267,11 +233,8 @@ func (s *Streamer) decodeState(final bool) []float32 {
 	if y == nil {
 		return nil
 	}
-	if cols(y) == 0 {
-		be.Free(y)
-		return nil
-	}
 	pcm := be.ReadF32(y)
 	be.Free(y)
+	s.done += len(pcm)
 	return pcm
 }

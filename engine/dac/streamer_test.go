@@ -3,7 +3,6 @@ package dac
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"testing"
 
@@ -264,48 +263,4 @@ func frameAt(codes [][]int32, i int) (fr [Codebooks]int32) {
 		fr[k] = codes[k][i]
 	}
 	return fr
-}
-
-// TestStreamerEagerFirstEmission: before its first emission the stateful
-// streamer decodes every push at once (nothing waits in its frame queue),
-// and what it emits, and when, is what it emits waiting for the whole
-// first chunk (ZONOS_DAC_EAGER=0): the same emissions, bit for bit.
-func TestStreamerEagerFirstEmission(t *testing.T) {
-	m := randomModel(t, narrow44k(), cpu.New(0), 7)
-	codes := randomCodes(m.cfg, 30, 5)
-	run := func(eager bool, sc StreamConfig) [][]float32 {
-		defer func(old bool) { eagerOff = old }(eagerOff)
-		eagerOff = !eager
-		s, err := m.NewStreamer(sc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s.st == nil {
-			t.Fatal("the test decoder is not streamed statefully")
-		}
-		var out [][]float32
-		for i := 0; i < 30; i++ {
-			pcm, err := s.Push(frameAt(codes, i))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if eager && s.emits == 0 && len(s.codes[0]) != 0 {
-				t.Fatalf("push %d: %d frames wait before the first emission", i, len(s.codes[0]))
-			}
-			out = append(out, pcm)
-		}
-		pcm, err := s.Flush()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return append(out, pcm)
-	}
-	for _, sc := range []StreamConfig{{1, 16}, {4, 8}} {
-		eager, lazy := run(true, sc), run(false, sc)
-		for i := range lazy {
-			if !slices.Equal(eager[i], lazy[i]) {
-				t.Fatalf("%v: emission at push %d: eager %d samples, waiting %d (or their values differ)", sc, i, len(eager[i]), len(lazy[i]))
-			}
-		}
-	}
 }
