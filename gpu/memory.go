@@ -23,9 +23,13 @@ import (
 // synchronisation is needed to recycle.
 //
 // Tensors that models drop without Free are found by the garbage
-// collector, which knows nothing of device memory: after gcEvery bytes
-// (gcMin..gcMax) were handed out, a miss runs runtime.GC and releases the
-// tensors it found dead (weak pointers) before asking the driver.
+// collector, which knows nothing of device memory: once gcEvery bytes
+// (gcMin..gcMax) were handed out, the pool starts a collection on a
+// goroutine of its own and releases the tensors it found dead (weak
+// pointers), while the owner goes on launching; a miss while one runs
+// waits for it before asking the driver. (A collection run by the owner at
+// the miss itself stalled it, GPU idle, for about 1.5 ms at the start of
+// every utterance: docs/gpu/2026-11-30-session15.)
 type pool struct {
 	b        *Backend
 	mu       sync.Mutex
@@ -38,7 +42,8 @@ type pool struct {
 	gcs      int // forced collections
 	gcEvery  int64
 
-	capturing *[]*storage // storages made during a graph capture (pinned by the Graph)
+	capturing *[]*storage   // storages made during a graph capture (pinned by the Graph)
+	gcDone    chan struct{} // closed when the collection in flight ends; nil when none runs
 	live      map[*handle]weak.Pointer[tensor]
 }
 
@@ -88,25 +93,14 @@ func (p *pool) pop(c int64) (cu.DevicePtr, bool) {
 // alloc returns a block of at least n bytes (owner goroutine).
 func (p *pool) alloc(n int64) (cu.DevicePtr, int64) {
 	c := sizeClass(n)
-	if ptr, ok := p.pop(c); ok {
+	ptr, ok := p.pop(c)
+	done := p.collectBehind()
+	if ok {
 		return ptr, c
 	}
-	p.mu.Lock()
-	collect := p.sinceGC >= p.gcEvery
-	p.mu.Unlock()
-	if collect {
-		ptr, ok := p.collect(c)
-		p.mu.Lock()
-		// Adapt: a collection that found nothing (loading weights, growing
-		// caches) makes the next one wait twice as long; a useful one
-		// brings the threshold back down.
-		if ok {
-			p.gcEvery = max(p.gcEvery/2, gcMin)
-		} else {
-			p.gcEvery = min(p.gcEvery*2, gcMax)
-		}
-		p.mu.Unlock()
-		if ok {
+	if done != nil { // a collection is under way: what it finds may serve this miss
+		<-done
+		if ptr, ok := p.pop(c); ok {
 			return ptr, c
 		}
 	}
@@ -134,19 +128,69 @@ func (p *pool) alloc(n int64) (cu.DevicePtr, int64) {
 	return ptr, c
 }
 
-// collect runs the garbage collector and releases, at once, every tensor
-// it found unreachable: their weak pointers are nil as soon as the
-// collection ends, while their cleanups would only run later on the
-// runtime's cleanup goroutines (releasing twice is harmless: the handle
-// counts once). Then it retries class c.
+// collectBehind starts a collection on its own goroutine once gcEvery
+// bytes were handed out since the last one, and returns the channel that
+// closes when the collection in flight (if any) ends (owner goroutine).
+func (p *pool) collectBehind() chan struct{} {
+	p.mu.Lock()
+	start := p.gcDone == nil && p.sinceGC >= p.gcEvery
+	if start {
+		p.gcDone = make(chan struct{})
+		p.sinceGC = 0
+	}
+	done := p.gcDone
+	p.mu.Unlock()
+	if start {
+		if s := p.b.scope; s != nil {
+			s.flush() // a Run's unfreed tensors, so the collection sees them
+		}
+		go func() {
+			found := p.gcRelease()
+			p.mu.Lock()
+			// Adapt: a collection that found nothing (loading weights,
+			// growing caches) makes the next one wait twice as long; a
+			// useful one brings the threshold back down.
+			if found > 0 {
+				p.gcEvery = max(p.gcEvery/2, gcMin)
+			} else {
+				p.gcEvery = min(p.gcEvery*2, gcMax)
+			}
+			p.gcDone = nil
+			p.mu.Unlock()
+			close(done)
+		}()
+	}
+	return done
+}
+
+// collect runs a collection now and retries class c (owner goroutine; the
+// out-of-memory path, and tests).
 func (p *pool) collect(c int64) (cu.DevicePtr, bool) {
+	p.mu.Lock()
+	done := p.gcDone
+	p.mu.Unlock()
+	if done != nil {
+		<-done
+	}
 	if s := p.b.scope; s != nil {
 		s.flush() // a Run's unfreed tensors, so the collection sees them
 	}
+	p.mu.Lock()
+	p.sinceGC = 0
+	p.mu.Unlock()
+	p.gcRelease()
+	return p.pop(c)
+}
+
+// gcRelease runs the garbage collector and releases, at once, every
+// tensor it found unreachable: their weak pointers are nil as soon as the
+// collection ends, while their cleanups would only run later on the
+// runtime's cleanup goroutines (releasing twice is harmless: the handle
+// counts once). It returns how many it released (any goroutine).
+func (p *pool) gcRelease() int {
 	runtime.GC()
 	var dead []*handle
 	p.mu.Lock()
-	p.sinceGC = 0
 	p.gcs++
 	for h, w := range p.live {
 		if w.Value() == nil {
@@ -157,7 +201,7 @@ func (p *pool) collect(c int64) (cu.DevicePtr, bool) {
 	for _, h := range dead {
 		h.release()
 	}
-	return p.pop(c)
+	return len(dead)
 }
 
 // put returns a block (any goroutine).

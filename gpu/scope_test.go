@@ -5,6 +5,7 @@ package gpu
 import (
 	"runtime"
 	"testing"
+	"time"
 
 	"zonostream/engine/compute"
 )
@@ -69,4 +70,42 @@ func TestRunScope(t *testing.T) {
 		}
 	})
 	gb.Free(kept)
+}
+
+// TestCollectionRunsBehind: once gcEvery bytes were handed out, the pool
+// starts a collection on a goroutine of its own at the next allocation,
+// hit or miss, and the tensors dropped without Free before it come back
+// to the pool when it ends, with no miss having waited for them.
+func TestCollectionRunsBehind(t *testing.T) {
+	need(t)
+	gb.do(func() { gb.pool.collect(-1) }) // from a clean count
+	gb.pool.mu.Lock()
+	old := gb.pool.gcEvery
+	gb.pool.gcEvery = 64 << 20
+	gcs := gb.pool.gcs
+	gb.pool.mu.Unlock()
+	defer func() {
+		gb.pool.mu.Lock()
+		gb.pool.gcEvery = old
+		gb.pool.mu.Unlock()
+	}()
+	var dropped []*handle
+	for i := 0; i < 20; i++ { // 80 MiB, dropped without Free
+		dropped = append(dropped, cast(gb.Zeros(1024, 1024)).h)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, h := range dropped[:15] { // the ones dropped before the threshold
+		for !h.done.Load() && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if !h.done.Load() {
+			t.Fatal("a tensor dropped before the threshold was not released by the collection behind it")
+		}
+	}
+	gb.pool.mu.Lock()
+	n := gb.pool.gcs - gcs
+	gb.pool.mu.Unlock()
+	if n < 1 {
+		t.Errorf("%d collections ran", n)
+	}
 }
