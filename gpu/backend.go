@@ -128,8 +128,12 @@ func (b *Backend) init(ordinal int) error {
 	}
 	// The main lane (decoding) gets the highest priority: the block
 	// scheduler serves its kernels before a side lane's (the vocoder's).
-	_, greatest, _ := cu.StreamPriorityRange()
-	if b.stream, err = cu.MakeStreamWithPriority(greatest, cu.NonBlocking); err != nil {
+	least, greatest, _ := cu.StreamPriorityRange()
+	prio := greatest
+	if lanePriority == "side" {
+		prio = least
+	}
+	if b.stream, err = cu.MakeStreamWithPriority(prio, cu.NonBlocking); err != nil {
 		return fmt.Errorf("cuda: creating a stream: %w", err)
 	}
 	name, _ := b.dev.Name()

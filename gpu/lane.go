@@ -13,6 +13,7 @@ import "C"
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -45,6 +46,12 @@ import (
 
 var _ compute.Laned = (*Backend)(nil)
 
+// lanePriority (ZONOS_LANE_PRIORITY=equal or =side) gives the side lane
+// the highest stream priority too, and with "side" the main lane the
+// lowest (for before/after measurements of the vocoder's latency beside
+// decoding).
+var lanePriority = os.Getenv("ZONOS_LANE_PRIORITY")
+
 // Lane returns the device's side lane (compute.Laned), made on first use:
 // a Backend on a second, low-priority stream with its own memory pool.
 // Tensors may be passed between lanes only when the work that made them
@@ -60,8 +67,12 @@ func (b *Backend) Lane() compute.Backend {
 			l = b.lanes[1]
 			return
 		}
-		least, _, _ := cu.StreamPriorityRange()
-		s, err := cu.MakeStreamWithPriority(least, cu.NonBlocking)
+		least, greatest, _ := cu.StreamPriorityRange()
+		prio := least
+		if lanePriority != "" {
+			prio = greatest
+		}
+		s, err := cu.MakeStreamWithPriority(prio, cu.NonBlocking)
 		if err != nil {
 			panic(fmt.Sprintf("gpu: creating the side lane's stream: %v", err))
 		}
