@@ -126,14 +126,10 @@ func (b *Backend) init(ordinal int) error {
 	if err = cu.SetCurrentContext(b.ctx); err != nil {
 		return fmt.Errorf("cuda: making the context current: %w", err)
 	}
-	// The main lane (decoding) gets the highest priority: the block
-	// scheduler serves its kernels before a side lane's (the vocoder's).
-	least, greatest, _ := cu.StreamPriorityRange()
-	prio := greatest
-	if lanePriority == "side" {
-		prio = least
-	}
-	if b.stream, err = cu.MakeStreamWithPriority(prio, cu.NonBlocking); err != nil {
+	// The main lane (decoding) gets the lower priority: the block
+	// scheduler serves a side lane's (the vocoder's) kernels first
+	// (streamPriority, lane.go).
+	if b.stream, err = cu.MakeStreamWithPriority(streamPriority(false), cu.NonBlocking); err != nil {
 		return fmt.Errorf("cuda: creating a stream: %w", err)
 	}
 	name, _ := b.dev.Name()

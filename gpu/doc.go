@@ -13,7 +13,7 @@
 // Hopper: the conv in in_proj's epilogue, the gated norm in out_proj's
 // load; sequence.go), compute.Timer (CUDA
 // events, bandwidth probes, device memory held) and compute.Laned (Lane: a
-// second, low-priority stream with its own memory pool, where the engine
+// second stream, of higher priority than decoding's, with its own memory pool, where the engine
 // runs the vocoder beside decoding; lane.go).
 //
 // Kernels by job (gpu/kernels/*.cu): the decode step's weight-read GEMV

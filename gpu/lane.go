@@ -46,14 +46,38 @@ import (
 
 var _ compute.Laned = (*Backend)(nil)
 
-// lanePriority (ZONOS_LANE_PRIORITY=equal or =side) gives the side lane
-// the highest stream priority too, and with "side" the main lane the
-// lowest (for before/after measurements of the vocoder's latency beside
-// decoding).
+// Stream priorities: the side lane (the vocoder) gets the highest, the
+// main lane (decoding) the lowest, so the block scheduler serves a
+// vocoder kernel's blocks as soon as a decode kernel's blocks leave an SM.
+// The vocoder's kernels are a chain of a few hundred small ones, each
+// waiting for the last; behind the decode step's GEMVs each waited for a
+// free SM. With the order turned round the first emission took 1.34 ms
+// instead of 1.67 (TTFA 36.98 against 37.31 ms), the decode step the same
+// (docs/gpu/2026-11-30-session15, run 7). ZONOS_LANE_PRIORITY=decode
+// restores the old order, =equal gives both the highest (measurements).
 var lanePriority = os.Getenv("ZONOS_LANE_PRIORITY")
 
+// streamPriority is the priority of the main lane's stream (side false)
+// or the side lane's.
+func streamPriority(side bool) int {
+	least, greatest, _ := cu.StreamPriorityRange()
+	switch {
+	case lanePriority == "equal":
+		return greatest
+	case lanePriority == "decode":
+		if side {
+			return least
+		}
+		return greatest
+	case side:
+		return greatest
+	}
+	return least
+}
+
 // Lane returns the device's side lane (compute.Laned), made on first use:
-// a Backend on a second, low-priority stream with its own memory pool.
+// a Backend on a second stream, of higher priority, with its own memory
+// pool.
 // Tensors may be passed between lanes only when the work that made them
 // is known to be done (the lane read them back, or they are weights).
 // Lane of a side lane is that lane.
@@ -67,12 +91,7 @@ func (b *Backend) Lane() compute.Backend {
 			l = b.lanes[1]
 			return
 		}
-		least, greatest, _ := cu.StreamPriorityRange()
-		prio := least
-		if lanePriority != "" {
-			prio = greatest
-		}
-		s, err := cu.MakeStreamWithPriority(prio, cu.NonBlocking)
+		s, err := cu.MakeStreamWithPriority(streamPriority(true), cu.NonBlocking)
 		if err != nil {
 			panic(fmt.Sprintf("gpu: creating the side lane's stream: %v", err))
 		}
