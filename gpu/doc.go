@@ -13,8 +13,8 @@
 // Hopper: the conv in in_proj's epilogue, the gated norm in out_proj's
 // load; sequence.go), compute.Timer (CUDA
 // events, bandwidth probes, device memory held) and compute.Laned (Lane: a
-// second stream, of higher priority than decoding's, with its own memory pool, where the engine
-// runs the vocoder beside decoding; lane.go).
+// second stream, of higher priority than decoding's, with its own memory
+// pool, where the engine runs the vocoder beside decoding; lane.go).
 //
 // Kernels by job (gpu/kernels/*.cu): the decode step's weight-read GEMV
 // for one or two rows — on Hopper the chunk GEMV (gemv_chunk_k*, gemv.cu:
