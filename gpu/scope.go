@@ -13,9 +13,10 @@ import "os"
 // of them itself before its Run ends: host work the GPU waited for. So a
 // tensor the owner goroutine makes inside Run joins the Run's scope
 // instead, and when the Run ends only the ones still live (not freed) are
-// handed to the collector. A forced collection inside the Run hands the
-// scope's live tensors over first (pool.collect), so nothing a collection
-// could have found is hidden from it.
+// handed to the collector. A collection the pool starts inside the Run
+// hands the scope's live tensors over first (pool.collectBehind,
+// pool.collect), so nothing a collection could have found is hidden from
+// it.
 
 // scopeOff (ZONOS_RUN_SCOPE=0) tracks every tensor as it is made, as
 // before scopes (for before/after measurements).

@@ -91,7 +91,7 @@ func (b *Backend) wrap(st *storage, dt compute.DType, shape []int, owner bool) *
 }
 
 // track hands t to the collector: a cleanup releases it once it is
-// unreachable, and the pool's weak pointer lets a forced collection
+// unreachable, and the pool's weak pointer lets the pool's collection
 // release it at once (memory.go).
 func track(t *tensor) {
 	h := t.h

@@ -1,0 +1,14 @@
+#!/bin/bash
+# session 15 run 2 (7aaeda8, BASE=5e42725): run scopes + activation uploads without a stream wait (new) vs ZONOS_RUN_SCOPE=0 vs base; then the whole gpu.test and conformance
+D=$(cd "$(dirname "$0")" && pwd); cd $D
+AB= NOTEST=1 NOCONF=1 NOBENCH=1 bash run.sh >/dev/null 2>&1   # unpack only
+mkdir -p /tmp/zbase && tar xJf base.tar.xz -C /tmp/zbase
+export LD_LIBRARY_PATH=/tmp/zb/lib ESPEAK_DATA_PATH=/tmp/zb
+G=$D/golden
+(cd /tmp/zb && ZONOS_GOLDEN_DIR=$G timeout 150 ./zonos conformance --backend cuda --golden $G 2>&1) > $OUT/conformance-cuda.log
+for r in 1 2; do for a in "new:/tmp/zb:" "noscope:/tmp/zb:ZONOS_RUN_SCOPE=0" "base:/tmp/zbase:"; do IFS=: read l dir e <<<"$a"
+  echo "== arm $l commit $(cat $dir/commit) env ${e:-none}" >> $OUT/ab.log
+  (cd $dir && env $e timeout 90 ./zonos bench --backend cuda --runs 10 --steps 20 --frames 40 --batch 0 >> $OUT/ab.log 2>&1)
+done; done
+bash ab-summary.sh $OUT/ab.log > $OUT/ab-summary.txt 2>&1
+(cd /tmp/zb && ZONOS_GOLDEN_DIR=$G timeout 300 ./gpu.test -test.v -test.count=1 -test.timeout 300s 2>&1) > $OUT/gpu-test.log
