@@ -123,3 +123,46 @@ func TestLoopQueuesOnlyWhatFeedbackWrites(t *testing.T) {
 		})
 	}
 }
+
+// TestFeedable: the columns device-side token feedback may write are the
+// ones whose unknown cells lead and whose other cells are MASK — every
+// column of a generation without an audio prefix up to the tail — and
+// masked counts those MASK cells.
+func TestFeedable(t *testing.T) {
+	U, M := int32(Unknown), int32(MASK)
+	for _, c := range []struct {
+		name   string
+		col    [NumCodebooks]int32
+		masked int
+		ok     bool
+	}{
+		{"all unknown", [NumCodebooks]int32{U, U, U, U, U, U, U, U, U}, 0, true},
+		{"the delay's second column", [NumCodebooks]int32{U, U, M, M, M, M, M, M, M}, 7, true},
+		{"the delay's last ramp column", [NumCodebooks]int32{U, U, U, U, U, U, U, U, M}, 1, true},
+		{"all MASK", [NumCodebooks]int32{M, M, M, M, M, M, M, M, M}, 0, false},
+		{"the tail: MASK leads", [NumCodebooks]int32{M, M, U, U, U, U, U, U, U}, 0, false},
+		{"an audio prefix's code after the unknown cells", [NumCodebooks]int32{U, 17, M, M, M, M, M, M, M}, 0, false},
+		{"a written cell first", [NumCodebooks]int32{5, U, U, U, U, U, U, U, U}, 0, false},
+		{"MASK between unknown cells", [NumCodebooks]int32{U, M, U, M, M, M, M, M, M}, 0, false},
+	} {
+		masked, ok := feedable(c.col)
+		if ok != c.ok || (ok && masked != c.masked) {
+			t.Errorf("%s: feedable = %d, %v; want %d, %v", c.name, masked, ok, c.masked, c.ok)
+		}
+	}
+	// Every column ApplyDelay makes for frames still to generate, no
+	// prefix: feedable up to the tail, with 9 − t MASK cells in column t.
+	codes := make([][NumCodebooks]int32, 20)
+	for i := range codes {
+		for k := range codes[i] {
+			codes[i][k] = Unknown
+		}
+	}
+	grid := ApplyDelay(codes)
+	for col := 1; col <= len(codes); col++ {
+		masked, ok := feedable(grid[col])
+		if want := max(NumCodebooks-col, 0); !ok || masked != want {
+			t.Errorf("column %d %v: feedable = %d, %v; want %d, true", col, grid[col], masked, ok, want)
+		}
+	}
+}
