@@ -58,7 +58,8 @@ type Report struct {
 	CopyGBs       float64     `json:"copy_bandwidth_gbs"`
 	ReadGBs       float64     `json:"read_bandwidth_gbs"`
 	FloorMs       float64     `json:"weight_read_floor_ms"`
-	DecodeStep    Stat        `json:"decode_step"`            // as generation runs it (a replayed graph where the backend records one)
+	DecodeStep    Stat        `json:"decode_step"`            // one step at a time, launched and its tokens read back (a replayed graph where the backend records one)
+	QueuedStep    Stat        `json:"decode_step_queued"`     // as the generate loop runs it: each next step queued on the device before the host reads the tokens (host clock)
 	EagerStep     Stat        `json:"decode_step_eager"`      // the same step op by op (GenerateOptions.EagerSteps)
 	FirstStepMs   float64     `json:"first_step_ms"`          // the first step of the first utterance (records the graph)
 	ReplayStepMs  float64     `json:"replay_step_ms"`         // the step graph alone, replayed back to back with device-side token feedback (0: no graph)
@@ -237,6 +238,9 @@ func measureModel(ctx context.Context, timer compute.Timer, m *zonos.Model, o Op
 	if r.DecodeStep.P50 > 0 {
 		r.FloorPercent = 100 * r.FloorMs / r.DecodeStep.P50
 	}
+	if r.QueuedStep, err = measureQueuedSteps(ctx, m, prefix, o); err != nil {
+		return err
+	}
 	if _, ok := m.Backend().(compute.GraphOps); ok { // else there is no other way to run the step
 		if _, steps, _, err = measureSteps(ctx, timer, m, prefix, o, true); err != nil {
 			return err
@@ -375,6 +379,28 @@ func measureSteps(ctx context.Context, timer compute.Timer, m *zonos.Model, pref
 		return 0, nil, 0, err
 	}
 	return first, steps, replay, nil
+}
+
+// measureQueuedSteps times o.DecodeSteps decode steps as the generate loop
+// runs them: a fixed-length rollout from the bench prompt, where each step
+// is queued on the device behind the one before (device-side token
+// feedback) before the host reads that one's tokens. Each step's time is
+// the host's wall time from one step's tokens to the next's; the first
+// step (which may record the step graph) is left out.
+func measureQueuedSteps(ctx context.Context, m *zonos.Model, prefix compute.Tensor, o Options) (Stat, error) {
+	// n frames take n + 8 steps (the codebook delay's tail included).
+	frames := max(1, o.DecodeSteps+1-(zonos.NumCodebooks-1))
+	gopt := zonos.GenerateOptions{MaxNewTokens: frames, CFGScale: 2, Sampling: sample.Defaults(), Seed: o.Seed, ForbidEOS: true}
+	dec := m.NewDecoder(prefix, prefix.Shape()[1]+frames+zonos.NumCodebooks+1, gopt)
+	defer dec.Close()
+	res, err := dec.Rollout(ctx, gopt)
+	if err != nil {
+		return Stat{}, err
+	}
+	if len(res.StepTimes) < o.DecodeSteps+1 {
+		return Stat{}, fmt.Errorf("bench: the rollout made %d decode steps, not %d", len(res.StepTimes), o.DecodeSteps+1)
+	}
+	return stat(res.StepTimes[1 : o.DecodeSteps+1]), nil
 }
 
 // rolloutRequest is the streaming measurements' request i.

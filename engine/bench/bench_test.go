@@ -31,7 +31,7 @@ func TestRunTiny(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.DecodeStep.N != 3 || r.Prefill.N != 2 || r.TTFA.N != 2 || r.VocoderRTF.N != 2 {
+	if r.DecodeStep.N != 3 || r.QueuedStep.N != 3 || r.Prefill.N != 2 || r.TTFA.N != 2 || r.VocoderRTF.N != 2 {
 		t.Errorf("counts: %+v", r)
 	}
 	if !(r.TTFAPrefill.N == 2 && r.TTFACompute.P50 > 0 && r.TTFACompute.P50 <= r.TTFAPrefill.P50 && r.TTFAPrefill.P50 < r.TTFAFrame.P50 && r.TTFAFrame.P50 <= r.TTFA.P50) {

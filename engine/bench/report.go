@@ -44,6 +44,9 @@ func (r *Report) Markdown(w io.Writer) {
 		fmt.Fprintf(w, "| %s | %.3f %s | %.3f %s | %d | %s | %s |\n", name, s.P50, unit, s.P90, unit, s.N, ref, rat)
 	}
 	row("decode step (CFG batch 2; guidance, sampling, tokens to the host included)", r.DecodeStep, "ms", "decode")
+	if r.QueuedStep.N > 0 {
+		row("the decode step in generation (each next step queued on the device before the tokens are read; host clock)", r.QueuedStep, "ms", "decode")
+	}
 	if r.EagerStep.N > 0 {
 		row("the same decode step op by op (no step graph)", r.EagerStep, "ms", "decode")
 	}

@@ -383,6 +383,19 @@ func (m *Model) NewDecoder(prefix compute.Tensor, maxLen int, o GenerateOptions)
 	return d
 }
 
+// Rollout runs the generate loop on the decoder — the prefill, then every
+// step, each next step queued on the device before this one's tokens are
+// read where the backend allows it — as Generate does after the
+// conditioning, and returns what it produced (benchmarks read its
+// StepTimes). o's sampler knobs must be the ones the decoder was made
+// with; its length, EOS and audio prefix options apply.
+func (d *Decoder) Rollout(ctx context.Context, o GenerateOptions) (*Result, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	return runTokens(ctx, d.ts, o, nil)
+}
+
 // Prefill feeds the prefix and the first delayed columns and returns the
 // nine sampled tokens (no repetition penalty, no EOS bias).
 func (d *Decoder) Prefill(cols [][NumCodebooks]int32) ([]int32, error) {
