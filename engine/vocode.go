@@ -122,9 +122,7 @@ func (v *vocoder) loop() {
 			v.err = err
 			return
 		}
-		if len(pcm) > 0 && v.s.Emitted() == len(pcm) {
-			v.r.meter(func(mt *meter) { mt.m.FirstVocode = time.Since(t0) })
-		}
+		v.stampFirst(pcm, t0)
 		if err := v.r.audio(v.ctx, pcm); err != nil {
 			v.err = err
 			return
@@ -134,9 +132,19 @@ func (v *vocoder) loop() {
 		v.err = err
 		return
 	}
+	t0 := time.Now()
 	pcm, err := v.s.Flush()
 	if err == nil {
+		v.stampFirst(pcm, t0)
 		err = v.r.audio(v.ctx, pcm)
 	}
 	v.err = err
+}
+
+// stampFirst records Metrics.FirstVocode when pcm, decoded from t0 on, is
+// the utterance's first audio (a short utterance's may be its Flush).
+func (v *vocoder) stampFirst(pcm []float32, t0 time.Time) {
+	if len(pcm) > 0 && v.s.Emitted() == len(pcm) {
+		v.r.meter(func(mt *meter) { mt.m.FirstVocode = time.Since(t0) })
+	}
 }
