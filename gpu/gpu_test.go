@@ -925,6 +925,46 @@ func TestMambaChunkedScan(t *testing.T) {
 	}
 }
 
+// TestMambaSSDCB: mamba_ssd_pre reading the chunks' C·Bᵀ from
+// mamba_ssd_cb gives the same bits as computing it in every block
+// (ZONOS_SSD_CB=0), output and SSM state, for one and two groups, lengths
+// within one chunk and ending inside one, d_state 64 and 128.
+func TestMambaSSDCB(t *testing.T) {
+	need(t)
+	if ssdOff {
+		t.Skip("ZONOS_SCAN=seq")
+	}
+	defer func(v bool) { ssdCBOff = v }(ssdCBOff)
+	r := rand.New(rand.NewPCG(16, 17))
+	for _, s := range []compute.Mamba2Spec{
+		{DInner: 4096, Heads: 64, HeadDim: 64, DState: 128, Groups: 1, DConv: 4, Eps: 1e-5},
+		{DInner: 256, Heads: 8, HeadDim: 32, DState: 64, Groups: 2, DConv: 4, Eps: 1e-5},
+	} {
+		if !useSSD(s.HeadDim, s.DState) {
+			t.Fatalf("%+v does not take the chunked scan", s)
+		}
+		_, wg := mambaWeights(t, r, s, compute.BF16)
+		C := s.DInner + 2*s.Groups*s.DState
+		E := 2*s.DInner + 2*s.Groups*s.DState + s.Heads
+		for _, T := range []int{5, 16, 37, 80} {
+			const B = 2
+			vals := randVals(r, B*T*E, 1)
+			ssm0 := randVals(r, B*s.Heads*s.HeadDim*s.DState, 0.5)
+			run := func(off bool) ([]float32, []float32) {
+				ssdCBOff = off
+				conv, ssm := gb.Zeros(B, C, s.DConv), gb.FromF32(ssm0, B, s.Heads, s.HeadDim, s.DState)
+				out := gb.ReadF32(gb.Mamba2(gb.FromF32(vals, B, T, E), wg, conv, ssm, s))
+				return out, gb.ReadF32(ssm)
+			}
+			outA, ssmA := run(false)
+			outB, ssmB := run(true)
+			name := fmt.Sprintf("Di%d N%d G%d T%d", s.DInner, s.DState, s.Groups, T)
+			checkVals(t, name+" output", outB, outA, 0)
+			checkVals(t, name+" ssm state", ssmB, ssmA, 0)
+		}
+	}
+}
+
 // testMambaPrefillSteps compares a T-position prefill through Mamba2 with
 // T single steps, the output and the SSM state to tol (0: bit for bit).
 func testMambaPrefillSteps(t *testing.T, T int, tol float64) {

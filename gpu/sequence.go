@@ -175,6 +175,15 @@ const (
 // in chunked form (mamba_ssd_pre).
 var ssdOff = os.Getenv("ZONOS_SCAN") == "seq"
 
+// ssdChunk is mamba_ssd_pre's chunk of positions (SSD_L in
+// kernels/mamba2.cu).
+const ssdChunk = 16
+
+// ssdCBOff (ZONOS_SSD_CB=0) lets every mamba_ssd_pre block compute the
+// chunks' C·Bᵀ itself instead of reading mamba_ssd_cb's (the same bits; for
+// before/after measurements).
+var ssdCBOff = os.Getenv("ZONOS_SSD_CB") == "0"
+
 // useSSD reports whether mamba_ssd_pre_n64 or _n128 takes a prefill of
 // head dim P and d_state n (SSD_PB in kernels/mamba2.cu).
 func useSSD(P, n int) bool { return !ssdOff && P%32 == 0 && (n == 64 || n == 128) }
@@ -247,12 +256,23 @@ func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 			b.launch(b.k["mamba_dt"], grid1(B*T*H), block256, in.ptr(), b.asF32(dtb).ptr(), b.asF32(alog).ptr(), dt.ptr(),
 				B, T, E, Di, C, H)
 			if useSSD(P, N) {
-				k := b.k["mamba_ssd_pre_n128"]
-				if N == 64 {
-					k = b.k["mamba_ssd_pre_n64"]
+				name := fmt.Sprintf("mamba_ssd_pre_n%d", N)
+				cbp := nullPtr
+				var cb *tensor
+				if !ssdCBOff {
+					// C·Bᵀ of every chunk, once per group (mamba_ssd_cb).
+					chunks := (T + ssdChunk - 1) / ssdChunk
+					cb = b.newTensor(compute.F32, B*G*chunks*ssdChunk*ssdChunk)
+					b.launch(b.k["mamba_ssd_cb"], [3]int{B * G * chunks, 1, 1}, block256, xbc.ptr(), cb.ptr(), T, Di, C, N, G)
+					cbp = cb.ptr()
+					name = fmt.Sprintf("mamba_ssd_pre_cb_n%d", N)
 				}
+				k := b.k[name]
 				b.launch(k, [3]int{B * H * P / 32, 1, 1}, block256, dt.ptr(), xbc.ptr(),
-					b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), y.ptr(), T, Di, C, H, P, N, G)
+					b.asF32(alog).ptr(), b.asF32(dd).ptr(), cbp, sst.ptr(), y.ptr(), T, Di, C, H, P, N, G)
+				if cb != nil {
+					cb.h.release()
+				}
 			} else {
 				b.launch(b.k[scanPreKernel(N)], [3]int{B * H, (P + 7) / 8, 1}, block256, dt.ptr(), xbc.ptr(),
 					b.asF32(dd).ptr(), sst.ptr(), y.ptr(), T, Di, C, H, P, N, G)

@@ -601,10 +601,59 @@ __device__ __forceinline__ void scan_pre_body(const float* __restrict__ dd, cons
 #define SSD_L 16
 #define SSD_PB 32
 #define SSD_NMAX 128
-template <int NS>
+
+// ssd_load_bc stages chunk t0's B and C rows of group g (zero past tc and
+// N) in shared memory, every load in flight before the first store.
+__device__ __forceinline__ void ssd_load_bc(float (*sB)[SSD_NMAX + 4], float (*sC)[SSD_NMAX + 4], const float* __restrict__ x0,
+                                            int tc, int N, int Di, int G, int g, int C) {
+#pragma unroll
+    for (int k = 0; k < SSD_L * SSD_NMAX / (SCAN_WARPS * 32); k++) {
+        const int e = threadIdx.x + SCAN_WARPS * 32 * k;
+        const int t = e / SSD_NMAX, n = e % SSD_NMAX;
+        const bool in = t < tc && n < N;
+        sB[t][n] = in ? x0[(long long)t * C + Di + g * N + n] : 0.f;
+        sC[t][n] = in ? x0[(long long)t * C + Di + G * N + g * N + n] : 0.f;
+    }
+}
+
+// ssd_cb is C_t·B_s for one pair of a chunk's positions, summed in one
+// fixed order: mamba_ssd_cb and mamba_ssd_pre's own fallback run this same
+// code, so either gives the same bits.
+__device__ __forceinline__ float ssd_cb(const float (*sB)[SSD_NMAX + 4], const float (*sC)[SSD_NMAX + 4], int t, int s2, int N) {
+    float a = 0.f;
+    for (int n = 0; n < N; n += 4) {
+        const float4 c4 = *(const float4*)&sC[t][n], b4 = *(const float4*)&sB[s2][n];
+        a += c4.x * b4.x + c4.y * b4.y + c4.z * b4.z + c4.w * b4.w;
+    }
+    return a;
+}
+
+// mamba_ssd_cb: C_t·B_s for every pair s ≤ t of every chunk of 16
+// positions, once per (batch row, group), into cb[((b·G + g)·chunks + c)·256
+// + t·16 + s] (0 for s > t and past the sequence). Every head of a group
+// shares it: mamba_ssd_pre's blocks (B·H·P/32 of them) each computed it
+// again, and it was most of their shared-memory traffic. Grid B·G·chunks,
+// 256 threads.
+extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_ssd_cb(const float* __restrict__ xbc, float* __restrict__ cb,
+                                                                          int T, int Di, int C, int N, int G) {
+    __shared__ __align__(16) float sB[SSD_L][SSD_NMAX + 4], sC[SSD_L][SSD_NMAX + 4];
+    pdl_begin();
+    const int chunks = (T + SSD_L - 1) / SSD_L;
+    const int c = blockIdx.x % chunks, bg = blockIdx.x / chunks;
+    const int g = bg % G, b = bg / G;
+    const int t0 = c * SSD_L, tc = min(SSD_L, T - t0);
+    ssd_load_bc(sB, sC, xbc + ((long long)b * T + t0) * C, tc, N, Di, G, g, C);
+    __syncthreads();
+    const int t = threadIdx.x / SSD_L, s2 = threadIdx.x % SSD_L;
+    cb[(long long)blockIdx.x * SSD_L * SSD_L + threadIdx.x] = (s2 <= t && t < tc) ? ssd_cb(sB, sC, t, s2, N) : 0.f;
+}
+
+// ssd_pre_body: CB says the chunks' C·Bᵀ comes from mamba_ssd_cb (cbAll)
+// instead of each block computing it.
+template <int NS, bool CB>
 __device__ __forceinline__ void ssd_pre_body(const float* __restrict__ dd, const float* __restrict__ xbc, const float* __restrict__ alog,
-                  const float* __restrict__ Dw, float* __restrict__ state, float* __restrict__ y, int T, int Di,
-                  int C, int H, int P, int N, int G) {
+                  const float* __restrict__ Dw, const float* __restrict__ cbAll, float* __restrict__ state,
+                  float* __restrict__ y, int T, int Di, int C, int H, int P, int N, int G) {
     __shared__ __align__(16) float sB[SSD_L][SSD_NMAX + 4], sC[SSD_L][SSD_NMAX + 4];
     __shared__ float sDX[SSD_L][SSD_PB], sX[SSD_L][SSD_PB];
     __shared__ float sW[SSD_L][SSD_L], sLc[SSD_L], sE[SSD_L];
@@ -629,19 +678,15 @@ __device__ __forceinline__ void ssd_pre_body(const float* __restrict__ dd, const
     float st[NS];
 #pragma unroll
     for (int i = 0; i < NS; i++) st[i] = sS(lane, n0 + i);
+    const float* cbg = CB ? cbAll + (long long)(b * G + g) * ((T + SSD_L - 1) / SSD_L) * SSD_L * SSD_L : nullptr;
     for (int t0 = 0; t0 < T; t0 += SSD_L) {
         const int tc = min(SSD_L, T - t0);
         const float* x0 = xbc + ((long long)b * T + t0) * C;
         __syncthreads(); // the previous chunk's shared values are no longer read
-        // Unrolled, so that every load is in flight before the first store.
-#pragma unroll
-        for (int k = 0; k < SSD_L * SSD_NMAX / (SCAN_WARPS * 32); k++) {
-            const int e = threadIdx.x + SCAN_WARPS * 32 * k;
-            const int t = e / SSD_NMAX, n = e % SSD_NMAX;
-            const bool in = t < tc && n < N;
-            sB[t][n] = in ? x0[(long long)t * C + Di + g * N + n] : 0.f;
-            sC[t][n] = in ? x0[(long long)t * C + Di + G * N + g * N + n] : 0.f;
-        }
+        // This thread's C_t·B_s, from mamba_ssd_cb when it ran, parked in
+        // its own cell of sW with the chunk's other loads.
+        if (CB) sW[threadIdx.x / SSD_L][threadIdx.x % SSD_L] = cbg[(t0 / SSD_L) * SSD_L * SSD_L + threadIdx.x];
+        ssd_load_bc(sB, sC, x0, tc, N, Di, G, g, C);
 #pragma unroll
         for (int k = 0; k < SSD_L * SSD_PB / (SCAN_WARPS * 32); k++) {
             const int e = threadIdx.x + SCAN_WARPS * 32 * k;
@@ -680,14 +725,7 @@ __device__ __forceinline__ void ssd_pre_body(const float* __restrict__ dd, const
         {
             const int t = threadIdx.x / SSD_L, s2 = threadIdx.x % SSD_L;
             float wv = 0.f;
-            if (s2 <= t && t < tc) {
-                float a = 0.f;
-                for (int n = 0; n < N; n += 4) {
-                    const float4 c4 = *(const float4*)&sC[t][n], b4 = *(const float4*)&sB[s2][n];
-                    a += c4.x * b4.x + c4.y * b4.y + c4.z * b4.z + c4.w * b4.w;
-                }
-                wv = a * expf(sLc[t] - sLc[s2]);
-            }
+            if (s2 <= t && t < tc) wv = (CB ? sW[t][s2] : ssd_cb(sB, sC, t, s2, N)) * expf(sLc[t] - sLc[s2]);
             sW[t][s2] = wv;
             if (threadIdx.x < SSD_L) sE[threadIdx.x] = threadIdx.x < tc ? expf(sLc[tc - 1] - sLc[threadIdx.x]) : 0.f;
         }
@@ -729,17 +767,20 @@ __device__ __forceinline__ void ssd_pre_body(const float* __restrict__ dd, const
     for (int e = threadIdx.x; e < SSD_PB * N; e += blockDim.x) sp[e] = sS(e / N, e % N);
 }
 
-// mamba_ssd_pre_nN: d_state N = 8·NS exactly (64 or 128).
-#define SSD_PRE(NMAX)                                                                                         \
+// mamba_ssd_pre_nN: d_state N = 8·NS exactly (64 or 128), each block
+// computing the chunks' C·Bᵀ; mamba_ssd_pre_cb_nN reads it from
+// mamba_ssd_cb (cb). The same bits either way.
+#define SSD_PRE(NMAX, NAME, USECB)                                                                            \
     extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)                                              \
-        mamba_ssd_pre_n##NMAX(const float* __restrict__ dd, const float* __restrict__ xbc,                     \
-                              const float* __restrict__ alog, const float* __restrict__ Dw,                    \
-                              float* __restrict__ state, float* __restrict__ y, int T, int Di, int C, int H,   \
-                              int P, int N, int G) {                                                           \
-        ssd_pre_body<NMAX / SCAN_WARPS>(dd, xbc, alog, Dw, state, y, T, Di, C, H, P, N, G);                   \
+        NAME(const float* __restrict__ dd, const float* __restrict__ xbc, const float* __restrict__ alog,     \
+             const float* __restrict__ Dw, const float* __restrict__ cb, float* __restrict__ state,            \
+             float* __restrict__ y, int T, int Di, int C, int H, int P, int N, int G) {                        \
+        ssd_pre_body<NMAX / SCAN_WARPS, USECB>(dd, xbc, alog, Dw, cb, state, y, T, Di, C, H, P, N, G);        \
     }
-SSD_PRE(64)
-SSD_PRE(128)
+SSD_PRE(64, mamba_ssd_pre_n64, false)
+SSD_PRE(128, mamba_ssd_pre_n128, false)
+SSD_PRE(64, mamba_ssd_pre_cb_n64, true)
+SSD_PRE(128, mamba_ssd_pre_cb_n128, true)
 
 #define SCAN_PRE(S)                                                                                          \
     extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32, 3)                                         \
