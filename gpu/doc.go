@@ -51,9 +51,10 @@
 // under Mamba2Block, mamba_step_gated scans from the conv outputs of
 // in_proj's epilogue, four blocks per head with their state requested
 // before the PDL wait, and leaves the norm's sums of squares per block),
-// and for prefill the scan in chunked form (mamba_ssd_pre: per 16
+// and for prefill the scan in chunked form (mamba_ssd_pre_cb: per 16
 // positions, the outputs from C·B and the state before the chunk, the
-// state updated once; mamba_scan_pre_nS, the sequential scan that matches
+// state updated once, C·B computed once per group by mamba_ssd_cb;
+// mamba_scan_pre_nS, the sequential scan that matches
 // the decode step bit for bit, under ZONOS_SCAN=seq); the fed column's nine
 // embeddings summed in one kernel (compute.EmbeddingSummer).
 //
