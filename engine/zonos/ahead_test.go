@@ -96,6 +96,10 @@ func TestLoopQueuesOnlyWhatFeedbackWrites(t *testing.T) {
 		{"no eos", 25, nil, plain, false, true},
 		{"audio prefix", 30, prefix, eosAt(20), true, false},
 		{"one frame", 1, nil, plain, false, false}, // its columns hold MASK on both sides
+		{"two frames", 2, nil, plain, false, false},
+		{"three frames", 3, nil, plain, false, false},
+		{"ten frames", 10, nil, plain, false, true},
+		{"eos at step 5 of ten", 10, nil, eosAt(5), true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := &scriptedAhead{t: t, tokens: c.tokens}
@@ -127,7 +131,7 @@ func TestLoopQueuesOnlyWhatFeedbackWrites(t *testing.T) {
 // TestFeedable: the columns device-side token feedback may write are the
 // ones whose unknown cells lead and whose other cells are MASK — every
 // column of a generation without an audio prefix up to the tail — and
-// masked counts those MASK cells.
+// masked counts the trailing MASK cells of any column.
 func TestFeedable(t *testing.T) {
 	U, M := int32(Unknown), int32(MASK)
 	for _, c := range []struct {
@@ -139,14 +143,15 @@ func TestFeedable(t *testing.T) {
 		{"all unknown", [NumCodebooks]int32{U, U, U, U, U, U, U, U, U}, 0, true},
 		{"the delay's second column", [NumCodebooks]int32{U, U, M, M, M, M, M, M, M}, 7, true},
 		{"the delay's last ramp column", [NumCodebooks]int32{U, U, U, U, U, U, U, U, M}, 1, true},
-		{"all MASK", [NumCodebooks]int32{M, M, M, M, M, M, M, M, M}, 0, false},
+		{"all MASK", [NumCodebooks]int32{M, M, M, M, M, M, M, M, M}, 9, false},
 		{"the tail: MASK leads", [NumCodebooks]int32{M, M, U, U, U, U, U, U, U}, 0, false},
-		{"an audio prefix's code after the unknown cells", [NumCodebooks]int32{U, 17, M, M, M, M, M, M, M}, 0, false},
+		{"an audio prefix's code after the unknown cells", [NumCodebooks]int32{U, 17, M, M, M, M, M, M, M}, 7, false},
 		{"a written cell first", [NumCodebooks]int32{5, U, U, U, U, U, U, U, U}, 0, false},
-		{"MASK between unknown cells", [NumCodebooks]int32{U, M, U, M, M, M, M, M, M}, 0, false},
+		{"MASK between unknown cells", [NumCodebooks]int32{U, M, U, M, M, M, M, M, M}, 6, false},
+		{"a short utterance's column: MASK on both sides", [NumCodebooks]int32{M, U, U, M, M, M, M, M, M}, 6, false},
 	} {
 		masked, ok := feedable(c.col)
-		if ok != c.ok || (ok && masked != c.masked) {
+		if ok != c.ok || masked != c.masked {
 			t.Errorf("%s: feedable = %d, %v; want %d, %v", c.name, masked, ok, c.masked, c.ok)
 		}
 	}

@@ -100,19 +100,22 @@ func (l loopState) flat() [compute.LoopWords]int32 {
 	return [compute.LoopWords]int32{int32(l.remaining), s, int32(l.masked)}
 }
 
-// feedable reports whether device-side token feedback (compute.GraphOps
-// FeedAt) writes column c as the loop's write does: its unknown cells come
-// first, and every known cell after them is MASK — a column of the
-// codebook delay's ramp (masked of them) or one of unknown cells only
-// (masked 0). The i-th unknown cell takes the i-th token, so the tokens
-// land in the leading cells in order and the MASK cells stay.
+// feedable returns how many trailing cells of column c are MASK (masked,
+// the loop state's third word: column t of the delayed grid has
+// max(9 − t, 0) of them whatever else it holds, one fewer each step, as
+// FeedAt counts them down) and whether device-side token feedback
+// (compute.GraphOps FeedAt) writes c as the loop's write does (ok): its
+// unknown cells come first and every known cell after them is MASK — a
+// column of the codebook delay's ramp, or one of unknown cells only. The
+// i-th unknown cell takes the i-th token, so the tokens land in the
+// leading cells in order and the MASK cells stay.
 func feedable(c [NumCodebooks]int32) (masked int, ok bool) {
 	for k := NumCodebooks - 1; k >= 0 && c[k] == MASK; k-- {
 		masked++
 	}
 	for k := 0; k < NumCodebooks-masked; k++ {
 		if c[k] != Unknown {
-			return 0, false
+			return masked, false
 		}
 	}
 	return masked, masked < NumCodebooks
@@ -540,10 +543,15 @@ func runTokens(ctx context.Context, s tokenSource, o GenerateOptions, onFrame fu
 			}
 		}
 		if as, ok := s.(aheadSource); ok {
+			// masked is counted for every column, so that a step queued by
+			// the one before agrees with the loop even where this step's
+			// own column is not feedable (a short utterance's ramp and tail
+			// overlap).
 			var masked int
 			ahead := false
-			if remaining >= 2 && offset < W {
+			if offset < W {
 				masked, ahead = feedable(grid[offset])
+				ahead = ahead && remaining >= 2
 			}
 			tok, err = as.stepTokensAhead(grid[offset-1], history, loopState{remaining, stopping, masked}, ahead)
 		} else {
