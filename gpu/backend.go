@@ -155,6 +155,7 @@ func (b *Backend) init(ordinal int) error {
 	} else if b.pdl {
 		b.desc += ", programmatic dependent launch"
 	}
+	twice := twiceKernels()
 	for _, m := range kernels.Modules() {
 		ptx := kernels.PTX
 		if hopper {
@@ -180,7 +181,7 @@ func (b *Backend) init(ordinal int) error {
 			if err != nil {
 				return fmt.Errorf("cuda: kernel %s.%s: %w", m, fn, err)
 			}
-			k := &kernel{name: fn, fn: f, pdl: waits[fn]}
+			k := &kernel{name: fn, fn: f, pdl: waits[fn], twice: twice[fn]}
 			if err := allowSmem(k); err != nil {
 				return err
 			}

@@ -52,6 +52,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
 	"unsafe"
 
 	"gorgonia.org/cu"
@@ -65,6 +66,22 @@ type kernel struct {
 	fn       cu.Function
 	pdl      bool
 	launches int // launched so far (owner goroutine; tests check which path ran)
+	// twice (ZONOS_TWICE names the kernel; a measurement switch, results
+	// are wrong) launches the kernel a second time, with the same
+	// arguments, right after the first: the step's time with and without
+	// it is what one more such kernel costs where it runs, in the graph.
+	twice bool
+}
+
+// twiceKernels is ZONOS_TWICE's comma-separated kernel names.
+func twiceKernels() map[string]bool {
+	m := map[string]bool{}
+	for _, n := range strings.Split(os.Getenv("ZONOS_TWICE"), ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			m[n] = true
+		}
+	}
+	return m
 }
 
 // maxArgs bounds a kernel's parameter count (the slot array is allocated
@@ -135,6 +152,10 @@ func (b *Backend) launchSmem(k *kernel, grid, block [3]int, smem int, args ...an
 	}
 	r := C.zs_launch(cuFunction(k.fn), C.uint(grid[0]), C.uint(grid[1]), C.uint(grid[2]),
 		C.uint(block[0]), C.uint(block[1]), C.uint(block[2]), C.uint(smem), unsafe.Pointer(b.stream.C()), b.args, pdl)
+	if r == C.CUDA_SUCCESS && k.twice {
+		r = C.zs_launch(cuFunction(k.fn), C.uint(grid[0]), C.uint(grid[1]), C.uint(grid[2]),
+			C.uint(block[0]), C.uint(block[1]), C.uint(block[2]), C.uint(smem), unsafe.Pointer(b.stream.C()), b.args, pdl)
+	}
 	if err := cuErr(r); err != nil {
 		panic(fmt.Sprintf("gpu: CUDA kernel launch failed: %s (grid %v, block %v): %v", k.name, grid, block, err))
 	}
