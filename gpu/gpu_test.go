@@ -411,6 +411,63 @@ func TestAttention(t *testing.T) {
 	}
 }
 
+// TestAttnStep: a decode step's attention through attn_step (clusters of
+// 8 blocks × 16 warps, so 128 warps share a (row, KV head)) and through
+// attn_split/attn_merge agrees with the CPU's, over cached contexts of 1
+// to 4000 positions (a warp walking none, one or 31 of them), 1 to 4
+// query heads per KV head, head dims 16 to 128, both rotary conventions,
+// and rows at different positions (AttentionRagged). The new key and
+// value land in the cache either way.
+func TestAttnStep(t *testing.T) {
+	need(t)
+	if !gb.hopper {
+		t.Skip("attn_step needs clusters (Hopper)")
+	}
+	r := rand.New(rand.NewPCG(41, 42))
+	specs := []compute.AttentionSpec{
+		{Heads: 16, KVHeads: 4, HeadDim: 128, RotaryDim: 64, Rotary: compute.RotaryHalves, RotaryBase: 10000}, // real hybrid
+		{Heads: 16, KVHeads: 4, HeadDim: 128, RotaryDim: 128, Rotary: compute.RotaryInterleaved, RotaryBase: 10000},
+		{Heads: 4, KVHeads: 4, HeadDim: 16, RotaryDim: 16, Rotary: compute.RotaryHalves, RotaryBase: 10000},
+		{Heads: 3, KVHeads: 1, HeadDim: 40, RotaryDim: 40, Rotary: compute.RotaryInterleaved, RotaryBase: 10000},
+		{Heads: 4, KVHeads: 2, HeadDim: 64, RotaryDim: 0, RotaryBase: 10000},
+	}
+	defer func(old bool) { attnStepOff = old }(attnStepOff)
+	for _, a := range specs {
+		const B, maxT = 2, 4000
+		kc0 := randF32(r, 1, B, maxT, a.KVHeads, a.HeadDim)
+		vc0 := randF32(r, 1, B, maxT, a.KVHeads, a.HeadDim)
+		for _, pos := range []int{0, 1, 127, 128, 129, 1000, maxT - 1} {
+			q := randF32(r, 1, B, 1, a.Heads*a.HeadDim)
+			k := randF32(r, 1, B, 1, a.KVHeads*a.HeadDim)
+			v := randF32(r, 1, B, 1, a.KVHeads*a.HeadDim)
+			kc, vc := cb.Scale(kc0.c, 1), cb.Scale(vc0.c, 1)
+			want := cb.Attention(q.c, k.c, v.c, kc, vc, pos, a)
+			for _, off := range []bool{false, true} {
+				attnStepOff = off
+				kg, vg := gb.Scale(kc0.g, 1), gb.Scale(vc0.g, 1)
+				got := gb.Attention(q.g, k.g, v.g, kg, vg, pos, a)
+				name := fmt.Sprintf("H%d/%d Dh%d rot%d %v pos %d split %v", a.Heads, a.KVHeads, a.HeadDim, a.RotaryDim, a.Rotary, pos, off)
+				check(t, name, pair{want, got}, tol)
+				check(t, name+" kcache", pair{kc, kg}, 1e-5)
+				check(t, name+" vcache", pair{vc, vg}, 0)
+			}
+		}
+		// Rows at different positions: row b at pos[b mod 2].
+		pos := []int{3, 2500}
+		q := randF32(r, 1, B, 1, a.Heads*a.HeadDim)
+		k := randF32(r, 1, B, 1, a.KVHeads*a.HeadDim)
+		v := randF32(r, 1, B, 1, a.KVHeads*a.HeadDim)
+		kc, vc := cb.Scale(kc0.c, 1), cb.Scale(vc0.c, 1)
+		want := cb.AttentionRagged(q.c, k.c, v.c, kc, vc, pos, a)
+		attnStepOff = false
+		kg, vg := gb.Scale(kc0.g, 1), gb.Scale(vc0.g, 1)
+		got := gb.AttentionRagged(q.g, k.g, v.g, kg, vg, pos, a)
+		name := fmt.Sprintf("H%d/%d Dh%d ragged %v", a.Heads, a.KVHeads, a.HeadDim, pos)
+		check(t, name, pair{want, got}, tol)
+		check(t, name+" kcache", pair{kc, kg}, 1e-5)
+	}
+}
+
 func mambaWeights(t *testing.T, r *rand.Rand, s compute.Mamba2Spec, dt compute.DType) (compute.Mamba2Weights, compute.Mamba2Weights) {
 	C := s.DInner + 2*s.Groups*s.DState
 	cw := randW(t, r, dt, 0.5, C, 1, s.DConv)

@@ -13,22 +13,34 @@ package gpu
 // C-allocated slot array). With pdl set it uses cuLaunchKernelEx and the
 // programmatic-stream-serialization attribute (Hopper): the kernel may
 // start before the previous kernel of the stream completes, and waits for
-// it in griddepcontrol.wait (pdl_begin in kernels/common.cuh).
+// it in griddepcontrol.wait (pdl_begin in kernels/common.cuh). cluster > 0
+// groups the grid's blocks in clusters of that many along x (Hopper).
 static CUresult zs_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                          unsigned bz, unsigned smem, void* stream, void** params, int pdl) {
-	if (!pdl) return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, (CUstream)stream, params, 0);
-	CUlaunchAttribute attr;
-	memset(&attr, 0, sizeof attr);
-	attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-	attr.value.programmaticStreamSerializationAllowed = 1;
+                          unsigned bz, unsigned smem, void* stream, void** params, int pdl, unsigned cluster) {
+	if (!pdl && !cluster) return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, (CUstream)stream, params, 0);
+	CUlaunchAttribute attr[2];
+	memset(attr, 0, sizeof attr);
+	unsigned n = 0;
+	if (pdl) {
+		attr[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+		attr[n].value.programmaticStreamSerializationAllowed = 1;
+		n++;
+	}
+	if (cluster) {
+		attr[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+		attr[n].value.clusterDim.x = cluster;
+		attr[n].value.clusterDim.y = 1;
+		attr[n].value.clusterDim.z = 1;
+		n++;
+	}
 	CUlaunchConfig cfg;
 	memset(&cfg, 0, sizeof cfg);
 	cfg.gridDimX = gx; cfg.gridDimY = gy; cfg.gridDimZ = gz;
 	cfg.blockDimX = bx; cfg.blockDimY = by; cfg.blockDimZ = bz;
 	cfg.sharedMemBytes = smem;
 	cfg.hStream = (CUstream)stream;
-	cfg.attrs = &attr;
-	cfg.numAttrs = 1;
+	cfg.attrs = attr;
+	cfg.numAttrs = n;
 	return cuLaunchKernelEx(&cfg, f, params, 0);
 }
 
@@ -116,6 +128,19 @@ func (b *Backend) launch(k *kernel, grid, block [3]int, args ...any) {
 // launchSmem is launch with smem bytes of dynamic shared memory (at most
 // what dynamicSmem allows k).
 func (b *Backend) launchSmem(k *kernel, grid, block [3]int, smem int, args ...any) {
+	b.launchEx(k, grid, block, smem, 0, args...)
+}
+
+// launchCluster is launch with the grid's blocks grouped in clusters of
+// cluster blocks along x (Hopper only; grid[0] a multiple of cluster).
+func (b *Backend) launchCluster(k *kernel, grid, block [3]int, cluster int, args ...any) {
+	if !b.hopper || cluster <= 0 || grid[0]%cluster != 0 {
+		panic(fmt.Sprintf("gpu: kernel %s: clusters of %d blocks for grid %v (Hopper %v)", k.name, cluster, grid, b.hopper))
+	}
+	b.launchEx(k, grid, block, 0, cluster, args...)
+}
+
+func (b *Backend) launchEx(k *kernel, grid, block [3]int, smem, cluster int, args ...any) {
 	if len(args) > maxArgs {
 		panic(fmt.Sprintf("gpu: kernel %s has %d arguments (at most %d)", k.name, len(args), maxArgs))
 	}
@@ -151,10 +176,10 @@ func (b *Backend) launchSmem(k *kernel, grid, block [3]int, smem int, args ...an
 		pdl = 1
 	}
 	r := C.zs_launch(cuFunction(k.fn), C.uint(grid[0]), C.uint(grid[1]), C.uint(grid[2]),
-		C.uint(block[0]), C.uint(block[1]), C.uint(block[2]), C.uint(smem), unsafe.Pointer(b.stream.C()), b.args, pdl)
+		C.uint(block[0]), C.uint(block[1]), C.uint(block[2]), C.uint(smem), unsafe.Pointer(b.stream.C()), b.args, pdl, C.uint(cluster))
 	if r == C.CUDA_SUCCESS && k.twice {
 		r = C.zs_launch(cuFunction(k.fn), C.uint(grid[0]), C.uint(grid[1]), C.uint(grid[2]),
-			C.uint(block[0]), C.uint(block[1]), C.uint(block[2]), C.uint(smem), unsafe.Pointer(b.stream.C()), b.args, pdl)
+			C.uint(block[0]), C.uint(block[1]), C.uint(block[2]), C.uint(smem), unsafe.Pointer(b.stream.C()), b.args, pdl, C.uint(cluster))
 	}
 	if err := cuErr(r); err != nil {
 		panic(fmt.Sprintf("gpu: CUDA kernel launch failed: %s (grid %v, block %v): %v", k.name, grid, block, err))

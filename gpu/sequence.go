@@ -146,6 +146,11 @@ func (b *Backend) attention(op qkvOperands, kCache, vCache compute.Tensor, pos i
 		qp := op.q.ptr()
 		kp := op.k.ptr() + cu.DevicePtr(4*op.kOff)
 		vp := op.v.ptr() + cu.DevicePtr(4*op.vOff)
+		if T == 1 && b.attnStepFits(H, Hk, Dh) { // decode: one kernel, a cluster per (row, KV head)
+			b.launchCluster(b.k["attn_step"], [3]int{B * Hk * attnStepCluster, 1, 1}, [3]int{attnStepThreads, 1, 1}, attnStepCluster,
+				qp, kp, vp, kc.ptr(), vc.ptr(), out.ptr(), H, Hk, Dh, maxT, pos, pp, npos, dr, inter, a.RotaryBase, scale, op.ldq, op.ldkv)
+			return
+		}
 		if T == 1 { // decode: spread the cache over attnSplits blocks per head (which also write the new row)
 			part := b.newTensor(compute.F32, B*H*attnSplits*(Dh+2))
 			b.launch(b.k["attn_split"], [3]int{B * H, attnSplits, 1}, [3]int{128, 1, 1}, qp, kp, vp, kc.ptr(), vc.ptr(), part.ptr(),
@@ -160,6 +165,27 @@ func (b *Backend) attention(op qkvOperands, kCache, vCache compute.Tensor, pos i
 			T, H, Hk, Dh, maxT, pos, pp, dr, inter, a.RotaryBase, scale, op.ldq)
 	})
 	return out
+}
+
+// attn_step's geometry (ATS_S, ATS_W·32, ATS_G, ATS_D in
+// kernels/attention.cu).
+const (
+	attnStepCluster = 8
+	attnStepThreads = 512
+	attnStepGroup   = 4
+	attnStepMaxDim  = 128
+)
+
+// attnStepOff (ZONOS_ATTN_STEP=0) runs a decode step's attention as
+// attn_split and attn_merge (for before/after measurements, and GPUs
+// without clusters take that path anyway).
+var attnStepOff = os.Getenv("ZONOS_ATTN_STEP") == "0"
+
+// attnStepFits reports whether attn_step takes a decode step of H query
+// heads over Hk KV heads of dimension Dh: clusters (Hopper), Dh ≤ 128 in
+// float4s, at most 4 query heads per KV head.
+func (b *Backend) attnStepFits(H, Hk, Dh int) bool {
+	return !attnStepOff && b.hopper && Dh%4 == 0 && Dh <= attnStepMaxDim && H/Hk <= attnStepGroup
 }
 
 // Mamba2 limits of the kernels (CONV_MAXK, SCAN_MAXN).

@@ -219,3 +219,196 @@ extern "C" __global__ void attn_merge(const float* __restrict__ part, float* __r
         out[(long long)r * Dh + d] = acc / L;
     }
 }
+
+// attn_step is a decode step's attention (T = 1) in one kernel, for the
+// short contexts of streaming (ZONOS_ATTN_STEP=0 runs attn_split and
+// attn_merge instead). Why: the split and merge pair cost 11.9 µs a layer
+// inside the step graph (session 16, run 3: launched twice, the graph took
+// 142 µs more over 12 layers) for about 100 positions: two kernel
+// boundaries, 1024 blocks that each rotate their query with float64 pow,
+// cos and sin after the wait, and partials that go through global memory.
+//
+// Here a cluster of ATS_S blocks takes one (b, KV head) and its G ≤ ATS_G
+// query heads (grouped-query attention: each cached key and value row is
+// read once for all G). Before the wait for the projection, each thread
+// reads the position (written by the step's feedback kernel, long
+// complete: in a PDL chain a kernel starts only once its predecessor has
+// waited for its own) and computes the rotary angle of its element, so the
+// float64 trig overlaps the projection. Warp w of block r takes positions
+// r·ATS_W + w, + ATS_S·ATS_W, …; the new position's key and value come
+// from the projection (block 0 also writes them to the cache). Warps merge
+// into a block partial in shared memory, and the cluster's blocks merge
+// their partials through distributed shared memory, each producing an
+// even share of the G·Dh outputs. The rotation's arithmetic is rotated()'s;
+// the softmax merges in the same (max, sum) form as attn_split/attn_merge,
+// in another order. Dh ≤ 128, Dh % 4 = 0, G ≤ ATS_G (the backend checks).
+//
+// Launch: grid B·Hk·ATS_S, cluster ATS_S, ATS_W·32 threads; row b of the
+// batch at posp[b mod npos] when posp is set, else at pos.
+#define ATS_S 8
+#define ATS_W 16
+#define ATS_G 4
+#define ATS_D 128
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__device__ __forceinline__ unsigned ats_smem(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+
+// ats_remote reads the float at p in the shared memory of the cluster's
+// block rank.
+__device__ __forceinline__ float ats_remote(const float* p, unsigned rank) {
+    unsigned a;
+    float v;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(ats_smem(p)), "r"(rank));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(a) : "memory");
+    return v;
+}
+
+// ats_cluster_sync (arrive releases, wait acquires by default): every block of the cluster has arrived, and their
+// shared-memory writes before it are visible to the others' reads after it.
+__device__ __forceinline__ void ats_cluster_sync() {
+    asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+    asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+}
+
+// rot_apply is rotated() with the angle's cos c and sin s already known.
+__device__ __forceinline__ float rot_apply(const float* v, int d, int dr, int interleaved, float c, float s) {
+    if (d >= dr) return v[d];
+    int half = dr / 2;
+    int ia, ib;
+    if (interleaved) { ia = d & ~1; ib = ia + 1; }
+    else { int i = d < half ? d : d - half; ia = i; ib = i + half; }
+    float x1 = v[ia], x2 = v[ib];
+    if (d == ia) return __fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s));
+    return __fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, s));
+}
+#endif
+
+extern "C" __global__ void __launch_bounds__(ATS_W * 32) attn_step(const float* __restrict__ q, const float* __restrict__ k,
+                                const float* __restrict__ v, float* kc, float* vc, float* __restrict__ out,
+                                int H, int Hk, int Dh, int maxT, int pos, const int* __restrict__ posp, int npos,
+                                int dr, int interleaved, double base, float scale, int ldq, int ldkv) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    __shared__ __align__(16) float qs[ATS_G * ATS_D];
+    __shared__ __align__(16) float ks[ATS_D];
+    __shared__ __align__(16) float vs[ATS_D];
+    __shared__ __align__(16) float om[ATS_W][ATS_G][ATS_D];
+    __shared__ float wml[ATS_W][ATS_G][2];
+    __shared__ float part[ATS_G][ATS_D + 2]; // the block's partial: o, then m and l; read by the cluster
+    const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
+    const int rank = blockIdx.x % ATS_S, pair = blockIdx.x / ATS_S;
+    const int kh = pair % Hk, b = pair / Hk, G = H / Hk;
+    // Before the wait: the position and this thread's rotary angle.
+    int p = posp ? posp[b % npos] : pos;
+    const int d = t % Dh;
+    float c = 1.f, s = 0.f;
+    if (d < dr) rot_angle(p, interleaved ? d >> 1 : (d < dr / 2 ? d : d - dr / 2), dr, base, &c, &s);
+    pdl_wait();
+    pdl_trigger();
+    if (t < G * Dh) qs[t] = rot_apply(q + (long long)b * ldq + (long long)(kh * G + t / Dh) * Dh, d, dr, interleaved, c, s);
+    if (t < Dh) {
+        const long long src = (long long)b * ldkv + (long long)kh * Dh;
+        const float kr = rot_apply(k + src, d, dr, interleaved, c, s), vr = v[src + d];
+        ks[t] = kr;
+        vs[t] = vr;
+        if (rank == 0) {
+            const long long dst = (((long long)b * maxT + p) * Hk + kh) * Dh + d;
+            kc[dst] = kr;
+            vc[dst] = vr;
+        }
+    }
+    __syncthreads();
+    const bool on = 4 * lane < Dh;
+    float4 qr[ATS_G];
+#pragma unroll
+    for (int g = 0; g < ATS_G; g++)
+        qr[g] = on && g < G ? ((const float4*)(qs + g * Dh))[lane] : make_float4(0.f, 0.f, 0.f, 0.f);
+    float m[ATS_G], l[ATS_G];
+    float4 o[ATS_G];
+#pragma unroll
+    for (int g = 0; g < ATS_G; g++) m[g] = -INFINITY, l[g] = 0.f, o[g] = make_float4(0.f, 0.f, 0.f, 0.f);
+    const int n = p + 1;
+    for (int j = rank * ATS_W + warp; j < n; j += ATS_S * ATS_W) {
+        float4 kk = make_float4(0.f, 0.f, 0.f, 0.f), vv = kk;
+        if (on) {
+            if (j == p) {
+                kk = ((const float4*)ks)[lane];
+                vv = ((const float4*)vs)[lane];
+            } else {
+                const long long row = (((long long)b * maxT + j) * Hk + kh) * Dh;
+                kk = __ldcg((const float4*)(kc + row) + lane);
+                vv = __ldcg((const float4*)(vc + row) + lane);
+            }
+        }
+        float sc[ATS_G];
+#pragma unroll
+        for (int g = 0; g < ATS_G; g++)
+            sc[g] = ((qr[g].x * kk.x + qr[g].y * kk.y) + (qr[g].z * kk.z + qr[g].w * kk.w));
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) {
+#pragma unroll
+            for (int g = 0; g < ATS_G; g++) sc[g] += __shfl_xor_sync(0xffffffffu, sc[g], off);
+        }
+#pragma unroll
+        for (int g = 0; g < ATS_G; g++) {
+            if (g < G) {
+                const float sg = sc[g] * scale;
+                const float mn = fmaxf(m[g], sg);
+                const float corr = expf(m[g] - mn), e = expf(sg - mn);
+                l[g] = l[g] * corr + e;
+                o[g].x = o[g].x * corr + e * vv.x;
+                o[g].y = o[g].y * corr + e * vv.y;
+                o[g].z = o[g].z * corr + e * vv.z;
+                o[g].w = o[g].w * corr + e * vv.w;
+                m[g] = mn;
+            }
+        }
+    }
+#pragma unroll
+    for (int g = 0; g < ATS_G; g++) {
+        if (g < G) {
+            if (on) ((float4*)om[warp][g])[lane] = o[g];
+            if (lane == 0) wml[warp][g][0] = m[g], wml[warp][g][1] = l[g];
+        }
+    }
+    __syncthreads();
+    if (t < G * Dh) { // this block's partial of output (g, d)
+        const int g = t / Dh;
+        float M = -INFINITY;
+        for (int w = 0; w < ATS_W; w++)
+            if (wml[w][g][1] > 0.f) M = fmaxf(M, wml[w][g][0]);
+        float L = 0.f, acc = 0.f;
+        for (int w = 0; w < ATS_W; w++) {
+            const float f = wml[w][g][1] > 0.f ? expf(wml[w][g][0] - M) : 0.f;
+            L += wml[w][g][1] * f;
+            acc += om[w][g][d] * f;
+        }
+        part[g][d] = acc;
+        if (d == 0) part[g][ATS_D] = M, part[g][ATS_D + 1] = L;
+    }
+    ats_cluster_sync();
+    const int share = (G * Dh + ATS_S - 1) / ATS_S;
+    if (t < share && rank * share + t < G * Dh) { // the cluster's merge of output (g, dd)
+        const int idx = rank * share + t, g = idx / Dh, dd = idx % Dh;
+        float ms[ATS_S], ls[ATS_S];
+        float M = -INFINITY;
+#pragma unroll
+        for (int r = 0; r < ATS_S; r++) {
+            ms[r] = ats_remote(&part[g][ATS_D], r);
+            ls[r] = ats_remote(&part[g][ATS_D + 1], r);
+            if (ls[r] > 0.f) M = fmaxf(M, ms[r]);
+        }
+        float L = 0.f, acc = 0.f;
+#pragma unroll
+        for (int r = 0; r < ATS_S; r++) {
+            const float f = ls[r] > 0.f ? expf(ms[r] - M) : 0.f;
+            L += ls[r] * f;
+            acc += ats_remote(&part[g][dd], r) * f;
+        }
+        out[((long long)b * H + kh * G + g) * Dh + dd] = acc / L;
+    }
+    ats_cluster_sync(); // the partials stay until every block has read them
+#else
+    pdl_begin();
+    __trap(); // clusters are Hopper's; the backend launches this only there
+#endif
+}
