@@ -87,6 +87,13 @@ func (v *vocoder) close() {
 
 func (v *vocoder) loop() {
 	defer close(v.done)
+	// However the stream ends, its decoder state goes: the carried
+	// columns' device memory, and a recorded first push it may still hold
+	// (dac.Model.RecordFirstPush), which the next utterance replays.
+	defer func() {
+		defer func() { _ = recover() }() // a failed backend: the error is already v.err
+		v.s.Reset()
+	}()
 	defer func() {
 		// A backend panic (a failed kernel launch, out of memory) ends
 		// the utterance with Failed, not the process.

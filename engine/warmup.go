@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"zonostream/engine/compute"
+	"zonostream/engine/dac"
 )
 
 // warmupText is the throwaway utterance's text: short, with sound in every
@@ -54,6 +55,12 @@ func (e *Engine) Warmup(ctx context.Context, req Request) error {
 	}
 	if _, err := e.SpeakToFirstAudio(ctx, w); err != nil {
 		return fmt.Errorf("engine warm-up: %w", err)
+	}
+	// The vocoder's first push, recorded for req's first chunk: streams
+	// replay it instead of launching its kernels one by one. A recording
+	// that fails leaves them pushing op by op, as before.
+	if err := w.normalise(); err == nil {
+		_ = e.codec.RecordFirstPush(dac.StreamConfig{FirstChunk: w.FirstChunk, Chunk: w.Chunk})
 	}
 	e.warmed = true
 	return nil

@@ -166,6 +166,25 @@ func (b *Backend) WriteI32(dst compute.Tensor, data []int32) {
 	t.h.st.host = nil // the device copy no longer matches any host one
 }
 
+var _ compute.F32Writer = (*Backend)(nil)
+
+// WriteF32 copies host floats into an existing F32 tensor
+// (compute.F32Writer).
+func (b *Backend) WriteF32(dst compute.Tensor, data []float32) {
+	t := cast(dst)
+	if t.dt != compute.F32 || t.n() != len(data) {
+		panic(fmt.Sprintf("gpu.WriteF32: %d values into %v %v", len(data), t.dt, t.shape))
+	}
+	if len(data) == 0 {
+		return
+	}
+	b.do(func() {
+		if err := cu.MemcpyHtoDAsync(t.ptr(), unsafe.Pointer(&data[0]), int64(4*len(data)), b.stream); err != nil {
+			panic(fmt.Sprintf("gpu.WriteF32: %v", err))
+		}
+	})
+}
+
 // Clear zeroes a tensor in place (compute.GraphOps).
 func (b *Backend) Clear(dst compute.Tensor) {
 	t := cast(dst)

@@ -432,6 +432,11 @@ func measureFirstUtterance(ctx context.Context, e *engine.Engine, o Options, r *
 
 func measureStreaming(ctx context.Context, timer compute.Timer, e *engine.Engine, codec *dac.Model, o Options, r *Report, progress func(string)) error {
 	progress(fmt.Sprintf("%d fixed-length rollouts of %d frames (TTFA, steady frame latency, RTF)", o.Runs, o.Frames))
+	// What engine.Warmup does for an app beyond the first utterance: the
+	// vocoder's first push recorded where the backend records graphs.
+	if err := codec.RecordFirstPush(dac.StreamConfig{FirstChunk: o.FirstChunk, Chunk: o.Chunk}); err != nil {
+		return fmt.Errorf("bench: recording the vocoder's first push: %w", err)
+	}
 	var ttfa, pre, comp, frame, started, cond, firstVoc, p50s, p90s []time.Duration
 	var gen []float64
 	var lastCodes [][zonos.NumCodebooks]int32

@@ -44,6 +44,15 @@ type GraphOps interface {
 	ReadI32Async(t Tensor) func() []int32
 }
 
+// F32Writer is what a recorded graph fed with host activations needs
+// besides GraphOps: WriteI32 for floats (the DAC streamer's recorded first
+// push takes its codebook entries this way).
+type F32Writer interface {
+	// WriteF32 copies host values into an existing F32 tensor of the same
+	// element count, in order with the device work (not inside Capture).
+	WriteF32(dst Tensor, data []float32)
+}
+
 // StepFeed is the layout of a decode step's I32 input tensor for FeedAt:
 // the fed columns at [0, 9n) codebook-major, the position at Pos, the
 // sampler's seed and counter (low word first) at RNG … RNG+4, the

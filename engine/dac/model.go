@@ -30,6 +30,7 @@ type Model struct {
 	outAll    conv // every codebook's out_proj as one convolution (fromCodes)
 	decoder   Decoder
 	field     Field
+	graphs    pushGraphs // recorded first pushes and the push lock (pushgraph.go)
 }
 
 // Load reads dir/config.json and dir/model.safetensors (the layout of the

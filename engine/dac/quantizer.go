@@ -100,15 +100,22 @@ func (cb *codebook) gather(codes []int32, dim int) []float32 {
 // products are the reference's; only the order of the sum differs.
 // codes [n_codebooks][T] must be validated.
 func (m *Model) fromCodes(codes [][]int32) compute.Tensor {
-	be, dim, T := m.be, m.cfg.CodebookDim, len(codes[0])
+	be, T := m.be, len(codes[0])
+	in := be.FromF32(m.entries(codes), 1, len(m.codebooks)*m.cfg.CodebookDim, T)
+	out := m.outAll.forward(be, in)
+	be.Free(in)
+	return out
+}
+
+// entries gathers the codebooks' entries of codes, stacked along the
+// channels as outAll takes them: [n_codebooks·dim, T] row-major.
+func (m *Model) entries(codes [][]int32) []float32 {
+	dim, T := m.cfg.CodebookDim, len(codes[0])
 	e := make([]float32, 0, len(m.codebooks)*dim*T)
 	for k := range m.codebooks {
 		e = append(e, m.codebooks[k].gather(codes[k], dim)...)
 	}
-	in := be.FromF32(e, 1, len(m.codebooks)*dim, T)
-	out := m.outAll.forward(be, in)
-	be.Free(in)
-	return out
+	return e
 }
 
 // quantize is DacResidualVectorQuantizer.forward in eval mode: for each

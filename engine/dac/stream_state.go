@@ -39,6 +39,10 @@ type streamOp interface {
 	push(be compute.Backend, x compute.Tensor) compute.Tensor
 	flush(be compute.Backend) compute.Tensor
 	free(be compute.Backend)
+	// viewed returns a copy of the stage whose carried columns are a new
+	// handle (be.Reshape) on the same storage (pushgraph.go), and that
+	// handle (nil when the stage carries nothing).
+	viewed(be compute.Backend) (streamOp, compute.Tensor)
 }
 
 // cols is a tensor's length along time (0 for nil).
@@ -102,6 +106,14 @@ func (c *carried) padding(be compute.Backend, n int) compute.Tensor {
 	return be.Zeros(1, c.prev.Shape()[1], n)
 }
 
+// view replaces c.prev by a new handle on its storage and returns it.
+func (c *carried) view(be compute.Backend) compute.Tensor {
+	if c.prev != nil {
+		c.prev = be.Reshape(c.prev, c.prev.Shape()...)
+	}
+	return c.prev
+}
+
 func (c *carried) free(be compute.Backend) {
 	if c.prev != nil {
 		be.Free(c.prev)
@@ -119,6 +131,9 @@ func (f pointOp) push(be compute.Backend, x compute.Tensor) compute.Tensor {
 }
 func (pointOp) flush(compute.Backend) compute.Tensor { return nil }
 func (pointOp) free(compute.Backend)                 {}
+func (f pointOp) viewed(compute.Backend) (streamOp, compute.Tensor) {
+	return f, nil
+}
 
 // convState streams a stride-1 convolution with symmetric padding.
 type convState struct {
@@ -154,6 +169,11 @@ func (s *convState) push(be compute.Backend, x compute.Tensor) compute.Tensor {
 	y := be.Conv1d(w, s.c.w, s.c.b, s.spec)
 	s.prev = cut(be, w, n-s.span, n)
 	return y
+}
+
+func (s *convState) viewed(be compute.Backend) (streamOp, compute.Tensor) {
+	c := *s
+	return &c, c.view(be)
 }
 
 func (s *convState) flush(be compute.Backend) compute.Tensor {
@@ -214,6 +234,11 @@ func (s *convTState) push(be compute.Backend, x compute.Tensor) compute.Tensor {
 	return y
 }
 
+func (s *convTState) viewed(be compute.Backend) (streamOp, compute.Tensor) {
+	c := *s
+	return &c, c.view(be)
+}
+
 func (s *convTState) flush(be compute.Backend) compute.Tensor {
 	z := s.padding(be, 1)
 	if z == nil {
@@ -270,6 +295,11 @@ func (s *resState) push(be compute.Backend, x compute.Tensor) compute.Tensor {
 	return out
 }
 
+func (s *resState) viewed(be compute.Backend) (streamOp, compute.Tensor) {
+	c := *s
+	return &c, c.view(be)
+}
+
 // flush pushes p zero columns after the stream: conv1's right padding.
 func (s *resState) flush(be compute.Backend) compute.Tensor {
 	if z := s.padding(be, s.pad); z != nil {
@@ -282,6 +312,11 @@ func (s *resState) flush(be compute.Backend) compute.Tensor {
 // columns in, final audio samples out.
 type decoderState struct {
 	ops []streamOp
+	// From a replayed first push (pushgraph.go): the graph whose storage
+	// the stages' carried columns are views of, and those views. The
+	// graph is released for another stream once no stage holds one.
+	graph *pushGraph
+	views []compute.Tensor
 }
 
 func (d *Decoder) newState() (*decoderState, error) {
@@ -354,4 +389,5 @@ func (st *decoderState) free(be compute.Backend) {
 	for _, op := range st.ops {
 		op.free(be)
 	}
+	st.releaseGraph()
 }

@@ -79,6 +79,9 @@ type Streamer struct {
 	emits int                // emissions so far (chunk ramp)
 	ended bool
 	st    *decoderState // stateful decoding (nil: window decoding)
+	// pushed: st has taken a push (the first one may replay a recorded
+	// graph, pushgraph.go).
+	pushed bool
 }
 
 // windowStreaming is ZONOS_DAC_STREAM=window.
@@ -167,9 +170,11 @@ func (s *Streamer) Reset() {
 	for k := range s.codes {
 		s.codes[k] = s.codes[k][:0]
 	}
-	s.base, s.n, s.done, s.emits, s.ended = 0, 0, 0, 0, false
+	s.base, s.n, s.done, s.emits, s.ended, s.pushed = 0, 0, 0, 0, false, false
 	if s.st != nil {
-		s.st.free(s.m.be)
+		s.m.graphs.mu.Lock()
+		compute.Run(s.m.be, func() { s.st.free(s.m.be) })
+		s.m.graphs.mu.Unlock()
 		s.st = nil
 		s.newState()
 	}
@@ -218,15 +223,26 @@ func (s *Streamer) emit(end int) []float32 {
 func (s *Streamer) emitState(final bool) []float32 {
 	be := s.m.be
 	var y compute.Tensor
+	s.m.graphs.mu.Lock()
 	compute.Run(be, func() {
 		if len(s.codes[0]) > 0 {
-			y = s.st.push(be, s.m.fromCodes(s.codes[:]))
+			if !s.pushed && !final {
+				if st, out, ok := s.m.firstPush(s.codes[:], s.sc); ok {
+					s.st, y = st, out
+				}
+			}
+			if y == nil {
+				y = s.st.push(be, s.m.fromCodes(s.codes[:]))
+			}
+			s.pushed = true
 		}
 		if final {
 			y = join(be, y, s.st.flush(be))
 			s.st.free(be) // the carried columns are not needed any more
 		}
+		s.st.releaseGraph()
 	})
+	s.m.graphs.mu.Unlock()
 	for k := range s.codes {
 		s.codes[k] = s.codes[k][:0]
 	}

@@ -264,3 +264,35 @@ func frameAt(codes [][]int32, i int) (fr [Codebooks]int32) {
 	}
 	return fr
 }
+
+// TestFirstFrames: firstFrames, the length a recorded first push is made
+// for, is the number of frames at which a stream fed one frame at a time
+// first emits, for several first chunks.
+func TestFirstFrames(t *testing.T) {
+	m := randomModel(t, narrow44k(), cpu.New(0), 5)
+	codes := randomCodes(m.cfg, 40, 1)
+	for _, first := range []int{1, 2, 4, 16} {
+		sc := StreamConfig{FirstChunk: first, Chunk: 16}
+		s, err := m.NewStreamer(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := 0
+		for i := 0; i < 40 && at == 0; i++ {
+			var f [Codebooks]int32
+			for k := range f {
+				f[k] = codes[k][i]
+			}
+			pcm, err := s.Push(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(pcm) > 0 {
+				at = i + 1
+			}
+		}
+		if want := m.firstFrames(sc); at != want {
+			t.Errorf("first chunk %d: first emission after %d frames, firstFrames says %d", first, at, want)
+		}
+	}
+}
