@@ -414,7 +414,8 @@ func TestAttention(t *testing.T) {
 // TestAttnStep: a decode step's attention through attn_step (clusters of
 // 8 blocks × 16 warps, so 128 warps share a (row, KV head)) and through
 // attn_split/attn_merge agrees with the CPU's, over cached contexts of 1
-// to 4000 positions (a warp walking none, one or 31 of them), 1 to 4
+// to 4000 positions (a warp walking none, one or 31 of them; clusters of
+// 8, 4 and 2 blocks), 1 to 4
 // query heads per KV head, head dims 16 to 128, both rotary conventions,
 // and rows at different positions (AttentionRagged). The new key and
 // value land in the cache either way.
@@ -431,7 +432,7 @@ func TestAttnStep(t *testing.T) {
 		{Heads: 3, KVHeads: 1, HeadDim: 40, RotaryDim: 40, Rotary: compute.RotaryInterleaved, RotaryBase: 10000},
 		{Heads: 4, KVHeads: 2, HeadDim: 64, RotaryDim: 0, RotaryBase: 10000},
 	}
-	defer func(old bool) { attnStepOff = old }(attnStepOff)
+	defer func(off bool, cluster int) { attnStepOff, attnStepCluster = off, cluster }(attnStepOff, attnStepCluster)
 	for _, a := range specs {
 		const B, maxT = 2, 4000
 		kc0 := randF32(r, 1, B, maxT, a.KVHeads, a.HeadDim)
@@ -442,11 +443,14 @@ func TestAttnStep(t *testing.T) {
 			v := randF32(r, 1, B, 1, a.KVHeads*a.HeadDim)
 			kc, vc := cb.Scale(kc0.c, 1), cb.Scale(vc0.c, 1)
 			want := cb.Attention(q.c, k.c, v.c, kc, vc, pos, a)
-			for _, off := range []bool{false, true} {
-				attnStepOff = off
+			for _, way := range []struct {
+				off     bool
+				cluster int
+			}{{false, 8}, {false, 4}, {false, 2}, {true, 8}} {
+				attnStepOff, attnStepCluster = way.off, way.cluster
 				kg, vg := gb.Scale(kc0.g, 1), gb.Scale(vc0.g, 1)
 				got := gb.Attention(q.g, k.g, v.g, kg, vg, pos, a)
-				name := fmt.Sprintf("H%d/%d Dh%d rot%d %v pos %d split %v", a.Heads, a.KVHeads, a.HeadDim, a.RotaryDim, a.Rotary, pos, off)
+				name := fmt.Sprintf("H%d/%d Dh%d rot%d %v pos %d split %v cluster %d", a.Heads, a.KVHeads, a.HeadDim, a.RotaryDim, a.Rotary, pos, way.off, way.cluster)
 				check(t, name, pair{want, got}, tol)
 				check(t, name+" kcache", pair{kc, kg}, 1e-5)
 				check(t, name+" vcache", pair{vc, vg}, 0)
@@ -459,7 +463,7 @@ func TestAttnStep(t *testing.T) {
 		v := randF32(r, 1, B, 1, a.KVHeads*a.HeadDim)
 		kc, vc := cb.Scale(kc0.c, 1), cb.Scale(vc0.c, 1)
 		want := cb.AttentionRagged(q.c, k.c, v.c, kc, vc, pos, a)
-		attnStepOff = false
+		attnStepOff, attnStepCluster = false, 8
 		kg, vg := gb.Scale(kc0.g, 1), gb.Scale(vc0.g, 1)
 		got := gb.AttentionRagged(q.g, k.g, v.g, kg, vg, pos, a)
 		name := fmt.Sprintf("H%d/%d Dh%d ragged %v", a.Heads, a.KVHeads, a.HeadDim, pos)

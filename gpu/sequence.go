@@ -147,7 +147,7 @@ func (b *Backend) attention(op qkvOperands, kCache, vCache compute.Tensor, pos i
 		kp := op.k.ptr() + cu.DevicePtr(4*op.kOff)
 		vp := op.v.ptr() + cu.DevicePtr(4*op.vOff)
 		if T == 1 && b.attnStepFits(H, Hk, Dh) { // decode: one kernel, a cluster per (row, KV head)
-			b.launchCluster(b.k["attn_step"], [3]int{B * Hk * attnStepCluster, 1, 1}, [3]int{attnStepThreads, 1, 1}, attnStepCluster,
+			b.launchCluster(b.k[attnStepKernels[attnStepCluster]], [3]int{B * Hk * attnStepCluster, 1, 1}, [3]int{attnStepThreads, 1, 1}, attnStepCluster,
 				qp, kp, vp, kc.ptr(), vc.ptr(), out.ptr(), H, Hk, Dh, maxT, pos, pp, npos, dr, inter, a.RotaryBase, scale, op.ldq, op.ldkv)
 			return
 		}
@@ -170,11 +170,22 @@ func (b *Backend) attention(op qkvOperands, kCache, vCache compute.Tensor, pos i
 // attn_step's geometry (ATS_S, ATS_W·32, ATS_G, ATS_D in
 // kernels/attention.cu).
 const (
-	attnStepCluster = 8
 	attnStepThreads = 512
 	attnStepGroup   = 4
 	attnStepMaxDim  = 128
 )
+
+// attnStepKernels are attn_step's builds by cluster size.
+var attnStepKernels = map[int]string{8: "attn_step", 4: "attn_step_s4", 2: "attn_step_s2"}
+
+// attnStepCluster is attn_step's cluster size: 8, or ZONOS_ATTN_STEP=4 or
+// 2 (measurements).
+var attnStepCluster = func() int {
+	if n := envInt("ZONOS_ATTN_STEP", 8); attnStepKernels[n] != "" {
+		return n
+	}
+	return 8
+}()
 
 // attnStepOff (ZONOS_ATTN_STEP=0) runs a decode step's attention as
 // attn_split and attn_merge (for before/after measurements, and GPUs

@@ -243,9 +243,8 @@ extern "C" __global__ void attn_merge(const float* __restrict__ part, float* __r
 // the softmax merges in the same (max, sum) form as attn_split/attn_merge,
 // in another order. Dh ≤ 128, Dh % 4 = 0, G ≤ ATS_G (the backend checks).
 //
-// Launch: grid B·Hk·ATS_S, cluster ATS_S, ATS_W·32 threads; row b of the
+// Launch: grid B·Hk·S, cluster S (ATS_S), ATS_W·32 threads; row b of the
 // batch at posp[b mod npos] when posp is set, else at pos.
-#define ATS_S 8
 #define ATS_W 16
 #define ATS_G 4
 #define ATS_D 128
@@ -283,7 +282,8 @@ __device__ __forceinline__ float rot_apply(const float* v, int d, int dr, int in
 }
 #endif
 
-extern "C" __global__ void __launch_bounds__(ATS_W * 32) attn_step(const float* __restrict__ q, const float* __restrict__ k,
+template <int ATS_S>
+__device__ __forceinline__ void attn_step_body(const float* __restrict__ q, const float* __restrict__ k,
                                 const float* __restrict__ v, float* kc, float* vc, float* __restrict__ out,
                                 int H, int Hk, int Dh, int maxT, int pos, const int* __restrict__ posp, int npos,
                                 int dr, int interleaved, double base, float scale, int ldq, int ldkv) {
@@ -412,3 +412,19 @@ extern "C" __global__ void __launch_bounds__(ATS_W * 32) attn_step(const float* 
     __trap(); // clusters are Hopper's; the backend launches this only there
 #endif
 }
+
+// attn_step: clusters of 8 blocks (the default); attn_step_s4 and
+// attn_step_s2 are the same kernel over clusters of 4 and 2 blocks
+// (ZONOS_ATTN_STEP=4 or 2, for measurements).
+#define ATTN_STEP(NAME, S)                                                                                             \
+    extern "C" __global__ void __launch_bounds__(ATS_W * 32)                                                           \
+        NAME(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v, float* kc,        \
+             float* vc, float* __restrict__ out, int H, int Hk, int Dh, int maxT, int pos,                            \
+             const int* __restrict__ posp, int npos, int dr, int interleaved, double base, float scale, int ldq,     \
+             int ldkv) {                                                                                              \
+        attn_step_body<S>(q, k, v, kc, vc, out, H, Hk, Dh, maxT, pos, posp, npos, dr, interleaved, base, scale, ldq, \
+                          ldkv);                                                                                      \
+    }
+ATTN_STEP(attn_step, 8)
+ATTN_STEP(attn_step_s4, 4)
+ATTN_STEP(attn_step_s2, 2)
