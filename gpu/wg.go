@@ -21,19 +21,6 @@ import (
 // before/after measurements).
 var wgOff = os.Getenv("ZONOS_TC_WG") == "0"
 
-// wgPipeOff is ZONOS_TC_WG_PIPE=0: tc_wg, which drains each k step's
-// wgmmas before the next, instead of tc_wgp, which keeps one step in
-// flight (bit-identical outputs; for before/after measurements).
-var wgPipeOff = os.Getenv("ZONOS_TC_WG_PIPE") == "0"
-
-// wgKernel is the tc_wg build the prefill projections launch.
-func wgKernel() string {
-	if wgPipeOff {
-		return "tc_wg"
-	}
-	return "tc_wgp"
-}
-
 // wgMinRows is the fewest rows tc_wg takes (a prefix of 24 positions, CFG
 // doubled). Below it, batched decode steps of up to 16 utterances (32
 // rows) stay on tc_wbf, whose 3 resident blocks an SM and finer split-K
@@ -76,7 +63,7 @@ func (b *Backend) tcWg(x, w *tensor, bias cu.DevicePtr, out *tensor, m, n, kr in
 		wk = b.newTensor(compute.F32, splits*m*n)
 		work = wk.ptr()
 	}
-	b.launchSmem(b.k[wgKernel()], [3]int{(n + 127) / 128, (m + 63) / 64, splits}, [3]int{128, 1, 1}, tcWgSmem,
+	b.launchSmem(b.k["tc_wg"], [3]int{(n + 127) / 128, (m + 63) / 64, splits}, [3]int{128, 1, 1}, tcWgSmem,
 		planes.ptr(), w.ptr(), bias, out.ptr(), work, m, n, kr, splits, chunk)
 	planes.h.release()
 	if wk != nil {

@@ -106,18 +106,16 @@ __device__ __forceinline__ void wg_load(unsigned char* st, const unsigned short*
 }
 #endif
 
-// tc_wg_body is tc_wg (PIPE false) and tc_wgp (PIPE true). tc_wg waits
-// for each k step's wgmmas before the next step's barrier, so the tensor
-// cores idle while the block synchronises and issues the next loads (the
-// pipe was 55 % busy on in_proj, session 14 run 3). tc_wgp keeps one step's
-// wgmmas in flight: it issues step kt's, waits only for step kt − 1's
-// (wgmma.wait_group 1), and once every warp has (a second barrier) reuses
-// kt − 1's stage for the loads of step kt + 2. The wgmmas and their order
-// into the accumulators are tc_wg's, so the outputs are bit-identical.
-template <bool PIPE>
-__device__ __forceinline__ void tc_wg_body(const unsigned short* __restrict__ planes, const unsigned short* __restrict__ w,
-                                           const float* __restrict__ bias, float* __restrict__ out,
-                                           float* __restrict__ work, int M, int N, int K, int splits, int kchunk) {
+// tc_wg: out[M, N] = planes·wᵀ + bias for BF16 w [N, K] (K % 8 == 0), the
+// activation as bf16_parts' two planes. Grid (⌈N/128⌉, ⌈M/64⌉, splits),
+// 128 threads, WG_SMEM bytes of dynamic shared memory. With splits > 1,
+// split s reduces k in [s·kchunk, (s+1)·kchunk) and writes its partial to
+// work[s][M][N] for tc_reduce_rows (which adds the bias).
+extern "C" __global__ void __launch_bounds__(128) tc_wg(const unsigned short* __restrict__ planes,
+                                                         const unsigned short* __restrict__ w,
+                                                         const float* __restrict__ bias, float* __restrict__ out,
+                                                         float* __restrict__ work, int M, int N, int K, int splits,
+                                                         int kchunk) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     extern __shared__ __align__(16) unsigned char wg_smem_raw[];
     unsigned char* ring = (unsigned char*)(((unsigned long long)wg_smem_raw + 1023) & ~1023ull);
@@ -137,13 +135,11 @@ __device__ __forceinline__ void tc_wg_body(const unsigned short* __restrict__ pl
     for (int kt = 0; kt < nk; kt++) {
         asm volatile("cp.async.wait_group %0;" ::"n"(WG_STAGES - 2));
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // cp.async's writes, seen by wgmma's reads
-        __syncthreads();  // stage kt landed for every thread (tc_wg: and stage kt − 1's wgmmas are done)
-        if (!PIPE) {
-            if (kt + WG_STAGES - 1 < nk)
-                wg_load(ring + ((kt + WG_STAGES - 1) % WG_STAGES) * WG_STAGE, planes, w, M, N, K, m0, n0,
-                        k_lo + (kt + WG_STAGES - 1) * WG_K, k_hi);
-            cp_async_commit();
-        }
+        __syncthreads();  // stage kt landed for every thread; stage kt − 1's wgmmas are done
+        if (kt + WG_STAGES - 1 < nk)
+            wg_load(ring + ((kt + WG_STAGES - 1) % WG_STAGES) * WG_STAGE, planes, w, M, N, K, m0, n0,
+                    k_lo + (kt + WG_STAGES - 1) * WG_K, k_hi);
+        cp_async_commit();
         unsigned char* st = ring + (kt % WG_STAGES) * WG_STAGE;
         unsigned long long da = wg_desc(st), db = wg_desc(st + WG_STAGE_A);
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
@@ -153,18 +149,8 @@ __device__ __forceinline__ void tc_wg_body(const unsigned short* __restrict__ pl
             wgmma_m64n128(acc, da + 2 * kk, db + 2 * kk);                          // the big part
         }
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        if (PIPE) {
-            asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");  // step kt − 1's wgmmas are done
-            __syncthreads();                                                 // in every warp: its stage is free
-            if (kt + WG_STAGES - 1 < nk)
-                wg_load(ring + ((kt + WG_STAGES - 1) % WG_STAGES) * WG_STAGE, planes, w, M, N, K, m0, n0,
-                        k_lo + (kt + WG_STAGES - 1) * WG_K, k_hi);
-            cp_async_commit();
-        } else {
-            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-        }
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
     }
-    if (PIPE) asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
     asm volatile("cp.async.wait_group 0;");
     // Accumulator layout (m64nNk16, fp32): warp q holds rows 16q + g and
     // 16q + g + 8 (g = lane / 4); acc[4j + e] is column 8j + 2t + (e & 1)
@@ -182,25 +168,4 @@ __device__ __forceinline__ void tc_wg_body(const unsigned short* __restrict__ pl
             else out[idx] = acc[4 * j + e] + (bias ? bias[gn] : 0.f);
         }
 #endif
-}
-
-// tc_wg: out[M, N] = planes·wᵀ + bias for BF16 w [N, K] (K % 8 == 0), the
-// activation as bf16_parts' two planes. Grid (⌈N/128⌉, ⌈M/64⌉, splits),
-// 128 threads, WG_SMEM bytes of dynamic shared memory. With splits > 1,
-// split s reduces k in [s·kchunk, (s+1)·kchunk) and writes its partial to
-// work[s][M][N] for tc_reduce_rows (which adds the bias). tc_wgp: the same
-// with one step's wgmmas kept in flight (tc_wg_body).
-extern "C" __global__ void __launch_bounds__(128) tc_wg(const unsigned short* __restrict__ planes,
-                                                         const unsigned short* __restrict__ w,
-                                                         const float* __restrict__ bias, float* __restrict__ out,
-                                                         float* __restrict__ work, int M, int N, int K, int splits,
-                                                         int kchunk) {
-    tc_wg_body<false>(planes, w, bias, out, work, M, N, K, splits, kchunk);
-}
-extern "C" __global__ void __launch_bounds__(128) tc_wgp(const unsigned short* __restrict__ planes,
-                                                          const unsigned short* __restrict__ w,
-                                                          const float* __restrict__ bias, float* __restrict__ out,
-                                                          float* __restrict__ work, int M, int N, int K, int splits,
-                                                          int kchunk) {
-    tc_wg_body<true>(planes, w, bias, out, work, M, N, K, splits, kchunk);
 }
