@@ -13,12 +13,11 @@ package gpu
 // C-allocated slot array). With pdl set it uses cuLaunchKernelEx and the
 // programmatic-stream-serialization attribute (Hopper): the kernel may
 // start before the previous kernel of the stream completes, and waits for
-// it in griddepcontrol.wait (pdl_begin in kernels/common.cuh). cx > 0
-// groups the grid's blocks in clusters of cx × cy × cz (Hopper).
+// it in griddepcontrol.wait (pdl_begin in kernels/common.cuh). cluster > 0
+// groups the grid's blocks in clusters of that many along x (Hopper).
 static CUresult zs_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                          unsigned bz, unsigned smem, void* stream, void** params, int pdl, unsigned cx, unsigned cy,
-                          unsigned cz) {
-	if (!pdl && !cx) return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, (CUstream)stream, params, 0);
+                          unsigned bz, unsigned smem, void* stream, void** params, int pdl, unsigned cluster) {
+	if (!pdl && !cluster) return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, (CUstream)stream, params, 0);
 	CUlaunchAttribute attr[2];
 	memset(attr, 0, sizeof attr);
 	unsigned n = 0;
@@ -27,11 +26,11 @@ static CUresult zs_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, u
 		attr[n].value.programmaticStreamSerializationAllowed = 1;
 		n++;
 	}
-	if (cx) {
+	if (cluster) {
 		attr[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-		attr[n].value.clusterDim.x = cx;
-		attr[n].value.clusterDim.y = cy;
-		attr[n].value.clusterDim.z = cz;
+		attr[n].value.clusterDim.x = cluster;
+		attr[n].value.clusterDim.y = 1;
+		attr[n].value.clusterDim.z = 1;
 		n++;
 	}
 	CUlaunchConfig cfg;
@@ -129,24 +128,19 @@ func (b *Backend) launch(k *kernel, grid, block [3]int, args ...any) {
 // launchSmem is launch with smem bytes of dynamic shared memory (at most
 // what dynamicSmem allows k).
 func (b *Backend) launchSmem(k *kernel, grid, block [3]int, smem int, args ...any) {
-	b.launchEx(k, grid, block, smem, [3]int{}, args...)
+	b.launchEx(k, grid, block, smem, 0, args...)
 }
 
-// launchCluster is launchSmem with the grid's blocks grouped in clusters
-// of cluster[0] × cluster[1] × cluster[2] blocks (Hopper only; each grid
-// dimension a multiple of the cluster's).
-func (b *Backend) launchCluster(k *kernel, grid, block [3]int, smem int, cluster [3]int, args ...any) {
-	ok := b.hopper
-	for i := range grid {
-		ok = ok && cluster[i] > 0 && grid[i]%cluster[i] == 0
+// launchCluster is launch with the grid's blocks grouped in clusters of
+// cluster blocks along x (Hopper only; grid[0] a multiple of cluster).
+func (b *Backend) launchCluster(k *kernel, grid, block [3]int, cluster int, args ...any) {
+	if !b.hopper || cluster <= 0 || grid[0]%cluster != 0 {
+		panic(fmt.Sprintf("gpu: kernel %s: clusters of %d blocks for grid %v (Hopper %v)", k.name, cluster, grid, b.hopper))
 	}
-	if !ok {
-		panic(fmt.Sprintf("gpu: kernel %s: clusters of %v blocks for grid %v (Hopper %v)", k.name, cluster, grid, b.hopper))
-	}
-	b.launchEx(k, grid, block, smem, cluster, args...)
+	b.launchEx(k, grid, block, 0, cluster, args...)
 }
 
-func (b *Backend) launchEx(k *kernel, grid, block [3]int, smem int, cluster [3]int, args ...any) {
+func (b *Backend) launchEx(k *kernel, grid, block [3]int, smem, cluster int, args ...any) {
 	if len(args) > maxArgs {
 		panic(fmt.Sprintf("gpu: kernel %s has %d arguments (at most %d)", k.name, len(args), maxArgs))
 	}
@@ -182,10 +176,10 @@ func (b *Backend) launchEx(k *kernel, grid, block [3]int, smem int, cluster [3]i
 		pdl = 1
 	}
 	r := C.zs_launch(cuFunction(k.fn), C.uint(grid[0]), C.uint(grid[1]), C.uint(grid[2]),
-		C.uint(block[0]), C.uint(block[1]), C.uint(block[2]), C.uint(smem), unsafe.Pointer(b.stream.C()), b.args, pdl, C.uint(cluster[0]), C.uint(cluster[1]), C.uint(cluster[2]))
+		C.uint(block[0]), C.uint(block[1]), C.uint(block[2]), C.uint(smem), unsafe.Pointer(b.stream.C()), b.args, pdl, C.uint(cluster))
 	if r == C.CUDA_SUCCESS && k.twice {
 		r = C.zs_launch(cuFunction(k.fn), C.uint(grid[0]), C.uint(grid[1]), C.uint(grid[2]),
-			C.uint(block[0]), C.uint(block[1]), C.uint(block[2]), C.uint(smem), unsafe.Pointer(b.stream.C()), b.args, pdl, C.uint(cluster[0]), C.uint(cluster[1]), C.uint(cluster[2]))
+			C.uint(block[0]), C.uint(block[1]), C.uint(block[2]), C.uint(smem), unsafe.Pointer(b.stream.C()), b.args, pdl, C.uint(cluster))
 	}
 	if err := cuErr(r); err != nil {
 		panic(fmt.Sprintf("gpu: CUDA kernel launch failed: %s (grid %v, block %v): %v", k.name, grid, block, err))
@@ -210,7 +204,7 @@ var block256 = [3]int{256, 1, 1}
 
 // dynamicSmem lists the kernels launched with more dynamic shared memory
 // than the default 48 KiB allows, and how much.
-var dynamicSmem = map[string]int{"tc_wide": tcWideSmem, "tc_wbf": tcWbfSmem, "tc_wbf3": tcWbfSmem, "tc_wg": tcWgSmem, "tc_wgc": tcWgSmem}
+var dynamicSmem = map[string]int{"tc_wide": tcWideSmem, "tc_wbf": tcWbfSmem, "tc_wbf3": tcWbfSmem, "tc_wg": tcWgSmem}
 
 // allowSmem lets k be launched with the dynamic shared memory it needs.
 func allowSmem(k *kernel) error {

@@ -21,11 +21,6 @@ import (
 // before/after measurements).
 var wgOff = os.Getenv("ZONOS_TC_WG") == "0"
 
-// wgClusterOff is ZONOS_TC_WG_CLUSTER=0: split-K partials of the prefill
-// projections summed by tc_reduce_rows instead of inside tc_wgc's clusters
-// (the same sums: bit-identical; for before/after measurements).
-var wgClusterOff = os.Getenv("ZONOS_TC_WG_CLUSTER") == "0"
-
 // wgMinRows is the fewest rows tc_wg takes (a prefix of 24 positions, CFG
 // doubled). Below it, batched decode steps of up to 16 utterances (32
 // rows) stay on tc_wbf, whose 3 resident blocks an SM and finer split-K
@@ -57,18 +52,11 @@ func wgSplits(kr, m, n, sms int) (splits, chunk int) {
 }
 
 // tcWg computes out[m, n] = x·wᵀ + bias for BF16 w on tc_wg (owner
-// goroutine). Split k (at most 8 splits) runs as tc_wgc, whose clusters
-// sum their partials; otherwise tcReduce sums them.
+// goroutine), summing split-K partials with tcReduce.
 func (b *Backend) tcWg(x, w *tensor, bias cu.DevicePtr, out *tensor, m, n, kr int) {
 	planes := b.newTensor(compute.BF16, 2, m, kr)
 	b.launch(b.k["bf16_parts"], [3]int{(m*kr/4 + 255) / 256, 1, 1}, block256, x.ptr(), planes.ptr(), m*kr)
 	splits, chunk := wgSplits(kr, m, n, b.sms)
-	if splits > 1 && splits <= 8 && !wgClusterOff {
-		b.launchCluster(b.k["tc_wgc"], [3]int{(n + 127) / 128, (m + 63) / 64, splits}, [3]int{128, 1, 1}, tcWgSmem,
-			[3]int{1, 1, splits}, planes.ptr(), w.ptr(), bias, out.ptr(), nullPtr, m, n, kr, splits, chunk)
-		planes.h.release()
-		return
-	}
 	work := nullPtr
 	var wk *tensor
 	if splits > 1 {

@@ -250,6 +250,25 @@ extern "C" __global__ void attn_merge(const float* __restrict__ part, float* __r
 #define ATS_D 128
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__device__ __forceinline__ unsigned ats_smem(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+
+// ats_remote reads the float at p in the shared memory of the cluster's
+// block rank.
+__device__ __forceinline__ float ats_remote(const float* p, unsigned rank) {
+    unsigned a;
+    float v;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(ats_smem(p)), "r"(rank));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(a) : "memory");
+    return v;
+}
+
+// ats_cluster_sync (arrive releases, wait acquires by default): every block of the cluster has arrived, and their
+// shared-memory writes before it are visible to the others' reads after it.
+__device__ __forceinline__ void ats_cluster_sync() {
+    asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
+    asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+}
+
 // rot_apply is rotated() with the angle's cos c and sin s already known.
 __device__ __forceinline__ float rot_apply(const float* v, int d, int dr, int interleaved, float c, float s) {
     if (d >= dr) return v[d];
@@ -366,7 +385,7 @@ __device__ __forceinline__ void attn_step_body(const float* __restrict__ q, cons
         part[g][d] = acc;
         if (d == 0) part[g][ATS_D] = M, part[g][ATS_D + 1] = L;
     }
-    cluster_sync();
+    ats_cluster_sync();
     const int share = (G * Dh + ATS_S - 1) / ATS_S;
     if (t < share && rank * share + t < G * Dh) { // the cluster's merge of output (g, dd)
         const int idx = rank * share + t, g = idx / Dh, dd = idx % Dh;
@@ -374,8 +393,8 @@ __device__ __forceinline__ void attn_step_body(const float* __restrict__ q, cons
         float M = -INFINITY;
 #pragma unroll
         for (int r = 0; r < ATS_S; r++) {
-            ms[r] = cluster_remote(&part[g][ATS_D], r);
-            ls[r] = cluster_remote(&part[g][ATS_D + 1], r);
+            ms[r] = ats_remote(&part[g][ATS_D], r);
+            ls[r] = ats_remote(&part[g][ATS_D + 1], r);
             if (ls[r] > 0.f) M = fmaxf(M, ms[r]);
         }
         float L = 0.f, acc = 0.f;
@@ -383,11 +402,11 @@ __device__ __forceinline__ void attn_step_body(const float* __restrict__ q, cons
         for (int r = 0; r < ATS_S; r++) {
             const float f = ls[r] > 0.f ? expf(ms[r] - M) : 0.f;
             L += ls[r] * f;
-            acc += cluster_remote(&part[g][dd], r) * f;
+            acc += ats_remote(&part[g][dd], r) * f;
         }
         out[((long long)b * H + kh * G + g) * Dh + dd] = acc / L;
     }
-    cluster_sync(); // the partials stay until every block has read them
+    ats_cluster_sync(); // the partials stay until every block has read them
 #else
     pdl_begin();
     __trap(); // clusters are Hopper's; the backend launches this only there

@@ -109,32 +109,6 @@ __device__ __forceinline__ void pdl_begin() {
     pdl_trigger();
 }
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-// Thread block clusters (Hopper): a block's rank in its cluster, a float
-// read from the shared memory of the cluster's block rank (the same
-// address there as p here), and the cluster-wide barrier (arrive releases
-// and wait acquires by default: shared-memory writes before it are
-// visible to the other blocks' reads after it).
-__device__ __forceinline__ unsigned cluster_rank() {
-    unsigned r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return r;
-}
-
-__device__ __forceinline__ float cluster_remote(const float* p, unsigned rank) {
-    unsigned a, s = (unsigned)__cvta_generic_to_shared(p);
-    float v;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(a) : "r"(s), "r"(rank));
-    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(a) : "memory");
-    return v;
-}
-
-__device__ __forceinline__ void cluster_sync() {
-    asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
-    asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
-}
-#endif
-
 // bf16x2_rn packs lo and hi rounded to BF16 (to nearest even): lo in the
 // low half (the lower k), hi in the high half.
 __device__ __forceinline__ unsigned bf16x2_rn(float lo, float hi) {

@@ -106,11 +106,16 @@ __device__ __forceinline__ void wg_load(unsigned char* st, const unsigned short*
 }
 #endif
 
-// tc_wg_body is tc_wg (CLUSTER false) and tc_wgc (below).
-template <bool CLUSTER>
-__device__ __forceinline__ void tc_wg_body(const unsigned short* __restrict__ planes, const unsigned short* __restrict__ w,
-                                           const float* __restrict__ bias, float* __restrict__ out,
-                                           float* __restrict__ work, int M, int N, int K, int splits, int kchunk) {
+// tc_wg: out[M, N] = planes·wᵀ + bias for BF16 w [N, K] (K % 8 == 0), the
+// activation as bf16_parts' two planes. Grid (⌈N/128⌉, ⌈M/64⌉, splits),
+// 128 threads, WG_SMEM bytes of dynamic shared memory. With splits > 1,
+// split s reduces k in [s·kchunk, (s+1)·kchunk) and writes its partial to
+// work[s][M][N] for tc_reduce_rows (which adds the bias).
+extern "C" __global__ void __launch_bounds__(128) tc_wg(const unsigned short* __restrict__ planes,
+                                                         const unsigned short* __restrict__ w,
+                                                         const float* __restrict__ bias, float* __restrict__ out,
+                                                         float* __restrict__ work, int M, int N, int K, int splits,
+                                                         int kchunk) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     extern __shared__ __align__(16) unsigned char wg_smem_raw[];
     unsigned char* ring = (unsigned char*)(((unsigned long long)wg_smem_raw + 1023) & ~1023ull);
@@ -151,30 +156,6 @@ __device__ __forceinline__ void tc_wg_body(const unsigned short* __restrict__ pl
     // 16q + g + 8 (g = lane / 4); acc[4j + e] is column 8j + 2t + (e & 1)
     // (t = lane % 4) of row g + 8·(e >> 1).
     int lane = threadIdx.x & 31, q = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-    if (CLUSTER && splits > 1) {
-        // The splits of this tile are one cluster (rank = split): each
-        // stores its partial tile in its own ring, and split r then sums
-        // an even share of the tile over the splits in split order and
-        // adds the bias, as tc_reduce_rows does (the same adds: bit-identical).
-        __syncthreads(); // every warp's wgmmas have read the ring
-        float* part = (float*)ring; // [WG_M][WG_N]
-#pragma unroll
-        for (int j = 0; j < 16; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) part[(16 * q + g + 8 * (e >> 1)) * WG_N + 8 * j + 2 * t + (e & 1)] = acc[4 * j + e];
-        cluster_sync();
-        const int per = (WG_M * WG_N + splits - 1) / splits, r = (int)cluster_rank();
-        for (int e = r * per + threadIdx.x; e < min(WG_M * WG_N, (r + 1) * per); e += 128) {
-            const int gm = m0 + e / WG_N, gn = n0 + e % WG_N;
-            if (gm >= M || gn >= N) continue;
-            float v = 0.f;
-            for (int x = 0; x < splits; x++) v += cluster_remote(part + e, x);
-            if (bias) v += bias[gn];
-            out[(long long)gm * N + gn] = v;
-        }
-        cluster_sync(); // the partials stay until every split has read them
-        return;
-    }
     long long total = (long long)M * N;
 #pragma unroll
     for (int j = 0; j < 16; j++)
@@ -187,27 +168,4 @@ __device__ __forceinline__ void tc_wg_body(const unsigned short* __restrict__ pl
             else out[idx] = acc[4 * j + e] + (bias ? bias[gn] : 0.f);
         }
 #endif
-}
-
-// tc_wg: out[M, N] = planes·wᵀ + bias for BF16 w [N, K] (K % 8 == 0), the
-// activation as bf16_parts' two planes. Grid (⌈N/128⌉, ⌈M/64⌉, splits),
-// 128 threads, WG_SMEM bytes of dynamic shared memory. With splits > 1,
-// split s reduces k in [s·kchunk, (s+1)·kchunk) and writes its partial to
-// work[s][M][N] for tc_reduce_rows (which adds the bias). tc_wgc: the same,
-// launched with clusters of 1 × 1 × splits blocks (splits ≤ 8), which sum
-// the partials themselves through distributed shared memory: no work
-// buffer and no second kernel.
-extern "C" __global__ void __launch_bounds__(128) tc_wg(const unsigned short* __restrict__ planes,
-                                                         const unsigned short* __restrict__ w,
-                                                         const float* __restrict__ bias, float* __restrict__ out,
-                                                         float* __restrict__ work, int M, int N, int K, int splits,
-                                                         int kchunk) {
-    tc_wg_body<false>(planes, w, bias, out, work, M, N, K, splits, kchunk);
-}
-extern "C" __global__ void __launch_bounds__(128) tc_wgc(const unsigned short* __restrict__ planes,
-                                                          const unsigned short* __restrict__ w,
-                                                          const float* __restrict__ bias, float* __restrict__ out,
-                                                          float* __restrict__ work, int M, int N, int K, int splits,
-                                                          int kchunk) {
-    tc_wg_body<true>(planes, w, bias, out, work, M, N, K, splits, kchunk);
 }
