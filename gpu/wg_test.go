@@ -57,3 +57,54 @@ func TestWgLinear(t *testing.T) {
 		}
 	}
 }
+
+// TestLayerNormParts: a prefill's LayerNorm writes its output's BF16
+// parts, and the tc_wg projection that follows reads them instead of
+// running bf16_parts, with bit-identical results; through a reshaped view
+// as well; and a write into the output in place (CopyInto) drops them, so
+// the projection splits the new values itself.
+func TestLayerNormParts(t *testing.T) {
+	need(t)
+	if !gb.hopper {
+		t.Skip("tc_wg needs Hopper")
+	}
+	defer func(v bool) { lnPartsOff = v }(lnPartsOff)
+	r := rand.New(rand.NewPCG(43, 44))
+	const m, d, n = 160, 2048, 3072
+	x := fromF32(randVals(r, m*d, 2), 2, m/2, d)
+	lw := randW(t, r, compute.F32, 1, d)
+	w := randW(t, r, compute.BF16, 1/math.Sqrt(d), n, d)
+	parts := gb.k["bf16_parts"]
+	project := func(off bool) ([]float32, int) {
+		lnPartsOff = off
+		y := gb.LayerNorm(x.g, lw.g, nil, 1e-5)
+		before := parts.launches
+		out := gb.ReadF32(gb.Linear(gb.Reshape(y, m, d), w.g, nil))
+		return out, parts.launches - before
+	}
+	with, splits := project(false)
+	without, splitsOff := project(true)
+	if splits != 0 || splitsOff != 1 {
+		t.Fatalf("bf16_parts ran %d times after a LayerNorm writing parts, %d without; want 0 and 1", splits, splitsOff)
+	}
+	for i := range with {
+		if with[i] != without[i] {
+			t.Fatalf("output %d: %g from the LayerNorm's parts, %g from bf16_parts (want bit-identical)", i, with[i], without[i])
+		}
+	}
+	lnPartsOff = false
+	y := gb.LayerNorm(x.g, lw.g, nil, 1e-5)
+	z := fromF32(randVals(r, m*d, 1), 2, m/2, d)
+	gb.CopyInto(y, 0, 0, z.g)
+	before := parts.launches
+	got := gb.ReadF32(gb.Linear(gb.Reshape(y, m, d), w.g, nil))
+	if parts.launches-before != 1 {
+		t.Fatalf("after CopyInto the projection ran bf16_parts %d times, want 1", parts.launches-before)
+	}
+	want := gb.ReadF32(gb.Linear(gb.Reshape(z.g, m, d), w.g, nil))
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("after CopyInto, output %d: %g, want %g", i, got[i], want[i])
+		}
+	}
+}
