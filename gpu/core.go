@@ -116,7 +116,6 @@ func (b *Backend) Concat(axis int, ts ...compute.Tensor) compute.Tensor {
 
 func (b *Backend) CopyInto(dst compute.Tensor, axis, offset int, src compute.Tensor) {
 	d, s := cast(dst), cast(src)
-	d.h.st.dropParts()
 	if d.dt != compute.F32 || s.dt != compute.F32 || len(d.shape) != len(s.shape) || axis < 0 || axis >= len(d.shape) {
 		panic(fmt.Sprintf("gpu.CopyInto: %v %v into %v %v", s.shape, s.dt, d.shape, d.dt))
 	}
@@ -304,18 +303,6 @@ func (b *Backend) SwiGLU(x compute.Tensor) compute.Tensor {
 	return b.elementwise("swiglu", xt, shape, func(o *tensor) []any { return []any{xt.ptr(), o.ptr(), o.n(), d2 / 2} })
 }
 
-// lnPartsOff is ZONOS_LN_PARTS=0: a prefill's LayerNorm writes no BF16
-// parts of its output, and tc_wg's bf16_parts makes them (bit-identical;
-// for before/after measurements).
-var lnPartsOff = os.Getenv("ZONOS_LN_PARTS") == "0"
-
-// lnParts reports whether a LayerNorm of rows × d also writes its output's
-// BF16 parts (storage.parts): where the projection that follows runs on
-// tc_wg (Hopper, a prefill's rows; usesWg). A decode step's rows do not.
-func (b *Backend) lnParts(rows, d int) bool {
-	return !lnPartsOff && b.hopper && !wgOff && !tcOff && !wbfOff && !wbfThreeParts && rows >= wgMinRows && d%8 == 0
-}
-
 // layerNorm launches one block per row (owner goroutine).
 func (b *Backend) layerNorm(x, res, w, bias, out, sum *tensor, eps float32) {
 	d := x.shape[len(x.shape)-1]
@@ -337,12 +324,7 @@ func (b *Backend) layerNorm(x, res, w, bias, out, sum *tensor, eps float32) {
 		sp = sum.ptr()
 	}
 	if th, ok := v4Threads(d); ok {
-		pp := nullPtr
-		if b.lnParts(rows, d) {
-			out.h.st.parts = b.newTensor(compute.BF16, 2, rows*d)
-			pp = out.h.st.parts.ptr()
-		}
-		b.launch(b.k["layernorm_v4"], [3]int{rows, 1, 1}, [3]int{th, 1, 1}, x.ptr(), rp, b.asF32(w).ptr(), bp, out.ptr(), sp, d/4, eps, pp)
+		b.launch(b.k["layernorm_v4"], [3]int{rows, 1, 1}, [3]int{th, 1, 1}, x.ptr(), rp, b.asF32(w).ptr(), bp, out.ptr(), sp, d/4, eps)
 		return
 	}
 	b.launch(b.k["layernorm"], [3]int{rows, 1, 1}, block256, x.ptr(), rp, b.asF32(w).ptr(), bp, out.ptr(), sp, d, eps)

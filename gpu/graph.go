@@ -175,7 +175,6 @@ func (b *Backend) WriteF32(dst compute.Tensor, data []float32) {
 	if t.dt != compute.F32 || t.n() != len(data) {
 		panic(fmt.Sprintf("gpu.WriteF32: %d values into %v %v", len(data), t.dt, t.shape))
 	}
-	t.h.st.dropParts()
 	if len(data) == 0 {
 		return
 	}
@@ -189,7 +188,6 @@ func (b *Backend) WriteF32(dst compute.Tensor, data []float32) {
 // Clear zeroes a tensor in place (compute.GraphOps).
 func (b *Backend) Clear(dst compute.Tensor) {
 	t := cast(dst)
-	t.h.st.dropParts()
 	n := t.n() * t.dt.Size()
 	if n == 0 {
 		return

@@ -24,24 +24,10 @@ type storage struct {
 	refs  atomic.Int32
 	pool  *pool
 	host  []int32 // host copy of I32 data made from the host (ids), for validation
-	// parts are F32 data's two BF16 parts, [2, n] as bf16_parts writes
-	// them, when the kernel that wrote the data wrote them too
-	// (layernorm_v4 in a prefill): tc_wg then reads them instead of
-	// launching bf16_parts. Any write into the storage in place drops them.
-	parts *tensor
-}
-
-// dropParts forgets the BF16 parts (the data changed, or is gone).
-func (s *storage) dropParts() {
-	if s.parts != nil {
-		s.parts.h.release()
-		s.parts = nil
-	}
 }
 
 func (s *storage) unref() {
 	if s.refs.Add(-1) == 0 {
-		s.dropParts()
 		s.pool.put(s.ptr, s.class)
 	}
 }

@@ -54,13 +54,8 @@ func wgSplits(kr, m, n, sms int) (splits, chunk int) {
 // tcWg computes out[m, n] = x·wᵀ + bias for BF16 w on tc_wg (owner
 // goroutine), summing split-K partials with tcReduce.
 func (b *Backend) tcWg(x, w *tensor, bias cu.DevicePtr, out *tensor, m, n, kr int) {
-	var planes *tensor
-	if p := x.h.st.parts; p != nil && p.n() == 2*m*kr { // written with x (layernorm_v4)
-		planes = b.wrap(p.h.st, p.dt, p.shape, true) // a handle of our own, released below like a fresh one
-	} else {
-		planes = b.newTensor(compute.BF16, 2, m, kr)
-		b.launch(b.k["bf16_parts"], [3]int{(m*kr/4 + 255) / 256, 1, 1}, block256, x.ptr(), planes.ptr(), m*kr)
-	}
+	planes := b.newTensor(compute.BF16, 2, m, kr)
+	b.launch(b.k["bf16_parts"], [3]int{(m*kr/4 + 255) / 256, 1, 1}, block256, x.ptr(), planes.ptr(), m*kr)
 	splits, chunk := wgSplits(kr, m, n, b.sms)
 	work := nullPtr
 	var wk *tensor

@@ -253,14 +253,9 @@ extern "C" __global__ void layernorm(const float* __restrict__ x, const float* _
 // scalar kernel's three passes were a chain of dependent loads: 10 µs for
 // two rows of 2048 in a decode step). Same float64 statistics.
 #define LN_VPT 4
-//
-// planes (optional): the output's two BF16 parts as bf16_parts writes them
-// (planes[0] = bf16(y), planes[1] = bf16(y − hi), each rows·D long), for a
-// prefill projection on tc_wg that then needs no bf16_parts of its own.
 extern "C" __global__ void __launch_bounds__(1024) layernorm_v4(const float4* __restrict__ x, const float4* __restrict__ res,
                                         const float4* __restrict__ w, const float4* __restrict__ b,
-                                        float4* __restrict__ out, float4* __restrict__ sum_out, int D4, float eps,
-                                        unsigned short* __restrict__ planes) {
+                                        float4* __restrict__ out, float4* __restrict__ sum_out, int D4, float eps) {
     pdl_begin();
     __shared__ double scratch[32];
     long long base = (long long)blockIdx.x * D4;
@@ -319,14 +314,6 @@ extern "C" __global__ void __launch_bounds__(1024) layernorm_v4(const float4* __
                 y.z = __fadd_rn(y.z, bb.z); y.w = __fadd_rn(y.w, bb.w);
             }
             out[base + i] = y;
-            if (planes) {
-                const long long n = 4ll * gridDim.x * D4, e = 4 * (base + i);
-                unsigned h0 = bf16x2_rn(y.x, y.y), h1 = bf16x2_rn(y.z, y.w);
-                float r0 = y.x - __uint_as_float(h0 << 16), r1 = y.y - __uint_as_float(h0 & 0xffff0000u);
-                float r2 = y.z - __uint_as_float(h1 << 16), r3 = y.w - __uint_as_float(h1 & 0xffff0000u);
-                *(uint2*)(planes + e) = make_uint2(h0, h1);
-                *(uint2*)(planes + n + e) = make_uint2(bf16x2_rn(r0, r1), bf16x2_rn(r2, r3));
-            }
         }
     }
 }
