@@ -43,9 +43,14 @@
 // residual add as they store each output, compute.ConvEpilogues;
 // conv_direct for convolutions with at most 8 output channels, each
 // output's channels split over the warps of its block); row kernels that hold a
-// row in registers (LayerNorm, gated RMSNorm); attention with a cache,
-// split over blocks for one query (the blocks also write the new cache
-// row); the Mamba2 conv and scan — one kernel for a decode step
+// row in registers (LayerNorm, gated RMSNorm); attention with a cache —
+// for a decode step one kernel on Hopper (attn_step: a cluster of 8 blocks
+// per KV head reads each cached row once for its query heads, rotates
+// with angles computed before the PDL wait, and merges the blocks'
+// partials through distributed shared memory; ZONOS_ATTN_STEP=0 runs the
+// split over blocks and the merge kernel of other GPUs, =4 or 2 smaller
+// clusters), and ZONOS_TWICE=name,… launches the named kernels twice to
+// measure what one costs inside the step graph; the Mamba2 conv and scan — one kernel for a decode step
 // (mamba_step: a block per head computes the conv outputs it needs, then
 // scans; the gated norm that follows rolls the shared B/C conv state;
 // under Mamba2Block, mamba_step_gated scans from the conv outputs of
