@@ -180,30 +180,8 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
     __syncthreads();
     pdl_begin();
     if (t == 0 && !(flags & 1)) request();
-    // The activation (and the norm's weight) are requested before the
-    // norm's partial sums are added up: the two loads' latencies overlap
-    // instead of following each other on the path to the first product.
-    float xa[KT][2][8];
-#pragma unroll
-    for (int kt = 0; kt < KT; kt++) {
-#pragma unroll
-        for (int m = 0; m < 2; m++) { // M = 1 multiplies row 0 twice (no branch in the loop)
-            const float4* xm = (const float4*)(x + (long long)min(m, M - 1) * K) + 2 * (t + 256 * kt);
-            float4 p = xm[0], q = xm[1];
-            xa[kt][m][0] = p.x, xa[kt][m][1] = p.y, xa[kt][m][2] = p.z, xa[kt][m][3] = p.w;
-            xa[kt][m][4] = q.x, xa[kt][m][5] = q.y, xa[kt][m][6] = q.z, xa[kt][m][7] = q.w;
-        }
-    }
+    float r[2] = {1.f, 1.f}; // CHUNK_NORM: the gated norm's 1/rms per CFG row
     if (SIDE == CHUNK_NORM) {
-        float wv[KT][8];
-#pragma unroll
-        for (int kt = 0; kt < KT; kt++) {
-            const float4* wm = (const float4*)side.wn + 2 * (t + 256 * kt);
-            const float4 wa = wm[0], wb = wm[1];
-            wv[kt][0] = wa.x, wv[kt][1] = wa.y, wv[kt][2] = wa.z, wv[kt][3] = wa.w;
-            wv[kt][4] = wb.x, wv[kt][5] = wb.y, wv[kt][6] = wb.z, wv[kt][7] = wb.w;
-        }
-        float r[2]; // the gated norm's 1/rms per CFG row
 #pragma unroll
         for (int m = 0; m < 2; m++) {
             // Every warp sums the H partials in the same order: the same r
@@ -214,12 +192,24 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
             ms = warp_sum_d(ms);
             r[m] = (float)(1.0 / sqrt(ms / K + (double)side.eps));
         }
+    }
+    float xa[KT][2][8];
 #pragma unroll
-        for (int kt = 0; kt < KT; kt++)
+    for (int kt = 0; kt < KT; kt++) {
 #pragma unroll
-            for (int m = 0; m < 2; m++)
+        for (int m = 0; m < 2; m++) { // M = 1 multiplies row 0 twice (no branch in the loop)
+            const float4* xm = (const float4*)(x + (long long)min(m, M - 1) * K) + 2 * (t + 256 * kt);
+            float4 p = xm[0], q = xm[1];
+            xa[kt][m][0] = p.x, xa[kt][m][1] = p.y, xa[kt][m][2] = p.z, xa[kt][m][3] = p.w;
+            xa[kt][m][4] = q.x, xa[kt][m][5] = q.y, xa[kt][m][6] = q.z, xa[kt][m][7] = q.w;
+            if (SIDE == CHUNK_NORM) {
+                const float4* wm = (const float4*)side.wn + 2 * (t + 256 * kt);
+                const float4 wa = wm[0], wb = wm[1];
+                const float wv[8] = {wa.x, wa.y, wa.z, wa.w, wb.x, wb.y, wb.z, wb.w};
 #pragma unroll
-                for (int i = 0; i < 8; i++) xa[kt][m][i] = __fmul_rn(__fmul_rn(xa[kt][m][i], r[m]), wv[kt][i]);
+                for (int i = 0; i < 8; i++) xa[kt][m][i] = __fmul_rn(__fmul_rn(xa[kt][m][i], r[m]), wv[i]);
+            }
+        }
     }
     float acc[V];
 #pragma unroll
