@@ -1,6 +1,7 @@
 package dac
 
 import (
+	"errors"
 	"os"
 	"sync"
 
@@ -10,9 +11,12 @@ import (
 // A stream's first emission pushes its first frames through every stage
 // of the stateful decoder from the same empty state, so on a backend that
 // records graphs (compute.GraphOps) its work is the same every time: about
-// 220 small kernels, which took 1.3–1.4 ms to launch one by one on the
-// vocoder's lane, on the path to an utterance's first sample. A pushGraph
-// records that push once per first-emission length and replays it:
+// 220 small kernels on the vocoder's lane, on the path to an utterance's
+// first sample. Replayed as a graph the first emission took 1.22–1.30 ms
+// against 1.56–1.73 ms launched op by op (docs/gpu/2026-11-30-session16,
+// run 5; its kernels run beside the decode step's, so the rest is not
+// launch cost). A pushGraph records that push once per first-emission
+// length and replays it:
 //
 //   - its input is a tensor made before the recording, into which each
 //     replay's codebook entries are written (compute.F32Writer);
@@ -209,11 +213,7 @@ func (m *Model) recordFirstPush(gops compute.GraphOps, T int) (*pushGraph, error
 // errNoEmission: a recorded first push produced no samples (its frames
 // do not reach past the decoder's right field), so there is nothing to
 // replay.
-var errNoEmission = errorString("dac: the recorded first push emits nothing")
-
-type errorString string
-
-func (e errorString) Error() string { return string(e) }
+var errNoEmission = errors.New("dac: the recorded first push emits nothing")
 
 // releaseGraph hands a replayed push's graph back once no stage of st
 // holds a view of its carried columns any more (after the stream's next
