@@ -25,8 +25,10 @@ type Backend struct {
 	*device
 	stream cu.Stream
 	pool   *pool
-	reader *reader // read-backs (lane.go)
-	side   bool    // made by Lane
+	// runSync is the lane's two mamba_run barrier counters (mambarun.go).
+	runSync cu.DevicePtr
+	reader  *reader // read-backs (lane.go)
+	side    bool    // made by Lane
 }
 
 // device is what the lanes of one CUDA device share.
@@ -47,6 +49,7 @@ type device struct {
 	// hopper: the sm_90 modules are loaded (chunk GEMV, PDL).
 	hopper bool
 	args   *unsafe.Pointer // C-allocated kernel parameter slots (launch.go)
+	blob   unsafe.Pointer  // a struct parameter's copy while it is launched (launch.go)
 
 	// ownerTID is the OS thread the owner goroutine is locked to: do runs
 	// a closure directly when called on it (inside Run).
@@ -189,6 +192,11 @@ func (b *Backend) init(ordinal int) error {
 		}
 	}
 	b.pool = newPool(b)
+	if hopper {
+		if err := b.allocRunSync(); err != nil {
+			return fmt.Errorf("cuda: allocating barrier counters: %w", err)
+		}
+	}
 	b.lanes = []*Backend{b}
 	b.reader = newReader(b)
 	return nil
@@ -199,6 +207,9 @@ func (b *Backend) release() {
 	for _, l := range b.lanes {
 		l.reader.close()
 		l.pool.drain()
+		if l.runSync != 0 {
+			_ = cu.MemFree(l.runSync)
+		}
 		if l.stream != (cu.Stream{}) {
 			_ = l.stream.Destroy()
 		}

@@ -96,6 +96,11 @@ func (b *Backend) Lane() compute.Backend {
 			panic(fmt.Sprintf("gpu: creating the side lane's stream: %v", err))
 		}
 		l = &Backend{device: b.device, stream: s, side: true}
+		if b.hopper {
+			if err := l.allocRunSync(); err != nil {
+				panic(fmt.Sprintf("gpu: the side lane's barrier counters: %v", err))
+			}
+		}
 		l.pool = newPool(l)
 		l.reader = newReader(l)
 		b.lanes = append(b.lanes, l)

@@ -96,6 +96,10 @@ func twiceKernels() map[string]bool {
 	return m
 }
 
+// maxBlob bounds a struct parameter's size (the driver's 4 KiB limit on
+// a kernel's parameters).
+const maxBlob = 4096
+
 // maxArgs bounds a kernel's parameter count (the slot array is allocated
 // once per backend and reused: launches happen on the owner goroutine only).
 const maxArgs = 32
@@ -151,6 +155,20 @@ func (b *Backend) launchEx(k *kernel, grid, block [3]int, smem, cluster int, arg
 	for i, a := range args {
 		var v uint64
 		switch x := a.(type) {
+		case []byte: // a parameter passed by value as a struct (mamba_run's)
+			if len(x) > maxBlob || b.blob != nil {
+				panic(fmt.Sprintf("gpu: kernel %s argument %d: a %d-byte struct (at most one of %d bytes)", k.name, i, len(x), maxBlob))
+			}
+			b.blob = C.malloc(maxBlob)
+			C.memcpy(b.blob, unsafe.Pointer(&x[0]), C.size_t(len(x)))
+			slot := ptrs[i]
+			ptrs[i] = b.blob
+			defer func() {
+				ptrs[i] = slot
+				C.free(b.blob)
+				b.blob = nil
+			}()
+			continue
 		case cu.DevicePtr:
 			v = uint64(x)
 		case int:
@@ -204,7 +222,7 @@ var block256 = [3]int{256, 1, 1}
 
 // dynamicSmem lists the kernels launched with more dynamic shared memory
 // than the default 48 KiB allows, and how much.
-var dynamicSmem = map[string]int{"tc_wide": tcWideSmem, "tc_wbf": tcWbfSmem, "tc_wbf3": tcWbfSmem, "tc_wg": tcWgSmem}
+var dynamicSmem = map[string]int{"mamba_run": runSmem, "tc_wide": tcWideSmem, "tc_wbf": tcWbfSmem, "tc_wbf3": tcWbfSmem, "tc_wg": tcWgSmem}
 
 // allowSmem lets k be launched with the dynamic shared memory it needs.
 func allowSmem(k *kernel) error {

@@ -79,6 +79,33 @@ type Mamba2Block interface {
 	Mamba2Block(x, inProj, outProj Tensor, w Mamba2Weights, convState, ssmState Tensor, s Mamba2Spec) (y Tensor, ok bool)
 }
 
+// Mamba2Run is an optional SequenceOps extension for a decode step (one
+// position, one utterance): a run of consecutive residual blocks whose
+// mixer is Mamba2 and that have no MLP, each
+//
+//	x, residual = AddLayerNorm(hidden, residual, Norm…)
+//	hidden = Mamba2Block(x, …)
+//
+// in one pass, where the backend can stream the run's weights without
+// stopping between its layers. residual is nil before the backbone's first
+// block. It returns the last block's (hidden, residual), and updates every
+// block's states as Mamba2 does; the arithmetic is the blocks' up to the
+// order of sums. ok is false, and nothing is done, where the backend has no
+// such path for these shapes: the caller then runs the blocks one by one.
+type Mamba2Run interface {
+	Mamba2Run(hidden, residual Tensor, blocks []Mamba2RunBlock, eps float32) (h, r Tensor, ok bool)
+}
+
+// Mamba2RunBlock is one block of a Mamba2Run: its norm, its mixer's
+// projections and weights, and its states.
+type Mamba2RunBlock struct {
+	NormW, NormB        Tensor // LayerNorm [d] (NormB may be nil)
+	InProj, OutProj     Tensor
+	W                   Mamba2Weights
+	ConvState, SSMState Tensor
+	Spec                Mamba2Spec
+}
+
 // PackedAttention is an optional SequenceOps extension: Attention reading
 // q, k and v straight out of the fused in_proj output qkv [B, T,
 // (H + 2·Hkv)·Dh] (q first, then k, then v) instead of three sliced

@@ -213,6 +213,30 @@ func splitQKV(b compute.Backend, qkv compute.Tensor, s compute.AttentionSpec) (q
 	return b.Slice(qkv, 2, 0, qn), b.Slice(qkv, 2, qn, qn+kn), b.Slice(qkv, 2, qn+kn, qn+2*kn)
 }
 
+// runLength is how many blocks from layers[0] on a compute.Mamba2Run may
+// take: consecutive Mamba2 blocks without an MLP.
+func runLength(layers []*layer) int {
+	n := 0
+	for n < len(layers) && layers[n].ssm != nil && layers[n].mlp == nil {
+		n++
+	}
+	return n
+}
+
+// runBlocks describes layers (all Mamba2 blocks without MLP) and their
+// states for compute.Mamba2Run.
+func runBlocks(layers []*layer, states []layerState) []compute.Mamba2RunBlock {
+	blocks := make([]compute.Mamba2RunBlock, len(layers))
+	for i, l := range layers {
+		blocks[i] = compute.Mamba2RunBlock{
+			NormW: l.norm.w, NormB: l.norm.b,
+			InProj: l.ssm.inProj, OutProj: l.ssm.outProj, W: l.ssm.w,
+			ConvState: states[i].conv, SSMState: states[i].ssm, Spec: l.ssm.spec,
+		}
+	}
+	return blocks
+}
+
 func (m *mamba2) forward(b compute.Backend, x compute.Tensor, st layerState) compute.Tensor {
 	if mb, ok := b.(compute.Mamba2Block); ok {
 		if y, ok := mb.Mamba2Block(x, m.inProj, m.outProj, m.w, st.conv, st.ssm, m.spec); ok {

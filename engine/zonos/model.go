@@ -257,13 +257,25 @@ func (m *Model) backbone(st *State, hidden compute.Tensor, pos position, hook La
 	T := hidden.Shape()[1]
 	in := hidden
 	var residual compute.Tensor
-	for i, l := range m.layers {
-		h, r := l.forward(m.b, hidden, residual, st.layers[i], pos, m.eps)
+	run, _ := m.b.(compute.Mamba2Run)
+	for i := 0; i < len(m.layers); {
+		// A decode step hands each run of Mamba2 blocks to the backend
+		// whole where it can take it (one pass, no stop between layers).
+		if n := runLength(m.layers[i:]); run != nil && T == 1 && hook == nil && n > 0 {
+			if h, r, ok := run.Mamba2Run(hidden, residual, runBlocks(m.layers[i:i+n], st.layers[i:i+n]), m.eps); ok {
+				m.free(in, hidden, residual)
+				hidden, residual = h, r
+				i += n
+				continue
+			}
+		}
+		h, r := m.layers[i].forward(m.b, hidden, residual, st.layers[i], pos, m.eps)
 		if hook != nil {
 			hook(i, m.b.Add(h, r))
 		}
 		m.free(in, hidden, residual)
 		hidden, residual = h, r
+		i++
 	}
 	// Only the last position's logits are needed and the norm is per
 	// position: slice first (a decode step, T = 1, needs no slice at all).

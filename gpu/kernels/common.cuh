@@ -116,3 +116,95 @@ __device__ __forceinline__ unsigned bf16x2_rn(float lo, float hi) {
     asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
     return r;
 }
+
+// Hopper bulk copies and mbarriers (gemv.cu, mamba2.cu's mamba_run), and
+// the BF16 GEMV's dot product and warp reduce-scatter.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__device__ __forceinline__ unsigned smem_u32(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+
+__device__ __forceinline__ void mbar_init(unsigned long long* bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count) : "memory");
+}
+
+// mbar_fence_init makes the initialised barriers visible to the copy engine.
+__device__ __forceinline__ void mbar_fence_init() {
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+__device__ __forceinline__ void mbar_expect_tx(unsigned long long* bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(unsigned long long* bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
+}
+
+__device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned parity) {
+    unsigned done;
+    do {
+        asm volatile(
+            "{\n\t.reg .pred p;\n\t"
+            "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+            "selp.u32 %0, 1, 0, p;\n\t}"
+            : "=r"(done)
+            : "r"(smem_u32(bar)), "r"(parity)
+            : "memory");
+    } while (!done);
+}
+
+// bulk_g2s copies bytes (a multiple of 16, both addresses 16-byte aligned)
+// from global to shared memory and counts them on bar when they land.
+__device__ __forceinline__ void bulk_g2s(void* dst, const void* src, unsigned bytes, unsigned long long* bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(smem_u32(dst)),
+                 "l"(src), "r"(bytes), "r"(smem_u32(bar))
+                 : "memory");
+}
+
+// dot8 adds the product of 8 BF16 weights and 8 activations to acc.
+__device__ __forceinline__ void dot8(float& acc, uint4 v, const float* a) {
+    acc = fmaf(__uint_as_float(v.x << 16), a[0], acc);
+    acc = fmaf(__uint_as_float(v.x & 0xffff0000u), a[1], acc);
+    acc = fmaf(__uint_as_float(v.y << 16), a[2], acc);
+    acc = fmaf(__uint_as_float(v.y & 0xffff0000u), a[3], acc);
+    acc = fmaf(__uint_as_float(v.z << 16), a[4], acc);
+    acc = fmaf(__uint_as_float(v.z & 0xffff0000u), a[5], acc);
+    acc = fmaf(__uint_as_float(v.w << 16), a[6], acc);
+    acc = fmaf(__uint_as_float(v.w & 0xffff0000u), a[7], acc);
+}
+
+// RS<O, V>::run is reduce_scatter's butterfly from step O down: values i
+// and i + O of a lane's first 2·O become value i, the lane keeping the
+// half its bit O selects and adding its partner's copy of that half.
+template <int O, int V>
+struct RS {
+    static __device__ __forceinline__ void run(float (&a)[V], int lane) {
+        const bool up = lane & O;
+#pragma unroll
+        for (int i = 0; i < O; i++) {
+            float send = up ? a[i] : a[i + O];
+            float keep = up ? a[i + O] : a[i];
+            a[i] = keep + __shfl_xor_sync(0xffffffffu, send, O);
+        }
+        RS<O / 2, V>::run(a, lane);
+    }
+};
+template <int V>
+struct RS<0, V> {
+    static __device__ __forceinline__ void run(float (&)[V], int) {}
+};
+
+// reduce_scatter sums each of a lane's V values (V a power of two ≤ 32)
+// over the warp and returns value lane % V's total: log2 V butterfly
+// steps that each send half of what is left, then plain butterfly sums
+// over the lane bits above V.
+template <int V>
+__device__ __forceinline__ float reduce_scatter(float (&a)[V], int lane) {
+    RS<V / 2, V>::run(a, lane);
+    float v = a[0];
+#pragma unroll
+    for (int o = V; o < 32; o <<= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+#endif

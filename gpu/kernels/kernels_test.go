@@ -118,6 +118,11 @@ func TestPDLWaitFirst(t *testing.T) {
 			// bit 0): only it writes them, once per step, so the kernel
 			// still running before it never does.
 			stateFirst := strings.HasPrefix(name, "mamba_step_gated_")
+			// mamba_run's producer warp streams weight rows and SSM state
+			// rows (bulk copies) without waiting: the weights are never
+			// written while kernels run, and the state rows only by this
+			// kernel, once per step (as mamba_step_gated's).
+			early = early || name == "mamba_run"
 			// attn_step reads the step's position (written by the
 			// feedback kernel, which completed before its predecessor
 			// waited) and computes its rotary angle first: the float64

@@ -1,0 +1,160 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"encoding/binary"
+	"math"
+	"os"
+
+	"gorgonia.org/cu"
+
+	"zonostream/engine/compute"
+)
+
+// The persistent Mamba2 run (mamba_run in kernels/mamba2.cu, Hopper): a
+// decode step's consecutive Mamba2 blocks in one kernel of one block per
+// SM, whose producer warp streams every weight row and state row the block
+// will read through a shared-memory ring while its consumer warps do the
+// row work and wait at grid barriers. The constants mirror the kernel's.
+const (
+	runStages   = 6     // MR_STAGES
+	runStage    = 32768 // MR_STAGE bytes
+	runMaxL     = 8     // MR_MAXL layers per launch
+	runMaxRows  = 128   // MR_MAXROWS in_proj rows per block
+	runKc       = 4     // MR_KC
+	runThreads  = 8*32 + 32
+	runArgBytes = 888  // sizeof(MambaRunArgs)
+	runModel    = 2048 // the kernel's d_model
+	runSmem     = runStages * runStage
+	runLayerPtr = 12 // pointers in a MambaRunLayer
+)
+
+// mambaRunOff (ZONOS_MAMBA_RUN=0) declines Mamba2Run: the blocks run one
+// by one (for measurements).
+var mambaRunOff = os.Getenv("ZONOS_MAMBA_RUN") == "0"
+
+var _ compute.Mamba2Run = (*Backend)(nil)
+
+// runFits reports whether mamba_run takes blocks of spec s over d-wide rows
+// for batch rows B on this device.
+func (b *Backend) runFits(s compute.Mamba2Spec, d, B int) bool {
+	E := 2*s.DInner + 2*s.Groups*s.DState + s.Heads
+	S1 := (E + 7) / 8
+	return b.hopper && !mambaRunOff && b.runSync != 0 && d == runModel && s.DInner == 4096 && s.Groups == 1 &&
+		s.Heads*s.HeadDim == s.DInner && s.HeadDim <= 64 && s.DState <= 128 && s.HeadDim*s.DState*4 <= runStage &&
+		s.DConv >= 1 && s.DConv <= runKc && B >= 1 && B <= 2 && 8*((S1+b.sms-1)/b.sms) <= runMaxRows
+}
+
+// Mamba2Run (compute.Mamba2Run) runs the blocks in launches of up to
+// runMaxL layers. It declines (ok false) off Hopper, for prefill, for more
+// than one utterance, and for shapes the kernel is not compiled for.
+func (b *Backend) Mamba2Run(hidden, residual compute.Tensor, blocks []compute.Mamba2RunBlock, eps float32) (compute.Tensor, compute.Tensor, bool) {
+	ht := f32Of(hidden, "Mamba2Run")
+	if len(ht.shape) != 3 || ht.shape[1] != 1 || len(blocks) == 0 {
+		return nil, nil, false
+	}
+	B, d := ht.shape[0], ht.shape[2]
+	s := blocks[0].Spec
+	if !b.runFits(s, d, B) {
+		return nil, nil, false
+	}
+	for _, bl := range blocks {
+		wi, wo := cast(bl.InProj), cast(bl.OutProj)
+		E := 2*s.DInner + 2*s.DState + s.Heads
+		C := s.DInner + 2*s.DState
+		if bl.Spec != s || wi.dt != compute.BF16 || wo.dt != compute.BF16 || len(wi.shape) != 2 || len(wo.shape) != 2 ||
+			wi.shape[0] != E || wi.shape[1] != d || wo.shape[0] != d || wo.shape[1] != s.DInner ||
+			cast(bl.ConvState).n() != B*C*s.DConv || cast(bl.SSMState).n() != B*s.Heads*s.HeadDim*s.DState ||
+			cast(bl.NormW).n() != d || (bl.NormB != nil && cast(bl.NormB).n() != d) {
+			return nil, nil, false
+		}
+	}
+	var rt *tensor
+	if residual != nil {
+		rt = f32Of(residual, "Mamba2Run")
+		if rt.n() != ht.n() {
+			return nil, nil, false
+		}
+	}
+	var hout, rout *tensor
+	b.do(func() {
+		in, res := ht, rt
+		for len(blocks) > 0 {
+			n := min(len(blocks), runMaxL)
+			hout = b.newTensor(compute.F32, B, 1, d)
+			rout = b.newTensor(compute.F32, B, 1, d)
+			b.mambaRun(in, res, hout, rout, blocks[:n], s, B, eps)
+			if in != ht {
+				in.h.release()
+				res.h.release()
+			}
+			in, res, blocks = hout, rout, blocks[n:]
+		}
+	})
+	return hout, rout, true
+}
+
+// mambaRun launches mamba_run over up to runMaxL blocks (owner goroutine).
+func (b *Backend) mambaRun(hin, rin, hout, rout *tensor, blocks []compute.Mamba2RunBlock, s compute.Mamba2Spec, B int, eps float32) {
+	Di, H, P, N, Kc := s.DInner, s.Heads, s.HeadDim, s.DState, s.DConv
+	C := Di + 2*N
+	E := Di + C + H
+	zx := b.newTensor(compute.F32, B, E)
+	xbc := b.newTensor(compute.F32, B, C)
+	yg := b.newTensor(compute.F32, B, Di)
+	part := b.newTensor(compute.F32, B*H, 2) // doubles
+	args := make([]byte, runArgBytes)
+	put := func(off int, p cu.DevicePtr) { binary.LittleEndian.PutUint64(args[off:], uint64(p)) }
+	ptrOf := func(t compute.Tensor) cu.DevicePtr {
+		if t == nil {
+			return nullPtr
+		}
+		return b.asF32(cast(t)).ptr()
+	}
+	for i, bl := range blocks {
+		o := i * runLayerPtr * 8
+		for k, p := range []cu.DevicePtr{
+			cast(bl.InProj).ptr(), cast(bl.OutProj).ptr(), ptrOf(bl.NormW), ptrOf(bl.NormB),
+			ptrOf(bl.W.ConvWeight), ptrOf(bl.W.ConvBias), f32Of(bl.ConvState, "Mamba2Run").ptr(),
+			ptrOf(bl.W.DtBias), ptrOf(bl.W.ALog), ptrOf(bl.W.D), ptrOf(bl.W.NormWeight), f32Of(bl.SSMState, "Mamba2Run").ptr(),
+		} {
+			put(o+8*k, p)
+		}
+	}
+	o := runMaxL * runLayerPtr * 8
+	rp := nullPtr
+	if rin != nil {
+		rp = rin.ptr()
+	}
+	for k, p := range []cu.DevicePtr{hin.ptr(), rp, hout.ptr(), rout.ptr(), zx.ptr(), xbc.ptr(), yg.ptr(), part.ptr(), b.runSync} {
+		put(o+8*k, p)
+	}
+	o += 9 * 8
+	for k, v := range []int{len(blocks), B, E, Di, C, H, P, N, Kc} {
+		binary.LittleEndian.PutUint32(args[o+4*k:], uint32(v))
+	}
+	o += 9 * 4
+	binary.LittleEndian.PutUint32(args[o:], math.Float32bits(eps))
+	binary.LittleEndian.PutUint32(args[o+4:], math.Float32bits(s.Eps))
+	b.launchSmem(b.k["mamba_run"], [3]int{b.sms, 1, 1}, [3]int{runThreads, 1, 1}, runSmem, args)
+	for _, t := range []*tensor{zx, xbc, yg, part} {
+		t.h.release()
+	}
+}
+
+// allocRunSync makes the lane's two mamba_run barrier counters, zeroed
+// (the kernel leaves them zero): outside any recording, since a graph
+// may be recorded on the first decode step.
+func (b *Backend) allocRunSync() error {
+	p, err := cu.MemAlloc(8)
+	if err != nil {
+		return err
+	}
+	if err := cu.MemsetD32(p, 0, 2); err != nil {
+		_ = cu.MemFree(p)
+		return err
+	}
+	b.runSync = p
+	return nil
+}
