@@ -25,10 +25,11 @@ type Backend struct {
 	*device
 	stream cu.Stream
 	pool   *pool
-	// runSync is the lane's two mamba_run barrier counters (mambarun.go).
-	runSync cu.DevicePtr
-	reader  *reader // read-backs (lane.go)
-	side    bool    // made by Lane
+	// runSync is the lane's two mamba_run barrier counters (mambarun.go);
+	// runTrace, when set (tests), receives mamba_run's timer stamps.
+	runSync, runTrace cu.DevicePtr
+	reader            *reader // read-backs (lane.go)
+	side              bool    // made by Lane
 }
 
 // device is what the lanes of one CUDA device share.

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"math"
 	"os"
+	"strconv"
 
 	"gorgonia.org/cu"
 
@@ -28,11 +29,24 @@ const (
 	runModel    = 2048 // the kernel's d_model
 	runSmem     = runStages * runStage
 	runLayerPtr = 12 // pointers in a MambaRunLayer
+	runStamps   = 64 // MR_TRACE timer stamps a block
 )
 
 // mambaRunOff (ZONOS_MAMBA_RUN=0) declines Mamba2Run: the blocks run one
 // by one (for measurements).
 var mambaRunOff = os.Getenv("ZONOS_MAMBA_RUN") == "0"
+
+// runBlocksEnv (ZONOS_RUN_BLOCKS=n, for measurements) launches mamba_run
+// on n blocks instead of one per SM.
+var runBlocksEnv, _ = strconv.Atoi(os.Getenv("ZONOS_RUN_BLOCKS"))
+
+// runGrid is mamba_run's block count: one per SM, or ZONOS_RUN_BLOCKS.
+func (b *Backend) runGrid() int {
+	if runBlocksEnv > 0 && runBlocksEnv < b.sms {
+		return runBlocksEnv
+	}
+	return b.sms
+}
 
 var _ compute.Mamba2Run = (*Backend)(nil)
 
@@ -43,7 +57,7 @@ func (b *Backend) runFits(s compute.Mamba2Spec, d, B int) bool {
 	S1 := (E + 7) / 8
 	return b.hopper && !mambaRunOff && b.runSync != 0 && d == runModel && s.DInner == 4096 && s.Groups == 1 &&
 		s.Heads*s.HeadDim == s.DInner && s.HeadDim <= 64 && s.DState <= 128 && s.HeadDim*s.DState*4 <= runStage &&
-		s.DConv >= 1 && s.DConv <= runKc && B >= 1 && B <= 2 && 8*((S1+b.sms-1)/b.sms) <= runMaxRows
+		s.DConv >= 1 && s.DConv <= runKc && B >= 1 && B <= 2 && 8*((S1+b.runGrid()-1)/b.runGrid()) <= runMaxRows
 }
 
 // Mamba2Run (compute.Mamba2Run) runs the blocks in launches of up to
@@ -127,17 +141,17 @@ func (b *Backend) mambaRun(hin, rin, hout, rout *tensor, blocks []compute.Mamba2
 	if rin != nil {
 		rp = rin.ptr()
 	}
-	for k, p := range []cu.DevicePtr{hin.ptr(), rp, hout.ptr(), rout.ptr(), zx.ptr(), xbc.ptr(), yg.ptr(), part.ptr(), b.runSync} {
+	for k, p := range []cu.DevicePtr{hin.ptr(), rp, hout.ptr(), rout.ptr(), zx.ptr(), xbc.ptr(), yg.ptr(), part.ptr(), b.runSync, b.runTrace} {
 		put(o+8*k, p)
 	}
-	o += 9 * 8
+	o += 10 * 8
 	for k, v := range []int{len(blocks), B, E, Di, C, H, P, N, Kc} {
 		binary.LittleEndian.PutUint32(args[o+4*k:], uint32(v))
 	}
 	o += 9 * 4
 	binary.LittleEndian.PutUint32(args[o:], math.Float32bits(eps))
 	binary.LittleEndian.PutUint32(args[o+4:], math.Float32bits(s.Eps))
-	b.launchSmem(b.k["mamba_run"], [3]int{b.sms, 1, 1}, [3]int{runThreads, 1, 1}, runSmem, args)
+	b.launchSmem(b.k["mamba_run"], [3]int{b.runGrid(), 1, 1}, [3]int{runThreads, 1, 1}, runSmem, args)
 	for _, t := range []*tensor{zx, xbc, yg, part} {
 		t.h.release()
 	}

@@ -3,9 +3,11 @@
 package gpu
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"zonostream/engine/compute"
@@ -101,5 +103,95 @@ func TestMamba2Run(t *testing.T) {
 		if _, _, ok := gb.Mamba2Run(x, nil, bl, 1e-5); ok {
 			t.Errorf("Mamba2Run took hidden %v", x.Shape())
 		}
+	}
+}
+
+// TestMamba2RunTrace (figures, not a gate) times a hybrid run of three
+// Mamba2 blocks as mamba_run and as the blocks one by one, each replayed
+// from a recorded graph of 20 runs (GPU events), and logs where a
+// mamba_run's time goes from its blocks' global-timer stamps: when the
+// blocks became resident, and each phase's end and barrier, as the
+// earliest, median and latest block (µs from the earliest start).
+func TestMamba2RunTrace(t *testing.T) {
+	need(t)
+	s := compute.Mamba2Spec{DInner: 4096, Heads: 64, HeadDim: 64, DState: 128, Groups: 1, DConv: 4, Eps: 1e-5}
+	if !gb.runFits(s, 2048, 2) {
+		t.Skip("mamba_run needs sm_90")
+	}
+	r := rand.New(rand.NewPCG(43, 44))
+	const d, L, B, reps = 2048, 3, 2, 20
+	C, E := s.DInner+2*s.DState, 2*s.DInner+2*s.DState+s.Heads
+	blocks := make([]compute.Mamba2RunBlock, L)
+	for i := range blocks {
+		_, w := mambaWeights(t, r, s, compute.BF16)
+		blocks[i] = compute.Mamba2RunBlock{NormW: randW(t, r, compute.F32, 1, d).g, NormB: randW(t, r, compute.F32, 0.2, d).g,
+			InProj: randW(t, r, compute.BF16, 1/math.Sqrt(d), E, d).g, OutProj: randW(t, r, compute.BF16, 1/math.Sqrt(float64(s.DInner)), d, s.DInner).g,
+			W: w, ConvState: gb.Zeros(B, C, s.DConv), SSMState: gb.Zeros(B, s.Heads, s.HeadDim, s.DState), Spec: s}
+	}
+	h := gb.FromF32(randVals(r, B*d, 1), B, 1, d)
+	res := gb.FromF32(randVals(r, B*d, 1), B, 1, d)
+	byRun := func() {
+		for i := 0; i < reps; i++ {
+			gb.Mamba2Run(h, res, blocks, 1e-5)
+		}
+	}
+	oneByOne := func() {
+		for i := 0; i < reps; i++ {
+			hh, rr := compute.Tensor(h), compute.Tensor(res)
+			for _, bl := range blocks {
+				x, r2 := gb.AddLayerNorm(hh, rr, bl.NormW, bl.NormB, 1e-5)
+				hh, _ = gb.Mamba2Block(x, bl.InProj, bl.OutProj, bl.W, bl.ConvState, bl.SSMState, s)
+				rr = r2
+			}
+		}
+	}
+	weights := float64(L) * 2 * float64(E*d+d*s.DInner)
+	defer func(n int) { runBlocksEnv = n }(runBlocksEnv)
+	for _, c := range []struct {
+		name   string
+		fn     func()
+		blocks int
+	}{{"mamba_run", byRun, 0}, {"one by one", oneByOne, 0}, {"mamba_run", byRun, 0}, {"one by one", oneByOne, 0},
+		{"mamba_run", byRun, 128}, {"mamba_run", byRun, 120}, {"mamba_run", byRun, 100}} {
+		runBlocksEnv = c.blocks
+		g, err := gb.Capture(c.fn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = g.Launch()
+		d := gb.Time(func() { _ = g.Launch() })
+		g.Destroy()
+		per := d.Seconds() / reps
+		t.Logf("3 Mamba2 blocks, %-10s (%d blocks): %.1f µs a run (%.0f GB/s of weights)", c.name, gb.runGrid(), per*1e6, weights/per/1e9)
+	}
+	runBlocksEnv = 0
+	trace := gb.Zeros(gb.sms*runStamps, 2) // uint64 stamps
+	gb.runTrace = cast(trace).ptr()
+	gb.Mamba2Run(h, res, blocks, 1e-5)
+	gb.runTrace = 0
+	raw := gb.readRaw(cast(trace))
+	stamp := func(blk, i int) float64 {
+		return float64(binary.LittleEndian.Uint64(raw[8*(blk*runStamps+i):]))
+	}
+	t0 := math.Inf(1)
+	for blk := 0; blk < gb.runGrid(); blk++ {
+		t0 = math.Min(t0, stamp(blk, 0))
+	}
+	names := []string{"block start (resident)", "consumers' wait returned"}
+	for l := 0; l < L; l++ {
+		for _, n := range []string{"norm done", "in_proj done", "barrier 1", "scan done", "barrier 2", "out_proj done", "barrier 3"} {
+			names = append(names, fmt.Sprintf("layer %d %s", l, n))
+		}
+	}
+	for i, n := range names {
+		v := make([]float64, gb.runGrid())
+		for blk := range v {
+			v[blk] = (stamp(blk, i) - t0) / 1e3
+		}
+		slices.Sort(v)
+		if i == len(names)-1 {
+			break // no barrier after the last block
+		}
+		t.Logf("%-28s earliest %7.2f  median %7.2f  latest %7.2f µs", n, v[0], v[len(v)/2], v[len(v)-1])
 	}
 }

@@ -841,6 +841,7 @@ SCAN_PRE(8)
 #define MR_MAXL 8     // layers per launch
 #define MR_MAXROWS 128 // in_proj rows per block
 #define MR_KC 4       // conv width
+#define MR_TRACE 64   // trace stamps per block
 
 // MambaRunLayer is one block's tensors (gpu.Mamba2Run fills it).
 struct MambaRunLayer {
@@ -869,11 +870,25 @@ struct MambaRunArgs {
     float* yg;        // scratch [B, Di]: y·silu(z)
     double* part;     // scratch [B·H]: sums of squares of yg per head
     unsigned* sync;   // two counters, zero between launches
+    // trace (null: none) gets each block's global-timer stamps, MR_TRACE
+    // a block: [0] its start (residency), [1] its consumers'
+    // wait returned, then per layer 7: norm done, in_proj done, barrier,
+    // scan done, barrier, out_proj done, barrier (TestMamba2RunTrace).
+    unsigned long long* trace;
     int L, B, E, Di, C, H, P, N, Kc;
     float ln_eps, norm_eps;
 };
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// mr_stamp writes the global timer to trace slot i of the block, if tracing.
+__device__ __forceinline__ void mr_stamp(unsigned long long* trace, int i) {
+    if (trace && i < MR_TRACE) {
+        unsigned long long now;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+        trace[blockIdx.x * MR_TRACE + i] = now;
+    }
+}
+
 __device__ __forceinline__ void mr_bar() { asm volatile("bar.sync 1, 256;" ::: "memory"); }
 
 __device__ __forceinline__ float4 ldcg4(const float* p) { return __ldcg((const float4*)p); }
@@ -959,6 +974,8 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
     const int S1 = (E + 7) / 8, a1 = (int)((long long)S1 * j / G), b1 = (int)((long long)S1 * (j + 1) / G);
     const int S2 = (D + 3) / 4, a2 = (int)((long long)S2 * j / G), b2 = (int)((long long)S2 * (j + 1) / G);
     const int U = B * H;
+    unsigned long long started; // the block's start, stamped after the wait
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(started));
     if (t == 0) {
         for (int s = 0; s < MR_STAGES; s++) {
             mbar_init(&full[s], 1);
@@ -987,6 +1004,9 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         return;
     }
     pdl_begin();
+    if (t == 0 && a.trace) a.trace[blockIdx.x * MR_TRACE] = started;
+    if (t == 0) mr_stamp(a.trace, 1);
+    int ts = 2; // next trace slot
     MrRing rg{0, 0};
     int pb = 0; // pbuf half
     unsigned syncs = 0;
@@ -1068,6 +1088,8 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
                 xa[0][m][i] = ly.lnb ? __fadd_rn(y, bv[i]) : y;
             }
         }
+        if (t == 0) mr_stamp(a.trace, ts);
+        ts++;
         // in_proj, the conv on its xBC outputs.
         for (int s = a1; s < b1; s++) {
             mbar_wait(&full[rg.slot], rg.ph);
@@ -1093,7 +1115,11 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
                 }
             }
         }
+        if (t == 0) mr_stamp(a.trace, ts);
+        ts++;
         mr_grid_sync(a.sync, ++syncs * G);
+        if (t == 0) mr_stamp(a.trace, ts);
+        ts++;
         // 2. the scan, one (row, head) at a time.
         for (int u = j; u < U; u += G) {
             const int b = u / H, h = u % H;
@@ -1163,7 +1189,11 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         float4 nwv[2][2];
 #pragma unroll
         for (int kt = 0; kt < 2; kt++) nwv[kt][0] = ldcg4(ly.nw + 8 * (t + 256 * kt)), nwv[kt][1] = ldcg4(ly.nw + 8 * (t + 256 * kt) + 4);
+        if (t == 0) mr_stamp(a.trace, ts);
+        ts++;
         mr_grid_sync(a.sync, ++syncs * G);
+        if (t == 0) mr_stamp(a.trace, ts);
+        ts++;
         // 3. out_proj on the gated-normalised y.
         float xo[2][2][8];
 #pragma unroll
@@ -1193,7 +1223,11 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
             const int row = t >> 1, m = t & 1, n = 4 * s + row;
             if (mine && n < D && m < B) a.hout[(long long)m * D + n] = out;
         }
+        if (t == 0) mr_stamp(a.trace, ts);
+        ts++;
         if (l + 1 < L) mr_grid_sync(a.sync, ++syncs * G);
+        if (t == 0) mr_stamp(a.trace, ts);
+        ts++;
     }
     if (j == 0) {
 #pragma unroll
