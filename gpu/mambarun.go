@@ -11,6 +11,7 @@ import (
 	"gorgonia.org/cu"
 
 	"zonostream/engine/compute"
+	"zonostream/gpu/kernels"
 )
 
 // The persistent Mamba2 run (mamba_run in kernels/mamba2.cu, Hopper): a
@@ -19,17 +20,17 @@ import (
 // will read through a shared-memory ring while its consumer warps do the
 // row work and wait at grid barriers. The constants mirror the kernel's.
 const (
-	runStages   = 6     // MR_STAGES
-	runStage    = 32768 // MR_STAGE bytes
-	runMaxL     = 8     // MR_MAXL layers per launch
-	runMaxRows  = 128   // MR_MAXROWS in_proj rows per block
-	runKc       = 4     // MR_KC
-	runThreads  = 8*32 + 32
-	runArgBytes = 888  // sizeof(MambaRunArgs)
-	runModel    = 2048 // the kernel's d_model
+	runStages   = kernels.MambaRunStages
+	runStage    = kernels.MambaRunStage
+	runMaxL     = kernels.MambaRunMaxL
+	runMaxRows  = kernels.MambaRunMaxRows
+	runKc       = kernels.MambaRunKc
+	runStamps   = kernels.MambaRunTrace
+	runArgBytes = kernels.MambaRunArgBytes
+	runThreads  = 8*32 + 32 // 8 consumer warps and the producer's
+	runModel    = 2048      // the kernel's d_model
 	runSmem     = runStages * runStage
 	runLayerPtr = 12 // pointers in a MambaRunLayer
-	runStamps   = 64 // MR_TRACE timer stamps a block
 )
 
 // mambaRunOff (ZONOS_MAMBA_RUN=0) declines Mamba2Run: the blocks run one

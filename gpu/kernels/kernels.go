@@ -154,3 +154,17 @@ const WgSmem = 3*(2*64*128+128*128) + 1024
 // GemvChunkPieces is gemv.cu's GC_PIECES: the 4 KiB pieces of weight one
 // block of gemv_chunk_k* multiplies (its dynamic shared memory, in 4 KiB).
 const GemvChunkPieces = 8
+
+// MambaRun are mamba2.cu's mamba_run constants the backend builds its
+// launch from: the size of its by-value MambaRunArgs parameter, its ring
+// (MR_STAGES stages of MR_STAGE bytes: the dynamic shared memory), and
+// the bounds MR_MAXL, MR_MAXROWS, MR_KC and MR_TRACE (TestMambaRunDefines).
+const (
+	MambaRunArgBytes = 896
+	MambaRunStages   = 6
+	MambaRunStage    = 32768
+	MambaRunMaxL     = 8
+	MambaRunMaxRows  = 128
+	MambaRunKc       = 4
+	MambaRunTrace    = 64
+)

@@ -3,6 +3,7 @@ package kernels
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -285,5 +286,37 @@ func TestGemvChunkDefines(t *testing.T) {
 	}
 	if !found {
 		t.Error("gemv.cu defines no GC_PIECES")
+	}
+}
+
+// TestMambaRunDefines: the backend's mamba_run constants are mamba2.cu's,
+// and its parameter struct has the size the backend fills (sm_90 PTX).
+func TestMambaRunDefines(t *testing.T) {
+	src, err := os.ReadFile("mamba2.cu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"MR_STAGES": MambaRunStages, "MR_STAGE": MambaRunStage, "MR_MAXL": MambaRunMaxL,
+		"MR_MAXROWS": MambaRunMaxRows, "MR_KC": MambaRunKc, "MR_TRACE": MambaRunTrace}
+	for _, line := range strings.Split(string(src), "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && f[0] == "#define" {
+			if w, ok := want[f[1]]; ok {
+				if n, err := strconv.Atoi(f[2]); err != nil || n != w {
+					t.Errorf("mamba2.cu %s = %s, Go expects %d", f[1], f[2], w)
+				}
+				delete(want, f[1])
+			}
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("mamba2.cu does not define %v", want)
+	}
+	ptx, err := HopperPTX("mamba2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	decl := fmt.Sprintf(".param .align 8 .b8 mamba_run_param_0[%d]", MambaRunArgBytes)
+	if !strings.Contains(ptx, decl) {
+		t.Errorf("mamba_run's parameter is not %q", decl)
 	}
 }
