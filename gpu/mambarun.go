@@ -38,15 +38,20 @@ const (
 var mambaRunOff = os.Getenv("ZONOS_MAMBA_RUN") == "0"
 
 // runBlocksEnv (ZONOS_RUN_BLOCKS=n, for measurements) launches mamba_run
-// on n blocks instead of one per SM.
+// on n blocks (at most one per SM).
 var runBlocksEnv, _ = strconv.Atoi(os.Getenv("ZONOS_RUN_BLOCKS"))
 
-// runGrid is mamba_run's block count: one per SM, or ZONOS_RUN_BLOCKS.
+// runSpareSMs are the SMs mamba_run leaves to other kernels (the
+// vocoder's lane): its blocks fill an SM's shared memory, and every block
+// must be resident before its first barrier completes.
+const runSpareSMs = 4
+
+// runGrid is mamba_run's block count.
 func (b *Backend) runGrid() int {
-	if runBlocksEnv > 0 && runBlocksEnv < b.sms {
-		return runBlocksEnv
+	if runBlocksEnv > 0 {
+		return min(runBlocksEnv, b.sms)
 	}
-	return b.sms
+	return max(1, b.sms-runSpareSMs)
 }
 
 var _ compute.Mamba2Run = (*Backend)(nil)

@@ -152,7 +152,7 @@ func TestMamba2RunTrace(t *testing.T) {
 		fn     func()
 		blocks int
 	}{{"mamba_run", byRun, 0}, {"one by one", oneByOne, 0}, {"mamba_run", byRun, 0}, {"one by one", oneByOne, 0},
-		{"mamba_run", byRun, 128}, {"mamba_run", byRun, 120}, {"mamba_run", byRun, 100}} {
+		{"mamba_run", byRun, 132}, {"mamba_run", byRun, 124}, {"mamba_run", byRun, 116}} {
 		runBlocksEnv = c.blocks
 		g, err := gb.Capture(c.fn)
 		if err != nil {

@@ -899,8 +899,7 @@ __device__ __forceinline__ float4 ldcg4(const float* p) { return __ldcg((const f
 __device__ __forceinline__ void mr_grid_sync(unsigned* count, unsigned target) {
     mr_bar();
     if (threadIdx.x == 0) {
-        __threadfence();
-        atomicAdd(count, 1u);
+        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(count) : "memory");
         unsigned long long t0 = 0;
         for (unsigned spins = 0;; spins++) {
             unsigned v;
@@ -913,7 +912,6 @@ __device__ __forceinline__ void mr_grid_sync(unsigned* count, unsigned target) {
                 else if (now - t0 > 2000000000ull) __trap();
             }
         }
-        __threadfence();
     }
     mr_bar();
 }
@@ -1161,21 +1159,54 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
             __syncwarp();
             if (lane == 0) mbar_arrive(&empty[rg.slot]);
             rg.next();
-            double ms = 0;
+            // The 8 rows' state updates and sums side by side (their
+            // shuffle chains interleave), then lane r finishes row r.
             float* sp = ly.sst + (long long)u * P * N;
+            const float dx0 = delta;
+            float accs[8];
 #pragma unroll
             for (int r = 0; r < 8; r++) {
                 const int p = warp + 8 * r;
+                float acc = 0.f;
                 if (p < P) {
-                    const float xv = xs[p];
-                    const float acc = scan_step<4>(st[r], decay, __fmul_rn(delta, xv), Bv, Cv, N, lane);
-                    if (lane == 0) {
-                        const float y = __fmul_rn(acc + dskip * xv, silu_ref(zr[r]));
-                        a.yg[(long long)b * Di + h * P + p] = y;
-                        ms += (double)y * (double)y;
+                    const float dxv = __fmul_rn(dx0, xs[p]);
+#pragma unroll
+                    for (int i = 0; i < 4; i++) {
+                        if (lane + 32 * i < N) {
+                            const float v = __fadd_rn(__fmul_rn(st[r][i], decay), __fmul_rn(dxv, Bv[i]));
+                            st[r][i] = v;
+                            acc += v * Cv[i];
+                        }
                     }
-                    scan_state_store<4>(st[r], sp + (long long)p * N, N, lane);
                 }
+                accs[r] = acc;
+            }
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) {
+#pragma unroll
+                for (int r = 0; r < 8; r++) accs[r] += __shfl_xor_sync(0xffffffffu, accs[r], o);
+            }
+#pragma unroll
+            for (int r = 0; r < 8; r++) {
+                const int p = warp + 8 * r;
+                if (p < P) scan_state_store<4>(st[r], sp + (long long)p * N, N, lane);
+            }
+            double ms = 0;
+            {
+                float acc = 0.f, zv = 0.f, xv = 0.f;
+#pragma unroll
+                for (int r = 0; r < 8; r++) {
+                    if (lane == r) acc = accs[r], zv = zr[r];
+                }
+                const int p = warp + 8 * lane;
+                if (lane < 8 && p < P) {
+                    xv = xs[p];
+                    const float y = __fmul_rn(acc + dskip * xv, silu_ref(zv));
+                    a.yg[(long long)b * Di + h * P + p] = y;
+                    ms = (double)y * (double)y;
+                }
+#pragma unroll
+                for (int o = 4; o > 0; o >>= 1) ms += __shfl_xor_sync(0xffffffffu, ms, o);
             }
             if (lane == 0) wsum[warp] = ms;
             mr_bar();
@@ -1196,22 +1227,37 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         ts++;
         // 3. out_proj on the gated-normalised y.
         float xo[2][2][8];
+        // y first, then the norm's parts: the two loads in flight together.
 #pragma unroll
         for (int m = 0; m < 2; m++) {
             const int mm = min(m, B - 1);
-            double ms = 0;
-            for (int h = lane; h < H; h += 32) ms += __ldcg(a.part + mm * H + h);
-            ms = warp_sum_d(ms);
-            const float r = (float)(1.0 / sqrt(ms / Di + (double)a.norm_eps));
 #pragma unroll
             for (int kt = 0; kt < 2; kt++) {
                 const float* yp = a.yg + (long long)mm * Di + 8 * (t + 256 * kt);
                 const float4 y0 = ldcg4(yp), y1 = ldcg4(yp + 4);
-                const float yv[8] = {y0.x, y0.y, y0.z, y0.w, y1.x, y1.y, y1.z, y1.w};
+                xo[kt][m][0] = y0.x, xo[kt][m][1] = y0.y, xo[kt][m][2] = y0.z, xo[kt][m][3] = y0.w;
+                xo[kt][m][4] = y1.x, xo[kt][m][5] = y1.y, xo[kt][m][6] = y1.z, xo[kt][m][7] = y1.w;
+            }
+        }
+        double pms[2][2];
+#pragma unroll
+        for (int m = 0; m < 2; m++) {
+            const int mm = min(m, B - 1);
+#pragma unroll
+            for (int q = 0; q < 2; q++) pms[m][q] = lane + 32 * q < H ? __ldcg(a.part + mm * H + lane + 32 * q) : 0.0;
+        }
+#pragma unroll
+        for (int m = 0; m < 2; m++) {
+            double ms = pms[m][0] + pms[m][1];
+            for (int h = lane + 64; h < H; h += 32) ms += __ldcg(a.part + min(m, B - 1) * H + h);
+            ms = warp_sum_d(ms);
+            const float r = (float)(1.0 / sqrt(ms / Di + (double)a.norm_eps));
+#pragma unroll
+            for (int kt = 0; kt < 2; kt++) {
                 const float nv[8] = {nwv[kt][0].x, nwv[kt][0].y, nwv[kt][0].z, nwv[kt][0].w,
                                      nwv[kt][1].x, nwv[kt][1].y, nwv[kt][1].z, nwv[kt][1].w};
 #pragma unroll
-                for (int i = 0; i < 8; i++) xo[kt][m][i] = __fmul_rn(__fmul_rn(yv[i], r), nv[i]);
+                for (int i = 0; i < 8; i++) xo[kt][m][i] = __fmul_rn(__fmul_rn(xo[kt][m][i], r), nv[i]);
             }
         }
         for (int s = a2; s < b2; s++) {
