@@ -41,6 +41,19 @@ var mambaRunOff = os.Getenv("ZONOS_MAMBA_RUN") == "0"
 // on n blocks (at most one per SM).
 var runBlocksEnv, _ = strconv.Atoi(os.Getenv("ZONOS_RUN_BLOCKS"))
 
+// runStagesEnv (ZONOS_RUN_STAGES=n, for measurements) gives mamba_run's
+// ring n stages (at most runStages): less shared memory for more room
+// beside it.
+var runStagesEnv, _ = strconv.Atoi(os.Getenv("ZONOS_RUN_STAGES"))
+
+// runRing is the ring's stage count.
+func runRing() int {
+	if runStagesEnv >= 2 {
+		return min(runStagesEnv, runStages)
+	}
+	return runStages
+}
+
 // runSpareSMs are the SMs mamba_run leaves to other kernels (the
 // vocoder's lane): its blocks fill an SM's shared memory, and every block
 // must be resident before its first barrier completes.
@@ -157,7 +170,9 @@ func (b *Backend) mambaRun(hin, rin, hout, rout *tensor, blocks []compute.Mamba2
 	o += 9 * 4
 	binary.LittleEndian.PutUint32(args[o:], math.Float32bits(eps))
 	binary.LittleEndian.PutUint32(args[o+4:], math.Float32bits(s.Eps))
-	b.launchSmem(b.k["mamba_run"], [3]int{b.runGrid(), 1, 1}, [3]int{runThreads, 1, 1}, runSmem, args)
+	stages := runRing()
+	binary.LittleEndian.PutUint32(args[o+8:], uint32(stages))
+	b.launchSmem(b.k["mamba_run"], [3]int{b.runGrid(), 1, 1}, [3]int{runThreads, 1, 1}, stages*runStage, args)
 	for _, t := range []*tensor{zx, xbc, yg, part} {
 		t.h.release()
 	}

@@ -146,14 +146,14 @@ func TestMamba2RunTrace(t *testing.T) {
 		}
 	}
 	weights := float64(L) * 2 * float64(E*d+d*s.DInner)
-	defer func(n int) { runBlocksEnv = n }(runBlocksEnv)
+	defer func(n, s int) { runBlocksEnv, runStagesEnv = n, s }(runBlocksEnv, runStagesEnv)
 	for _, c := range []struct {
-		name   string
-		fn     func()
-		blocks int
-	}{{"mamba_run", byRun, 0}, {"one by one", oneByOne, 0}, {"mamba_run", byRun, 0}, {"one by one", oneByOne, 0},
-		{"mamba_run", byRun, 132}, {"mamba_run", byRun, 124}, {"mamba_run", byRun, 116}} {
-		runBlocksEnv = c.blocks
+		name           string
+		fn             func()
+		blocks, stages int
+	}{{"mamba_run", byRun, 0, 0}, {"one by one", oneByOne, 0, 0}, {"mamba_run", byRun, 0, 0}, {"one by one", oneByOne, 0, 0},
+		{"mamba_run", byRun, 132, 0}, {"mamba_run", byRun, 0, 4}, {"mamba_run", byRun, 0, 3}} {
+		runBlocksEnv, runStagesEnv = c.blocks, c.stages
 		g, err := gb.Capture(c.fn)
 		if err != nil {
 			t.Fatal(err)
@@ -162,9 +162,9 @@ func TestMamba2RunTrace(t *testing.T) {
 		d := gb.Time(func() { _ = g.Launch() })
 		g.Destroy()
 		per := d.Seconds() / reps
-		t.Logf("3 Mamba2 blocks, %-10s (%d blocks): %.1f µs a run (%.0f GB/s of weights)", c.name, gb.runGrid(), per*1e6, weights/per/1e9)
+		t.Logf("3 Mamba2 blocks, %-10s (%d blocks, %d stages): %.1f µs a run (%.0f GB/s of weights)", c.name, gb.runGrid(), runRing(), per*1e6, weights/per/1e9)
 	}
-	runBlocksEnv = 0
+	runBlocksEnv, runStagesEnv = 0, 0
 	trace := gb.Zeros(gb.sms*runStamps, 2) // uint64 stamps
 	gb.runTrace = cast(trace).ptr()
 	gb.Mamba2Run(h, res, blocks, 1e-5)

@@ -877,6 +877,7 @@ struct MambaRunArgs {
     unsigned long long* trace;
     int L, B, E, Di, C, H, P, N, Kc;
     float ln_eps, norm_eps;
+    int stages; // ring stages (≤ MR_STAGES; the dynamic shared memory is stages·MR_STAGE)
 };
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -918,20 +919,21 @@ __device__ __forceinline__ void mr_grid_sync(unsigned* count, unsigned target) {
 
 // mr_ring is the consumers' side of the ring: which stage comes next.
 struct MrRing {
-    int slot;
+    int slot, n;
     unsigned ph;
     __device__ __forceinline__ void next() {
-        if (++slot == MR_STAGES) slot = 0, ph ^= 1;
+        if (++slot == n) slot = 0, ph ^= 1;
     }
 };
 
-// mr_gemv_stage multiplies one ring stage (RS = 8/KT weight rows from row
-// r0, rows of them real) by the activation slice xa and returns with the
-// stage released; threads t < 2·RS end holding output (row t/2, CFG row
-// t%2) in *out and true, the others false.
+// mr_gemv_stage multiplies one ring stage (8/KT weight rows) by the
+// activation slice xa, releases the stage, and leaves each warp's partial
+// sums of the stage's V = 2·8/KT outputs (row v/2, CFG row v%2) in
+// part[warp][v]. No barrier: the warps go on to the next stage, and the
+// phase adds the partials up after its last (mr_gemv_finish).
 template <int KT>
-__device__ __forceinline__ bool mr_gemv_stage(const uint4* stage, unsigned long long* empty, const float (&xa)[KT][2][8],
-                                              float (*pbuf)[16], float* out) {
+__device__ __forceinline__ void mr_gemv_stage(const uint4* stage, unsigned long long* empty, const float (&xa)[KT][2][8],
+                                              float (*part)[16]) {
     constexpr int V = 2 * (8 / KT);
     const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
     float acc[V];
@@ -946,14 +948,7 @@ __device__ __forceinline__ bool mr_gemv_stage(const uint4* stage, unsigned long 
     __syncwarp();
     if (lane == 0) mbar_arrive(empty);
     const float sum = reduce_scatter<V>(acc, lane);
-    if (lane < V) pbuf[warp][lane] = sum;
-    mr_bar();
-    if (t >= V) return false;
-    float s = 0.f;
-#pragma unroll
-    for (int q = 0; q < 8; q++) s += pbuf[q][t];
-    *out = s;
-    return true;
+    if (lane < V) part[warp][lane] = sum;
 }
 #endif
 
@@ -961,7 +956,7 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     extern __shared__ __align__(128) uint4 ring[]; // MR_STAGES stages of 2048 pieces
     __shared__ unsigned long long full[MR_STAGES], empty[MR_STAGES];
-    __shared__ float pbuf[2][8][16];
+    __shared__ float pbuf[MR_MAXROWS / 8][8][16]; // GEMV partials: [stage of the phase][warp][output]
     __shared__ double red[2][MR_WARPS][2], wsum[MR_WARPS];
     __shared__ float cvs[2][MR_MAXROWS][MR_KC], cvw[MR_MAXROWS][MR_KC], cvb[MR_MAXROWS];
     __shared__ float xs[64], bs[128], cs[128];
@@ -975,7 +970,7 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
     unsigned long long started; // the block's start, stamped after the wait
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(started));
     if (t == 0) {
-        for (int s = 0; s < MR_STAGES; s++) {
+        for (int s = 0; s < a.stages; s++) {
             mbar_init(&full[s], 1);
             mbar_init(&empty[s], MR_WARPS);
         }
@@ -991,7 +986,7 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
             mbar_wait(&empty[slot], ph ^ 1);
             mbar_expect_tx(&full[slot], bytes);
             bulk_g2s(ring + slot * 2048, src, bytes, &full[slot]);
-            if (++slot == MR_STAGES) slot = 0, ph ^= 1;
+            if (++slot == a.stages) slot = 0, ph ^= 1;
         };
         for (int l = 0; l < L; l++) {
             const MambaRunLayer& ly = a.layer[l];
@@ -1005,8 +1000,7 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
     if (t == 0 && a.trace) a.trace[blockIdx.x * MR_TRACE] = started;
     if (t == 0) mr_stamp(a.trace, 1);
     int ts = 2; // next trace slot
-    MrRing rg{0, 0};
-    int pb = 0; // pbuf half
+    MrRing rg{0, a.stages, 0};
     unsigned syncs = 0;
     float res[2][8];
     const int rlo = 8 * a1, rhi = min(8 * b1, E); // the block's in_proj rows
@@ -1088,29 +1082,33 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         }
         if (t == 0) mr_stamp(a.trace, ts);
         ts++;
-        // in_proj, the conv on its xBC outputs.
+        // in_proj: every stage's partials, then the outputs (and the conv
+        // on the xBC ones) on as many threads at once.
         for (int s = a1; s < b1; s++) {
             mbar_wait(&full[rg.slot], rg.ph);
-            float out;
-            const bool mine = mr_gemv_stage<1>(ring + rg.slot * 2048, &empty[rg.slot], xa, pbuf[pb], &out);
+            mr_gemv_stage<1>(ring + rg.slot * 2048, &empty[rg.slot], xa, pbuf[s - a1]);
             rg.next();
-            pb ^= 1;
-            const int row = t >> 1, m = t & 1, n = 8 * s + row;
-            if (mine && n < E && m < B) {
-                a.zx[(long long)m * E + n] = out;
-                const int c = n - Di, i = n - rlo;
-                if (c >= 0 && c < C) {
-                    float acc = cvb[i];
+        }
+        mr_bar();
+        for (int idx = t; idx < (b1 - a1) * 16; idx += 256) {
+            const int k = idx >> 4, v = idx & 15, row = v >> 1, m = v & 1, n = 8 * (a1 + k) + row;
+            if (n >= E || m >= B) continue;
+            float out = 0.f;
 #pragma unroll
-                    for (int q = 0; q < MR_KC; q++) {
-                        if (q < Kc) {
-                            float v = q + 1 < Kc ? cvs[m][i][q + 1] : out;
-                            acc = __fadd_rn(acc, __fmul_rn(v, cvw[i][q]));
-                            ly.cst[((long long)m * C + c) * Kc + q] = v;
-                        }
+            for (int q = 0; q < 8; q++) out += pbuf[k][q][v];
+            a.zx[(long long)m * E + n] = out;
+            const int c = n - Di, i = n - rlo;
+            if (c >= 0 && c < C) {
+                float acc = cvb[i];
+#pragma unroll
+                for (int q = 0; q < MR_KC; q++) {
+                    if (q < Kc) {
+                        float w = q + 1 < Kc ? cvs[m][i][q + 1] : out;
+                        acc = __fadd_rn(acc, __fmul_rn(w, cvw[i][q]));
+                        ly.cst[((long long)m * C + c) * Kc + q] = w;
                     }
-                    a.xbc[(long long)m * C + c] = silu_ref(acc);
                 }
+                a.xbc[(long long)m * C + c] = silu_ref(acc);
             }
         }
         if (t == 0) mr_stamp(a.trace, ts);
@@ -1262,12 +1260,17 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         }
         for (int s = a2; s < b2; s++) {
             mbar_wait(&full[rg.slot], rg.ph);
-            float out;
-            const bool mine = mr_gemv_stage<2>(ring + rg.slot * 2048, &empty[rg.slot], xo, pbuf[pb], &out);
+            mr_gemv_stage<2>(ring + rg.slot * 2048, &empty[rg.slot], xo, pbuf[s - a2]);
             rg.next();
-            pb ^= 1;
-            const int row = t >> 1, m = t & 1, n = 4 * s + row;
-            if (mine && n < D && m < B) a.hout[(long long)m * D + n] = out;
+        }
+        mr_bar();
+        for (int idx = t; idx < (b2 - a2) * 8; idx += 256) {
+            const int k = idx >> 3, v = idx & 7, row = v >> 1, m = v & 1, n = 4 * (a2 + k) + row;
+            if (n >= D || m >= B) continue;
+            float out = 0.f;
+#pragma unroll
+            for (int q = 0; q < 8; q++) out += pbuf[k][q][v];
+            a.hout[(long long)m * D + n] = out;
         }
         if (t == 0) mr_stamp(a.trace, ts);
         ts++;
