@@ -46,12 +46,18 @@ var runBlocksEnv, _ = strconv.Atoi(os.Getenv("ZONOS_RUN_BLOCKS"))
 // beside it.
 var runStagesEnv, _ = strconv.Atoi(os.Getenv("ZONOS_RUN_STAGES"))
 
+// runDefaultStages is the ring's default depth: 4 of the 6 compiled.
+// Same run (docs/gpu/2026-11-30-session17, run 6), a 3-block run alone:
+// 94.6 µs with 4 stages, 96.4 with 6, 96.6 with 3; and 4 leave about
+// 80 KB of each SM's shared memory to the vocoder's kernels beside it.
+const runDefaultStages = 4
+
 // runRing is the ring's stage count.
 func runRing() int {
 	if runStagesEnv >= 2 {
 		return min(runStagesEnv, runStages)
 	}
-	return runStages
+	return runDefaultStages
 }
 
 // runSpareSMs are the SMs mamba_run leaves to other kernels (the
