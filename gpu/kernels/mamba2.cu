@@ -894,13 +894,19 @@ __device__ __forceinline__ void mr_bar() { asm volatile("bar.sync 1, 256;" ::: "
 
 __device__ __forceinline__ float4 ldcg4(const float* p) { return __ldcg((const float4*)p); }
 
-// mr_grid_sync: every block's consumers have passed here (count reaches
-// target) before any goes on; their global writes before it are visible
-// to loads after it that bypass L1 (__ldcg).
-__device__ __forceinline__ void mr_grid_sync(unsigned* count, unsigned target) {
+// mr_arrive and mr_wait are a grid barrier in two halves, so that loads
+// independent of the other blocks can be requested between them: every
+// block's consumers have arrived (count reaches target) before any returns
+// from mr_wait, and their global writes before mr_arrive are visible to
+// loads after mr_wait that bypass L1 (__ldcg). The release is issued
+// before those loads: a fence after them would wait for them too.
+__device__ __forceinline__ void mr_arrive(unsigned* count) {
     mr_bar();
+    if (threadIdx.x == 0) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(count) : "memory");
+}
+
+__device__ __forceinline__ void mr_wait(unsigned* count, unsigned target) {
     if (threadIdx.x == 0) {
-        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(count) : "memory");
         unsigned long long t0 = 0;
         for (unsigned spins = 0;; spins++) {
             unsigned v;
@@ -910,7 +916,7 @@ __device__ __forceinline__ void mr_grid_sync(unsigned* count, unsigned target) {
                 unsigned long long now;
                 asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
                 if (t0 == 0) t0 = now;
-                else if (now - t0 > 2000000000ull) __trap();
+                else if (now - t0 > 2000000000ull) __trap(); // 2 s: a block never became resident
             }
         }
     }
@@ -996,18 +1002,16 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         }
         return;
     }
-    pdl_begin();
-    if (t == 0 && a.trace) a.trace[blockIdx.x * MR_TRACE] = started;
-    if (t == 0) mr_stamp(a.trace, 1);
-    int ts = 2; // next trace slot
-    MrRing rg{0, a.stages, 0};
-    unsigned syncs = 0;
-    float res[2][8];
     const int rlo = 8 * a1, rhi = min(8 * b1, E); // the block's in_proj rows
-    for (int l = 0; l < L; l++) {
-        const MambaRunLayer& ly = a.layer[l];
-        // The conv state, weights and bias of the block's xBC rows: their
-        // loads overlap the norm.
+    // The small per-layer operands (the conv state, weights and bias of the
+    // block's xBC rows into shared memory, the LayerNorm's weights into
+    // registers) are requested a phase ahead of their use: layer 0's before
+    // the wait (only this kernel writes the conv state, once per step; the
+    // weights never change), layer l+1's after layer l's out_proj. Measured
+    // without this: layer 0's norm ended 7 µs after the start, its loads
+    // queued behind the producer's stream.
+    float4 lw[2], lb[2];
+    auto load_small = [&](const MambaRunLayer& ly) {
         for (int i = t; i < rhi - rlo; i += 256) {
             const int c = rlo + i - Di;
             if (c >= 0 && c < C) {
@@ -1022,11 +1026,22 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
                 cvb[i] = ly.cb[c];
             }
         }
+        lw[0] = ldcg4(ly.lnw + 8 * t), lw[1] = ldcg4(ly.lnw + 8 * t + 4);
+        lb[0] = lb[1] = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (ly.lnb) lb[0] = ldcg4(ly.lnb + 8 * t), lb[1] = ldcg4(ly.lnb + 8 * t + 4);
+    };
+    load_small(a.layer[0]);
+    pdl_begin();
+    if (t == 0 && a.trace) a.trace[blockIdx.x * MR_TRACE] = started;
+    if (t == 0) mr_stamp(a.trace, 1);
+    int ts = 2; // next trace slot
+    MrRing rg{0, a.stages, 0};
+    unsigned syncs = 0;
+    float res[2][8];
+    for (int l = 0; l < L; l++) {
+        const MambaRunLayer& ly = a.layer[l];
         // 1. residual add and LayerNorm.
         const float* hsrc = l == 0 ? a.hin : a.hout;
-        float4 lw[2] = {ldcg4(ly.lnw + 8 * t), ldcg4(ly.lnw + 8 * t + 4)};
-        float4 lb[2] = {make_float4(0.f, 0.f, 0.f, 0.f), make_float4(0.f, 0.f, 0.f, 0.f)};
-        if (ly.lnb) lb[0] = ldcg4(ly.lnb + 8 * t), lb[1] = ldcg4(ly.lnb + 8 * t + 4);
         double s1[2] = {0, 0};
 #pragma unroll
         for (int m = 0; m < 2; m++) {
@@ -1113,7 +1128,12 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         }
         if (t == 0) mr_stamp(a.trace, ts);
         ts++;
-        mr_grid_sync(a.sync, ++syncs * G);
+        mr_arrive(a.sync);
+        // The scan's head scalars of the block's first (row, head), while
+        // the other blocks arrive.
+        float hb = 0.f, hal = 0.f, hd = 0.f;
+        if (j < U) hb = ly.dtb[j % H], hal = ly.alog[j % H], hd = ly.Dw[j % H];
+        mr_wait(a.sync, ++syncs * G);
         if (t == 0) mr_stamp(a.trace, ts);
         ts++;
         // 2. the scan, one (row, head) at a time.
@@ -1121,7 +1141,8 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
             const int b = u / H, h = u % H;
             const float* row = a.zx + (long long)b * E;
             const float* xr = a.xbc + (long long)b * C;
-            const float dtv = __ldcg(row + Di + C + h) + ly.dtb[h], alv = ly.alog[h], dskip = ly.Dw[h];
+            if (u != j) hb = ly.dtb[h], hal = ly.alog[h], hd = ly.Dw[h];
+            const float dtv = __ldcg(row + Di + C + h) + hb, alv = hal, dskip = hd;
             float zr[8];
 #pragma unroll
             for (int r = 0; r < 8; r++) {
@@ -1214,13 +1235,15 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
                 a.part[u] = tot;
             }
         }
-        // The norm weight of the block's activation slice: before the barrier.
+        if (t == 0) mr_stamp(a.trace, ts);
+        ts++;
+        mr_arrive(a.sync);
+        // The norm weight of the block's activation slice, while the other
+        // blocks arrive.
         float4 nwv[2][2];
 #pragma unroll
         for (int kt = 0; kt < 2; kt++) nwv[kt][0] = ldcg4(ly.nw + 8 * (t + 256 * kt)), nwv[kt][1] = ldcg4(ly.nw + 8 * (t + 256 * kt) + 4);
-        if (t == 0) mr_stamp(a.trace, ts);
-        ts++;
-        mr_grid_sync(a.sync, ++syncs * G);
+        mr_wait(a.sync, ++syncs * G);
         if (t == 0) mr_stamp(a.trace, ts);
         ts++;
         // 3. out_proj on the gated-normalised y.
@@ -1274,7 +1297,11 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         }
         if (t == 0) mr_stamp(a.trace, ts);
         ts++;
-        if (l + 1 < L) mr_grid_sync(a.sync, ++syncs * G);
+        if (l + 1 < L) {
+            mr_arrive(a.sync);
+            load_small(a.layer[l + 1]); // while the other blocks arrive
+            mr_wait(a.sync, ++syncs * G);
+        }
         if (t == 0) mr_stamp(a.trace, ts);
         ts++;
     }
