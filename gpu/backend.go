@@ -49,8 +49,10 @@ type device struct {
 	pdl bool
 	// hopper: the sm_90 modules are loaded (chunk GEMV, PDL).
 	hopper bool
-	args   *unsafe.Pointer // C-allocated kernel parameter slots (launch.go)
-	blob   unsafe.Pointer  // a struct parameter's copy while it is launched (launch.go)
+	// decodeFirst: the main lane's stream has the higher priority (lane.go).
+	decodeFirst bool
+	args        *unsafe.Pointer // C-allocated kernel parameter slots (launch.go)
+	blob        unsafe.Pointer  // a struct parameter's copy while it is launched (launch.go)
 
 	// ownerTID is the OS thread the owner goroutine is locked to: do runs
 	// a closure directly when called on it (inside Run).
@@ -130,12 +132,6 @@ func (b *Backend) init(ordinal int) error {
 	if err = cu.SetCurrentContext(b.ctx); err != nil {
 		return fmt.Errorf("cuda: making the context current: %w", err)
 	}
-	// The main lane (decoding) gets the lower priority: the block
-	// scheduler serves a side lane's (the vocoder's) kernels first
-	// (streamPriority, lane.go).
-	if b.stream, err = cu.MakeStreamWithPriority(streamPriority(false), cu.NonBlocking); err != nil {
-		return fmt.Errorf("cuda: creating a stream: %w", err)
-	}
 	name, _ := b.dev.Name()
 	total, _ := b.dev.TotalMem()
 	major, _ := b.dev.Attribute(cu.ComputeCapabilityMajor)
@@ -153,7 +149,16 @@ func (b *Backend) init(ordinal int) error {
 	// overlap their predecessor's tail (programmatic dependent launch).
 	hopper := major >= 9
 	b.hopper = hopper
+	// Which lane's kernels the block scheduler serves first depends on
+	// whether decode steps run mamba_run (streamPriority, lane.go).
+	b.decodeFirst = decodeFirst(hopper)
+	if b.stream, err = cu.MakeStreamWithPriority(streamPriority(false, b.decodeFirst), cu.NonBlocking); err != nil {
+		return fmt.Errorf("cuda: creating a stream: %w", err)
+	}
 	b.pdl = hopper && pdlWanted()
+	if b.hopper && !mambaRunOff {
+		b.desc += ", persistent Mamba2 runs"
+	}
 	if hopper && !b.pdl {
 		b.desc += ", programmatic dependent launch off"
 	} else if b.pdl {

@@ -46,33 +46,48 @@ import (
 
 var _ compute.Laned = (*Backend)(nil)
 
-// Stream priorities: the side lane (the vocoder) gets the highest, the
-// main lane (decoding) the lowest, so the block scheduler serves a
-// vocoder kernel's blocks as soon as a decode kernel's blocks leave an SM.
-// The vocoder's kernels are a chain of a few hundred small ones, each
+// Stream priorities. Where decode steps run mamba_run (Hopper), the main
+// lane (decoding) gets the highest priority and the side lane (the
+// vocoder) the lowest: mamba_run's blocks each fill an SM and all wait at
+// its barriers for the last to become resident, so a vocoder kernel served
+// first holds the whole step up. Same run (docs/gpu/2026-11-30-session17,
+// run 8): steady frame 1.582 against 1.681 ms with the vocoder first,
+// generation 6.74× against 6.29×, TTFA 35.77 against 35.91 ms.
+//
+// Otherwise the side lane gets the highest, so the block scheduler serves
+// a vocoder kernel's blocks as soon as a decode kernel's blocks leave an
+// SM. The vocoder's kernels are a chain of a few hundred small ones, each
 // waiting for the last; behind the decode step's GEMVs each waited for a
-// free SM. With the order turned round the first emission took 1.34 ms
-// instead of 1.67 (TTFA 36.98 against 37.31 ms), the decode step the same
-// (docs/gpu/2026-11-30-session15, run 7). ZONOS_LANE_PRIORITY=decode
-// restores the old order, =equal gives both the highest (measurements).
+// free SM. With that order the first emission took 1.34 ms instead of
+// 1.67 (TTFA 36.98 against 37.31 ms), the decode step the same
+// (docs/gpu/2026-11-30-session15, run 7).
+//
+// ZONOS_LANE_PRIORITY=decode or =vocoder picks an order, =equal gives both
+// the highest (measurements).
 var lanePriority = os.Getenv("ZONOS_LANE_PRIORITY")
+
+// decodeFirst reports whether the main lane gets the higher priority.
+func decodeFirst(hopper bool) bool {
+	switch lanePriority {
+	case "decode":
+		return true
+	case "vocoder", "equal":
+		return false
+	}
+	return hopper && !mambaRunOff
+}
 
 // streamPriority is the priority of the main lane's stream (side false)
 // or the side lane's.
-func streamPriority(side bool) int {
+func streamPriority(side, decodeFirst bool) int {
 	least, greatest, _ := cu.StreamPriorityRange()
 	switch {
 	case lanePriority == "equal":
 		return greatest
-	case lanePriority == "decode":
-		if side {
-			return least
-		}
-		return greatest
-	case side:
-		return greatest
+	case side == decodeFirst:
+		return least
 	}
-	return least
+	return greatest
 }
 
 // Lane returns the device's side lane (compute.Laned), made on first use:
@@ -91,7 +106,7 @@ func (b *Backend) Lane() compute.Backend {
 			l = b.lanes[1]
 			return
 		}
-		s, err := cu.MakeStreamWithPriority(streamPriority(true), cu.NonBlocking)
+		s, err := cu.MakeStreamWithPriority(streamPriority(true, b.decodeFirst), cu.NonBlocking)
 		if err != nil {
 			panic(fmt.Sprintf("gpu: creating the side lane's stream: %v", err))
 		}
