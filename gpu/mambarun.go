@@ -60,6 +60,12 @@ func runRing() int {
 	return runDefaultStages
 }
 
+// runStageSplit (ZONOS_RUN_BALANCE=0, for measurements) splits the
+// projections over the blocks in whole stages (8 in_proj rows), as first
+// written, instead of an even share of rows: 8512 rows on 128 blocks gave
+// 40 blocks 9 stages and the rest 8, and every barrier waits for the last.
+var runStageSplit = os.Getenv("ZONOS_RUN_BALANCE") == "0"
+
 // runSpareSMs are the SMs mamba_run leaves to other kernels (the
 // vocoder's lane): its blocks fill an SM's shared memory, and every block
 // must be resident before its first barrier completes.
@@ -79,10 +85,14 @@ var _ compute.Mamba2Run = (*Backend)(nil)
 // for batch rows B on this device.
 func (b *Backend) runFits(s compute.Mamba2Spec, d, B int) bool {
 	E := 2*s.DInner + 2*s.Groups*s.DState + s.Heads
-	S1 := (E + 7) / 8
+	G := b.runGrid()
+	rows := (E + G - 1) / G // in_proj rows a block holds conv operands for
+	if runStageSplit {
+		rows = 8 * (((E+7)/8 + G - 1) / G)
+	}
 	return b.hopper && !mambaRunOff && b.runSync != 0 && d == runModel && s.DInner == 4096 && s.Groups == 1 &&
 		s.Heads*s.HeadDim == s.DInner && s.HeadDim <= 64 && s.DState <= 128 && s.HeadDim*s.DState*4 <= runStage &&
-		s.DConv >= 1 && s.DConv <= runKc && B >= 1 && B <= 2 && 8*((S1+b.runGrid()-1)/b.runGrid()) <= runMaxRows
+		s.DConv >= 1 && s.DConv <= runKc && B >= 1 && B <= 2 && rows <= runMaxRows
 }
 
 // Mamba2Run (compute.Mamba2Run) runs the blocks in launches of up to
@@ -178,6 +188,7 @@ func (b *Backend) mambaRun(hin, rin, hout, rout *tensor, blocks []compute.Mamba2
 	binary.LittleEndian.PutUint32(args[o+4:], math.Float32bits(s.Eps))
 	stages := runRing()
 	binary.LittleEndian.PutUint32(args[o+8:], uint32(stages))
+	binary.LittleEndian.PutUint32(args[o+12:], uint32(b2i(!runStageSplit)))
 	b.launchSmem(b.k["mamba_run"], [3]int{b.runGrid(), 1, 1}, [3]int{runThreads, 1, 1}, stages*runStage, args)
 	for _, t := range []*tensor{zx, xbc, yg, part} {
 		t.h.release()

@@ -877,7 +877,8 @@ struct MambaRunArgs {
     unsigned long long* trace;
     int L, B, E, Di, C, H, P, N, Kc;
     float ln_eps, norm_eps;
-    int stages; // ring stages (≤ MR_STAGES; the dynamic shared memory is stages·MR_STAGE)
+    int stages;   // ring stages (≤ MR_STAGES; the dynamic shared memory is stages·MR_STAGE)
+    int balanced; // split the projections' rows evenly over the blocks (else whole stages)
 };
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -970,8 +971,19 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
     const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
     const int G = gridDim.x, j = blockIdx.x;
     const int L = a.L, B = a.B, E = a.E, Di = a.Di, C = a.C, H = a.H, P = a.P, N = a.N, Kc = a.Kc;
-    const int S1 = (E + 7) / 8, a1 = (int)((long long)S1 * j / G), b1 = (int)((long long)S1 * (j + 1) / G);
-    const int S2 = (D + 3) / 4, a2 = (int)((long long)S2 * j / G), b2 = (int)((long long)S2 * (j + 1) / G);
+    // The block's rows of in_proj [rlo, rhi) and of out_proj [olo, ohi),
+    // in stages of 8 and 4 rows (the last may be short): an even share of
+    // the rows (balanced), or of whole stages.
+    int rlo, rhi, olo, ohi;
+    if (a.balanced) {
+        rlo = (int)((long long)E * j / G), rhi = (int)((long long)E * (j + 1) / G);
+        olo = (int)((long long)D * j / G), ohi = (int)((long long)D * (j + 1) / G);
+    } else {
+        const int S1 = (E + 7) / 8, S2 = (D + 3) / 4;
+        rlo = 8 * (int)((long long)S1 * j / G), rhi = min(8 * (int)((long long)S1 * (j + 1) / G), E);
+        olo = 4 * (int)((long long)S2 * j / G), ohi = min(4 * (int)((long long)S2 * (j + 1) / G), D);
+    }
+    const int n1 = (rhi - rlo + 7) / 8, n2 = (ohi - olo + 3) / 4; // stages
     const int U = B * H;
     unsigned long long started; // the block's start, stamped after the wait
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(started));
@@ -996,13 +1008,12 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         };
         for (int l = 0; l < L; l++) {
             const MambaRunLayer& ly = a.layer[l];
-            for (int s = a1; s < b1; s++) push(ly.win + (long long)s * 8 * D, (unsigned)(min(8, E - 8 * s) * D * 2));
+            for (int s = 0; s < n1; s++) push(ly.win + (long long)(rlo + 8 * s) * D, (unsigned)(min(8, rhi - rlo - 8 * s) * D * 2));
             for (int u = j; u < U; u += G) push(ly.sst + (long long)u * P * N, (unsigned)(P * N * 4));
-            for (int s = a2; s < b2; s++) push(ly.wout + (long long)s * 4 * Di, (unsigned)(min(4, D - 4 * s) * Di * 2));
+            for (int s = 0; s < n2; s++) push(ly.wout + (long long)(olo + 4 * s) * Di, (unsigned)(min(4, ohi - olo - 4 * s) * Di * 2));
         }
         return;
     }
-    const int rlo = 8 * a1, rhi = min(8 * b1, E); // the block's in_proj rows
     // The small per-layer operands (the conv state, weights and bias of the
     // block's xBC rows into shared memory, the LayerNorm's weights into
     // registers) are requested a phase ahead of their use: layer 0's before
@@ -1099,15 +1110,15 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         ts++;
         // in_proj: every stage's partials, then the outputs (and the conv
         // on the xBC ones) on as many threads at once.
-        for (int s = a1; s < b1; s++) {
+        for (int s = 0; s < n1; s++) {
             mbar_wait(&full[rg.slot], rg.ph);
-            mr_gemv_stage<1>(ring + rg.slot * 2048, &empty[rg.slot], xa, pbuf[s - a1]);
+            mr_gemv_stage<1>(ring + rg.slot * 2048, &empty[rg.slot], xa, pbuf[s]);
             rg.next();
         }
         mr_bar();
-        for (int idx = t; idx < (b1 - a1) * 16; idx += 256) {
-            const int k = idx >> 4, v = idx & 15, row = v >> 1, m = v & 1, n = 8 * (a1 + k) + row;
-            if (n >= E || m >= B) continue;
+        for (int idx = t; idx < n1 * 16; idx += 256) {
+            const int k = idx >> 4, v = idx & 15, row = v >> 1, m = v & 1, n = rlo + 8 * k + row;
+            if (n >= rhi || m >= B) continue;
             float out = 0.f;
 #pragma unroll
             for (int q = 0; q < 8; q++) out += pbuf[k][q][v];
@@ -1281,15 +1292,15 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
                 for (int i = 0; i < 8; i++) xo[kt][m][i] = __fmul_rn(__fmul_rn(xo[kt][m][i], r), nv[i]);
             }
         }
-        for (int s = a2; s < b2; s++) {
+        for (int s = 0; s < n2; s++) {
             mbar_wait(&full[rg.slot], rg.ph);
-            mr_gemv_stage<2>(ring + rg.slot * 2048, &empty[rg.slot], xo, pbuf[s - a2]);
+            mr_gemv_stage<2>(ring + rg.slot * 2048, &empty[rg.slot], xo, pbuf[s]);
             rg.next();
         }
         mr_bar();
-        for (int idx = t; idx < (b2 - a2) * 8; idx += 256) {
-            const int k = idx >> 3, v = idx & 7, row = v >> 1, m = v & 1, n = 4 * (a2 + k) + row;
-            if (n >= D || m >= B) continue;
+        for (int idx = t; idx < n2 * 8; idx += 256) {
+            const int k = idx >> 3, v = idx & 7, row = v >> 1, m = v & 1, n = olo + 4 * k + row;
+            if (n >= ohi || m >= B) continue;
             float out = 0.f;
 #pragma unroll
             for (int q = 0; q < 8; q++) out += pbuf[k][q][v];
