@@ -11,10 +11,15 @@
 // the next step before reading this one's tokens, ReadI32Async), compute.PackedAttention,
 // compute.Mamba2Block (a decode step's Mamba2 mixer in three kernels on
 // Hopper: the conv in in_proj's epilogue, the gated norm in out_proj's
-// load; sequence.go), compute.Timer (CUDA
+// load; sequence.go), compute.Mamba2Run (a decode step's run of Mamba2
+// blocks, norms included, in one persistent kernel on Hopper, mamba_run:
+// one block per SM, a producer warp streaming the block's weight rows and
+// SSM state through a shared-memory ring ahead of 8 consumer warps that
+// work between grid barriers; mambarun.go), compute.Timer (CUDA
 // events, bandwidth probes, device memory held) and compute.Laned (Lane: a
-// second stream, of higher priority than decoding's, with its own memory
-// pool, where the engine runs the vocoder beside decoding; lane.go).
+// second stream with its own memory pool, where the engine runs the
+// vocoder beside decoding; of lower priority than decoding's where
+// mamba_run is used, else higher; lane.go).
 //
 // Kernels by job (gpu/kernels/*.cu): the decode step's weight-read GEMV
 // for one or two rows — on Hopper the chunk GEMV (gemv_chunk_k*, gemv.cu:
@@ -84,6 +89,10 @@
 // `ZONOS_GEMV_CHUNK=0` (the cp.async GEMV instead of the chunk GEMV),
 // `ZONOS_GEMV_CHUNK_EARLY=0` (the chunk requested after the wait),
 // `ZONOS_MAMBA_BLOCK=0` (the Mamba2 mixer as in_proj, Mamba2, out_proj),
+// `ZONOS_MAMBA_RUN=0` (Mamba2 blocks one by one, not as mamba_run),
+// `ZONOS_RUN_BLOCKS=n`, `ZONOS_RUN_STAGES=n` and `ZONOS_RUN_BALANCE=0`
+// (mamba_run's block count, ring depth and row split),
+// `ZONOS_LANE_PRIORITY=decode|vocoder|equal` (which lane's stream is served first),
 // `ZONOS_MAMBA_STEP_EARLY=0` (mamba_step_gated requests its state after
 // the wait), `ZONOS_SCAN=seq` (the sequential prefill scan),
 // `ZONOS_TC_PARTS=3` (tc_wbf3), `ZONOS_TC_WG=0` (prefill projections on
