@@ -258,16 +258,19 @@ func (m *Model) backbone(st *State, hidden compute.Tensor, pos position, hook La
 	in := hidden
 	var residual compute.Tensor
 	run, _ := m.b.(compute.Mamba2Run)
+	declined := 0 // layers left of a run the backend declined
 	for i := 0; i < len(m.layers); {
 		// A decode step hands each run of Mamba2 blocks to the backend
-		// whole where it can take it (one pass, no stop between layers).
-		if n := runLength(m.layers[i:]); run != nil && T == 1 && hook == nil && n > 0 {
+		// whole where it can take it (one pass, no stop between layers);
+		// a declined run goes block by block.
+		if n := runLength(m.layers[i:]); run != nil && T == 1 && hook == nil && n > 0 && declined == 0 {
 			if h, r, ok := run.Mamba2Run(hidden, residual, runBlocks(m.layers[i:i+n], st.layers[i:i+n]), m.eps); ok {
 				m.free(in, hidden, residual)
 				hidden, residual = h, r
 				i += n
 				continue
 			}
+			declined = n
 		}
 		h, r := m.layers[i].forward(m.b, hidden, residual, st.layers[i], pos, m.eps)
 		if hook != nil {
@@ -275,6 +278,7 @@ func (m *Model) backbone(st *State, hidden compute.Tensor, pos position, hook La
 		}
 		m.free(in, hidden, residual)
 		hidden, residual = h, r
+		declined = max(declined-1, 0)
 		i++
 	}
 	// Only the last position's logits are needed and the norm is per
