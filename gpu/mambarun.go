@@ -63,10 +63,6 @@ func runRing() int {
 	return runDefaultStages
 }
 
-// runMLPOff (ZONOS_RUN_MLP=0, for measurements) declines runs led by an
-// attention layer's gated MLP: the MLP runs as kernels of its own.
-var runMLPOff = os.Getenv("ZONOS_RUN_MLP") == "0"
-
 // runStageSplit (ZONOS_RUN_BALANCE=0, for measurements) splits the
 // projections over the blocks in whole stages (8 in_proj rows), as first
 // written, instead of an even share of rows: 8512 rows on 128 blocks gave
@@ -113,9 +109,6 @@ func (b *Backend) Mamba2Run(hidden, residual compute.Tensor, blocks []compute.Ma
 	B, d := ht.shape[0], ht.shape[2]
 	mlp, F := 0, 0 // a leading gated MLP, its hidden width
 	if blocks[0].FC1 != nil {
-		if runMLPOff {
-			return nil, nil, false
-		}
 		w1, w2 := cast(blocks[0].FC1), cast(blocks[0].FC2)
 		F = runMLPHidden
 		if len(blocks) == 1 || w1.dt != compute.BF16 || w2.dt != compute.BF16 || len(w1.shape) != 2 || len(w2.shape) != 2 ||
