@@ -31,9 +31,6 @@ const (
 	runModel    = 2048      // the kernel's d_model
 	runSmem     = runStages * runStage
 	runLayerPtr = 12 // pointers in a MambaRunLayer
-	// runMLPHidden is the hidden width of the gated MLP a run may start
-	// with: fc2's K is 2048·4 (the kernel's activation slice).
-	runMLPHidden = 8192
 )
 
 // mambaRunOff (ZONOS_MAMBA_RUN=0) declines Mamba2Run: the blocks run one
@@ -107,27 +104,15 @@ func (b *Backend) Mamba2Run(hidden, residual compute.Tensor, blocks []compute.Ma
 		return nil, nil, false
 	}
 	B, d := ht.shape[0], ht.shape[2]
-	mlp, F := 0, 0 // a leading gated MLP, its hidden width
-	if blocks[0].FC1 != nil {
-		w1, w2 := cast(blocks[0].FC1), cast(blocks[0].FC2)
-		F = runMLPHidden
-		if len(blocks) == 1 || w1.dt != compute.BF16 || w2.dt != compute.BF16 || len(w1.shape) != 2 || len(w2.shape) != 2 ||
-			w1.shape[0] != 2*F || w1.shape[1] != d || w2.shape[0] != d || w2.shape[1] != F ||
-			cast(blocks[0].NormW).n() != d || (blocks[0].NormB != nil && cast(blocks[0].NormB).n() != d) ||
-			(2*F+b.runGrid()-1)/b.runGrid() > runMaxRows {
-			return nil, nil, false
-		}
-		mlp = 1
-	}
-	s := blocks[mlp].Spec
+	s := blocks[0].Spec
 	if !b.runFits(s, d, B) {
 		return nil, nil, false
 	}
-	for _, bl := range blocks[mlp:] {
+	for _, bl := range blocks {
 		wi, wo := cast(bl.InProj), cast(bl.OutProj)
 		E := 2*s.DInner + 2*s.DState + s.Heads
 		C := s.DInner + 2*s.DState
-		if bl.FC1 != nil || bl.Spec != s || wi.dt != compute.BF16 || wo.dt != compute.BF16 || len(wi.shape) != 2 || len(wo.shape) != 2 ||
+		if bl.Spec != s || wi.dt != compute.BF16 || wo.dt != compute.BF16 || len(wi.shape) != 2 || len(wo.shape) != 2 ||
 			wi.shape[0] != E || wi.shape[1] != d || wo.shape[0] != d || wo.shape[1] != s.DInner ||
 			cast(bl.ConvState).n() != B*C*s.DConv || cast(bl.SSMState).n() != B*s.Heads*s.HeadDim*s.DState ||
 			cast(bl.NormW).n() != d || (bl.NormB != nil && cast(bl.NormB).n() != d) {
@@ -148,7 +133,7 @@ func (b *Backend) Mamba2Run(hidden, residual compute.Tensor, blocks []compute.Ma
 			n := min(len(blocks), runMaxL)
 			hout = b.newTensor(compute.F32, B, 1, d)
 			rout = b.newTensor(compute.F32, B, 1, d)
-			b.mambaRun(in, res, hout, rout, blocks[:n], s, B, F, eps)
+			b.mambaRun(in, res, hout, rout, blocks[:n], s, B, eps)
 			if in != ht {
 				in.h.release()
 				res.h.release()
@@ -160,7 +145,7 @@ func (b *Backend) Mamba2Run(hidden, residual compute.Tensor, blocks []compute.Ma
 }
 
 // mambaRun launches mamba_run over up to runMaxL blocks (owner goroutine).
-func (b *Backend) mambaRun(hin, rin, hout, rout *tensor, blocks []compute.Mamba2RunBlock, s compute.Mamba2Spec, B, F int, eps float32) {
+func (b *Backend) mambaRun(hin, rin, hout, rout *tensor, blocks []compute.Mamba2RunBlock, s compute.Mamba2Spec, B int, eps float32) {
 	Di, H, P, N, Kc := s.DInner, s.Heads, s.HeadDim, s.DState, s.DConv
 	C := Di + 2*N
 	E := Di + C + H
@@ -168,7 +153,6 @@ func (b *Backend) mambaRun(hin, rin, hout, rout *tensor, blocks []compute.Mamba2
 	xbc := b.newTensor(compute.F32, B, C)
 	yg := b.newTensor(compute.F32, B, Di)
 	part := b.newTensor(compute.F32, B*H, 2) // doubles
-	up := b.newTensor(compute.F32, B, max(2*F, 1))
 	args := make([]byte, runArgBytes)
 	put := func(off int, p cu.DevicePtr) { binary.LittleEndian.PutUint64(args[off:], uint64(p)) }
 	ptrOf := func(t compute.Tensor) cu.DevicePtr {
@@ -179,12 +163,6 @@ func (b *Backend) mambaRun(hin, rin, hout, rout *tensor, blocks []compute.Mamba2
 	}
 	for i, bl := range blocks {
 		o := i * runLayerPtr * 8
-		if bl.FC1 != nil { // fc1, fc2 and norm2; no states (null: an MLP)
-			for k, p := range []cu.DevicePtr{cast(bl.FC1).ptr(), cast(bl.FC2).ptr(), ptrOf(bl.NormW), ptrOf(bl.NormB)} {
-				put(o+8*k, p)
-			}
-			continue
-		}
 		for k, p := range []cu.DevicePtr{
 			cast(bl.InProj).ptr(), cast(bl.OutProj).ptr(), ptrOf(bl.NormW), ptrOf(bl.NormB),
 			ptrOf(bl.W.ConvWeight), ptrOf(bl.W.ConvBias), f32Of(bl.ConvState, "Mamba2Run").ptr(),
@@ -198,21 +176,21 @@ func (b *Backend) mambaRun(hin, rin, hout, rout *tensor, blocks []compute.Mamba2
 	if rin != nil {
 		rp = rin.ptr()
 	}
-	for k, p := range []cu.DevicePtr{hin.ptr(), rp, hout.ptr(), rout.ptr(), zx.ptr(), xbc.ptr(), yg.ptr(), part.ptr(), b.runSync, b.runTrace, up.ptr()} {
+	for k, p := range []cu.DevicePtr{hin.ptr(), rp, hout.ptr(), rout.ptr(), zx.ptr(), xbc.ptr(), yg.ptr(), part.ptr(), b.runSync, b.runTrace} {
 		put(o+8*k, p)
 	}
-	o += 11 * 8
-	for k, v := range []int{len(blocks), B, E, Di, C, H, P, N, Kc, F} {
+	o += 10 * 8
+	for k, v := range []int{len(blocks), B, E, Di, C, H, P, N, Kc} {
 		binary.LittleEndian.PutUint32(args[o+4*k:], uint32(v))
 	}
-	o += 10 * 4
+	o += 9 * 4
 	binary.LittleEndian.PutUint32(args[o:], math.Float32bits(eps))
 	binary.LittleEndian.PutUint32(args[o+4:], math.Float32bits(s.Eps))
 	stages := runRing()
 	binary.LittleEndian.PutUint32(args[o+8:], uint32(stages))
 	binary.LittleEndian.PutUint32(args[o+12:], uint32(b2i(!runStageSplit)))
 	b.launchSmem(b.k["mamba_run"], [3]int{b.runGrid(), 1, 1}, [3]int{runThreads, 1, 1}, stages*runStage, args)
-	for _, t := range []*tensor{zx, xbc, yg, part, up} {
+	for _, t := range []*tensor{zx, xbc, yg, part} {
 		t.h.release()
 	}
 }

@@ -14,13 +14,11 @@ import (
 )
 
 // TestMamba2Run: the persistent run of Mamba2 blocks (mamba_run) against
-// the same blocks one by one (AddLayerNorm, then Mamba2Block; a leading
-// gated MLP as AddLayerNorm, Linear, SwiGLU, Linear) on copies of the same
-// states, over three consecutive steps: outputs, residual stream and both
-// states agree to rounding (the norms' sums are added in other orders).
-// Runs of 1, 3 (the hybrid's) and 9 blocks (two launches), with and
-// without a leading MLP, an incoming residual and a norm bias, for one and
-// two rows, 128 and 132 blocks, both row splits.
+// the same blocks one by one (AddLayerNorm, then Mamba2Block) on copies of
+// the same states, over three consecutive steps: outputs, residual stream
+// and both states agree to rounding (the norms' sums are added in other
+// orders). Runs of 1, 3 (the hybrid's) and 9 blocks (two launches), with
+// and without an incoming residual and a norm bias, for one and two rows.
 func TestMamba2Run(t *testing.T) {
 	need(t)
 	s := compute.Mamba2Spec{DInner: 4096, Heads: 64, HeadDim: 64, DState: 128, Groups: 1, DConv: 4, Eps: 1e-5}
@@ -50,18 +48,13 @@ func TestMamba2Run(t *testing.T) {
 		ws = append(ws, bw)
 	}
 	defer func(n int, split bool) { runBlocksEnv, runStageSplit = n, split }(runBlocksEnv, runStageSplit)
-	const F = runMLPHidden
-	mlp := compute.Mamba2RunBlock{NormW: randW(t, r, compute.F32, 1, d).g, NormB: randW(t, r, compute.F32, 0.2, d).g,
-		FC1: randW(t, r, compute.BF16, 1/math.Sqrt(d), 2*F, d).g, FC2: randW(t, r, compute.BF16, 1/math.Sqrt(F), d, F).g}
 	for _, c := range []struct {
 		L, B     int
 		residual bool
 		blocks   int  // ZONOS_RUN_BLOCKS (0: the default)
 		split    bool // ZONOS_RUN_BALANCE=0
-		mlp      bool // led by a gated MLP
-	}{{3, 2, true, 0, false, false}, {3, 2, false, 0, false, false}, {1, 2, true, 0, false, false}, {9, 2, true, 0, false, false},
-		{3, 1, true, 0, false, false}, {3, 2, true, 132, false, false}, {3, 2, true, 0, true, false},
-		{3, 2, true, 0, false, true}, {1, 1, true, 0, false, true}, {9, 2, true, 0, false, true}, {3, 2, true, 132, true, true}} {
+	}{{3, 2, true, 0, false}, {3, 2, false, 0, false}, {1, 2, true, 0, false}, {9, 2, true, 0, false}, {3, 1, true, 0, false},
+		{3, 2, true, 132, false}, {3, 2, true, 0, true}} {
 		runBlocksEnv, runStageSplit = c.blocks, c.split
 		var convs, ssms [2][]compute.Tensor
 		for i := 0; i < c.L; i++ {
@@ -76,9 +69,6 @@ func TestMamba2Run(t *testing.T) {
 			blocks[i] = compute.Mamba2RunBlock{NormW: ws[i].nw, NormB: ws[i].nb, InProj: ws[i].wi, OutProj: ws[i].wo,
 				W: ws[i].w, ConvState: convs[0][i], SSMState: ssms[0][i], Spec: s}
 		}
-		if c.mlp {
-			blocks = append([]compute.Mamba2RunBlock{mlp}, blocks...)
-		}
 		for step := 0; step < 3; step++ {
 			h := gb.FromF32(randVals(r, c.B*d, 1), c.B, 1, d)
 			var res compute.Tensor
@@ -90,10 +80,6 @@ func TestMamba2Run(t *testing.T) {
 				t.Fatalf("Mamba2Run declined %+v", c)
 			}
 			h2, r2 := h, res
-			if c.mlp {
-				x, rr := gb.AddLayerNorm(h2, r2, mlp.NormW, mlp.NormB, 1e-5)
-				h2, r2 = gb.Linear(gb.SwiGLU(gb.Linear(x, mlp.FC1, nil)), mlp.FC2, nil), rr
-			}
 			for i := 0; i < c.L; i++ {
 				x, rr := gb.AddLayerNorm(h2, r2, ws[i].nw, ws[i].nb, 1e-5)
 				y, ok := gb.Mamba2Block(x, ws[i].wi, ws[i].wo, ws[i].w, convs[1][i], ssms[1][i], s)
@@ -102,7 +88,7 @@ func TestMamba2Run(t *testing.T) {
 				}
 				h2, r2 = y, rr
 			}
-			name := fmt.Sprintf("Mamba2Run L%d B%d residual %v blocks %d split %v mlp %v step %d", c.L, c.B, c.residual, gb.runGrid(), c.split, c.mlp, step)
+			name := fmt.Sprintf("Mamba2Run L%d B%d residual %v blocks %d split %v step %d", c.L, c.B, c.residual, gb.runGrid(), c.split, step)
 			checkVals(t, name+" hidden", gb.ReadF32(h2), gb.ReadF32(h1), 1e-4)
 			checkVals(t, name+" residual", gb.ReadF32(r2), gb.ReadF32(r1), 1e-4)
 			for i := 0; i < c.L; i++ {
@@ -127,8 +113,7 @@ func TestMamba2Run(t *testing.T) {
 }
 
 // TestMamba2RunTrace (figures, not a gate) times a hybrid run of three
-// Mamba2 blocks, alone and led by a gated MLP of the real shape, as
-// mamba_run and as the blocks one by one, each replayed
+// Mamba2 blocks as mamba_run and as the blocks one by one, each replayed
 // from a recorded graph of 20 runs (GPU events), and logs where a
 // mamba_run's time goes from its blocks' global-timer stamps: when the
 // blocks became resident, and each phase's end and barrier, as the
@@ -166,36 +151,14 @@ func TestMamba2RunTrace(t *testing.T) {
 			}
 		}
 	}
-	const F = runMLPHidden
-	mlp := compute.Mamba2RunBlock{NormW: randW(t, r, compute.F32, 1, d).g, NormB: randW(t, r, compute.F32, 0.2, d).g,
-		FC1: randW(t, r, compute.BF16, 1/math.Sqrt(d), 2*F, d).g, FC2: randW(t, r, compute.BF16, 1/math.Sqrt(F), d, F).g}
-	withMLP := append([]compute.Mamba2RunBlock{mlp}, blocks...)
-	byRunMLP := func() {
-		for i := 0; i < reps; i++ {
-			gb.Mamba2Run(h, res, withMLP, 1e-5)
-		}
-	}
-	oneByOneMLP := func() {
-		for i := 0; i < reps; i++ {
-			x, rr := gb.AddLayerNorm(h, res, mlp.NormW, mlp.NormB, 1e-5)
-			hh, r2 := gb.Linear(gb.SwiGLU(gb.Linear(x, mlp.FC1, nil)), mlp.FC2, nil), rr
-			for _, bl := range blocks {
-				x, r3 := gb.AddLayerNorm(hh, r2, bl.NormW, bl.NormB, 1e-5)
-				hh, _ = gb.Mamba2Block(x, bl.InProj, bl.OutProj, bl.W, bl.ConvState, bl.SSMState, s)
-				r2 = r3
-			}
-		}
-	}
 	weights := float64(L) * 2 * float64(E*d+d*s.DInner)
-	weightsMLP := weights + 2*float64(3*F*d)
 	defer func(n, s int) { runBlocksEnv, runStagesEnv = n, s }(runBlocksEnv, runStagesEnv)
 	for _, c := range []struct {
 		name           string
 		fn             func()
 		blocks, stages int
 	}{{"mamba_run", byRun, 0, 0}, {"one by one", oneByOne, 0, 0}, {"mamba_run", byRun, 0, 0}, {"one by one", oneByOne, 0, 0},
-		{"mamba_run", byRun, 132, 0}, {"mamba_run", byRun, 0, 4}, {"mamba_run", byRun, 0, 3},
-		{"MLP + run", byRunMLP, 0, 0}, {"MLP, 1 by 1", oneByOneMLP, 0, 0}, {"MLP + run", byRunMLP, 0, 0}, {"MLP, 1 by 1", oneByOneMLP, 0, 0}} {
+		{"mamba_run", byRun, 132, 0}, {"mamba_run", byRun, 0, 4}, {"mamba_run", byRun, 0, 3}} {
 		runBlocksEnv, runStagesEnv = c.blocks, c.stages
 		g, err := gb.Capture(c.fn)
 		if err != nil {
@@ -205,11 +168,7 @@ func TestMamba2RunTrace(t *testing.T) {
 		d := gb.Time(func() { _ = g.Launch() })
 		g.Destroy()
 		per := d.Seconds() / reps
-		w := weights
-		if c.name[:3] == "MLP" {
-			w = weightsMLP
-		}
-		t.Logf("3 Mamba2 blocks, %-11s (%d blocks, %d stages): %.1f µs a run (%.0f GB/s of weights)", c.name, gb.runGrid(), runRing(), per*1e6, w/per/1e9)
+		t.Logf("3 Mamba2 blocks, %-10s (%d blocks, %d stages): %.1f µs a run (%.0f GB/s of weights)", c.name, gb.runGrid(), runRing(), per*1e6, weights/per/1e9)
 	}
 	runBlocksEnv, runStagesEnv = 0, 0
 	trace := gb.Zeros(gb.sms*runStamps, 2) // uint64 stamps

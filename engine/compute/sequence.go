@@ -87,28 +87,23 @@ type Mamba2Block interface {
 //	hidden = Mamba2Block(x, …)
 //
 // in one pass, where the backend can stream the run's weights without
-// stopping between its layers. The run may start with an attention
-// layer's gated MLP (a block with FC1 set: hidden = FC2(SwiGLU(FC1(x))) after
-// its norm), which a backbone's attention layers end with. residual is
-// nil before the backbone's first block. It returns the last block's
-// (hidden, residual), and updates every block's states as Mamba2 does;
-// the arithmetic is the blocks' up to the order of sums. ok is false, and
-// nothing is done, where the backend has no such path for these shapes:
-// the caller then runs the blocks one by one.
+// stopping between its layers. residual is nil before the backbone's first
+// block. It returns the last block's (hidden, residual), and updates every
+// block's states as Mamba2 does; the arithmetic is the blocks' up to the
+// order of sums. ok is false, and nothing is done, where the backend has no
+// such path for these shapes: the caller then runs the blocks one by one.
 type Mamba2Run interface {
 	Mamba2Run(hidden, residual Tensor, blocks []Mamba2RunBlock, eps float32) (h, r Tensor, ok bool)
 }
 
-// Mamba2RunBlock is one block of a Mamba2Run: its norm, then either its
-// Mamba2 mixer's projections, weights and states, or (FC1 and FC2 set) a
-// gated MLP's projections.
+// Mamba2RunBlock is one block of a Mamba2Run: its norm, its mixer's
+// projections and weights, and its states.
 type Mamba2RunBlock struct {
 	NormW, NormB        Tensor // LayerNorm [d] (NormB may be nil)
 	InProj, OutProj     Tensor
 	W                   Mamba2Weights
 	ConvState, SSMState Tensor
 	Spec                Mamba2Spec
-	FC1, FC2            Tensor // a gated MLP: fc1 [2F, d], fc2 [d, F]
 }
 
 // PackedAttention is an optional SequenceOps extension: Attention reading

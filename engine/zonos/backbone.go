@@ -158,15 +158,6 @@ type position struct {
 // stream (nil before the first block) and returns the new (hidden,
 // residual) pair; the stream after the block is hidden + residual.
 func (l *layer) forward(b compute.Backend, hidden, residual compute.Tensor, st layerState, pos position, eps float32) (compute.Tensor, compute.Tensor) {
-	hidden, residual = l.mix(b, hidden, residual, st, pos, eps)
-	if l.mlp != nil {
-		hidden, residual = l.mlpForward(b, hidden, residual, eps)
-	}
-	return hidden, residual
-}
-
-// mix is the block's first half: norm, then the mixer.
-func (l *layer) mix(b compute.Backend, hidden, residual compute.Tensor, st layerState, pos position, eps float32) (compute.Tensor, compute.Tensor) {
 	x, residual := b.AddLayerNorm(hidden, residual, l.norm.w, l.norm.b, eps)
 	if l.attn != nil {
 		hidden = l.attn.forward(b, x, st, pos)
@@ -174,21 +165,18 @@ func (l *layer) mix(b compute.Backend, hidden, residual compute.Tensor, st layer
 		hidden = l.ssm.forward(b, x, st)
 	}
 	b.Free(x)
-	return hidden, residual
-}
-
-// mlpForward is the block's second half (attention layers): norm2, then
-// the gated MLP; it frees the mixer's output and the stream it was given.
-func (l *layer) mlpForward(b compute.Backend, mixed, stream compute.Tensor, eps float32) (compute.Tensor, compute.Tensor) {
-	x, residual := b.AddLayerNorm(mixed, stream, l.norm2.w, l.norm2.b, eps)
-	b.Free(mixed)
-	b.Free(stream)
-	up := b.Linear(x, l.mlp.fc1, nil)
-	b.Free(x)
-	act := b.SwiGLU(up)
-	b.Free(up)
-	hidden := b.Linear(act, l.mlp.fc2, nil)
-	b.Free(act)
+	if l.mlp != nil {
+		mixed, stream := hidden, residual
+		x, residual = b.AddLayerNorm(mixed, stream, l.norm2.w, l.norm2.b, eps)
+		b.Free(mixed)
+		b.Free(stream)
+		up := b.Linear(x, l.mlp.fc1, nil)
+		b.Free(x)
+		act := b.SwiGLU(up)
+		b.Free(up)
+		hidden = b.Linear(act, l.mlp.fc2, nil)
+		b.Free(act)
+	}
 	return hidden, residual
 }
 
@@ -233,11 +221,6 @@ func runLength(layers []*layer) int {
 		n++
 	}
 	return n
-}
-
-// mlpBlock describes the layer's norm2 and gated MLP for compute.Mamba2Run.
-func (l *layer) mlpBlock() compute.Mamba2RunBlock {
-	return compute.Mamba2RunBlock{NormW: l.norm2.w, NormB: l.norm2.b, FC1: l.mlp.fc1, FC2: l.mlp.fc2}
 }
 
 // runBlocks describes layers (all Mamba2 blocks without MLP) and their

@@ -27,10 +27,6 @@ func (r *runBackend) Mamba2Run(hidden, residual compute.Tensor, blocks []compute
 	}
 	for _, bl := range blocks {
 		x, res := r.AddLayerNorm(hidden, residual, bl.NormW, bl.NormB, eps)
-		if bl.FC1 != nil {
-			hidden, residual = r.Linear(r.SwiGLU(r.Linear(x, bl.FC1, nil)), bl.FC2, nil), res
-			continue
-		}
 		zx := r.Linear(x, bl.InProj, nil)
 		y := r.Mamba2(zx, bl.W, bl.ConvState, bl.SSMState, bl.Spec)
 		hidden, residual = r.Linear(y, bl.OutProj, nil), res
@@ -40,11 +36,9 @@ func (r *runBackend) Mamba2Run(hidden, residual compute.Tensor, blocks []compute
 
 // TestBackboneMamba2Runs: a decode step hands each run of consecutive
 // Mamba2 blocks without an MLP to a backend with compute.Mamba2Run, whole
-// and led by the MLP of the attention layer before it (the tiny hybrid's
-// attention layers 0 and 3 give runs of 1 + 2 and 1 + 1 blocks), and the
-// prefill and layer-hooked steps do not; the logits are exactly the plain
-// backend's, whether the backend takes the runs or declines them (a
-// declined run led by an MLP is offered again without it).
+// (the tiny hybrid's attention layers 0 and 3 leave runs of 2 and 1),
+// and the prefill and layer-hooked steps do not; the logits are exactly
+// the plain backend's, whether the backend takes the runs or declines them.
 func TestBackboneMamba2Runs(t *testing.T) {
 	dir := golden.Pack(t, "zonos-hybrid-tiny")
 	logits := func(b compute.Backend) [][]float32 {
@@ -89,13 +83,8 @@ func TestBackboneMamba2Runs(t *testing.T) {
 				t.Errorf("declines %v: logits of call %d differ from the plain backend's", declines, i)
 			}
 		}
-		// Three unhooked steps, each with the runs MLP 0 + layers 1–2 and
-		// MLP 3 + layer 4; declined, each again without its MLP.
-		wantRuns := []int{3, 2, 3, 2, 3, 2}
-		if declines {
-			wantRuns = []int{3, 2, 2, 1, 3, 2, 2, 1, 3, 2, 2, 1}
-		}
-		if !slices.Equal(rb.runs, wantRuns) {
+		// Three unhooked steps, each with a run of layers 1–2 and one of layer 4.
+		if wantRuns := []int{2, 1, 2, 1, 2, 1}; !slices.Equal(rb.runs, wantRuns) {
 			t.Errorf("declines %v: runs handed to the backend %v, want %v", declines, rb.runs, wantRuns)
 		}
 	}

@@ -261,26 +261,8 @@ func (m *Model) backbone(st *State, hidden compute.Tensor, pos position, hook La
 	declined := 0 // layers left of a run the backend declined
 	for i := 0; i < len(m.layers); {
 		// A decode step hands each run of Mamba2 blocks to the backend
-		// whole where it can take it (one pass, no stop between layers),
-		// led by the gated MLP of the attention layer before it; a
-		// declined run goes block by block (one led by an MLP is offered
-		// again without it).
-		if l := m.layers[i]; run != nil && T == 1 && hook == nil && l.attn != nil && l.mlp != nil {
-			mh, mr := l.mix(m.b, hidden, residual, st.layers[i], pos, m.eps)
-			m.free(in, hidden, residual)
-			n := runLength(m.layers[i+1:])
-			blocks := append([]compute.Mamba2RunBlock{l.mlpBlock()}, runBlocks(m.layers[i+1:i+1+n], st.layers[i+1:i+1+n])...)
-			if h, r, ok := run.Mamba2Run(mh, mr, blocks, m.eps); ok {
-				m.b.Free(mh)
-				m.b.Free(mr)
-				hidden, residual = h, r
-				i += 1 + n
-				continue
-			}
-			hidden, residual = l.mlpForward(m.b, mh, mr, m.eps)
-			i++
-			continue
-		}
+		// whole where it can take it (one pass, no stop between layers);
+		// a declined run goes block by block.
 		if n := runLength(m.layers[i:]); run != nil && T == 1 && hook == nil && n > 0 && declined == 0 {
 			if h, r, ok := run.Mamba2Run(hidden, residual, runBlocks(m.layers[i:i+n], st.layers[i:i+n]), m.eps); ok {
 				m.free(in, hidden, residual)

@@ -796,11 +796,9 @@ SCAN_PRE(8)
 
 // ---------------------------------------------------------------------------
 // mamba_run: a decode step's run of consecutive Mamba2 blocks (add-norm and
-// mixer, no MLP; in the hybrid the three between two attention layers),
-// led by the gated MLP that ends the attention layer before them (norm2,
-// fc1, y·silu(gate), fc2: two phases of its own), in one persistent
-// kernel, so the weights stream without stopping at the kernel boundaries
-// (issue 7's remaining lever: docs/gpu/2026-11-30-session17).
+// mixer, no MLP; in the hybrid the three between two attention layers) in
+// one persistent kernel, so the weights stream without stopping at the
+// kernel boundaries (issue 7's remaining lever: docs/gpu/2026-11-30-session17).
 //
 // Why: as separate kernels (layernorm_v4, gemv_chunk_conv,
 // mamba_step_gated, gemv_chunk_norm) a layer's row work is a chain of
@@ -845,12 +843,10 @@ SCAN_PRE(8)
 #define MR_KC 4       // conv width
 #define MR_TRACE 64   // trace stamps per block
 
-// MambaRunLayer is one block's tensors (gpu.Mamba2Run fills it): a Mamba2
-// block, or (sst null) the gated MLP of an attention layer, whose fc1 and
-// fc2 are win and wout and whose norm2 is lnw and lnb.
+// MambaRunLayer is one block's tensors (gpu.Mamba2Run fills it).
 struct MambaRunLayer {
-    const unsigned short* win;  // in_proj [E, 2048] BF16 (MLP: fc1 [2F, 2048])
-    const unsigned short* wout; // out_proj [2048, Di] BF16 (MLP: fc2 [2048, F])
+    const unsigned short* win;  // in_proj [E, 2048] BF16
+    const unsigned short* wout; // out_proj [2048, Di] BF16
     const float* lnw;           // LayerNorm weight [2048]
     const float* lnb;           // LayerNorm bias [2048] or null
     const float* cw;            // conv weight [C, Kc]
@@ -879,9 +875,7 @@ struct MambaRunArgs {
     // wait returned, then per layer 7: norm done, in_proj done, barrier,
     // scan done, barrier, out_proj done, barrier (TestMamba2RunTrace).
     unsigned long long* trace;
-    float* up;        // scratch [B, 2F]: an MLP's fc1 outputs
     int L, B, E, Di, C, H, P, N, Kc;
-    int F;            // the MLPs' hidden width (fc2's K: 2048·KT, KT = 4)
     float ln_eps, norm_eps;
     int stages;   // ring stages (≤ MR_STAGES; the dynamic shared memory is stages·MR_STAGE)
     int balanced; // split the projections' rows evenly over the blocks (else whole stages)
@@ -963,35 +957,6 @@ __device__ __forceinline__ void mr_gemv_stage(const uint4* stage, unsigned long 
     const float sum = reduce_scatter<V>(acc, lane);
     if (lane < V) part[warp][lane] = sum;
 }
-
-// mr_gemv runs a phase's n GEMV stages from the ring, each stage's
-// partials into pbuf[stage], and returns when every warp's are there.
-template <int KT>
-__device__ __forceinline__ void mr_gemv(const uint4* ring, unsigned long long* full, unsigned long long* empty, MrRing& rg,
-                                        int n, const float (&xa)[KT][2][8], float (*pbuf)[8][16]) {
-    for (int s = 0; s < n; s++) {
-        mbar_wait(&full[rg.slot], rg.ph);
-        mr_gemv_stage<KT>(ring + rg.slot * 2048, &empty[rg.slot], xa, pbuf[s]);
-        rg.next();
-    }
-    mr_bar();
-}
-
-// mr_finish adds up a phase's partials of output rows [lo, hi) (8/KT
-// rows a stage from lo), one output (row, CFG row m < B) per thread at a
-// time, in warp order, and hands each to store(m, n, value).
-template <int KT, typename Store>
-__device__ __forceinline__ void mr_finish(float (*pbuf)[8][16], int n, int lo, int hi, int B, Store store) {
-    constexpr int RS = 8 / KT, V = 2 * RS;
-    for (int idx = threadIdx.x; idx < n * V; idx += 256) {
-        const int k = idx / V, v = idx % V, row = v >> 1, m = v & 1, r = lo + RS * k + row;
-        if (r >= hi || m >= B) continue;
-        float out = 0.f;
-#pragma unroll
-        for (int q = 0; q < 8; q++) out += pbuf[k][q][v];
-        store(m, r, out);
-    }
-}
 #endif
 
 extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const MambaRunArgs a) {
@@ -1006,25 +971,19 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
     const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
     const int G = gridDim.x, j = blockIdx.x;
     const int L = a.L, B = a.B, E = a.E, Di = a.Di, C = a.C, H = a.H, P = a.P, N = a.N, Kc = a.Kc;
-    // The block's rows of in_proj [rlo, rhi), out_proj [olo, ohi), fc1
-    // [flo, fhi) and fc2 [plo, phi), in stages of 8, 4, 8 and 2 rows (the
-    // last may be short): an even share of the rows (balanced), or of
-    // whole stages.
-    auto split = [&](int rows, int per, int* lo, int* hi) {
-        if (a.balanced) {
-            *lo = (int)((long long)rows * j / G), *hi = (int)((long long)rows * (j + 1) / G);
-        } else {
-            const int S = (rows + per - 1) / per;
-            *lo = per * (int)((long long)S * j / G), *hi = min(per * (int)((long long)S * (j + 1) / G), rows);
-        }
-    };
-    const int F = a.F;
-    int rlo, rhi, olo, ohi, flo = 0, fhi = 0, plo = 0, phi = 0;
-    split(E, 8, &rlo, &rhi);
-    split(D, 4, &olo, &ohi);
-    if (F > 0) split(2 * F, 8, &flo, &fhi), split(D, 2, &plo, &phi);
+    // The block's rows of in_proj [rlo, rhi) and of out_proj [olo, ohi),
+    // in stages of 8 and 4 rows (the last may be short): an even share of
+    // the rows (balanced), or of whole stages.
+    int rlo, rhi, olo, ohi;
+    if (a.balanced) {
+        rlo = (int)((long long)E * j / G), rhi = (int)((long long)E * (j + 1) / G);
+        olo = (int)((long long)D * j / G), ohi = (int)((long long)D * (j + 1) / G);
+    } else {
+        const int S1 = (E + 7) / 8, S2 = (D + 3) / 4;
+        rlo = 8 * (int)((long long)S1 * j / G), rhi = min(8 * (int)((long long)S1 * (j + 1) / G), E);
+        olo = 4 * (int)((long long)S2 * j / G), ohi = min(4 * (int)((long long)S2 * (j + 1) / G), D);
+    }
     const int n1 = (rhi - rlo + 7) / 8, n2 = (ohi - olo + 3) / 4; // stages
-    const int nf1 = (fhi - flo + 7) / 8, nf2 = (phi - plo + 1) / 2;
     const int U = B * H;
     unsigned long long started; // the block's start, stamped after the wait
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(started));
@@ -1049,11 +1008,6 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         };
         for (int l = 0; l < L; l++) {
             const MambaRunLayer& ly = a.layer[l];
-            if (!ly.sst) { // an MLP: fc1, fc2
-                for (int s = 0; s < nf1; s++) push(ly.win + (long long)(flo + 8 * s) * D, (unsigned)(min(8, fhi - flo - 8 * s) * D * 2));
-                for (int s = 0; s < nf2; s++) push(ly.wout + (long long)(plo + 2 * s) * F, (unsigned)(min(2, phi - plo - 2 * s) * F * 2));
-                continue;
-            }
             for (int s = 0; s < n1; s++) push(ly.win + (long long)(rlo + 8 * s) * D, (unsigned)(min(8, rhi - rlo - 8 * s) * D * 2));
             for (int u = j; u < U; u += G) push(ly.sst + (long long)u * P * N, (unsigned)(P * N * 4));
             for (int s = 0; s < n2; s++) push(ly.wout + (long long)(olo + 4 * s) * Di, (unsigned)(min(4, ohi - olo - 4 * s) * Di * 2));
@@ -1069,7 +1023,7 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
     // queued behind the producer's stream.
     float4 lw[2], lb[2];
     auto load_small = [&](const MambaRunLayer& ly) {
-        for (int i = t; ly.sst && i < rhi - rlo; i += 256) {
+        for (int i = t; i < rhi - rlo; i += 256) {
             const int c = rlo + i - Di;
             if (c >= 0 && c < C) {
 #pragma unroll
@@ -1154,54 +1108,20 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         }
         if (t == 0) mr_stamp(a.trace, ts);
         ts++;
-        if (!ly.sst) {
-            // An attention layer's gated MLP: fc1, then fc2 on
-            // y·silu(gate) of [y | gate] = fc1's outputs (swiglu's
-            // arithmetic). Trace: fc1 done, barrier, the activation
-            // (twice), fc2 done, barrier.
-            mr_gemv<1>(ring, full, empty, rg, nf1, xa, pbuf);
-            mr_finish<1>(pbuf, nf1, flo, fhi, B, [&](int m, int n, float out) { a.up[(long long)m * 2 * F + n] = out; });
-            if (t == 0) mr_stamp(a.trace, ts);
-            ts++;
-            mr_arrive(a.sync);
-            mr_wait(a.sync, ++syncs * G);
-            if (t == 0) mr_stamp(a.trace, ts);
-            ts++;
-            float xf[4][2][8];
-#pragma unroll
-            for (int m = 0; m < 2; m++) {
-                const float* um = a.up + (long long)min(m, B - 1) * 2 * F;
-#pragma unroll
-                for (int kt = 0; kt < 4; kt++) {
-                    const int k = 8 * (t + 256 * kt);
-                    const float4 y0 = ldcg4(um + k), y1 = ldcg4(um + k + 4), g0 = ldcg4(um + F + k), g1 = ldcg4(um + F + k + 4);
-                    const float yv[8] = {y0.x, y0.y, y0.z, y0.w, y1.x, y1.y, y1.z, y1.w};
-                    const float gv[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
-#pragma unroll
-                    for (int i = 0; i < 8; i++) xf[kt][m][i] = __fmul_rn(yv[i], silu_ref(gv[i]));
-                }
-            }
-            for (int q = 0; q < 2; q++) {
-                if (t == 0) mr_stamp(a.trace, ts);
-                ts++;
-            }
-            mr_gemv<4>(ring, full, empty, rg, nf2, xf, pbuf);
-            mr_finish<4>(pbuf, nf2, plo, phi, B, [&](int m, int n, float out) { a.hout[(long long)m * D + n] = out; });
-            if (t == 0) mr_stamp(a.trace, ts);
-            ts++;
-            if (l + 1 < L) {
-                mr_arrive(a.sync);
-                load_small(a.layer[l + 1]); // while the other blocks arrive
-                mr_wait(a.sync, ++syncs * G);
-            }
-            if (t == 0) mr_stamp(a.trace, ts);
-            ts++;
-            continue;
-        }
         // in_proj: every stage's partials, then the outputs (and the conv
         // on the xBC ones) on as many threads at once.
-        mr_gemv<1>(ring, full, empty, rg, n1, xa, pbuf);
-        mr_finish<1>(pbuf, n1, rlo, rhi, B, [&](int m, int n, float out) {
+        for (int s = 0; s < n1; s++) {
+            mbar_wait(&full[rg.slot], rg.ph);
+            mr_gemv_stage<1>(ring + rg.slot * 2048, &empty[rg.slot], xa, pbuf[s]);
+            rg.next();
+        }
+        mr_bar();
+        for (int idx = t; idx < n1 * 16; idx += 256) {
+            const int k = idx >> 4, v = idx & 15, row = v >> 1, m = v & 1, n = rlo + 8 * k + row;
+            if (n >= rhi || m >= B) continue;
+            float out = 0.f;
+#pragma unroll
+            for (int q = 0; q < 8; q++) out += pbuf[k][q][v];
             a.zx[(long long)m * E + n] = out;
             const int c = n - Di, i = n - rlo;
             if (c >= 0 && c < C) {
@@ -1216,7 +1136,7 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
                 }
                 a.xbc[(long long)m * C + c] = silu_ref(acc);
             }
-        });
+        }
         if (t == 0) mr_stamp(a.trace, ts);
         ts++;
         mr_arrive(a.sync);
@@ -1372,8 +1292,20 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
                 for (int i = 0; i < 8; i++) xo[kt][m][i] = __fmul_rn(__fmul_rn(xo[kt][m][i], r), nv[i]);
             }
         }
-        mr_gemv<2>(ring, full, empty, rg, n2, xo, pbuf);
-        mr_finish<2>(pbuf, n2, olo, ohi, B, [&](int m, int n, float out) { a.hout[(long long)m * D + n] = out; });
+        for (int s = 0; s < n2; s++) {
+            mbar_wait(&full[rg.slot], rg.ph);
+            mr_gemv_stage<2>(ring + rg.slot * 2048, &empty[rg.slot], xo, pbuf[s]);
+            rg.next();
+        }
+        mr_bar();
+        for (int idx = t; idx < n2 * 8; idx += 256) {
+            const int k = idx >> 3, v = idx & 7, row = v >> 1, m = v & 1, n = olo + 4 * k + row;
+            if (n >= ohi || m >= B) continue;
+            float out = 0.f;
+#pragma unroll
+            for (int q = 0; q < 8; q++) out += pbuf[k][q][v];
+            a.hout[(long long)m * D + n] = out;
+        }
         if (t == 0) mr_stamp(a.trace, ts);
         ts++;
         if (l + 1 < L) {
