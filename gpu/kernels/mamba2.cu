@@ -818,22 +818,26 @@ SCAN_PRE(8)
 //     thread keeping elements 8t … 8t+7 of both rows — exactly the slice of
 //     the activation the GEMV's layout gives thread t — and the residual
 //     stream in registers; then in_proj over the block's even share of
-//     rows, whose xBC outputs run the causal conv (state prefetched into
-//     shared memory during the norm), as gemv_chunk_conv;
+//     rows, each stage's products left per warp and added up at the
+//     phase's end, where the xBC outputs run the causal conv (its state
+//     and weights requested into shared memory a phase ahead), as
+//     gemv_chunk_conv;
 //  2. the scan: one (row, head) per block, its state rows taken from the
-//     ring, as mamba_step_gated (y·silu(z), sums of squares per head);
+//     ring, its 8 rows a warp side by side, as mamba_step_gated
+//     (y·silu(z), sums of squares per head);
 //  3. out_proj over the block's rows with the gated RMSNorm applied as the
 //     activation is loaded, as gemv_chunk_norm.
 // The GEMV stages are gemv_chunk's layout (8 pieces of 4 KiB a 32 KiB
 // stage, piece t + 256·p is k8 = t + 256·(p % KT) of row p / KT), so the
-// products are the same; sums of the norm and the scan's parts are in
-// other orders (not bit-identical to the kernels it replaces).
+// products are the same; the norms' sums are in other orders (float64
+// sums of floats: TestMamba2Run found no difference, but none is promised).
 //
 // Every block must be resident at once (grid barriers): one block per SM
-// (≈ 199 KB of shared memory each), at most as many blocks as SMs. Blocks
-// that are not yet resident wait only for kernels that do not wait on this
-// one, so they become resident; a barrier that waits over 2 s traps (an
-// error, not a hang).
+// (the ring's stages of 32 KiB, 4 by default, and 16 KB more), at most as
+// many blocks as SMs (128 of 132 by default: gpu.runGrid). Blocks that are
+// not yet resident wait only for kernels that do not wait on this one, so
+// they become resident; a barrier that waits over 2 s traps (an error, not
+// a hang).
 #define MR_WARPS 8
 #define MR_THREADS (MR_WARPS * 32 + 32)
 #define MR_STAGE 32768
