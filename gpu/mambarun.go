@@ -64,6 +64,8 @@ func runRing() int {
 // projections over the blocks in whole stages (8 in_proj rows), as first
 // written, instead of an even share of rows: 8512 rows on 128 blocks gave
 // 40 blocks 9 stages and the rest 8, and every barrier waits for the last.
+// In the step the two measured the same (docs/gpu/2026-11-30-session17,
+// run 10: step graph 1.510 ms even, 1.513 ms whole stages).
 var runStageSplit = os.Getenv("ZONOS_RUN_BALANCE") == "0"
 
 // runSpareSMs are the SMs mamba_run leaves to other kernels (the
