@@ -13,6 +13,18 @@ import (
 	"zonostream/engine/compute"
 )
 
+// needRun skips a test where mamba_run does not serve the real hybrid's
+// Mamba2 blocks (no GPU, or not Hopper), and returns their spec.
+func needRun(t *testing.T) compute.Mamba2Spec {
+	t.Helper()
+	need(t)
+	s := compute.Mamba2Spec{DInner: 4096, Heads: 64, HeadDim: 64, DState: 128, Groups: 1, DConv: 4, Eps: 1e-5}
+	if !gb.runFits(s, 2048, 2) {
+		t.Skip("mamba_run needs sm_90")
+	}
+	return s
+}
+
 // TestMamba2Run: the persistent run of Mamba2 blocks (mamba_run) against
 // the same blocks one by one (AddLayerNorm, then Mamba2Block) on copies of
 // the same states, over three consecutive steps: outputs, residual stream
@@ -20,11 +32,7 @@ import (
 // orders). Runs of 1, 3 (the hybrid's) and 9 blocks (two launches), with
 // and without an incoming residual and a norm bias, for one and two rows.
 func TestMamba2Run(t *testing.T) {
-	need(t)
-	s := compute.Mamba2Spec{DInner: 4096, Heads: 64, HeadDim: 64, DState: 128, Groups: 1, DConv: 4, Eps: 1e-5}
-	if !gb.runFits(s, 2048, 2) {
-		t.Skip("mamba_run needs sm_90")
-	}
+	s := needRun(t)
 	r := rand.New(rand.NewPCG(41, 42))
 	const d = 2048
 	C := s.DInner + 2*s.DState
@@ -119,11 +127,7 @@ func TestMamba2Run(t *testing.T) {
 // blocks became resident, and each phase's end and barrier, as the
 // earliest, median and latest block (µs from the earliest start).
 func TestMamba2RunTrace(t *testing.T) {
-	need(t)
-	s := compute.Mamba2Spec{DInner: 4096, Heads: 64, HeadDim: 64, DState: 128, Groups: 1, DConv: 4, Eps: 1e-5}
-	if !gb.runFits(s, 2048, 2) {
-		t.Skip("mamba_run needs sm_90")
-	}
+	s := needRun(t)
 	r := rand.New(rand.NewPCG(43, 44))
 	const d, L, B, reps = 2048, 3, 2, 20
 	C, E := s.DInner+2*s.DState, 2*s.DInner+2*s.DState+s.Heads
