@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"zonostream/engine/compute"
@@ -125,7 +126,9 @@ func TestMamba2Run(t *testing.T) {
 // from a recorded graph of 20 runs (GPU events), and logs where a
 // mamba_run's time goes from its blocks' global-timer stamps: when the
 // blocks became resident, and each phase's end and barrier, as the
-// earliest, median and latest block (µs from the earliest start).
+// earliest, median and latest block (µs from the earliest start); and
+// checks the grid barriers by the stamps: no block passes one before the
+// last block has reached it.
 func TestMamba2RunTrace(t *testing.T) {
 	s := needRun(t)
 	r := rand.New(rand.NewPCG(43, 44))
@@ -203,5 +206,23 @@ func TestMamba2RunTrace(t *testing.T) {
 			break // no barrier after the last block
 		}
 		t.Logf("%-28s earliest %7.2f  median %7.2f  latest %7.2f µs", n, v[0], v[len(v)/2], v[len(v)-1])
+	}
+	// The barriers hold: no block's stamp after a barrier is earlier than
+	// any block's stamp before it (the global timer is one clock; a block
+	// stamps, then arrives, and stamps again once every block arrived).
+	for i, n := range names[:len(names)-1] {
+		if !strings.Contains(n, "barrier") {
+			continue
+		}
+		before, after := math.Inf(-1), math.Inf(1)
+		for blk := 0; blk < gb.runGrid(); blk++ {
+			if stamp(blk, i) == 0 {
+				t.Fatalf("block %d never stamped %q", blk, n)
+			}
+			before, after = math.Max(before, stamp(blk, i-1)), math.Min(after, stamp(blk, i))
+		}
+		if after < before {
+			t.Errorf("%s: a block went on %.0f ns before the last block arrived", n, before-after)
+		}
 	}
 }
