@@ -52,7 +52,7 @@ type device struct {
 	// decodeFirst: the main lane's stream has the higher priority (lane.go).
 	decodeFirst bool
 	args        *unsafe.Pointer // C-allocated kernel parameter slots (launch.go)
-	blob        unsafe.Pointer  // a struct parameter's copy while it is launched (launch.go)
+	blob        unsafe.Pointer  // C-allocated copy of a struct parameter (launch.go)
 
 	// ownerTID is the OS thread the owner goroutine is locked to: do runs
 	// a closure directly when called on it (inside Run).
@@ -230,6 +230,8 @@ func (b *Backend) release() {
 	b.mods = nil
 	freeArgs(b.args)
 	b.args = nil
+	freeBlob(b.blob)
+	b.blob = nil
 	if b.ctx != (cu.CUContext{}) {
 		_ = b.dev.ReleasePrimaryCtx()
 	}

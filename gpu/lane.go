@@ -91,7 +91,8 @@ func streamPriority(side, decodeFirst bool) int {
 }
 
 // Lane returns the device's side lane (compute.Laned), made on first use:
-// a Backend on a second stream, of higher priority, with its own memory
+// a Backend on a second stream, of the other priority (streamPriority),
+// with its own memory
 // pool.
 // Tensors may be passed between lanes only when the work that made them
 // is known to be done (the lane read them back, or they are weights).

@@ -152,22 +152,22 @@ func (b *Backend) launchEx(k *kernel, grid, block [3]int, smem, cluster int, arg
 		b.args = C.zs_args(maxArgs)
 	}
 	ptrs := unsafe.Slice(b.args, maxArgs)
+	blobs := 0
 	for i, a := range args {
 		var v uint64
 		switch x := a.(type) {
 		case []byte: // a parameter passed by value as a struct (mamba_run's)
-			if len(x) > maxBlob || b.blob != nil {
+			if len(x) == 0 || len(x) > maxBlob || blobs > 0 {
 				panic(fmt.Sprintf("gpu: kernel %s argument %d: a %d-byte struct (at most one of %d bytes)", k.name, i, len(x), maxBlob))
 			}
-			b.blob = C.malloc(maxBlob)
+			blobs++
+			if b.blob == nil {
+				b.blob = C.malloc(maxBlob)
+			}
 			C.memcpy(b.blob, unsafe.Pointer(&x[0]), C.size_t(len(x)))
 			slot := ptrs[i]
 			ptrs[i] = b.blob
-			defer func() {
-				ptrs[i] = slot
-				C.free(b.blob)
-				b.blob = nil
-			}()
+			defer func() { ptrs[i] = slot }()
 			continue
 		case cu.DevicePtr:
 			v = uint64(x)
@@ -208,6 +208,13 @@ func (b *Backend) launchEx(k *kernel, grid, block [3]int, smem, cluster int, arg
 func freeArgs(p *unsafe.Pointer) {
 	if p != nil {
 		C.free(unsafe.Pointer(p))
+	}
+}
+
+// freeBlob frees the struct parameter's buffer (nil is fine).
+func freeBlob(p unsafe.Pointer) {
+	if p != nil {
+		C.free(p)
 	}
 }
 
