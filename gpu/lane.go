@@ -92,8 +92,7 @@ func streamPriority(side, decodeFirst bool) int {
 
 // Lane returns the device's side lane (compute.Laned), made on first use:
 // a Backend on a second stream, of the other priority (streamPriority),
-// with its own memory
-// pool.
+// with its own memory pool.
 // Tensors may be passed between lanes only when the work that made them
 // is known to be done (the lane read them back, or they are weights).
 // Lane of a side lane is that lane.
