@@ -900,7 +900,10 @@ __device__ __forceinline__ void mr_stamp(unsigned long long* trace, int i) {
     }
 }
 
-__device__ __forceinline__ void mr_bar() { asm volatile("bar.sync 1, 256;" ::: "memory"); }
+// mr_bar is a barrier of the consumer threads. The non-aligned form:
+// threads of one warp may reach it apart (mr_arrive's thread 0 after its
+// add), and each is counted, not its warp.
+__device__ __forceinline__ void mr_bar() { asm volatile("barrier.sync 1, 256;" ::: "memory"); }
 
 __device__ __forceinline__ float4 ldcg4(const float* p) { return __ldcg((const float4*)p); }
 
@@ -915,18 +918,24 @@ __device__ __forceinline__ void mr_arrive(unsigned* count) {
     if (threadIdx.x == 0) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(count) : "memory");
 }
 
+// The last consumer warp polls, all its lanes in step (lane 31 loads, the
+// warp takes its value): it requests none of the operands loaded between
+// the halves, so their latency overlaps the wait. (A single polling lane
+// whose warp-mates went on to the barrier let the block's other threads
+// through early: session 18, run 1.)
 __device__ __forceinline__ void mr_wait(unsigned* count, unsigned target) {
-    // The last consumer thread polls: it requests none of the operands
-    // loaded between the halves, so their latency overlaps the wait.
-    if (threadIdx.x == MR_WARPS * 32 - 1) {
+    if (threadIdx.x >> 5 == MR_WARPS - 1) {
+        const int lane = threadIdx.x & 31;
         unsigned long long t0 = 0;
         for (unsigned spins = 0;; spins++) {
-            unsigned v;
-            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(count) : "memory");
+            unsigned v = 0;
+            if (lane == 31) asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(count) : "memory");
+            v = __shfl_sync(0xffffffffu, v, 31);
             if (v >= target) break;
             if ((spins & 1023) == 0) {
                 unsigned long long now;
                 asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+                now = __shfl_sync(0xffffffffu, now, 0);
                 if (t0 == 0) t0 = now;
                 else if (now - t0 > 2000000000ull) __trap(); // 2 s: a block never became resident
             }
