@@ -222,7 +222,22 @@ func TestMamba2RunTrace(t *testing.T) {
 			before, after = math.Max(before, stamp(blk, i-1)), math.Min(after, stamp(blk, i))
 		}
 		if after < before {
-			t.Errorf("%s: a block went on %.0f ns before the last block arrived", n, before-after)
+			// Logged, not failed: the blocks' global timers may disagree
+			// by more than this (the direct check below decides).
+			var early []string
+			for blk := 0; blk < gb.runGrid(); blk++ {
+				if stamp(blk, i) < before {
+					early = append(early, fmt.Sprintf("%d (SM %.0f)", blk, stamp(blk, runStamps-2)))
+				}
+			}
+			t.Logf("%s: by the timers %d blocks went on up to %.0f ns before the last block arrived: %v", n, len(early), before-after, early)
+		}
+	}
+	// The direct check: after each barrier every block found every block's
+	// mark of having arrived (the kernel's mr_check).
+	for blk := 0; blk < gb.runGrid(); blk++ {
+		if bad := binary.LittleEndian.Uint64(raw[8*(blk*runStamps+runStamps-1):]); bad != 0 {
+			t.Errorf("block %d went on through a barrier %d times before a block had arrived", blk, bad)
 		}
 	}
 }

@@ -903,6 +903,22 @@ __device__ __forceinline__ void mr_stamp(unsigned long long* trace, int i) {
 // mr_bar is a barrier of the consumer threads. The non-aligned form:
 // threads of one warp may reach it apart (mr_arrive's thread 0 after its
 // add), and each is counted, not its warp.
+// With a trace, each block also checks every grid barrier directly (the
+// global timer's stamps only bound it): before arriving at barrier n its
+// thread 0 marks slot MR_TRACE−3 with n; after the wait it counts the
+// blocks whose mark is still below n into slot MR_TRACE−1 (zero if the
+// barrier holds); slot MR_TRACE−2 gets the block's SM.
+__device__ __forceinline__ void mr_mark(unsigned long long* trace, unsigned n) {
+    if (trace && threadIdx.x == 0) __stcg(trace + blockIdx.x * MR_TRACE + MR_TRACE - 3, (unsigned long long)n);
+}
+__device__ __forceinline__ void mr_check(unsigned long long* trace, unsigned n) {
+    if (trace && threadIdx.x == 0) {
+        unsigned long long bad = 0;
+        for (unsigned b = 0; b < gridDim.x; b++) bad += __ldcg(trace + b * MR_TRACE + MR_TRACE - 3) < n;
+        trace[blockIdx.x * MR_TRACE + MR_TRACE - 1] += bad;
+    }
+}
+
 __device__ __forceinline__ void mr_bar() { asm volatile("barrier.sync 1, 256;" ::: "memory"); }
 
 __device__ __forceinline__ float4 ldcg4(const float* p) { return __ldcg((const float4*)p); }
@@ -1098,7 +1114,12 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
     };
     load_small(a.layer[0]);
     pdl_begin();
-    if (t == 0 && a.trace) a.trace[blockIdx.x * MR_TRACE] = started;
+    if (t == 0 && a.trace) {
+        unsigned smid;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+        a.trace[blockIdx.x * MR_TRACE] = started;
+        a.trace[blockIdx.x * MR_TRACE + MR_TRACE - 2] = smid;
+    }
     if (t == 0) mr_stamp(a.trace, 1);
     int ts = 2; // next trace slot
     MrRing rg{0, a.stages, 0};
@@ -1195,12 +1216,14 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         }
         if (t == 0) mr_stamp(a.trace, ts);
         ts++;
+        mr_mark(a.trace, syncs + 1);
         mr_arrive(a.sync);
         // The scan's head scalars of the block's first (row, head), while
         // the other blocks arrive.
         float hb = 0.f, hal = 0.f, hd = 0.f;
         if (j < U) hb = ly.dtb[j % H], hal = ly.alog[j % H], hd = ly.Dw[j % H];
         mr_wait(a.sync, ++syncs * G);
+        mr_check(a.trace, syncs);
         if (t == 0) mr_stamp(a.trace, ts);
         ts++;
         // 2. the scan, one (row, head) at a time.
@@ -1304,6 +1327,7 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         }
         if (t == 0) mr_stamp(a.trace, ts);
         ts++;
+        mr_mark(a.trace, syncs + 1);
         mr_arrive(a.sync);
         // The norm weight of the block's activation slice, while the other
         // blocks arrive.
@@ -1311,6 +1335,7 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
 #pragma unroll
         for (int kt = 0; kt < 2; kt++) nwv[kt][0] = ldcg4(ly.nw + 8 * (t + 256 * kt)), nwv[kt][1] = ldcg4(ly.nw + 8 * (t + 256 * kt) + 4);
         mr_wait(a.sync, ++syncs * G);
+        mr_check(a.trace, syncs);
         if (t == 0) mr_stamp(a.trace, ts);
         ts++;
         // 3. out_proj on the gated-normalised y.
@@ -1365,9 +1390,11 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         if (t == 0) mr_stamp(a.trace, ts);
         ts++;
         if (l + 1 < L) {
+            mr_mark(a.trace, syncs + 1);
             mr_arrive(a.sync);
             load_small(a.layer[l + 1]); // while the other blocks arrive
             mr_wait(a.sync, ++syncs * G);
+            mr_check(a.trace, syncs);
         }
         if (t == 0) mr_stamp(a.trace, ts);
         ts++;
