@@ -52,23 +52,6 @@ var runStagesEnv, _ = strconv.Atoi(os.Getenv("ZONOS_RUN_STAGES"))
 // 80 KB of each SM's shared memory to the vocoder's kernels beside it.
 const runDefaultStages = 4
 
-// runPrefetchEnv (ZONOS_RUN_PREFETCH=KiB, for measurements) sets how far
-// past its ring each mamba_run block's producer asks its stream into L2
-// (cp.async.bulk.prefetch), so the memory keeps streaming while the ring
-// is full; 0 turns the hints off.
-var runPrefetchEnv = os.Getenv("ZONOS_RUN_PREFETCH")
-
-// runDefaultPrefetch is the hint distance in KiB a block.
-const runDefaultPrefetch = 0
-
-// runPrefetch is the hint distance in bytes.
-func runPrefetch() int {
-	if n, err := strconv.Atoi(runPrefetchEnv); err == nil && n >= 0 {
-		return n << 10
-	}
-	return runDefaultPrefetch << 10
-}
-
 // runRing is the ring's stage count.
 func runRing() int {
 	if runStagesEnv >= 2 {
@@ -208,7 +191,6 @@ func (b *Backend) mambaRun(hin, rin, hout, rout *tensor, blocks []compute.Mamba2
 	stages := runRing()
 	binary.LittleEndian.PutUint32(args[o+8:], uint32(stages))
 	binary.LittleEndian.PutUint32(args[o+12:], uint32(b2i(!runStageSplit)))
-	binary.LittleEndian.PutUint32(args[o+16:], uint32(runPrefetch()))
 	b.launchSmem(b.k["mamba_run"], [3]int{b.runGrid(), 1, 1}, [3]int{runThreads, 1, 1}, stages*runStage, args)
 	for _, t := range []*tensor{zx, xbc, yg, part} {
 		t.h.release()

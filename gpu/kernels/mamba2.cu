@@ -883,11 +883,6 @@ struct MambaRunArgs {
     float ln_eps, norm_eps;
     int stages;   // ring stages (≤ MR_STAGES; the dynamic shared memory is stages·MR_STAGE)
     int balanced; // split the projections' rows evenly over the blocks (else whole stages)
-    // prefetch: bytes of the block's stream, beyond what the ring holds,
-    // that the producer asks into L2 ahead of its copies (0: none), so the
-    // memory keeps streaming while the ring is full and the consumers sit
-    // in the scan, the norms and the barriers.
-    int prefetch;
 };
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -900,26 +895,21 @@ __device__ __forceinline__ void mr_stamp(unsigned long long* trace, int i) {
     }
 }
 
-// mr_bar is a barrier of the consumer threads. The non-aligned form:
-// threads of one warp may reach it apart (mr_arrive's thread 0 after its
-// add), and each is counted, not its warp.
 // With a trace, each block also checks every grid barrier directly (the
-// global timer's stamps only bound it): before arriving at barrier n its
-// thread 0 marks slot MR_TRACE−3 with n; after the wait it counts the
-// blocks whose mark is still below n into slot MR_TRACE−1 (zero if the
-// barrier holds); slot MR_TRACE−2 gets the block's SM.
+// blocks' global timers disagree by more than a barrier takes: session 18,
+// run 2): before arriving at barrier n its thread 0 marks slot MR_TRACE−3
+// with n; after the wait thread i reads block i's mark and counts it into
+// the block's slot MR_TRACE−1 if it is still below n (zero if the barrier
+// holds); slot MR_TRACE−2 gets the block's SM.
 __device__ __forceinline__ void mr_mark(unsigned long long* trace, unsigned n) {
     if (trace && threadIdx.x == 0) __stcg(trace + blockIdx.x * MR_TRACE + MR_TRACE - 3, (unsigned long long)n);
 }
 __device__ __forceinline__ void mr_check(unsigned long long* trace, unsigned n) {
-    if (trace && threadIdx.x == 0) {
-        unsigned long long bad = 0;
-        for (unsigned b = 0; b < gridDim.x; b++) bad += __ldcg(trace + b * MR_TRACE + MR_TRACE - 3) < n;
-        trace[blockIdx.x * MR_TRACE + MR_TRACE - 1] += bad;
-    }
+    if (trace && threadIdx.x < gridDim.x && __ldcg(trace + threadIdx.x * MR_TRACE + MR_TRACE - 3) < n)
+        atomicAdd(trace + blockIdx.x * MR_TRACE + MR_TRACE - 1, 1ull);
 }
 
-__device__ __forceinline__ void mr_bar() { asm volatile("barrier.sync 1, 256;" ::: "memory"); }
+__device__ __forceinline__ void mr_bar() { asm volatile("bar.sync 1, 256;" ::: "memory"); }
 
 __device__ __forceinline__ float4 ldcg4(const float* p) { return __ldcg((const float4*)p); }
 
@@ -934,24 +924,16 @@ __device__ __forceinline__ void mr_arrive(unsigned* count) {
     if (threadIdx.x == 0) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(count) : "memory");
 }
 
-// The last consumer warp polls, all its lanes in step (lane 31 loads, the
-// warp takes its value): it requests none of the operands loaded between
-// the halves, so their latency overlaps the wait. (A single polling lane
-// whose warp-mates went on to the barrier let the block's other threads
-// through early: session 18, run 1.)
 __device__ __forceinline__ void mr_wait(unsigned* count, unsigned target) {
-    if (threadIdx.x >> 5 == MR_WARPS - 1) {
-        const int lane = threadIdx.x & 31;
+    if (threadIdx.x == 0) {
         unsigned long long t0 = 0;
         for (unsigned spins = 0;; spins++) {
-            unsigned v = 0;
-            if (lane == 31) asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(count) : "memory");
-            v = __shfl_sync(0xffffffffu, v, 31);
+            unsigned v;
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(count) : "memory");
             if (v >= target) break;
             if ((spins & 1023) == 0) {
                 unsigned long long now;
                 asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-                now = __shfl_sync(0xffffffffu, now, 0);
                 if (t0 == 0) t0 = now;
                 else if (now - t0 > 2000000000ull) __trap(); // 2 s: a block never became resident
             }
@@ -1032,62 +1014,27 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
     }
     __syncthreads();
     if (warp == MR_WARPS) {
-        // Producer: one lane streams the block's stages in consumption
-        // order: per layer n1 stages of in_proj rows, nu of SSM state (one
-        // (row, head) each), n2 of out_proj rows.
+        // Producer: one lane streams the block's stages in consumption order.
         if (lane != 0) return;
-        const int nu = j < U ? (U - j + G - 1) / G : 0, per = n1 + nu + n2, total = L * per;
-        auto piece = [&](int i, const void** src) -> unsigned {
-            const MambaRunLayer& ly = a.layer[i / per];
-            int r = i % per;
-            if (r < n1) {
-                *src = ly.win + (long long)(rlo + 8 * r) * D;
-                return (unsigned)(min(8, rhi - rlo - 8 * r) * D * 2);
-            }
-            r -= n1;
-            if (r < nu) {
-                *src = ly.sst + (long long)(j + r * G) * P * N;
-                return (unsigned)(P * N * 4);
-            }
-            r -= nu;
-            *src = ly.wout + (long long)(olo + 4 * r) * Di;
-            return (unsigned)(min(4, ohi - olo - 4 * r) * Di * 2);
-        };
-        int slot = 0, pf = 0;
+        int slot = 0;
         unsigned ph = 0;
-        long long ahead = 0; // bytes hinted beyond the copies requested
-        for (int i = 0; i < total; i++) {
-            const void* src;
-            const unsigned bytes = piece(i, &src);
+        auto push = [&](const void* src, unsigned bytes) {
             mbar_wait(&empty[slot], ph ^ 1);
             mbar_expect_tx(&full[slot], bytes);
             bulk_g2s(ring + slot * 2048, src, bytes, &full[slot]);
             if (++slot == a.stages) slot = 0, ph ^= 1;
-            // Keep the hints a.prefetch bytes past the ring's far end: the
-            // pieces up to i + stages are copied before the producer next
-            // waits; pieces far+1 … pf−1 are hinted, ahead bytes.
-            const int far = i + a.stages;
-            if (pf <= far) {
-                pf = far + 1, ahead = 0;
-            } else {
-                const void* fs;
-                ahead -= piece(far, &fs);
-            }
-            while (pf < total && ahead < a.prefetch) {
-                const void* ps;
-                const unsigned pb = piece(pf++, &ps);
-                bulk_prefetch_l2(ps, pb);
-                ahead += pb;
-            }
+        };
+        for (int l = 0; l < L; l++) {
+            const MambaRunLayer& ly = a.layer[l];
+            for (int s = 0; s < n1; s++) push(ly.win + (long long)(rlo + 8 * s) * D, (unsigned)(min(8, rhi - rlo - 8 * s) * D * 2));
+            for (int u = j; u < U; u += G) push(ly.sst + (long long)u * P * N, (unsigned)(P * N * 4));
+            for (int s = 0; s < n2; s++) push(ly.wout + (long long)(olo + 4 * s) * Di, (unsigned)(min(4, ohi - olo - 4 * s) * Di * 2));
         }
         return;
     }
     // The small per-layer operands (the conv state, weights and bias of the
-    // block's xBC rows into shared memory by cp.async, the LayerNorm's
-    // weights into registers) are requested a phase ahead of their use,
-    // without holding the threads that request them (the barrier's poll
-    // waited for them when they were plain loads: 3–4 µs instead of 1.5
-    // in session 17's trace): layer 0's before
+    // block's xBC rows into shared memory, the LayerNorm's weights into
+    // registers) are requested a phase ahead of their use: layer 0's before
     // the wait (only this kernel writes the conv state, once per step; the
     // weights never change), layer l+1's after layer l's out_proj. Measured
     // without this: layer 0's norm ended 7 µs after the start, its loads
@@ -1100,12 +1047,12 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
 #pragma unroll
                 for (int q = 0; q < MR_KC; q++) {
                     if (q < Kc) {
-                        cp_async4z(&cvw[i][q], ly.cw + c * Kc + q, true);
-                        cp_async4z(&cvs[0][i][q], ly.cst + (long long)c * Kc + q, true);
-                        cp_async4z(&cvs[1][i][q], ly.cst + ((long long)(B > 1 ? C : 0) + c) * Kc + q, B > 1);
+                        cvw[i][q] = ly.cw[c * Kc + q];
+                        cvs[0][i][q] = ly.cst[(long long)c * Kc + q];
+                        cvs[1][i][q] = B > 1 ? ly.cst[((long long)C + c) * Kc + q] : 0.f;
                     }
                 }
-                cp_async4z(&cvb[i], ly.cb + c, true);
+                cvb[i] = ly.cb[c];
             }
         }
         lw[0] = ldcg4(ly.lnw + 8 * t), lw[1] = ldcg4(ly.lnw + 8 * t + 4);
@@ -1191,7 +1138,6 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
             mr_gemv_stage<1>(ring + rg.slot * 2048, &empty[rg.slot], xa, pbuf[s]);
             rg.next();
         }
-        cp_async_wait_all(); // the conv operands (load_small)
         mr_bar();
         for (int idx = t; idx < n1 * 16; idx += 256) {
             const int k = idx >> 4, v = idx & 15, row = v >> 1, m = v & 1, n = rlo + 8 * k + row;
