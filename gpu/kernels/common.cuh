@@ -74,15 +74,6 @@ __device__ __forceinline__ void cp_async16z(void* smem, const void* g, bool in) 
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(g), "r"(n));
 }
 
-// cp_async4z copies 4 bytes global → shared, or writes a zero (in false),
-// without holding the thread: the copy lands while it goes on.
-__device__ __forceinline__ void cp_async4z(void* smem, const void* g, bool in) {
-    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    int n = in ? 4 : 0;
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(s), "l"(g), "r"(n));
-}
-// cp_async_wait_all waits for the thread's cp.async copies.
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {

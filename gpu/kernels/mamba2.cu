@@ -924,13 +924,8 @@ __device__ __forceinline__ void mr_arrive(unsigned* count) {
     if (threadIdx.x == 0) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(count) : "memory");
 }
 
-// The last consumer thread polls: it requests none of the operands loaded
-// between the halves (load_small's go to threads from 0 up), so their
-// latency overlaps the wait instead of coming before it (session 17's
-// trace: the barrier after out_proj took 3.6 µs, the others 1.8–2). Its
-// warp meets again before the block's barrier.
 __device__ __forceinline__ void mr_wait(unsigned* count, unsigned target) {
-    if (threadIdx.x == MR_WARPS * 32 - 1) {
+    if (threadIdx.x == 0) {
         unsigned long long t0 = 0;
         for (unsigned spins = 0;; spins++) {
             unsigned v;
@@ -944,7 +939,6 @@ __device__ __forceinline__ void mr_wait(unsigned* count, unsigned target) {
             }
         }
     }
-    if (threadIdx.x >> 5 == MR_WARPS - 1) __syncwarp();
     mr_bar();
 }
 
@@ -1039,9 +1033,8 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         return;
     }
     // The small per-layer operands (the conv state, weights and bias of the
-    // block's xBC rows into shared memory by cp.async, the LayerNorm's
-    // weights into registers) are requested a phase ahead of their use,
-    // without holding the threads that request them: layer 0's before
+    // block's xBC rows into shared memory, the LayerNorm's weights into
+    // registers) are requested a phase ahead of their use: layer 0's before
     // the wait (only this kernel writes the conv state, once per step; the
     // weights never change), layer l+1's after layer l's out_proj. Measured
     // without this: layer 0's norm ended 7 µs after the start, its loads
@@ -1054,12 +1047,12 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
 #pragma unroll
                 for (int q = 0; q < MR_KC; q++) {
                     if (q < Kc) {
-                        cp_async4z(&cvw[i][q], ly.cw + c * Kc + q, true);
-                        cp_async4z(&cvs[0][i][q], ly.cst + (long long)c * Kc + q, true);
-                        cp_async4z(&cvs[1][i][q], ly.cst + ((long long)(B > 1 ? C : 0) + c) * Kc + q, B > 1);
+                        cvw[i][q] = ly.cw[c * Kc + q];
+                        cvs[0][i][q] = ly.cst[(long long)c * Kc + q];
+                        cvs[1][i][q] = B > 1 ? ly.cst[((long long)C + c) * Kc + q] : 0.f;
                     }
                 }
-                cp_async4z(&cvb[i], ly.cb + c, true);
+                cvb[i] = ly.cb[c];
             }
         }
         lw[0] = ldcg4(ly.lnw + 8 * t), lw[1] = ldcg4(ly.lnw + 8 * t + 4);
@@ -1145,7 +1138,6 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
             mr_gemv_stage<1>(ring + rg.slot * 2048, &empty[rg.slot], xa, pbuf[s]);
             rg.next();
         }
-        cp_async_wait_all(); // the conv operands (load_small)
         mr_bar();
         for (int idx = t; idx < n1 * 16; idx += 256) {
             const int k = idx >> 4, v = idx & 15, row = v >> 1, m = v & 1, n = rlo + 8 * k + row;
