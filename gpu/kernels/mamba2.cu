@@ -838,6 +838,13 @@ SCAN_PRE(8)
 // not yet resident wait only for kernels that do not wait on this one, so
 // they become resident; a barrier that waits over 2 s traps (an error, not
 // a hang).
+//
+// Measured in the step and dropped (docs/gpu/2026-11-30-session18): L2
+// hints keeping each block's stream 128–512 KiB past its ring, blocks
+// handing each other flagged words instead of meeting at barriers, and the
+// barrier polled by a thread without loads with the conv operands by
+// cp.async. Each put more in flight or moved the poll, and each made the
+// step graph slower (1.54–1.95 against 1.51–1.52 ms).
 #define MR_WARPS 8
 #define MR_THREADS (MR_WARPS * 32 + 32)
 #define MR_STAGE 32768
