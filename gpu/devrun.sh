@@ -19,6 +19,9 @@
 #   BASE=<rev> gpu/devrun.sh   also builds zonos at <rev> (.devbin/base.tar.xz);
 #   AB=<rounds> on the device  then benches HEAD and BASE alternately
 #                              (new, base, base, new, …) before the other steps;
+#   BASES='<rev> <rev> …'      builds zonos at each rev instead (base-<rev>.tar.xz,
+#                              3–4 MB each): AB benches HEAD and every rev,
+#                              the order rotated each round;
 #   ABENV='ZONOS_X=old'        benches HEAD with and without that environment
 #                              instead (a switch in one binary; no BASE needed).
 #   ABARGS                     the bench flags of each A/B round (default
@@ -37,15 +40,20 @@ else
 	COMMIT="$COMMIT+worktree"
 fi
 rm -rf .devbin && mkdir -p .devbin/lib .devbin/golden
-if [ -n "${BASE:-}" ]; then # the A/B baseline: the zonos CLI at BASE (same libraries)
+build_base() { # build_base REV TARBALL: the zonos CLI at REV (same libraries)
+	local B
 	B=$(mktemp -d /tmp/zonos-base.XXXXXX)
-	git archive "$BASE" | tar -x -C "$B"
+	git archive "$1" | tar -x -C "$B"
 	mkdir -p "$B/out"
 	(cd "$B" && CGO_ENABLED=1 go build -tags cuda -ldflags='-s -w' -o out/zonos ./cmd/zonos)
-	git rev-parse --short "$BASE" >"$B/out/commit"
-	tar cJf .devbin/base.tar.xz -C "$B/out" zonos commit
+	git rev-parse --short "$1" >"$B/out/commit"
+	tar cJf "$2" -C "$B/out" zonos commit
 	rm -rf "$B"
-fi
+}
+[ -n "${BASE:-}" ] && build_base "$BASE" .devbin/base.tar.xz
+for r in ${BASES:-}; do
+	build_base "$r" ".devbin/base-$(git rev-parse --short "$r").tar.xz"
+done
 (cd "$SRC" && CGO_ENABLED=1 go test -c -tags cuda -ldflags='-s -w' -o "$ROOT/.devbin/gpu.test" ./gpu/ &&
 	CGO_ENABLED=1 go build -tags cuda -ldflags='-s -w' -o "$ROOT/.devbin/zonos" ./cmd/zonos)
 [ "$SRC" = "$ROOT" ] || rm -rf "$SRC"
@@ -89,12 +97,22 @@ step() { # step NAME SECONDS LOG CMD…: run CMD in /tmp/zb, log with its comman
 }
 if [ -n "${AB:-}" ]; then # same-run A/B of the bench, alternating arms (see devrun.sh)
 	[ -f base.tar.xz ] && mkdir -p /tmp/zbase && tar xJf base.tar.xz -C /tmp/zbase
+	bases=(base-*.tar.xz)
 	if [ -n "${ABENV:-}" ]; then arms=("new:/tmp/zb:" "switch:/tmp/zb:$ABENV")
+	elif [ -f "${bases[0]}" ]; then
+		arms=("new:/tmp/zb:")
+		for t in "${bases[@]}"; do
+			c=${t#base-}; c=${c%.tar.xz}
+			mkdir -p /tmp/zbase-$c && tar xJf "$t" -C /tmp/zbase-$c && arms+=("$c:/tmp/zbase-$c:")
+		done
 	elif [ -f /tmp/zbase/zonos ]; then arms=("new:/tmp/zb:" "base:/tmp/zbase:")
-	else echo "AB needs BASE=<rev> at build time or ABENV"; arms=(); fi
-	for ((i = 0; i < ${#arms[@]} * AB; i++)); do
-		# order new, base, base, new, new, base, …: each arm first as often
-		r=$((i / 2)) j=$((i % 2)); [ $((r % 2)) = 1 ] && j=$((1 - j))
+	else echo "AB needs BASE=<rev> or BASES at build time, or ABENV"; arms=(); fi
+	n=${#arms[@]}
+	for ((i = 0; i < n * AB; i++)); do
+		# two arms: new, base, base, new, new, base, …; more: each round
+		# rotated by one: over n rounds each arm comes first as often.
+		r=$((i / n)) j=$((i % n))
+		if [ $n = 2 ]; then [ $((r % 2)) = 1 ] && j=$((1 - j)); else j=$(((j + r) % n)); fi
 		IFS=: read -r label dir envs <<<"${arms[$j]}"
 		c=$(cat $dir/commit)
 		echo "== arm $label commit $c env ${envs:-none}" | tee -a $OUT/ab.log
