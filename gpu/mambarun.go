@@ -27,7 +27,7 @@ const (
 	runKc       = kernels.MambaRunKc
 	runStamps   = kernels.MambaRunTrace
 	runArgBytes = kernels.MambaRunArgBytes
-	runThreads  = 8*32 + 32 // 8 consumer warps and the producer's
+	runThreads  = 8*32 + 64 // 8 consumer warps, the producer warp and the signal warp
 	runModel    = 2048      // the kernel's d_model
 	runUnitRows = 32        // head rows of a block's scan unit (MR_PQ)
 	runSmem     = runStages * runStage

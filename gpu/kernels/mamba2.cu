@@ -858,7 +858,7 @@ SCAN_PRE(8)
 // cp.async. Each put more in flight or moved the poll, and each made the
 // step graph slower (1.54–1.95 against 1.51–1.52 ms).
 #define MR_WARPS 8
-#define MR_THREADS (MR_WARPS * 32 + 32)
+#define MR_THREADS (MR_WARPS * 32 + 64) // consumers, the producer warp, the signal warp
 #define MR_STAGE 32768
 #define MR_STAGES 6
 #define MR_MAXL 8     // layers per launch
@@ -931,33 +931,52 @@ __device__ __forceinline__ void mr_bar() { asm volatile("bar.sync 1, 256;" ::: "
 
 __device__ __forceinline__ float4 ldcg4(const float* p) { return __ldcg((const float4*)p); }
 
-// mr_arrive and mr_wait are a grid barrier in two halves, so that loads
-// independent of the other blocks can be requested between them: every
-// block's consumers have arrived (count reaches target) before any returns
-// from mr_wait, and their global writes before mr_arrive are visible to
-// loads after mr_wait that bypass L1 (__ldcg). The release is issued
-// before those loads: a fence after them would wait for them too.
-__device__ __forceinline__ void mr_arrive(unsigned* count) {
-    mr_bar();
-    if (threadIdx.x == 0) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(count) : "memory");
-}
+// The grid barrier is in two halves, so that work independent of the
+// other blocks can go on between them, and it is kept by the block's
+// signal warp, so that no consumer warp waits on its memory operations:
+// the consumers arrive (mr_arrive, bar.arrive: no wait) once their global
+// writes are issued; the signal warp, when all of them have (bar.sync),
+// adds the block's arrival (a release at gpu scope, which waits for those
+// writes to reach L2), polls the count (acquire) until every block's is
+// in, and lets the consumers go (bar.arrive on the barrier their mr_wait
+// syncs on). Their loads after mr_wait that bypass L1 (__ldcg) then see
+// every block's writes before its arrival. A consumer thread that
+// released and polled itself (session 18) stalled its warp, and with it
+// the ring, for each round trip to L2.
+#define MR_SIG_THREADS (MR_WARPS * 32 + 32) // consumers and the signal warp
+__device__ __forceinline__ void mr_arrive() { asm volatile("bar.arrive 2, %0;" ::"n"(MR_SIG_THREADS) : "memory"); }
+__device__ __forceinline__ void mr_wait() { asm volatile("bar.sync 3, %0;" ::"n"(MR_SIG_THREADS) : "memory"); }
 
-__device__ __forceinline__ void mr_wait(unsigned* count, unsigned target) {
-    if (threadIdx.x == 0) {
-        unsigned long long t0 = 0;
-        for (unsigned spins = 0;; spins++) {
-            unsigned v;
-            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(count) : "memory");
-            if (v >= target) break;
-            if ((spins & 1023) == 0) {
-                unsigned long long now;
-                asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-                if (t0 == 0) t0 = now;
-                else if (now - t0 > 2000000000ull) __trap(); // 2 s: a block never became resident
+// mr_signal is the signal warp: nb barriers, then (the block past its
+// last) the count of blocks done, whose last zeroes the counters for the
+// next launch.
+__device__ __forceinline__ void mr_signal(unsigned* count, int nb) {
+    const unsigned G = gridDim.x;
+    for (int n = 1; n <= nb; n++) {
+        asm volatile("bar.sync 2, %0;" ::"n"(MR_SIG_THREADS) : "memory");
+        if ((threadIdx.x & 31) == 0) {
+            asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(count) : "memory");
+            unsigned long long t0 = 0;
+            for (unsigned spins = 0;; spins++) {
+                unsigned v;
+                asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(count) : "memory");
+                if (v >= n * G) break;
+                if ((spins & 1023) == 0) {
+                    unsigned long long now;
+                    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+                    if (t0 == 0) t0 = now;
+                    else if (now - t0 > 2000000000ull) __trap(); // 2 s: a block never became resident
+                }
             }
         }
+        __syncwarp();
+        asm volatile("bar.arrive 3, %0;" ::"n"(MR_SIG_THREADS) : "memory");
     }
-    mr_bar();
+    if ((threadIdx.x & 31) == 0 && atomicAdd(count + 1, 1u) == G - 1) {
+        // Every block has passed its last barrier.
+        count[0] = 0;
+        count[1] = 0;
+    }
 }
 
 // mr_ring is the consumers' side of the ring: which stage comes next.
@@ -1037,6 +1056,13 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         mbar_fence_init();
     }
     __syncthreads();
+    if (warp == MR_WARPS + 1) {
+        // The counters may still be in use by the previous launch until
+        // it completes (the consumers' first arrival is later anyway).
+        pdl_wait();
+        mr_signal(a.sync, 3 * L - 1);
+        return;
+    }
     if (warp == MR_WARPS) {
         // Producer: one lane streams the block's stages in consumption order.
         if (lane != 0) return;
@@ -1201,7 +1227,7 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         // follow while the other blocks arrive.
         if (n1 == 0) {
             mr_mark(a.trace, syncs + 1);
-            mr_arrive(a.sync);
+            mr_arrive();
         }
         for (int s = 0; s < n1; s++) {
             mbar_wait(&full[rg.slot], rg.ph);
@@ -1218,7 +1244,7 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
                     a.xbc[(long long)m * C + c] = conv1(ly, i, m, c, out);
                 }
                 mr_mark(a.trace, syncs + 1);
-                mr_arrive(a.sync);
+                mr_arrive();
             }
         }
         mr_bar();
@@ -1237,12 +1263,16 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         }
         if (t == 0) mr_stamp(a.trace, ts);
         ts++;
-        mr_wait(a.sync, ++syncs * G);
+        ++syncs;
+        mr_wait();
         mr_check(a.trace, syncs);
         if (t == 0) mr_stamp(a.trace, ts);
         ts++;
         // 3. the scan of the unit's rows: row q = warp + 8r is CFG row
-        // m = r / 4 (MR_PQ = 32), head row p = q % 32.
+        // m = r / 4 (MR_PQ = 32), head row p = q % 32. The new state rows
+        // are stored after the block's arrival at barrier 2 (no other
+        // block reads them; the arrival's release need not wait for them).
+        float st[8][4];
         if (unit) {
             for (int i = t; i < B * 2 * N; i += 256) {
                 const int m = i / (2 * N), n = i % (2 * N);
@@ -1258,7 +1288,7 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
             for (int m = 0; m < 2; m++)
                 if (m < B) softplus_decay(dts[m] + hb, A, &delta[m], &decay[m]);
             mr_bar();
-            float Bv[2][4], Cv[2][4], st[8][4];
+            float Bv[2][4], Cv[2][4];
 #pragma unroll
             for (int m = 0; m < 2; m++) {
 #pragma unroll
@@ -1304,11 +1334,6 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
 #pragma unroll
                 for (int r = 0; r < 8; r++) accs[r] += __shfl_xor_sync(0xffffffffu, accs[r], o);
             }
-#pragma unroll
-            for (int r = 0; r < 8; r++) {
-                const int m = r / 4, p = warp + 8 * (r % 4);
-                if (m < B) scan_state_store<4>(st[r], ly.sst + ((long long)(m * H + h) * P + sq * MR_PQ + p) * N, N, lane);
-            }
             // Lane r < 8 gates row r; lanes 0–3 sum CFG row 0's squares,
             // lanes 4–7 row 1's.
             double ms = 0;
@@ -1338,13 +1363,21 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         if (t == 0) mr_stamp(a.trace, ts);
         ts++;
         mr_mark(a.trace, syncs + 1);
-        mr_arrive(a.sync);
+        mr_arrive();
+        if (unit) {
+#pragma unroll
+            for (int r = 0; r < 8; r++) {
+                const int m = r / 4, p = warp + 8 * (r % 4);
+                if (m < B) scan_state_store<4>(st[r], ly.sst + ((long long)(m * H + h) * P + sq * MR_PQ + p) * N, N, lane);
+            }
+        }
         // The norm weight of the block's activation slice, while the other
         // blocks arrive.
         float4 nwv[2][2];
 #pragma unroll
         for (int kt = 0; kt < 2; kt++) nwv[kt][0] = ldcg4(ly.nw + 8 * (t + 256 * kt)), nwv[kt][1] = ldcg4(ly.nw + 8 * (t + 256 * kt) + 4);
-        mr_wait(a.sync, ++syncs * G);
+        ++syncs;
+        mr_wait();
         mr_check(a.trace, syncs);
         if (t == 0) mr_stamp(a.trace, ts);
         ts++;
@@ -1401,9 +1434,10 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         ts++;
         if (l + 1 < L) {
             mr_mark(a.trace, syncs + 1);
-            mr_arrive(a.sync);
+            mr_arrive();
             load_small(a.layer[l + 1]); // while the other blocks arrive
-            mr_wait(a.sync, ++syncs * G);
+            ++syncs;
+            mr_wait();
             mr_check(a.trace, syncs);
         }
         if (t == 0) mr_stamp(a.trace, ts);
@@ -1417,12 +1451,6 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
             o[0] = make_float4(res[m][0], res[m][1], res[m][2], res[m][3]);
             o[1] = make_float4(res[m][4], res[m][5], res[m][6], res[m][7]);
         }
-    }
-    if (t == 0 && atomicAdd(a.sync + 1, 1u) == (unsigned)G - 1) {
-        // Every block has passed its last barrier: zero the counters for
-        // the next launch.
-        a.sync[0] = 0;
-        a.sync[1] = 0;
     }
 #else
     __trap(); // never launched below sm_90 (the backend checks)
