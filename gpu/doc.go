@@ -90,8 +90,8 @@
 // `ZONOS_GEMV_CHUNK_EARLY=0` (the chunk requested after the wait),
 // `ZONOS_MAMBA_BLOCK=0` (the Mamba2 mixer as in_proj, Mamba2, out_proj),
 // `ZONOS_MAMBA_RUN=0` (Mamba2 blocks one by one, not as mamba_run),
-// `ZONOS_RUN_BLOCKS=n` and `ZONOS_RUN_STAGES=n`
-// (mamba_run's block count and ring depth),
+// `ZONOS_RUN_BLOCKS=n`, `ZONOS_RUN_STAGES=n` and `ZONOS_RUN_BALANCE=0`
+// (mamba_run's block count, ring depth and row split),
 // `ZONOS_LANE_PRIORITY=decode|vocoder|equal` (which lane's stream is served first),
 // `ZONOS_MAMBA_STEP_EARLY=0` (mamba_step_gated requests its state after
 // the wait), `ZONOS_SCAN=seq` (the sequential prefill scan),

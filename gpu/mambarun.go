@@ -27,9 +27,8 @@ const (
 	runKc       = kernels.MambaRunKc
 	runStamps   = kernels.MambaRunTrace
 	runArgBytes = kernels.MambaRunArgBytes
-	runThreads  = 8*32 + 64 // 8 consumer warps, the producer warp and the signal warp
+	runThreads  = 8*32 + 32 // 8 consumer warps and the producer's
 	runModel    = 2048      // the kernel's d_model
-	runUnitRows = 32        // head rows of a block's scan unit (MR_PQ)
 	runSmem     = runStages * runStage
 	runLayerPtr = 12 // pointers in a MambaRunLayer
 )
@@ -61,6 +60,14 @@ func runRing() int {
 	return runDefaultStages
 }
 
+// runStageSplit (ZONOS_RUN_BALANCE=0, for measurements) splits the
+// projections over the blocks in whole stages (8 in_proj rows), as first
+// written, instead of an even share of rows: 8512 rows on 128 blocks gave
+// 40 blocks 9 stages and the rest 8, and every barrier waits for the last.
+// In the step the two measured the same (docs/gpu/2026-11-30-session17,
+// run 10: step graph 1.510 ms even, 1.513 ms whole stages).
+var runStageSplit = os.Getenv("ZONOS_RUN_BALANCE") == "0"
+
 // runSpareSMs are the SMs mamba_run leaves to other kernels (the
 // vocoder's lane): its blocks fill an SM's shared memory, and every block
 // must be resident before its first barrier completes.
@@ -77,18 +84,17 @@ func (b *Backend) runGrid() int {
 var _ compute.Mamba2Run = (*Backend)(nil)
 
 // runFits reports whether mamba_run takes blocks of spec s over d-wide rows
-// for batch rows B on this device: one block per SM, and one per scan unit
-// (a head's 32 rows of P for both CFG rows) at least, each with its share
-// of the B and C rows in its first stage.
+// for batch rows B on this device.
 func (b *Backend) runFits(s compute.Mamba2Spec, d, B int) bool {
+	E := 2*s.DInner + 2*s.Groups*s.DState + s.Heads
 	G := b.runGrid()
-	if s.HeadDim%runUnitRows != 0 || G < s.Heads*s.HeadDim/runUnitRows {
-		return false
+	rows := (E + G - 1) / G // in_proj rows a block holds conv operands for
+	if runStageSplit {
+		rows = 8 * (((E+7)/8 + G - 1) / G)
 	}
-	bc := (2*s.Groups*s.DState + G - 1) / G // B and C rows a block leads with
 	return b.hopper && !mambaRunOff && b.runSync != 0 && d == runModel && s.DInner == 4096 && s.Groups == 1 &&
-		s.Heads*s.HeadDim == s.DInner && s.DState <= 128 && B*runUnitRows*s.DState*4 <= runStage &&
-		s.DConv >= 1 && s.DConv <= runKc && B >= 1 && B <= 2 && bc <= 8 && bc+1+2*runUnitRows <= runMaxRows
+		s.Heads*s.HeadDim == s.DInner && s.HeadDim <= 64 && s.DState <= 128 && s.HeadDim*s.DState*4 <= runStage &&
+		s.DConv >= 1 && s.DConv <= runKc && B >= 1 && B <= 2 && rows <= runMaxRows
 }
 
 // Mamba2Run (compute.Mamba2Run) runs the blocks in launches of up to
@@ -145,9 +151,10 @@ func (b *Backend) mambaRun(hin, rin, hout, rout *tensor, blocks []compute.Mamba2
 	Di, H, P, N, Kc := s.DInner, s.Heads, s.HeadDim, s.DState, s.DConv
 	C := Di + 2*N
 	E := Di + C + H
+	zx := b.newTensor(compute.F32, B, E)
 	xbc := b.newTensor(compute.F32, B, C)
 	yg := b.newTensor(compute.F32, B, Di)
-	part := b.newTensor(compute.F32, B*H*P/runUnitRows, 2) // doubles
+	part := b.newTensor(compute.F32, B*H, 2) // doubles
 	args := make([]byte, runArgBytes)
 	put := func(off int, p cu.DevicePtr) { binary.LittleEndian.PutUint64(args[off:], uint64(p)) }
 	ptrOf := func(t compute.Tensor) cu.DevicePtr {
@@ -171,10 +178,10 @@ func (b *Backend) mambaRun(hin, rin, hout, rout *tensor, blocks []compute.Mamba2
 	if rin != nil {
 		rp = rin.ptr()
 	}
-	for k, p := range []cu.DevicePtr{hin.ptr(), rp, hout.ptr(), rout.ptr(), xbc.ptr(), yg.ptr(), part.ptr(), b.runSync, b.runTrace} {
+	for k, p := range []cu.DevicePtr{hin.ptr(), rp, hout.ptr(), rout.ptr(), zx.ptr(), xbc.ptr(), yg.ptr(), part.ptr(), b.runSync, b.runTrace} {
 		put(o+8*k, p)
 	}
-	o += 9 * 8
+	o += 10 * 8
 	for k, v := range []int{len(blocks), B, E, Di, C, H, P, N, Kc} {
 		binary.LittleEndian.PutUint32(args[o+4*k:], uint32(v))
 	}
@@ -183,8 +190,9 @@ func (b *Backend) mambaRun(hin, rin, hout, rout *tensor, blocks []compute.Mamba2
 	binary.LittleEndian.PutUint32(args[o+4:], math.Float32bits(s.Eps))
 	stages := runRing()
 	binary.LittleEndian.PutUint32(args[o+8:], uint32(stages))
+	binary.LittleEndian.PutUint32(args[o+12:], uint32(b2i(!runStageSplit)))
 	b.launchSmem(b.k["mamba_run"], [3]int{b.runGrid(), 1, 1}, [3]int{runThreads, 1, 1}, stages*runStage, args)
-	for _, t := range []*tensor{xbc, yg, part} {
+	for _, t := range []*tensor{zx, xbc, yg, part} {
 		t.h.release()
 	}
 }

@@ -56,13 +56,15 @@ func TestMamba2Run(t *testing.T) {
 		}
 		ws = append(ws, bw)
 	}
-	defer func(n int) { runBlocksEnv = n }(runBlocksEnv)
+	defer func(n int, split bool) { runBlocksEnv, runStageSplit = n, split }(runBlocksEnv, runStageSplit)
 	for _, c := range []struct {
 		L, B     int
 		residual bool
-		blocks   int // ZONOS_RUN_BLOCKS (0: the default)
-	}{{3, 2, true, 0}, {3, 2, false, 0}, {1, 2, true, 0}, {9, 2, true, 0}, {3, 1, true, 0}, {3, 2, true, 132}} {
-		runBlocksEnv = c.blocks
+		blocks   int  // ZONOS_RUN_BLOCKS (0: the default)
+		split    bool // ZONOS_RUN_BALANCE=0
+	}{{3, 2, true, 0, false}, {3, 2, false, 0, false}, {1, 2, true, 0, false}, {9, 2, true, 0, false}, {3, 1, true, 0, false},
+		{3, 2, true, 132, false}, {3, 2, true, 0, true}} {
+		runBlocksEnv, runStageSplit = c.blocks, c.split
 		var convs, ssms [2][]compute.Tensor
 		for i := 0; i < c.L; i++ {
 			cv, sv := randVals(r, c.B*C*s.DConv, 1), randVals(r, c.B*s.Heads*s.HeadDim*s.DState, 0.5)
@@ -95,7 +97,7 @@ func TestMamba2Run(t *testing.T) {
 				}
 				h2, r2 = y, rr
 			}
-			name := fmt.Sprintf("Mamba2Run L%d B%d residual %v blocks %d step %d", c.L, c.B, c.residual, gb.runGrid(), step)
+			name := fmt.Sprintf("Mamba2Run L%d B%d residual %v blocks %d split %v step %d", c.L, c.B, c.residual, gb.runGrid(), c.split, step)
 			checkVals(t, name+" hidden", gb.ReadF32(h2), gb.ReadF32(h1), 1e-4)
 			checkVals(t, name+" residual", gb.ReadF32(r2), gb.ReadF32(r1), 1e-4)
 			for i := 0; i < c.L; i++ {
@@ -107,7 +109,7 @@ func TestMamba2Run(t *testing.T) {
 			}
 		}
 	}
-	runBlocksEnv = 0
+	runBlocksEnv, runStageSplit = 0, false
 	// Declined: three rows, two positions, another model width.
 	conv, ssm := gb.Zeros(3, C, s.DConv), gb.Zeros(3, s.Heads, s.HeadDim, s.DState)
 	bl := []compute.Mamba2RunBlock{{NormW: ws[0].nw, InProj: ws[0].wi, OutProj: ws[0].wo, W: ws[0].w, ConvState: conv, SSMState: ssm, Spec: s}}

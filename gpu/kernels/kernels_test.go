@@ -124,9 +124,7 @@ func TestPDLWaitFirst(t *testing.T) {
 			// the first layer's conv state and small weights into shared
 			// memory and registers: the weights are never written while
 			// kernels run, and the states only by this kernel, once per
-			// step (as mamba_step_gated's). Its signal warp waits first
-			// of all (it keeps the grid barriers' counters, which the
-			// previous launch may still be using).
+			// step (as mamba_step_gated's).
 			run := name == "mamba_run"
 			early = early || run
 			// attn_step reads the step's position (written by the

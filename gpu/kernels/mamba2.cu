@@ -811,45 +811,33 @@ SCAN_PRE(8)
 // it runs ahead across the row work and the grid barriers as far as the
 // ring allows.
 //
-// Each block owns a scan unit: head h and MR_PQ (32) of its P rows, for
-// both CFG rows (H·P/32 units, 128 for the real shape: one a block). Its
-// in_proj rows are the ones that unit needs — the head's dt row, the
-// unit's z rows and x rows — led by an even share of the B and C rows that
-// every unit reads. The consumer warps run each layer as:
+// The 8 consumer warps run each layer in three phases separated by grid
+// barriers (a counter in global memory):
 //  1. every block adds the residual and normalises both rows itself
 //     (LayerNorm, float64 statistics; 16 KB from L2, so no barrier), each
 //     thread keeping elements 8t … 8t+7 of both rows — exactly the slice of
 //     the activation the GEMV's layout gives thread t — and the residual
-//     stream in registers;
-//  2. in_proj over the block's rows: after the first stage the B and C
-//     outputs are finished (causal conv, silu), published, and the block
-//     arrives at barrier 1; the unit's own rows follow while the other
-//     blocks arrive, their outputs (dt, z, and x through its conv) kept in
-//     shared memory. The conv operands are requested a phase ahead;
-//  3. past barrier 1 (long complete by then) the unit reads B and C from
-//     L2 and scans, its state rows taken from the ring, 8 rows a warp side
-//     by side, as mamba_step_gated (y·silu(z), sums of squares per unit);
-//     barrier 2;
-//  4. out_proj over an even share of its rows with the gated RMSNorm
-//     applied as the activation is loaded, as gemv_chunk_norm; barrier 3.
-// Session 18's trace (docs/gpu/2026-11-30-session18, run 4) had a layer at
-// about 25 µs against 14 µs of weights, of which barrier 1 and the L2
-// round trip behind it (every block read its head's z, x and dt, written
-// by other blocks) were about 4 µs; here the scan's only L2 read past a
-// barrier is 2 KB of B and C.
+//     stream in registers; then in_proj over the block's even share of
+//     rows, each stage's products left per warp and added up at the
+//     phase's end, where the xBC outputs run the causal conv (its state
+//     and weights requested into shared memory a phase ahead), as
+//     gemv_chunk_conv;
+//  2. the scan: one (row, head) per block, its state rows taken from the
+//     ring, its 8 rows a warp side by side, as mamba_step_gated
+//     (y·silu(z), sums of squares per head);
+//  3. out_proj over the block's rows with the gated RMSNorm applied as the
+//     activation is loaded, as gemv_chunk_norm.
 // The GEMV stages are gemv_chunk's layout (8 pieces of 4 KiB a 32 KiB
-// stage, piece t + 256·p is k8 = t + 256·(p % KT) of row p / KT), so every
-// product is gemv_chunk's; the partial sums of a row are added up in an
-// order that depends on its place in the stage, and the norms' sums in
-// other orders (float64 sums of floats), so the outputs agree with the
-// blocks one by one to rounding, not bit for bit (TestMamba2Run).
+// stage, piece t + 256·p is k8 = t + 256·(p % KT) of row p / KT), so the
+// products are the same; the norms' sums are in other orders (float64
+// sums of floats: TestMamba2Run found no difference, but none is promised).
 //
 // Every block must be resident at once (grid barriers): one block per SM
-// (the ring's stages of 32 KiB, 4 by default, and 18 KB more), at most as
-// many blocks as SMs and at least as many as units (gpu.runGrid,
-// gpu.runFits). Blocks that are not yet resident wait only for kernels
-// that do not wait on this one, so they become resident; a barrier that
-// waits over 2 s traps (an error, not a hang).
+// (the ring's stages of 32 KiB, 4 by default, and 16 KB more), at most as
+// many blocks as SMs (128 of 132 by default: gpu.runGrid). Blocks that are
+// not yet resident wait only for kernels that do not wait on this one, so
+// they become resident; a barrier that waits over 2 s traps (an error, not
+// a hang).
 //
 // Measured in the step and dropped (docs/gpu/2026-11-30-session18): L2
 // hints keeping each block's stream 128–512 KiB past its ring, blocks
@@ -858,14 +846,13 @@ SCAN_PRE(8)
 // cp.async. Each put more in flight or moved the poll, and each made the
 // step graph slower (1.54–1.95 against 1.51–1.52 ms).
 #define MR_WARPS 8
-#define MR_THREADS (MR_WARPS * 32 + 64) // consumers, the producer warp, the signal warp
+#define MR_THREADS (MR_WARPS * 32 + 32)
 #define MR_STAGE 32768
 #define MR_STAGES 6
 #define MR_MAXL 8     // layers per launch
 #define MR_MAXROWS 128 // in_proj rows per block
 #define MR_KC 4       // conv width
 #define MR_TRACE 64   // trace stamps per block
-#define MR_PQ 32      // head rows of a scan unit
 
 // MambaRunLayer is one block's tensors (gpu.Mamba2Run fills it).
 struct MambaRunLayer {
@@ -889,9 +876,10 @@ struct MambaRunArgs {
     const float* rin; // residual stream [B, 2048] or null (the first block of the backbone)
     float* hout;      // the last block's mixer output [B, 2048] (and scratch before it)
     float* rout;      // the residual stream the last block normalised [B, 2048]
-    float* xbc;       // scratch [B, C]: silu(conv) of the B and C channels (at Di…C)
+    float* zx;        // scratch [B, E]: in_proj outputs
+    float* xbc;       // scratch [B, C]: silu(conv) of the xBC channels
     float* yg;        // scratch [B, Di]: y·silu(z)
-    double* part;     // scratch [B, H·P/32]: sums of squares of yg per scan unit
+    double* part;     // scratch [B·H]: sums of squares of yg per head
     unsigned* sync;   // two counters, zero between launches
     // trace (null: none) gets each block's global-timer stamps, MR_TRACE
     // a block: [0] its start (residency), [1] its consumers'
@@ -900,7 +888,8 @@ struct MambaRunArgs {
     unsigned long long* trace;
     int L, B, E, Di, C, H, P, N, Kc;
     float ln_eps, norm_eps;
-    int stages; // ring stages (≤ MR_STAGES; the dynamic shared memory is stages·MR_STAGE)
+    int stages;   // ring stages (≤ MR_STAGES; the dynamic shared memory is stages·MR_STAGE)
+    int balanced; // split the projections' rows evenly over the blocks (else whole stages)
 };
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -931,52 +920,33 @@ __device__ __forceinline__ void mr_bar() { asm volatile("bar.sync 1, 256;" ::: "
 
 __device__ __forceinline__ float4 ldcg4(const float* p) { return __ldcg((const float4*)p); }
 
-// The grid barrier is in two halves, so that work independent of the
-// other blocks can go on between them, and it is kept by the block's
-// signal warp, so that no consumer warp waits on its memory operations:
-// the consumers arrive (mr_arrive, bar.arrive: no wait) once their global
-// writes are issued; the signal warp, when all of them have (bar.sync),
-// adds the block's arrival (a release at gpu scope, which waits for those
-// writes to reach L2), polls the count (acquire) until every block's is
-// in, and lets the consumers go (bar.arrive on the barrier their mr_wait
-// syncs on). Their loads after mr_wait that bypass L1 (__ldcg) then see
-// every block's writes before its arrival. A consumer thread that
-// released and polled itself (session 18) stalled its warp, and with it
-// the ring, for each round trip to L2.
-#define MR_SIG_THREADS (MR_WARPS * 32 + 32) // consumers and the signal warp
-__device__ __forceinline__ void mr_arrive() { asm volatile("bar.arrive 2, %0;" ::"n"(MR_SIG_THREADS) : "memory"); }
-__device__ __forceinline__ void mr_wait() { asm volatile("bar.sync 3, %0;" ::"n"(MR_SIG_THREADS) : "memory"); }
+// mr_arrive and mr_wait are a grid barrier in two halves, so that loads
+// independent of the other blocks can be requested between them: every
+// block's consumers have arrived (count reaches target) before any returns
+// from mr_wait, and their global writes before mr_arrive are visible to
+// loads after mr_wait that bypass L1 (__ldcg). The release is issued
+// before those loads: a fence after them would wait for them too.
+__device__ __forceinline__ void mr_arrive(unsigned* count) {
+    mr_bar();
+    if (threadIdx.x == 0) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(count) : "memory");
+}
 
-// mr_signal is the signal warp: nb barriers, then (the block past its
-// last) the count of blocks done, whose last zeroes the counters for the
-// next launch.
-__device__ __forceinline__ void mr_signal(unsigned* count, int nb) {
-    const unsigned G = gridDim.x;
-    for (int n = 1; n <= nb; n++) {
-        asm volatile("bar.sync 2, %0;" ::"n"(MR_SIG_THREADS) : "memory");
-        if ((threadIdx.x & 31) == 0) {
-            asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(count) : "memory");
-            unsigned long long t0 = 0;
-            for (unsigned spins = 0;; spins++) {
-                unsigned v;
-                asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(count) : "memory");
-                if (v >= n * G) break;
-                if ((spins & 1023) == 0) {
-                    unsigned long long now;
-                    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-                    if (t0 == 0) t0 = now;
-                    else if (now - t0 > 2000000000ull) __trap(); // 2 s: a block never became resident
-                }
+__device__ __forceinline__ void mr_wait(unsigned* count, unsigned target) {
+    if (threadIdx.x == 0) {
+        unsigned long long t0 = 0;
+        for (unsigned spins = 0;; spins++) {
+            unsigned v;
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(count) : "memory");
+            if (v >= target) break;
+            if ((spins & 1023) == 0) {
+                unsigned long long now;
+                asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+                if (t0 == 0) t0 = now;
+                else if (now - t0 > 2000000000ull) __trap(); // 2 s: a block never became resident
             }
         }
-        __syncwarp();
-        asm volatile("bar.arrive 3, %0;" ::"n"(MR_SIG_THREADS) : "memory");
     }
-    if ((threadIdx.x & 31) == 0 && atomicAdd(count + 1, 1u) == G - 1) {
-        // Every block has passed its last barrier.
-        count[0] = 0;
-        count[1] = 0;
-    }
+    mr_bar();
 }
 
 // mr_ring is the consumers' side of the ring: which stage comes next.
@@ -1019,33 +989,27 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
     extern __shared__ __align__(128) uint4 ring[]; // MR_STAGES stages of 2048 pieces
     __shared__ unsigned long long full[MR_STAGES], empty[MR_STAGES];
     __shared__ float pbuf[MR_MAXROWS / 8][8][16]; // GEMV partials: [stage of the phase][warp][output]
-    __shared__ double red[2][MR_WARPS][2], wsum[MR_WARPS][2];
+    __shared__ double red[2][MR_WARPS][2], wsum[MR_WARPS];
     __shared__ float cvs[2][MR_MAXROWS][MR_KC], cvw[MR_MAXROWS][MR_KC], cvb[MR_MAXROWS];
-    __shared__ float xs[2][MR_PQ], zs[2][MR_PQ], bs[2][128], cs[2][128], dts[2];
+    __shared__ float xs[64], bs[128], cs[128];
     constexpr int D = 2048;
     const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
     const int G = gridDim.x, j = blockIdx.x;
-    const int L = a.L, B = a.B, Di = a.Di, C = a.C, H = a.H, P = a.P, N = a.N, Kc = a.Kc;
-    // The block's scan unit: head h, rows [sq·MR_PQ, +MR_PQ) of its P, both
-    // CFG rows (blocks past the NU units only share the B and C rows).
-    const int NU = H * (P / MR_PQ);
-    const bool unit = j < NU;
-    const int h = unit ? j / (P / MR_PQ) : 0, sq = unit ? j % (P / MR_PQ) : 0;
-    const int p0 = h * P + sq * MR_PQ; // the unit's first x and z channel
-    // The block's in_proj rows, in the order it consumes them: its even
-    // share [bclo, bchi) of the 2N B and C rows (all in its first stage),
-    // then its unit's dt row, its MR_PQ z rows and its MR_PQ x rows.
-    const int bclo = (int)((long long)2 * N * j / G), bchi = (int)((long long)2 * N * (j + 1) / G);
-    const int nbc = bchi - bclo, nrows = nbc + (unit ? 1 + 2 * MR_PQ : 0);
-    auto rowAt = [&](int i) -> int {
-        if (i < nbc) return 2 * Di + bclo + i;
-        i -= nbc;
-        if (i == 0) return 2 * Di + 2 * N + h;
-        return i <= MR_PQ ? p0 + i - 1 : Di + p0 + i - 1 - MR_PQ;
-    };
-    // out_proj: an even share [olo, ohi) of its D rows, in stages of 4.
-    const int olo = (int)((long long)D * j / G), ohi = (int)((long long)D * (j + 1) / G);
-    const int n1 = (nrows + 7) / 8, n2 = (ohi - olo + 3) / 4; // stages
+    const int L = a.L, B = a.B, E = a.E, Di = a.Di, C = a.C, H = a.H, P = a.P, N = a.N, Kc = a.Kc;
+    // The block's rows of in_proj [rlo, rhi) and of out_proj [olo, ohi),
+    // in stages of 8 and 4 rows (the last may be short): an even share of
+    // the rows (balanced), or of whole stages.
+    int rlo, rhi, olo, ohi;
+    if (a.balanced) {
+        rlo = (int)((long long)E * j / G), rhi = (int)((long long)E * (j + 1) / G);
+        olo = (int)((long long)D * j / G), ohi = (int)((long long)D * (j + 1) / G);
+    } else {
+        const int S1 = (E + 7) / 8, S2 = (D + 3) / 4;
+        rlo = 8 * (int)((long long)S1 * j / G), rhi = min(8 * (int)((long long)S1 * (j + 1) / G), E);
+        olo = 4 * (int)((long long)S2 * j / G), ohi = min(4 * (int)((long long)S2 * (j + 1) / G), D);
+    }
+    const int n1 = (rhi - rlo + 7) / 8, n2 = (ohi - olo + 3) / 4; // stages
+    const int U = B * H;
     unsigned long long started; // the block's start, stamped after the wait
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(started));
     if (t == 0) {
@@ -1056,68 +1020,36 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         mbar_fence_init();
     }
     __syncthreads();
-    if (warp == MR_WARPS + 1) {
-        // The counters may still be in use by the previous launch until
-        // it completes (the consumers' first arrival is later anyway).
-        pdl_wait();
-        mr_signal(a.sync, 3 * L - 1);
-        return;
-    }
     if (warp == MR_WARPS) {
         // Producer: one lane streams the block's stages in consumption order.
         if (lane != 0) return;
         int slot = 0;
         unsigned ph = 0;
-        auto next = [&]() {
+        auto push = [&](const void* src, unsigned bytes) {
+            mbar_wait(&empty[slot], ph ^ 1);
+            mbar_expect_tx(&full[slot], bytes);
+            bulk_g2s(ring + slot * 2048, src, bytes, &full[slot]);
             if (++slot == a.stages) slot = 0, ph ^= 1;
         };
         for (int l = 0; l < L; l++) {
             const MambaRunLayer& ly = a.layer[l];
-            for (int s = 0; s < n1; s++) {
-                // 8 rows of the block's list: one copy per run of consecutive rows.
-                const int r0 = 8 * s, r1 = min(r0 + 8, nrows);
-                mbar_wait(&empty[slot], ph ^ 1);
-                mbar_expect_tx(&full[slot], (unsigned)((r1 - r0) * D * 2));
-                for (int i = r0; i < r1;) {
-                    const int row = rowAt(i);
-                    int k = i + 1;
-                    while (k < r1 && rowAt(k) == row + (k - i)) k++;
-                    bulk_g2s(ring + slot * 2048 + (i - r0) * 256, ly.win + (long long)row * D, (unsigned)((k - i) * D * 2), &full[slot]);
-                    i = k;
-                }
-                next();
-            }
-            if (unit) {
-                // The unit's state rows of each CFG row, side by side.
-                const unsigned bytes = MR_PQ * N * 4;
-                mbar_wait(&empty[slot], ph ^ 1);
-                mbar_expect_tx(&full[slot], B * bytes);
-                for (int m = 0; m < B; m++)
-                    bulk_g2s(ring + slot * 2048 + m * (bytes / 16), ly.sst + ((long long)(m * H + h) * P + sq * MR_PQ) * N, bytes, &full[slot]);
-                next();
-            }
-            for (int s = 0; s < n2; s++) {
-                mbar_wait(&empty[slot], ph ^ 1);
-                const unsigned bytes = (unsigned)(min(4, ohi - olo - 4 * s) * Di * 2);
-                mbar_expect_tx(&full[slot], bytes);
-                bulk_g2s(ring + slot * 2048, ly.wout + (long long)(olo + 4 * s) * Di, bytes, &full[slot]);
-                next();
-            }
+            for (int s = 0; s < n1; s++) push(ly.win + (long long)(rlo + 8 * s) * D, (unsigned)(min(8, rhi - rlo - 8 * s) * D * 2));
+            for (int u = j; u < U; u += G) push(ly.sst + (long long)u * P * N, (unsigned)(P * N * 4));
+            for (int s = 0; s < n2; s++) push(ly.wout + (long long)(olo + 4 * s) * Di, (unsigned)(min(4, ohi - olo - 4 * s) * Di * 2));
         }
         return;
     }
     // The small per-layer operands (the conv state, weights and bias of the
-    // block's xBC rows into shared memory; the LayerNorm's weights and the
-    // unit's head scalars into registers) are requested a phase ahead of
-    // their use: layer 0's before the wait (only this kernel writes the
-    // conv state, once per step; the weights never change), layer l+1's
-    // after layer l's out_proj. Measured without this: layer 0's norm ended
-    // 7 µs after the start, its loads queued behind the producer's stream.
+    // block's xBC rows into shared memory, the LayerNorm's weights into
+    // registers) are requested a phase ahead of their use: layer 0's before
+    // the wait (only this kernel writes the conv state, once per step; the
+    // weights never change), layer l+1's after layer l's out_proj. Measured
+    // without this: layer 0's norm ended 7 µs after the start, its loads
+    // queued behind the producer's stream.
     float4 lw[2], lb[2];
-    float hb = 0.f, hal = 0.f, hd = 0.f; // dt_bias, A_log and D of head h
     auto load_small = [&](const MambaRunLayer& ly) {
-        for (int i = t; i < nrows; i += 256) {
-            const int c = rowAt(i) - Di;
+        for (int i = t; i < rhi - rlo; i += 256) {
+            const int c = rlo + i - Di;
             if (c >= 0 && c < C) {
 #pragma unroll
                 for (int q = 0; q < MR_KC; q++) {
@@ -1133,21 +1065,6 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         lw[0] = ldcg4(ly.lnw + 8 * t), lw[1] = ldcg4(ly.lnw + 8 * t + 4);
         lb[0] = lb[1] = make_float4(0.f, 0.f, 0.f, 0.f);
         if (ly.lnb) lb[0] = ldcg4(ly.lnb + 8 * t), lb[1] = ldcg4(ly.lnb + 8 * t + 4);
-        if (unit) hb = ly.dtb[h], hal = ly.alog[h], hd = ly.Dw[h];
-    };
-    // conv1 is the causal conv of in_proj output `out` (CFG row m) on list
-    // row i, channel c: rolls the channel's state and returns silu(conv).
-    auto conv1 = [&](const MambaRunLayer& ly, int i, int m, int c, float out) {
-        float acc = cvb[i];
-#pragma unroll
-        for (int q = 0; q < MR_KC; q++) {
-            if (q < Kc) {
-                const float w = q + 1 < Kc ? cvs[m][i][q + 1] : out;
-                acc = __fadd_rn(acc, __fmul_rn(w, cvw[i][q]));
-                ly.cst[((long long)m * C + c) * Kc + q] = w;
-            }
-        }
-        return silu_ref(acc);
     };
     load_small(a.layer[0]);
     pdl_begin();
@@ -1221,110 +1138,106 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         }
         if (t == 0) mr_stamp(a.trace, ts);
         ts++;
-        // 2. in_proj. The B and C rows lead the block's first stage: their
-        // outputs are finished (conv, silu) and published right after it,
-        // and the block arrives at barrier 1 then; its own head's rows
-        // follow while the other blocks arrive.
-        if (n1 == 0) {
-            mr_mark(a.trace, syncs + 1);
-            mr_arrive();
-        }
+        // in_proj: every stage's partials, then the outputs (and the conv
+        // on the xBC ones) on as many threads at once.
         for (int s = 0; s < n1; s++) {
             mbar_wait(&full[rg.slot], rg.ph);
             mr_gemv_stage<1>(ring + rg.slot * 2048, &empty[rg.slot], xa, pbuf[s]);
             rg.next();
-            if (s == 0) {
-                mr_bar();
-                for (int idx = t; idx < nbc * B; idx += 256) {
-                    const int i = idx / B, m = idx % B, v = 2 * i + m;
-                    float out = 0.f;
-#pragma unroll
-                    for (int q = 0; q < 8; q++) out += pbuf[0][q][v];
-                    const int c = Di + bclo + i;
-                    a.xbc[(long long)m * C + c] = conv1(ly, i, m, c, out);
-                }
-                mr_mark(a.trace, syncs + 1);
-                mr_arrive();
-            }
         }
         mr_bar();
-        // The unit's dt, z and x outputs stay in shared memory.
-        for (int idx = t; idx < (nrows - nbc) * B; idx += 256) {
-            const int i = nbc + idx / B, m = idx % B, v = 2 * (i & 7) + m, r = i - nbc;
+        for (int idx = t; idx < n1 * 16; idx += 256) {
+            const int k = idx >> 4, v = idx & 15, row = v >> 1, m = v & 1, n = rlo + 8 * k + row;
+            if (n >= rhi || m >= B) continue;
             float out = 0.f;
 #pragma unroll
-            for (int q = 0; q < 8; q++) out += pbuf[i >> 3][q][v];
-            if (r == 0)
-                dts[m] = out;
-            else if (r <= MR_PQ)
-                zs[m][r - 1] = out;
-            else
-                xs[m][r - 1 - MR_PQ] = conv1(ly, i, m, p0 + r - 1 - MR_PQ, out);
+            for (int q = 0; q < 8; q++) out += pbuf[k][q][v];
+            a.zx[(long long)m * E + n] = out;
+            const int c = n - Di, i = n - rlo;
+            if (c >= 0 && c < C) {
+                float acc = cvb[i];
+#pragma unroll
+                for (int q = 0; q < MR_KC; q++) {
+                    if (q < Kc) {
+                        float w = q + 1 < Kc ? cvs[m][i][q + 1] : out;
+                        acc = __fadd_rn(acc, __fmul_rn(w, cvw[i][q]));
+                        ly.cst[((long long)m * C + c) * Kc + q] = w;
+                    }
+                }
+                a.xbc[(long long)m * C + c] = silu_ref(acc);
+            }
         }
         if (t == 0) mr_stamp(a.trace, ts);
         ts++;
-        ++syncs;
-        mr_wait();
+        mr_mark(a.trace, syncs + 1);
+        mr_arrive(a.sync);
+        // The scan's head scalars of the block's first (row, head), while
+        // the other blocks arrive.
+        float hb = 0.f, hal = 0.f, hd = 0.f;
+        if (j < U) hb = ly.dtb[j % H], hal = ly.alog[j % H], hd = ly.Dw[j % H];
+        mr_wait(a.sync, ++syncs * G);
         mr_check(a.trace, syncs);
         if (t == 0) mr_stamp(a.trace, ts);
         ts++;
-        // 3. the scan of the unit's rows: row q = warp + 8r is CFG row
-        // m = r / 4 (MR_PQ = 32), head row p = q % 32. The new state rows
-        // are stored last: stored after the block's arrival at barrier 2
-        // (no other block reads them) they queued ahead of out_proj's
-        // loads (step graph 1.629 against 1.521 ms, run 3).
-        float st[8][4];
-        if (unit) {
-            for (int i = t; i < B * 2 * N; i += 256) {
-                const int m = i / (2 * N), n = i % (2 * N);
-                const float v = __ldcg(a.xbc + (long long)m * C + Di + n);
-                if (n < N)
-                    bs[m][n] = v;
-                else
-                    cs[m][n - N] = v;
+        // 2. the scan, one (row, head) at a time.
+        for (int u = j; u < U; u += G) {
+            const int b = u / H, h = u % H;
+            const float* row = a.zx + (long long)b * E;
+            const float* xr = a.xbc + (long long)b * C;
+            if (u != j) hb = ly.dtb[h], hal = ly.alog[h], hd = ly.Dw[h];
+            const float dtv = __ldcg(row + Di + C + h) + hb, alv = hal, dskip = hd;
+            float zr[8];
+#pragma unroll
+            for (int r = 0; r < 8; r++) {
+                const int p = warp + 8 * r;
+                zr[r] = p < P ? __ldcg(row + h * P + p) : 0.f;
             }
-            float delta[2] = {0.f, 0.f}, decay[2] = {0.f, 0.f};
-            const float A = -(float)exp((double)hal);
-#pragma unroll
-            for (int m = 0; m < 2; m++)
-                if (m < B) softplus_decay(dts[m] + hb, A, &delta[m], &decay[m]);
+            for (int i = t; i < P + 2 * N; i += 256) {
+                if (i < P)
+                    xs[i] = __ldcg(xr + h * P + i);
+                else if (i < P + N)
+                    bs[i - P] = __ldcg(xr + Di + (i - P));
+                else
+                    cs[i - P - N] = __ldcg(xr + Di + N + (i - P - N));
+            }
+            float delta, decay;
+            softplus_decay(dtv, -(float)exp((double)alv), &delta, &decay);
             mr_bar();
-            float Bv[2][4], Cv[2][4];
+            float Bv[4], Cv[4], st[8][4];
 #pragma unroll
-            for (int m = 0; m < 2; m++) {
-#pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    const int n = lane + 32 * i;
-                    Bv[m][i] = n < N ? bs[m][n] : 0.f;
-                    Cv[m][i] = n < N ? cs[m][n] : 0.f;
-                }
+            for (int i = 0; i < 4; i++) {
+                const int n = lane + 32 * i;
+                Bv[i] = n < N ? bs[n] : 0.f;
+                Cv[i] = n < N ? cs[n] : 0.f;
             }
             mbar_wait(&full[rg.slot], rg.ph);
             const float* sf = (const float*)(ring + rg.slot * 2048);
 #pragma unroll
             for (int r = 0; r < 8; r++) {
-                const int q = warp + 8 * r;
+                const int p = warp + 8 * r;
 #pragma unroll
-                for (int i = 0; i < 4; i++) st[r][i] = (r / 4 < B && lane + 32 * i < N) ? sf[q * N + lane + 32 * i] : 0.f;
+                for (int i = 0; i < 4; i++) st[r][i] = (p < P && lane + 32 * i < N) ? sf[p * N + lane + 32 * i] : 0.f;
             }
             __syncwarp();
             if (lane == 0) mbar_arrive(&empty[rg.slot]);
             rg.next();
             // The 8 rows' state updates and sums side by side (their
             // shuffle chains interleave), then lane r finishes row r.
+            float* sp = ly.sst + (long long)u * P * N;
+            const float dx0 = delta;
             float accs[8];
 #pragma unroll
             for (int r = 0; r < 8; r++) {
-                const int m = r / 4, p = warp + 8 * (r % 4);
+                const int p = warp + 8 * r;
                 float acc = 0.f;
-                if (m < B) {
-                    const float dxv = __fmul_rn(delta[m], xs[m][p]);
+                if (p < P) {
+                    const float dxv = __fmul_rn(dx0, xs[p]);
 #pragma unroll
                     for (int i = 0; i < 4; i++) {
                         if (lane + 32 * i < N) {
-                            const float v = __fadd_rn(__fmul_rn(st[r][i], decay[m]), __fmul_rn(dxv, Bv[m][i]));
+                            const float v = __fadd_rn(__fmul_rn(st[r][i], decay), __fmul_rn(dxv, Bv[i]));
                             st[r][i] = v;
-                            acc += v * Cv[m][i];
+                            acc += v * Cv[i];
                         }
                     }
                 }
@@ -1335,54 +1248,50 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
 #pragma unroll
                 for (int r = 0; r < 8; r++) accs[r] += __shfl_xor_sync(0xffffffffu, accs[r], o);
             }
-            // Lane r < 8 gates row r; lanes 0–3 sum CFG row 0's squares,
-            // lanes 4–7 row 1's.
+#pragma unroll
+            for (int r = 0; r < 8; r++) {
+                const int p = warp + 8 * r;
+                if (p < P) scan_state_store<4>(st[r], sp + (long long)p * N, N, lane);
+            }
             double ms = 0;
             {
-                float acc = 0.f;
+                float acc = 0.f, zv = 0.f, xv = 0.f;
 #pragma unroll
                 for (int r = 0; r < 8; r++) {
-                    if (lane == r) acc = accs[r];
+                    if (lane == r) acc = accs[r], zv = zr[r];
                 }
-                const int m = (lane >> 2) & 1, p = warp + 8 * (lane & 3);
-                if (lane < 8 && m < B) {
-                    const float y = __fmul_rn(acc + hd * xs[m][p], silu_ref(zs[m][p]));
-                    a.yg[(long long)m * Di + p0 + p] = y;
+                const int p = warp + 8 * lane;
+                if (lane < 8 && p < P) {
+                    xv = xs[p];
+                    const float y = __fmul_rn(acc + dskip * xv, silu_ref(zv));
+                    a.yg[(long long)b * Di + h * P + p] = y;
                     ms = (double)y * (double)y;
                 }
-                ms += __shfl_xor_sync(0xffffffffu, ms, 2);
-                ms += __shfl_xor_sync(0xffffffffu, ms, 1);
+#pragma unroll
+                for (int o = 4; o > 0; o >>= 1) ms += __shfl_xor_sync(0xffffffffu, ms, o);
             }
-            if (lane == 0 || lane == 4) wsum[warp][lane >> 2] = ms;
+            if (lane == 0) wsum[warp] = ms;
             mr_bar();
-            if (t < B) {
+            if (t == 0) {
                 double tot = 0;
-                for (int w = 0; w < MR_WARPS; w++) tot += wsum[w][t];
-                a.part[t * NU + j] = tot;
+                for (int w = 0; w < MR_WARPS; w++) tot += wsum[w];
+                a.part[u] = tot;
             }
         }
         if (t == 0) mr_stamp(a.trace, ts);
         ts++;
-        if (unit) {
-#pragma unroll
-            for (int r = 0; r < 8; r++) {
-                const int m = r / 4, p = warp + 8 * (r % 4);
-                if (m < B) scan_state_store<4>(st[r], ly.sst + ((long long)(m * H + h) * P + sq * MR_PQ + p) * N, N, lane);
-            }
-        }
         mr_mark(a.trace, syncs + 1);
-        mr_arrive();
+        mr_arrive(a.sync);
         // The norm weight of the block's activation slice, while the other
         // blocks arrive.
         float4 nwv[2][2];
 #pragma unroll
         for (int kt = 0; kt < 2; kt++) nwv[kt][0] = ldcg4(ly.nw + 8 * (t + 256 * kt)), nwv[kt][1] = ldcg4(ly.nw + 8 * (t + 256 * kt) + 4);
-        ++syncs;
-        mr_wait();
+        mr_wait(a.sync, ++syncs * G);
         mr_check(a.trace, syncs);
         if (t == 0) mr_stamp(a.trace, ts);
         ts++;
-        // 4. out_proj on the gated-normalised y.
+        // 3. out_proj on the gated-normalised y.
         float xo[2][2][8];
         // y first, then the norm's parts: the two loads in flight together.
 #pragma unroll
@@ -1396,17 +1305,17 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
                 xo[kt][m][4] = y1.x, xo[kt][m][5] = y1.y, xo[kt][m][6] = y1.z, xo[kt][m][7] = y1.w;
             }
         }
-        double pms[2][4];
+        double pms[2][2];
 #pragma unroll
         for (int m = 0; m < 2; m++) {
             const int mm = min(m, B - 1);
 #pragma unroll
-            for (int q = 0; q < 4; q++) pms[m][q] = lane + 32 * q < NU ? __ldcg(a.part + mm * NU + lane + 32 * q) : 0.0;
+            for (int q = 0; q < 2; q++) pms[m][q] = lane + 32 * q < H ? __ldcg(a.part + mm * H + lane + 32 * q) : 0.0;
         }
 #pragma unroll
         for (int m = 0; m < 2; m++) {
-            double ms = (pms[m][0] + pms[m][1]) + (pms[m][2] + pms[m][3]);
-            for (int u = lane + 128; u < NU; u += 32) ms += __ldcg(a.part + min(m, B - 1) * NU + u);
+            double ms = pms[m][0] + pms[m][1];
+            for (int h = lane + 64; h < H; h += 32) ms += __ldcg(a.part + min(m, B - 1) * H + h);
             ms = warp_sum_d(ms);
             const float r = (float)(1.0 / sqrt(ms / Di + (double)a.norm_eps));
 #pragma unroll
@@ -1435,10 +1344,9 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         ts++;
         if (l + 1 < L) {
             mr_mark(a.trace, syncs + 1);
-            mr_arrive();
+            mr_arrive(a.sync);
             load_small(a.layer[l + 1]); // while the other blocks arrive
-            ++syncs;
-            mr_wait();
+            mr_wait(a.sync, ++syncs * G);
             mr_check(a.trace, syncs);
         }
         if (t == 0) mr_stamp(a.trace, ts);
@@ -1452,6 +1360,12 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
             o[0] = make_float4(res[m][0], res[m][1], res[m][2], res[m][3]);
             o[1] = make_float4(res[m][4], res[m][5], res[m][6], res[m][7]);
         }
+    }
+    if (t == 0 && atomicAdd(a.sync + 1, 1u) == (unsigned)G - 1) {
+        // Every block has passed its last barrier: zero the counters for
+        // the next launch.
+        a.sync[0] = 0;
+        a.sync[1] = 0;
     }
 #else
     __trap(); // never launched below sm_90 (the backend checks)
