@@ -62,7 +62,7 @@ type Request struct {
 	MaxSeconds float64
 	// FirstChunk and Chunk are the vocoder's commit sizes in frames: the
 	// first emission (whose last frame may be partial), and the steady
-	// size emissions ramp up to (default 1 and 16: dac.DefaultStreamConfig). A vocoder that has fallen behind
+	// size emissions ramp up to (default 1 and 32: dac.DefaultStreamConfig). A vocoder that has fallen behind
 	// takes every frame queued at once, so an emission can be larger.
 	FirstChunk, Chunk int
 	// PhonemeBudget splits long text into pieces of at most this many

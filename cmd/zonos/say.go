@@ -55,7 +55,7 @@ func runSay(args []string) int {
 	fs.Int64Var(&f.seed, "seed", -1, "sampling seed (default: random)")
 	fs.Float64Var(&f.maxSeconds, "max-seconds", 30, "longest audio per sentence group, seconds")
 	fs.IntVar(&f.firstChunk, "first-chunk", dac.DefaultStreamConfig.FirstChunk, "frames committed in the vocoder's first chunk (time to first audio)")
-	fs.IntVar(&f.chunk, "chunk", 16, "frames per later vocoder chunk (throughput)")
+	fs.IntVar(&f.chunk, "chunk", dac.DefaultStreamConfig.Chunk, "frames per later vocoder chunk (throughput)")
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing but errors")
 	fs.StringVar(&f.speakerPath, "speaker", "", "voice to clone: a clip (WAV, FLAC, MP3, Ogg) or a vector from 'zonos embed -o'")
 	fs.StringVar(&f.speakerDir, "speaker-dir", "", "folder with the speaker model's two .pt files (default: the model cache)")
