@@ -30,9 +30,6 @@ type Backend struct {
 	runSync, runTrace cu.DevicePtr
 	reader            *reader // read-backs (lane.go)
 	side              bool    // made by Lane
-	// urgent (a side lane's, or nil) replays its graphs ahead of the
-	// decode steps (urgent.go).
-	urgent *urgentLane
 }
 
 // device is what the lanes of one CUDA device share.
@@ -216,7 +213,6 @@ func (b *Backend) release() {
 	for _, l := range b.lanes {
 		l.reader.close()
 		l.pool.drain()
-		l.urgent.destroy()
 		if l.runSync != 0 {
 			_ = cu.MemFree(l.runSync)
 		}

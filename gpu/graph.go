@@ -118,25 +118,16 @@ func (b *Backend) capture(f func()) (g *Graph, err error) {
 }
 
 // Launch replays the graph on the backend's stream (asynchronously: the
-// next read waits for it); a side lane with an urgent stream replays it
-// there, in order with its own stream (urgent.go).
+// next read waits for it).
 func (g *Graph) Launch() (err error) {
 	g.b.do(func() {
 		if g.e == nil {
 			err = fmt.Errorf("cuda: launch of a destroyed graph")
 			return
 		}
-		replay := func(s cu.Stream) error {
-			if e := cuErr(C.zs_graph_launch(g.e, unsafe.Pointer(s.C()))); e != nil {
-				return fmt.Errorf("cuda: graph launch: %w", e)
-			}
-			return nil
+		if e := cuErr(C.zs_graph_launch(g.e, unsafe.Pointer(g.b.stream.C()))); e != nil {
+			err = fmt.Errorf("cuda: graph launch: %w", e)
 		}
-		if g.b.urgent != nil {
-			err = g.b.urgent.launch(g.b.stream, replay)
-			return
-		}
-		err = replay(g.b.stream)
 	})
 	return err
 }

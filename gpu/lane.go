@@ -111,9 +111,6 @@ func (b *Backend) Lane() compute.Backend {
 			panic(fmt.Sprintf("gpu: creating the side lane's stream: %v", err))
 		}
 		l = &Backend{device: b.device, stream: s, side: true}
-		if l.urgent, err = newUrgentLane(b.decodeFirst); err != nil {
-			panic(fmt.Sprintf("gpu: creating the side lane's urgent stream: %v", err))
-		}
 		if b.hopper {
 			if err := l.allocRunSync(); err != nil {
 				panic(fmt.Sprintf("gpu: the side lane's barrier counters: %v", err))
