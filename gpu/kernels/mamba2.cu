@@ -845,6 +845,14 @@ SCAN_PRE(8)
 // barrier polled by a thread without loads with the conv operands by
 // cp.async. Each put more in flight or moved the poll, and each made the
 // step graph slower (1.54–1.95 against 1.51–1.52 ms).
+// Also dropped (docs/gpu/2026-11-30-session19): each block computing the
+// in_proj rows of the scan unit it owns (a head's 32 rows, both CFG
+// rows), led by a share of B and C after which it arrives at barrier 1,
+// so that the scan reads only B and C past that barrier (step graph 1.589
+// against 1.520 ms: the early arrival's release stalled warp 0, and with
+// it the ring, in the middle of in_proj); with a signal warp keeping the
+// barriers for the consumers (bar.arrive / bar.sync hand-offs) it was
+// slower still (1.629–1.694 ms).
 #define MR_WARPS 8
 #define MR_THREADS (MR_WARPS * 32 + 32)
 #define MR_STAGE 32768
