@@ -12,8 +12,9 @@ import (
 	"zonostream/engine/dac"
 )
 
-// TestVocoderVariants times steady 16-frame emissions of the streamed
-// real-shape 44 kHz DAC (random weights) under the backend's measurement
+// TestVocoderVariants times steady emissions of the streamed real-shape
+// 44 kHz DAC (random weights; the default steady chunk, or
+// ZONOS_VOCODER_AB_FRAMES frames) under the backend's measurement
 // switches, alternating the variants round by round so that a slower
 // stretch of the machine falls on all of them, and logs the median device
 // time per emission (the backend's event timer, host launches included, as
@@ -39,7 +40,11 @@ func TestVocoderVariants(t *testing.T) {
 		{"widest tile 128, split 128 (before 2026-11-30)", func() { convTileMax, convSplitPer = 128, 128 }},
 		{"widest tile 64", func() { convTileMax = 64 }},
 		{"flat reduce and copies", func() { reduceRowsOff, copyRowsOff = true, true }},
+		{"split 128", func() { convSplitPer = 128 }},
+		{"split 384", func() { convSplitPer = 384 }},
+		{"widest tile 64, split 384", func() { convTileMax, convSplitPer = 64, 384 }},
 	}
+	frames := envInt("ZONOS_VOCODER_AB_FRAMES", dac.DefaultStreamConfig.Chunk)
 	cfg := dac.Dac44kHz()
 	src, err := dac.RandomSource(cfg, 7)
 	if err != nil {
@@ -49,13 +54,13 @@ func TestVocoderVariants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sm, err := codec.NewStreamer(dac.StreamConfig{FirstChunk: 16, Chunk: 16})
+	sm, err := codec.NewStreamer(dac.StreamConfig{FirstChunk: frames, Chunk: frames})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	chunk := func() [][dac.Codebooks]int32 {
-		fs := make([][dac.Codebooks]int32, 16)
+		fs := make([][dac.Codebooks]int32, frames)
 		for i := range fs {
 			for k := range fs[i] {
 				fs[i][k] = int32(r.IntN(cfg.CodebookSize))
@@ -83,7 +88,8 @@ func TestVocoderVariants(t *testing.T) {
 			}
 		}
 	}
-	audio := 16 * 512 / 44100.0 * 1000 // ms of audio per emission
+	audio := float64(frames) * 512 / 44100.0 * 1000 // ms of audio per emission
+	t.Logf("steady emissions of %d frames", frames)
 	for v, ts := range times {
 		slices.Sort(ts)
 		med := ts[len(ts)/2]
