@@ -81,7 +81,7 @@
 // (the widest tile convTile may pick by the input's length; 32 by
 // default), `ZONOS_CONV_PREP=0` (conv_tc gathering and splitting the
 // weights at every k step), `ZONOS_CONV_SPLIT=n` (a convolution's reduction
-// length per split, 256), `ZONOS_REDUCE_ROWS=0` and `ZONOS_COPY_ROWS=0`
+// length per split, 384), `ZONOS_REDUCE_ROWS=0` and `ZONOS_COPY_ROWS=0`
 // (split-K sums and copies on one-dimensional grids),
 // `ZONOS_CONV=old` (on simt_gemm with coarser split-K),
 // `ZONOS_MAMBA_STEP=0` (the decode step's conv and scan as two kernels),

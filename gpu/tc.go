@@ -55,7 +55,7 @@ var (
 	convTC        = os.Getenv("ZONOS_CONV") == ""
 )
 
-// convSplitPer is the reduction length per split of a convolution (256;
+// convSplitPer is the reduction length per split of a convolution (384;
 // ZONOS_CONV_SPLIT=n for measurements). It depends on nothing but the
 // layer, as tcSplits requires. It goes with the tile width (convTileMax):
 // on 64 × 128 tiles finer was faster (H200, 2026-11-29, same-run A/Bs of
@@ -63,8 +63,11 @@ var (
 // 47.5× → 40.7×; 192 → 128 48.5× → 51.7×; 128 → 96 49.8× → 48.7×); on
 // 64 × 64 tiles, which double the blocks, 192 and 256 tie and beat 128
 // and 384 (steady 16-frame emissions, TestVocoderVariants, 2026-11-30 run
-// 7: 1.919 / 1.920 / 1.960 / 1.969 ms).
-var convSplitPer = envInt("ZONOS_CONV_SPLIT", 256)
+// 7: 1.919 / 1.920 / 1.960 / 1.969 ms). On conv_tcp's 32-wide tiles with
+// the steady chunk at 32 frames, 384 beat 256 and 128 (session 19, run 7:
+// 32-frame emissions 2.582 / 2.656 / 2.911 ms; 16-frame ones 1.581 /
+// 1.597 / 1.713 ms).
+var convSplitPer = envInt("ZONOS_CONV_SPLIT", 384)
 
 // envInt is the positive integer in environment variable name, else def.
 func envInt(name string, def int) int {

@@ -41,7 +41,8 @@ func TestVocoderVariants(t *testing.T) {
 		{"widest tile 64", func() { convTileMax = 64 }},
 		{"flat reduce and copies", func() { reduceRowsOff, copyRowsOff = true, true }},
 		{"split 128", func() { convSplitPer = 128 }},
-		{"split 384", func() { convSplitPer = 384 }},
+		{"split 256 (before session 19)", func() { convSplitPer = 256 }},
+		{"split 512", func() { convSplitPer = 512 }},
 		{"widest tile 64, split 384", func() { convTileMax, convSplitPer = 64, 384 }},
 	}
 	frames := envInt("ZONOS_VOCODER_AB_FRAMES", dac.DefaultStreamConfig.Chunk)
