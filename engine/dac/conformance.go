@@ -172,13 +172,14 @@ type StreamCase struct {
 }
 
 // StreamCases are the chunkings issue 3 asks for: (1,1), (1,8), (4,16),
-// (16,16) and a random arrival pattern, and the default (1,32).
+// (16,16) and a random arrival pattern, and the default chunking
+// (DefaultStreamConfig: 1,32).
 var StreamCases = []StreamCase{
 	{Name: "1,1", FirstChunk: 1, Chunk: 1},
 	{Name: "1,8", FirstChunk: 1, Chunk: 8},
 	{Name: "4,16", FirstChunk: 4, Chunk: 16},
 	{Name: "16,16", FirstChunk: 16, Chunk: 16},
-	{Name: "1,32", FirstChunk: DefaultStreamConfig.FirstChunk, Chunk: DefaultStreamConfig.Chunk},
+	{Name: "default", FirstChunk: DefaultStreamConfig.FirstChunk, Chunk: DefaultStreamConfig.Chunk},
 	{Name: "random", FirstChunk: 2, Chunk: 5, Random: true, Burst: 7},
 }
 
