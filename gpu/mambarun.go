@@ -33,26 +33,6 @@ const (
 	runLayerPtr = 12 // pointers in a MambaRunLayer
 )
 
-// runBarriers is false where ZONOS_RUN_LL=1 (for measurements): then
-// mamba_run_ll, whose blocks hand each other flagged words, runs instead
-// of mamba_run, whose blocks meet at grid barriers (kernels/mamba2.cu).
-var runBarriers = os.Getenv("ZONOS_RUN_LL") != "1"
-
-// The lane's mamba_run_ll words (runLL, after the two counters): per
-// batch row, the in_proj outputs, the conv outputs, y·silu(z) and the
-// mixer output, each at its size for the largest shape runFits takes.
-const (
-	llOff    = 256 // bytes before the words
-	llZX     = 0
-	llXBC    = llZX + 2*runMaxE
-	llYG     = llXBC + 2*runMaxC
-	llH      = llYG + 2*runMaxDi
-	llWords  = llH + 2*runModel
-	runMaxE  = 2*4096 + 2*128 + 64
-	runMaxC  = 4096 + 2*128
-	runMaxDi = 4096
-)
-
 // mambaRunOff (ZONOS_MAMBA_RUN=0) declines Mamba2Run: the blocks run one
 // by one (for measurements).
 var mambaRunOff = os.Getenv("ZONOS_MAMBA_RUN") == "0"
@@ -114,7 +94,7 @@ func (b *Backend) runFits(s compute.Mamba2Spec, d, B int) bool {
 	}
 	return b.hopper && !mambaRunOff && b.runSync != 0 && d == runModel && s.DInner == 4096 && s.Groups == 1 &&
 		s.Heads*s.HeadDim == s.DInner && s.HeadDim <= 64 && s.DState <= 128 && s.HeadDim*s.DState*4 <= runStage &&
-		s.DConv >= 1 && s.DConv <= runKc && B >= 1 && B <= 2 && rows <= runMaxRows && E <= runMaxE
+		s.DConv >= 1 && s.DConv <= runKc && B >= 1 && B <= 2 && rows <= runMaxRows
 }
 
 // Mamba2Run (compute.Mamba2Run) runs the blocks in launches of up to
@@ -171,23 +151,10 @@ func (b *Backend) mambaRun(hin, rin, hout, rout *tensor, blocks []compute.Mamba2
 	Di, H, P, N, Kc := s.DInner, s.Heads, s.HeadDim, s.DState, s.DConv
 	C := Di + 2*N
 	E := Di + C + H
-	var zx, xbc, yg, part *tensor
-	scratch := [4]cu.DevicePtr{}
-	kname := "mamba_run_ll"
-	if runBarriers {
-		kname = "mamba_run"
-		zx, xbc, yg = b.newTensor(compute.F32, B, E), b.newTensor(compute.F32, B, C), b.newTensor(compute.F32, B, Di)
-		part = b.newTensor(compute.F32, B*H, 2) // doubles
-		scratch = [4]cu.DevicePtr{zx.ptr(), xbc.ptr(), yg.ptr(), part.ptr()}
-		defer func() {
-			for _, t := range []*tensor{zx, xbc, yg, part} {
-				t.h.release()
-			}
-		}()
-	} else {
-		w := b.runSync + llOff
-		scratch = [4]cu.DevicePtr{w + 8*llZX, w + 8*llXBC, w + 8*llYG, w + 8*llH}
-	}
+	zx := b.newTensor(compute.F32, B, E)
+	xbc := b.newTensor(compute.F32, B, C)
+	yg := b.newTensor(compute.F32, B, Di)
+	part := b.newTensor(compute.F32, B*H, 2) // doubles
 	args := make([]byte, runArgBytes)
 	put := func(off int, p cu.DevicePtr) { binary.LittleEndian.PutUint64(args[off:], uint64(p)) }
 	ptrOf := func(t compute.Tensor) cu.DevicePtr {
@@ -211,7 +178,7 @@ func (b *Backend) mambaRun(hin, rin, hout, rout *tensor, blocks []compute.Mamba2
 	if rin != nil {
 		rp = rin.ptr()
 	}
-	for k, p := range []cu.DevicePtr{hin.ptr(), rp, hout.ptr(), rout.ptr(), scratch[0], scratch[1], scratch[2], scratch[3], b.runSync, b.runTrace} {
+	for k, p := range []cu.DevicePtr{hin.ptr(), rp, hout.ptr(), rout.ptr(), zx.ptr(), xbc.ptr(), yg.ptr(), part.ptr(), b.runSync, b.runTrace} {
 		put(o+8*k, p)
 	}
 	o += 10 * 8
@@ -224,21 +191,21 @@ func (b *Backend) mambaRun(hin, rin, hout, rout *tensor, blocks []compute.Mamba2
 	stages := runRing()
 	binary.LittleEndian.PutUint32(args[o+8:], uint32(stages))
 	binary.LittleEndian.PutUint32(args[o+12:], uint32(b2i(!runStageSplit)))
-	b.launchSmem(b.k[kname], [3]int{b.runGrid(), 1, 1}, [3]int{runThreads, 1, 1}, stages*runStage, args)
+	b.launchSmem(b.k["mamba_run"], [3]int{b.runGrid(), 1, 1}, [3]int{runThreads, 1, 1}, stages*runStage, args)
+	for _, t := range []*tensor{zx, xbc, yg, part} {
+		t.h.release()
+	}
 }
 
-// allocRunSync makes the lane's two mamba_run counters and its
-// mamba_run_ll words, zeroed (mamba_run leaves its counters zero;
-// mamba_run_ll counts its launches in the first and never writes epoch
-// 0): outside any recording, since a graph may be recorded on the first
-// decode step.
+// allocRunSync makes the lane's two mamba_run barrier counters, zeroed
+// (the kernel leaves them zero): outside any recording, since a graph
+// may be recorded on the first decode step.
 func (b *Backend) allocRunSync() error {
-	n := llOff + 8*llWords
-	p, err := cu.MemAlloc(int64(n))
+	p, err := cu.MemAlloc(8)
 	if err != nil {
 		return err
 	}
-	if err := cu.MemsetD32(p, 0, int64(n/4)); err != nil {
+	if err := cu.MemsetD32(p, 0, 2); err != nil {
 		_ = cu.MemFree(p)
 		return err
 	}

@@ -56,17 +56,15 @@ func TestMamba2Run(t *testing.T) {
 		}
 		ws = append(ws, bw)
 	}
-	defer func(n int, split, bars bool) { runBlocksEnv, runStageSplit, runBarriers = n, split, bars }(runBlocksEnv, runStageSplit, runBarriers)
+	defer func(n int, split bool) { runBlocksEnv, runStageSplit = n, split }(runBlocksEnv, runStageSplit)
 	for _, c := range []struct {
 		L, B     int
 		residual bool
 		blocks   int  // ZONOS_RUN_BLOCKS (0: the default)
 		split    bool // ZONOS_RUN_BALANCE=0
-		barriers bool // ZONOS_RUN_LL=0: mamba_run, not mamba_run_ll
-	}{{3, 2, true, 0, false, false}, {3, 2, false, 0, false, false}, {1, 2, true, 0, false, false}, {9, 2, true, 0, false, false},
-		{3, 1, true, 0, false, false}, {3, 2, true, 132, false, false}, {3, 2, true, 0, true, false},
-		{3, 2, true, 0, false, true}, {9, 2, false, 0, false, true}, {3, 1, true, 0, false, true}} {
-		runBlocksEnv, runStageSplit, runBarriers = c.blocks, c.split, c.barriers
+	}{{3, 2, true, 0, false}, {3, 2, false, 0, false}, {1, 2, true, 0, false}, {9, 2, true, 0, false}, {3, 1, true, 0, false},
+		{3, 2, true, 132, false}, {3, 2, true, 0, true}} {
+		runBlocksEnv, runStageSplit = c.blocks, c.split
 		var convs, ssms [2][]compute.Tensor
 		for i := 0; i < c.L; i++ {
 			cv, sv := randVals(r, c.B*C*s.DConv, 1), randVals(r, c.B*s.Heads*s.HeadDim*s.DState, 0.5)
@@ -99,7 +97,7 @@ func TestMamba2Run(t *testing.T) {
 				}
 				h2, r2 = y, rr
 			}
-			name := fmt.Sprintf("Mamba2Run L%d B%d residual %v blocks %d split %v barriers %v step %d", c.L, c.B, c.residual, gb.runGrid(), c.split, c.barriers, step)
+			name := fmt.Sprintf("Mamba2Run L%d B%d residual %v blocks %d split %v step %d", c.L, c.B, c.residual, gb.runGrid(), c.split, step)
 			checkVals(t, name+" hidden", gb.ReadF32(h2), gb.ReadF32(h1), 1e-4)
 			checkVals(t, name+" residual", gb.ReadF32(r2), gb.ReadF32(r1), 1e-4)
 			for i := 0; i < c.L; i++ {
@@ -161,17 +159,14 @@ func TestMamba2RunTrace(t *testing.T) {
 		}
 	}
 	weights := float64(L) * 2 * float64(E*d+d*s.DInner)
-	defer func(n, s int, bars bool) { runBlocksEnv, runStagesEnv, runBarriers = n, s, bars }(runBlocksEnv, runStagesEnv, runBarriers)
-	defaultBars := runBarriers
+	defer func(n, s int) { runBlocksEnv, runStagesEnv = n, s }(runBlocksEnv, runStagesEnv)
 	for _, c := range []struct {
 		name           string
 		fn             func()
 		blocks, stages int
-		bars           bool // mamba_run (grid barriers), not mamba_run_ll
-	}{{"mamba_run_ll", byRun, 0, 0, false}, {"mamba_run", byRun, 0, 0, true}, {"one by one", oneByOne, 0, 0, false},
-		{"mamba_run_ll", byRun, 0, 0, false}, {"mamba_run", byRun, 0, 0, true}, {"one by one", oneByOne, 0, 0, false},
-		{"mamba_run_ll", byRun, 132, 0, false}, {"mamba_run_ll", byRun, 0, 3, false}} {
-		runBlocksEnv, runStagesEnv, runBarriers = c.blocks, c.stages, c.bars
+	}{{"mamba_run", byRun, 0, 0}, {"one by one", oneByOne, 0, 0}, {"mamba_run", byRun, 0, 0}, {"one by one", oneByOne, 0, 0},
+		{"mamba_run", byRun, 132, 0}, {"mamba_run", byRun, 0, 4}, {"mamba_run", byRun, 0, 3}} {
+		runBlocksEnv, runStagesEnv = c.blocks, c.stages
 		g, err := gb.Capture(c.fn)
 		if err != nil {
 			t.Fatal(err)
@@ -180,9 +175,9 @@ func TestMamba2RunTrace(t *testing.T) {
 		d := gb.Time(func() { _ = g.Launch() })
 		g.Destroy()
 		per := d.Seconds() / reps
-		t.Logf("3 Mamba2 blocks, %-12s (%d blocks, %d stages): %.1f µs a run (%.0f GB/s of weights)", c.name, gb.runGrid(), runRing(), per*1e6, weights/per/1e9)
+		t.Logf("3 Mamba2 blocks, %-10s (%d blocks, %d stages): %.1f µs a run (%.0f GB/s of weights)", c.name, gb.runGrid(), runRing(), per*1e6, weights/per/1e9)
 	}
-	runBlocksEnv, runStagesEnv, runBarriers = 0, 0, defaultBars
+	runBlocksEnv, runStagesEnv = 0, 0
 	trace := gb.Zeros(gb.sms*runStamps, 2) // uint64 stamps
 	gb.runTrace = cast(trace).ptr()
 	gb.Mamba2Run(h, res, blocks, 1e-5)
@@ -197,11 +192,7 @@ func TestMamba2RunTrace(t *testing.T) {
 	}
 	names := []string{"block start (resident)", "consumers' wait returned"}
 	for l := 0; l < L; l++ {
-		phases := []string{"inputs ready", "norm done", "in_proj done", "scan inputs ready", "scan done", "out_proj inputs ready", "out_proj done"}
-		if runBarriers {
-			phases = []string{"norm done", "in_proj done", "barrier 1", "scan done", "barrier 2", "out_proj done", "barrier 3"}
-		}
-		for _, n := range phases {
+		for _, n := range []string{"norm done", "in_proj done", "barrier 1", "scan done", "barrier 2", "out_proj done", "barrier 3"} {
 			names = append(names, fmt.Sprintf("layer %d %s", l, n))
 		}
 	}
@@ -211,7 +202,7 @@ func TestMamba2RunTrace(t *testing.T) {
 			v[blk] = (stamp(blk, i) - t0) / 1e3
 		}
 		slices.Sort(v)
-		if i == len(names)-1 && runBarriers {
+		if i == len(names)-1 {
 			break // no barrier after the last block
 		}
 		t.Logf("%-28s earliest %7.2f  median %7.2f  latest %7.2f µs", n, v[0], v[len(v)/2], v[len(v)-1])

@@ -125,7 +125,7 @@ func TestPDLWaitFirst(t *testing.T) {
 			// memory and registers: the weights are never written while
 			// kernels run, and the states only by this kernel, once per
 			// step (as mamba_step_gated's).
-			run := name == "mamba_run" || name == "mamba_run_ll"
+			run := name == "mamba_run"
 			early = early || run
 			// attn_step reads the step's position (written by the
 			// feedback kernel, which completed before its predecessor

@@ -884,21 +884,11 @@ struct MambaRunArgs {
     const float* rin; // residual stream [B, 2048] or null (the first block of the backbone)
     float* hout;      // the last block's mixer output [B, 2048] (and scratch before it)
     float* rout;      // the residual stream the last block normalised [B, 2048]
-    // Scratch. mamba_run: zx [B, E] floats (in_proj outputs), xbc [B, C]
-    // (silu(conv) of the xBC channels), yg [B, Di] (y·silu(z)), part [B·H]
-    // doubles (sums of squares of yg per head). mamba_run_ll: the same
-    // tensors as flagged words (mr_ll below; only the words other blocks
-    // read: z and dt of zx), and part the mixer output between layers
-    // [B, 2048]; the lane's, kept across launches.
-    void* zx;
-    void* xbc;
-    void* yg;
-    void* part;
-    // sync: mamba_run: [0], [1] two counters, zero between launches.
-    // mamba_run_ll: [1] and [2] counters, zero between launches, [3] the
-    // lane's launches so far (its words' epochs); so either kernel may
-    // run on a lane after the other.
-    unsigned* sync;
+    float* zx;        // scratch [B, E]: in_proj outputs
+    float* xbc;       // scratch [B, C]: silu(conv) of the xBC channels
+    float* yg;        // scratch [B, Di]: y·silu(z)
+    double* part;     // scratch [B·H]: sums of squares of yg per head
+    unsigned* sync;   // two counters, zero between launches
     // trace (null: none) gets each block's global-timer stamps, MR_TRACE
     // a block: [0] its start (residency), [1] its consumers'
     // wait returned, then per layer 7: norm done, in_proj done, barrier,
@@ -1170,7 +1160,7 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
             float out = 0.f;
 #pragma unroll
             for (int q = 0; q < 8; q++) out += pbuf[k][q][v];
-            ((float*)a.zx)[(long long)m * E + n] = out;
+            a.zx[(long long)m * E + n] = out;
             const int c = n - Di, i = n - rlo;
             if (c >= 0 && c < C) {
                 float acc = cvb[i];
@@ -1182,7 +1172,7 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
                         ly.cst[((long long)m * C + c) * Kc + q] = w;
                     }
                 }
-                ((float*)a.xbc)[(long long)m * C + c] = silu_ref(acc);
+                a.xbc[(long long)m * C + c] = silu_ref(acc);
             }
         }
         if (t == 0) mr_stamp(a.trace, ts);
@@ -1200,8 +1190,8 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         // 2. the scan, one (row, head) at a time.
         for (int u = j; u < U; u += G) {
             const int b = u / H, h = u % H;
-            const float* row = (const float*)a.zx + (long long)b * E;
-            const float* xr = (const float*)a.xbc + (long long)b * C;
+            const float* row = a.zx + (long long)b * E;
+            const float* xr = a.xbc + (long long)b * C;
             if (u != j) hb = ly.dtb[h], hal = ly.alog[h], hd = ly.Dw[h];
             const float dtv = __ldcg(row + Di + C + h) + hb, alv = hal, dskip = hd;
             float zr[8];
@@ -1282,7 +1272,7 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
                 if (lane < 8 && p < P) {
                     xv = xs[p];
                     const float y = __fmul_rn(acc + dskip * xv, silu_ref(zv));
-                    ((float*)a.yg)[(long long)b * Di + h * P + p] = y;
+                    a.yg[(long long)b * Di + h * P + p] = y;
                     ms = (double)y * (double)y;
                 }
 #pragma unroll
@@ -1293,7 +1283,7 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
             if (t == 0) {
                 double tot = 0;
                 for (int w = 0; w < MR_WARPS; w++) tot += wsum[w];
-                ((double*)a.part)[u] = tot;
+                a.part[u] = tot;
             }
         }
         if (t == 0) mr_stamp(a.trace, ts);
@@ -1317,7 +1307,7 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
             const int mm = min(m, B - 1);
 #pragma unroll
             for (int kt = 0; kt < 2; kt++) {
-                const float* yp = (const float*)a.yg + (long long)mm * Di + 8 * (t + 256 * kt);
+                const float* yp = a.yg + (long long)mm * Di + 8 * (t + 256 * kt);
                 const float4 y0 = ldcg4(yp), y1 = ldcg4(yp + 4);
                 xo[kt][m][0] = y0.x, xo[kt][m][1] = y0.y, xo[kt][m][2] = y0.z, xo[kt][m][3] = y0.w;
                 xo[kt][m][4] = y1.x, xo[kt][m][5] = y1.y, xo[kt][m][6] = y1.z, xo[kt][m][7] = y1.w;
@@ -1328,12 +1318,12 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         for (int m = 0; m < 2; m++) {
             const int mm = min(m, B - 1);
 #pragma unroll
-            for (int q = 0; q < 2; q++) pms[m][q] = lane + 32 * q < H ? __ldcg((const double*)a.part + mm * H + lane + 32 * q) : 0.0;
+            for (int q = 0; q < 2; q++) pms[m][q] = lane + 32 * q < H ? __ldcg(a.part + mm * H + lane + 32 * q) : 0.0;
         }
 #pragma unroll
         for (int m = 0; m < 2; m++) {
             double ms = pms[m][0] + pms[m][1];
-            for (int h = lane + 64; h < H; h += 32) ms += __ldcg((const double*)a.part + min(m, B - 1) * H + h);
+            for (int h = lane + 64; h < H; h += 32) ms += __ldcg(a.part + min(m, B - 1) * H + h);
             ms = warp_sum_d(ms);
             const float r = (float)(1.0 / sqrt(ms / Di + (double)a.norm_eps));
 #pragma unroll
@@ -1384,473 +1374,6 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         // the next launch.
         a.sync[0] = 0;
         a.sync[1] = 0;
-    }
-#else
-    __trap(); // never launched below sm_90 (the backend checks)
-#endif
-}
-
-// mamba_run_ll is mamba_run without grid barriers: the blocks hand each
-// other their outputs as flagged words (a float and the epoch it was
-// written in, stored and loaded as one 8-byte access, which is
-// single-copy atomic), and a block reads the words it needs until each
-// carries the current epoch. A barrier took 1.5–3.6 µs from the last
-// block's arrival to every block's return, and the loads behind it another
-// L2 round trip (session 17's trace): its release waits for the block's
-// stores to reach L2 before the arrival is even sent. Here nothing waits
-// for a store. Session 18's version (run 5) read every word as soon as a
-// block could, and re-read it until current, which loaded the memory
-// system (step graph 1.952 against 1.524 ms); since session 19 a block
-// first waits for a relaxed counter of blocks that have issued their
-// words (ll_signal, ll_await: one round trip, no fence) and re-reads a
-// stale word after a pause. ZONOS_RUN_LL=1 launches it (measurements).
-//
-// Epochs: the lane's words live across launches (gpu.runLL), and
-// sync[3] counts the lane's launches, so layer l of launch n writes epoch
-// n·MR_MAXL + l + 1 and no word of an earlier layer or launch can pass
-// for a current one. Every word is written once per layer, and a block
-// rewrites a buffer only after every block has read its previous
-// contents: writing layer l+1's in_proj outputs needs every block's layer
-// l mixer output, which each block writes after its layer l scan read the
-// in_proj outputs; the same chain covers the scan's and out_proj's
-// outputs. The gated RMSNorm's sum is each block's own (over the y it
-// loads anyway), not 64 per-head partials from the scan.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-__device__ __forceinline__ void ll_put(void* base, long long i, float v, unsigned e) {
-    const unsigned long long w = ((unsigned long long)e << 32) | __float_as_uint(v);
-    asm volatile("st.relaxed.gpu.global.b64 [%0], %1;" ::"l"((unsigned long long*)base + i), "l"(w) : "memory");
-}
-
-__device__ __forceinline__ unsigned long long ll_ld(const void* base, long long i) {
-    unsigned long long w;
-    asm volatile("ld.relaxed.gpu.global.b64 %0, [%1];" : "=l"(w) : "l"((const unsigned long long*)base + i) : "memory");
-    return w;
-}
-
-// ll_get returns word i's value once it carries epoch e; w is a first load
-// of it (requested with the others, so their latencies overlap). A word
-// that does not come in 2 s traps (an error, not a hang).
-__device__ __forceinline__ float ll_get(const void* base, long long i, unsigned long long w, unsigned e) {
-    if ((unsigned)(w >> 32) != e) {
-        unsigned long long t0 = 0;
-        for (unsigned spins = 0;; spins++) {
-            __nanosleep(32);
-            w = ll_ld(base, i);
-            if ((unsigned)(w >> 32) == e) break;
-            if ((spins & 1023) == 1023) {
-                unsigned long long now;
-                asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-                if (t0 == 0) t0 = now;
-                else if (now - t0 > 2000000000ull) __trap();
-            }
-        }
-    }
-    return __uint_as_float((unsigned)w);
-}
-
-// ll_signal and ll_await are a hint, not a barrier: after its words are
-// issued a block adds one to a counter with a relaxed add (no fence: the
-// words' visibility is not waited for), and a block about to read other
-// blocks' words waits until the counter says every block has issued them.
-// The words' epochs stay the truth (ll_get reads a word again until it
-// carries the current one); the counter keeps the blocks from polling
-// every word while the others are still computing (session 18, run 5:
-// that polling loaded the memory system), at the cost of one round trip
-// and without the release's wait for the block's stores.
-__device__ __forceinline__ void ll_signal(unsigned* count) {
-    mr_bar();
-    if (threadIdx.x == 0) asm volatile("red.relaxed.gpu.global.add.u32 [%0], 1;" ::"l"(count) : "memory");
-}
-
-__device__ __forceinline__ void ll_await(unsigned* count, unsigned target) {
-    if (threadIdx.x == 0) {
-        unsigned long long t0 = 0;
-        for (unsigned spins = 0;; spins++) {
-            unsigned v;
-            asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(count) : "memory");
-            if (v >= target) break;
-            if ((spins & 1023) == 1023) {
-                unsigned long long now;
-                asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-                if (t0 == 0) t0 = now;
-                else if (now - t0 > 2000000000ull) __trap(); // 2 s: a block never became resident
-            }
-        }
-    }
-    mr_bar();
-}
-#endif
-
-extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run_ll(const MambaRunArgs a) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    extern __shared__ __align__(128) uint4 ring[]; // MR_STAGES stages of 2048 pieces
-    __shared__ unsigned long long full[MR_STAGES], empty[MR_STAGES];
-    __shared__ float pbuf[MR_MAXROWS / 8][8][16]; // GEMV partials: [stage of the phase][warp][output]
-    __shared__ double red[2][MR_WARPS][2], gsum[MR_WARPS][2];
-    __shared__ float cvs[2][MR_MAXROWS][MR_KC], cvw[MR_MAXROWS][MR_KC], cvb[MR_MAXROWS];
-    __shared__ float xs[64], bs[128], cs[128];
-    constexpr int D = 2048;
-    const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
-    const int G = gridDim.x, j = blockIdx.x;
-    const int L = a.L, B = a.B, E = a.E, Di = a.Di, C = a.C, H = a.H, P = a.P, N = a.N, Kc = a.Kc;
-    int rlo, rhi, olo, ohi;
-    if (a.balanced) {
-        rlo = (int)((long long)E * j / G), rhi = (int)((long long)E * (j + 1) / G);
-        olo = (int)((long long)D * j / G), ohi = (int)((long long)D * (j + 1) / G);
-    } else {
-        const int S1 = (E + 7) / 8, S2 = (D + 3) / 4;
-        rlo = 8 * (int)((long long)S1 * j / G), rhi = min(8 * (int)((long long)S1 * (j + 1) / G), E);
-        olo = 4 * (int)((long long)S2 * j / G), ohi = min(4 * (int)((long long)S2 * (j + 1) / G), D);
-    }
-    const int n1 = (rhi - rlo + 7) / 8, n2 = (ohi - olo + 3) / 4;
-    const int U = B * H;
-    unsigned long long started;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(started));
-    if (t == 0) {
-        for (int s = 0; s < a.stages; s++) {
-            mbar_init(&full[s], 1);
-            mbar_init(&empty[s], MR_WARPS);
-        }
-        mbar_fence_init();
-    }
-    __syncthreads();
-    if (warp == MR_WARPS) { // the producer, as mamba_run's
-        if (lane != 0) return;
-        int slot = 0;
-        unsigned ph = 0;
-        auto push = [&](const void* src, unsigned bytes) {
-            mbar_wait(&empty[slot], ph ^ 1);
-            mbar_expect_tx(&full[slot], bytes);
-            bulk_g2s(ring + slot * 2048, src, bytes, &full[slot]);
-            if (++slot == a.stages) slot = 0, ph ^= 1;
-        };
-        for (int l = 0; l < L; l++) {
-            const MambaRunLayer& ly = a.layer[l];
-            for (int s = 0; s < n1; s++) push(ly.win + (long long)(rlo + 8 * s) * D, (unsigned)(min(8, rhi - rlo - 8 * s) * D * 2));
-            for (int u = j; u < U; u += G) push(ly.sst + (long long)u * P * N, (unsigned)(P * N * 4));
-            for (int s = 0; s < n2; s++) push(ly.wout + (long long)(olo + 4 * s) * Di, (unsigned)(min(4, ohi - olo - 4 * s) * Di * 2));
-        }
-        return;
-    }
-    float4 lw[2], lb[2];
-    auto load_small = [&](const MambaRunLayer& ly) { // as mamba_run's
-        for (int i = t; i < rhi - rlo; i += 256) {
-            const int c = rlo + i - Di;
-            if (c >= 0 && c < C) {
-#pragma unroll
-                for (int q = 0; q < MR_KC; q++) {
-                    if (q < Kc) {
-                        cvw[i][q] = ly.cw[c * Kc + q];
-                        cvs[0][i][q] = ly.cst[(long long)c * Kc + q];
-                        cvs[1][i][q] = B > 1 ? ly.cst[((long long)C + c) * Kc + q] : 0.f;
-                    }
-                }
-                cvb[i] = ly.cb[c];
-            }
-        }
-        lw[0] = ldcg4(ly.lnw + 8 * t), lw[1] = ldcg4(ly.lnw + 8 * t + 4);
-        lb[0] = lb[1] = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (ly.lnb) lb[0] = ldcg4(ly.lnb + 8 * t), lb[1] = ldcg4(ly.lnb + 8 * t + 4);
-    };
-    load_small(a.layer[0]);
-    pdl_begin();
-    const unsigned epoch0 = __ldcg(a.sync + 3) * MR_MAXL + 1; // layer l writes epoch0 + l
-    unsigned hints = 0; // hint-counter arrivals awaited so far
-    if (t == 0 && a.trace) a.trace[blockIdx.x * MR_TRACE] = started;
-    if (t == 0) mr_stamp(a.trace, 1);
-    int ts = 2;
-    MrRing rg{0, a.stages, 0};
-    float res[2][8];
-    for (int l = 0; l < L; l++) {
-        const MambaRunLayer& ly = a.layer[l];
-        const unsigned e = epoch0 + l;
-        // 1. the mixer output entering the layer, the residual add and
-        // LayerNorm.
-        float hv[2][8];
-        if (l == 0) {
-#pragma unroll
-            for (int m = 0; m < 2; m++) {
-                const int mm = min(m, B - 1);
-                const float4 h0 = ldcg4(a.hin + mm * D + 8 * t), h1 = ldcg4(a.hin + mm * D + 8 * t + 4);
-                hv[m][0] = h0.x, hv[m][1] = h0.y, hv[m][2] = h0.z, hv[m][3] = h0.w;
-                hv[m][4] = h1.x, hv[m][5] = h1.y, hv[m][6] = h1.z, hv[m][7] = h1.w;
-                if (a.rin) {
-                    const float4 r0 = ldcg4(a.rin + mm * D + 8 * t), r1 = ldcg4(a.rin + mm * D + 8 * t + 4);
-                    res[m][0] = r0.x, res[m][1] = r0.y, res[m][2] = r0.z, res[m][3] = r0.w;
-                    res[m][4] = r1.x, res[m][5] = r1.y, res[m][6] = r1.z, res[m][7] = r1.w;
-                }
-            }
-        } else {
-            ll_await(a.sync + 2, ++hints * G);
-            unsigned long long w[2][8];
-#pragma unroll
-            for (int m = 0; m < 2; m++)
-#pragma unroll
-                for (int i = 0; i < 8; i++) w[m][i] = ll_ld(a.part, min(m, B - 1) * D + 8 * t + i);
-#pragma unroll
-            for (int m = 0; m < 2; m++)
-#pragma unroll
-                for (int i = 0; i < 8; i++) hv[m][i] = ll_get(a.part, min(m, B - 1) * D + 8 * t + i, w[m][i], e - 1);
-        }
-        if (t == 0) mr_stamp(a.trace, ts);
-        ts++;
-        double s1[2];
-#pragma unroll
-        for (int m = 0; m < 2; m++) {
-#pragma unroll
-            for (int i = 0; i < 8; i++) res[m][i] = (l == 0 && !a.rin) ? hv[m][i] : __fadd_rn(hv[m][i], res[m][i]);
-            s1[m] = (((double)res[m][0] + (double)res[m][1]) + ((double)res[m][2] + (double)res[m][3])) +
-                    (((double)res[m][4] + (double)res[m][5]) + ((double)res[m][6] + (double)res[m][7]));
-        }
-        double mean[2], rstd[2];
-#pragma unroll
-        for (int m = 0; m < 2; m++) {
-            double v = warp_sum_d(s1[m]);
-            if (lane == 0) red[0][warp][m] = v;
-        }
-        mr_bar();
-        double s2[2];
-#pragma unroll
-        for (int m = 0; m < 2; m++) {
-            double tot = 0;
-            for (int q = 0; q < MR_WARPS; q++) tot += red[0][q][m];
-            mean[m] = tot / D;
-            s2[m] = 0;
-#pragma unroll
-            for (int i = 0; i < 8; i++) {
-                double d = (double)res[m][i] - mean[m];
-                s2[m] += d * d;
-            }
-            double v = warp_sum_d(s2[m]);
-            if (lane == 0) red[1][warp][m] = v;
-        }
-        mr_bar();
-        float xa[1][2][8];
-        const float wv[8] = {lw[0].x, lw[0].y, lw[0].z, lw[0].w, lw[1].x, lw[1].y, lw[1].z, lw[1].w};
-        const float bv[8] = {lb[0].x, lb[0].y, lb[0].z, lb[0].w, lb[1].x, lb[1].y, lb[1].z, lb[1].w};
-#pragma unroll
-        for (int m = 0; m < 2; m++) {
-            double tot = 0;
-            for (int q = 0; q < MR_WARPS; q++) tot += red[1][q][m];
-            rstd[m] = 1.0 / sqrt(tot / D + (double)a.ln_eps);
-#pragma unroll
-            for (int i = 0; i < 8; i++) {
-                float y = __fmul_rn((float)(((double)res[m][i] - mean[m]) * rstd[m]), wv[i]);
-                xa[0][m][i] = ly.lnb ? __fadd_rn(y, bv[i]) : y;
-            }
-        }
-        if (t == 0) mr_stamp(a.trace, ts);
-        ts++;
-        // in_proj, as mamba_run's; only the words other blocks read are
-        // written: z and dt, and the conv outputs.
-        for (int s = 0; s < n1; s++) {
-            mbar_wait(&full[rg.slot], rg.ph);
-            mr_gemv_stage<1>(ring + rg.slot * 2048, &empty[rg.slot], xa, pbuf[s]);
-            rg.next();
-        }
-        mr_bar();
-        for (int idx = t; idx < n1 * 16; idx += 256) {
-            const int k = idx >> 4, v = idx & 15, row = v >> 1, m = v & 1, n = rlo + 8 * k + row;
-            if (n >= rhi || m >= B) continue;
-            float out = 0.f;
-#pragma unroll
-            for (int q = 0; q < 8; q++) out += pbuf[k][q][v];
-            const int c = n - Di, i = n - rlo;
-            if (c >= 0 && c < C) {
-                float acc = cvb[i];
-#pragma unroll
-                for (int q = 0; q < MR_KC; q++) {
-                    if (q < Kc) {
-                        float w = q + 1 < Kc ? cvs[m][i][q + 1] : out;
-                        acc = __fadd_rn(acc, __fmul_rn(w, cvw[i][q]));
-                        ly.cst[((long long)m * C + c) * Kc + q] = w;
-                    }
-                }
-                ll_put(a.xbc, (long long)m * C + c, silu_ref(acc), e);
-            } else {
-                ll_put(a.zx, (long long)m * E + n, out, e);
-            }
-        }
-        ll_signal(a.sync + 2);
-        if (t == 0) mr_stamp(a.trace, ts);
-        ts++;
-        // 2. the scan, one (row, head) at a time, as mamba_run's.
-        ll_await(a.sync + 2, ++hints * G);
-        for (int u = j; u < U; u += G) {
-            const int b = u / H, h = u % H;
-            const long long zr0 = (long long)b * E, xr0 = (long long)b * C;
-            const float hb = ly.dtb[h], hal = ly.alog[h], hd = ly.Dw[h];
-            // Every word first, then each as it comes.
-            const unsigned long long wdt = ll_ld(a.zx, zr0 + Di + C + h);
-            unsigned long long wz[8], wx[2];
-#pragma unroll
-            for (int r = 0; r < 8; r++) wz[r] = warp + 8 * r < P ? ll_ld(a.zx, zr0 + h * P + warp + 8 * r) : 0ull;
-            auto xidx = [&](int i) -> long long { return xr0 + (i < P ? h * P + i : Di + (i - P)); }; // x, then B and C
-#pragma unroll
-            for (int q = 0; q < 2; q++) wx[q] = t + 256 * q < P + 2 * N ? ll_ld(a.xbc, xidx(t + 256 * q)) : 0ull;
-            const float dtv = ll_get(a.zx, zr0 + Di + C + h, wdt, e) + hb, alv = hal, dskip = hd;
-            float zr[8];
-#pragma unroll
-            for (int r = 0; r < 8; r++) zr[r] = warp + 8 * r < P ? ll_get(a.zx, zr0 + h * P + warp + 8 * r, wz[r], e) : 0.f;
-#pragma unroll
-            for (int q = 0; q < 2; q++) {
-                const int i = t + 256 * q;
-                if (i < P + 2 * N) {
-                    const float v = ll_get(a.xbc, xidx(i), wx[q], e);
-                    if (i < P) xs[i] = v;
-                    else if (i < P + N) bs[i - P] = v;
-                    else cs[i - P - N] = v;
-                }
-            }
-            if (t == 0) mr_stamp(a.trace, ts);
-            float delta, decay;
-            softplus_decay(dtv, -(float)exp((double)alv), &delta, &decay);
-            mr_bar();
-            float Bv[4], Cv[4], st[8][4];
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const int n = lane + 32 * i;
-                Bv[i] = n < N ? bs[n] : 0.f;
-                Cv[i] = n < N ? cs[n] : 0.f;
-            }
-            mbar_wait(&full[rg.slot], rg.ph);
-            const float* sf = (const float*)(ring + rg.slot * 2048);
-#pragma unroll
-            for (int r = 0; r < 8; r++) {
-                const int p = warp + 8 * r;
-#pragma unroll
-                for (int i = 0; i < 4; i++) st[r][i] = (p < P && lane + 32 * i < N) ? sf[p * N + lane + 32 * i] : 0.f;
-            }
-            __syncwarp();
-            if (lane == 0) mbar_arrive(&empty[rg.slot]);
-            rg.next();
-            float* sp = ly.sst + (long long)u * P * N;
-            float accs[8];
-#pragma unroll
-            for (int r = 0; r < 8; r++) {
-                const int p = warp + 8 * r;
-                float acc = 0.f;
-                if (p < P) {
-                    const float dxv = __fmul_rn(delta, xs[p]);
-#pragma unroll
-                    for (int i = 0; i < 4; i++) {
-                        if (lane + 32 * i < N) {
-                            const float v = __fadd_rn(__fmul_rn(st[r][i], decay), __fmul_rn(dxv, Bv[i]));
-                            st[r][i] = v;
-                            acc += v * Cv[i];
-                        }
-                    }
-                }
-                accs[r] = acc;
-            }
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1) {
-#pragma unroll
-                for (int r = 0; r < 8; r++) accs[r] += __shfl_xor_sync(0xffffffffu, accs[r], o);
-            }
-#pragma unroll
-            for (int r = 0; r < 8; r++) {
-                const int p = warp + 8 * r;
-                if (p < P) scan_state_store<4>(st[r], sp + (long long)p * N, N, lane);
-            }
-            float acc = 0.f, zv = 0.f;
-#pragma unroll
-            for (int r = 0; r < 8; r++) {
-                if (lane == r) acc = accs[r], zv = zr[r];
-            }
-            const int p = warp + 8 * lane;
-            if (lane < 8 && p < P) ll_put(a.yg, (long long)b * Di + h * P + p, __fmul_rn(acc + dskip * xs[p], silu_ref(zv)), e);
-            mr_bar(); // xs, bs, cs are rewritten by the block's next unit
-        }
-        ll_signal(a.sync + 2);
-        if (t == 0) mr_stamp(a.trace, ts + 1);
-        ts += 2;
-        // 3. out_proj on the gated-normalised y: every block sums the
-        // squares of the y it loads itself.
-        float4 nwv[2][2];
-#pragma unroll
-        for (int kt = 0; kt < 2; kt++) nwv[kt][0] = ldcg4(ly.nw + 8 * (t + 256 * kt)), nwv[kt][1] = ldcg4(ly.nw + 8 * (t + 256 * kt) + 4);
-        float xo[2][2][8];
-        ll_await(a.sync + 2, ++hints * G);
-        {
-            unsigned long long wy[2][2][8];
-#pragma unroll
-            for (int m = 0; m < 2; m++)
-#pragma unroll
-                for (int kt = 0; kt < 2; kt++)
-#pragma unroll
-                    for (int i = 0; i < 8; i++) wy[kt][m][i] = ll_ld(a.yg, (long long)min(m, B - 1) * Di + 8 * (t + 256 * kt) + i);
-#pragma unroll
-            for (int m = 0; m < 2; m++)
-#pragma unroll
-                for (int kt = 0; kt < 2; kt++)
-#pragma unroll
-                    for (int i = 0; i < 8; i++)
-                        xo[kt][m][i] = ll_get(a.yg, (long long)min(m, B - 1) * Di + 8 * (t + 256 * kt) + i, wy[kt][m][i], e);
-        }
-        if (t == 0) mr_stamp(a.trace, ts);
-        ts++;
-#pragma unroll
-        for (int m = 0; m < 2; m++) {
-            double ms = 0;
-#pragma unroll
-            for (int kt = 0; kt < 2; kt++) {
-                if (8 * (t + 256 * kt) >= Di) continue;
-#pragma unroll
-                for (int i = 0; i < 8; i++) ms += (double)xo[kt][m][i] * (double)xo[kt][m][i];
-            }
-            ms = warp_sum_d(ms);
-            if (lane == 0) gsum[warp][m] = ms;
-        }
-        mr_bar();
-#pragma unroll
-        for (int m = 0; m < 2; m++) {
-            double ms = 0;
-            for (int q = 0; q < MR_WARPS; q++) ms += gsum[q][m];
-            const float r = (float)(1.0 / sqrt(ms / Di + (double)a.norm_eps));
-#pragma unroll
-            for (int kt = 0; kt < 2; kt++) {
-                const float nv[8] = {nwv[kt][0].x, nwv[kt][0].y, nwv[kt][0].z, nwv[kt][0].w,
-                                     nwv[kt][1].x, nwv[kt][1].y, nwv[kt][1].z, nwv[kt][1].w};
-#pragma unroll
-                for (int i = 0; i < 8; i++) xo[kt][m][i] = __fmul_rn(__fmul_rn(xo[kt][m][i], r), nv[i]);
-            }
-        }
-        for (int s = 0; s < n2; s++) {
-            mbar_wait(&full[rg.slot], rg.ph);
-            mr_gemv_stage<2>(ring + rg.slot * 2048, &empty[rg.slot], xo, pbuf[s]);
-            rg.next();
-        }
-        mr_bar();
-        for (int idx = t; idx < n2 * 8; idx += 256) {
-            const int k = idx >> 3, v = idx & 7, row = v >> 1, m = v & 1, n = olo + 4 * k + row;
-            if (n >= ohi || m >= B) continue;
-            float out = 0.f;
-#pragma unroll
-            for (int q = 0; q < 8; q++) out += pbuf[k][q][v];
-            if (l + 1 < L) ll_put(a.part, (long long)m * D + n, out, e);
-            else a.hout[(long long)m * D + n] = out;
-        }
-        if (l + 1 < L) ll_signal(a.sync + 2);
-        if (t == 0) mr_stamp(a.trace, ts);
-        ts++;
-        if (l + 1 < L) load_small(a.layer[l + 1]);
-    }
-    if (j == 0) {
-#pragma unroll
-        for (int m = 0; m < 2; m++) {
-            if (m >= B) break;
-            float4* o = (float4*)(a.rout + m * D + 8 * t);
-            o[0] = make_float4(res[m][0], res[m][1], res[m][2], res[m][3]);
-            o[1] = make_float4(res[m][4], res[m][5], res[m][6], res[m][7]);
-        }
-    }
-    if (t == 0 && atomicAdd(a.sync + 1, 1u) == (unsigned)G - 1) {
-        // Every block is done with this launch's words: the next launch
-        // writes the next epochs.
-        a.sync[1] = 0;
-        a.sync[2] = 0;
-        a.sync[3] = (epoch0 - 1) / MR_MAXL + 1;
     }
 #else
     __trap(); // never launched below sm_90 (the backend checks)
