@@ -60,6 +60,12 @@ func runRing() int {
 	return runDefaultStages
 }
 
+// runInflightEnv (ZONOS_RUN_INFLIGHT=n, for measurements) lets
+// mamba_run's producer have at most n stages requested and not yet
+// arrived (0: as many as the ring has free), so that the ring can be deep
+// without every block putting it all in flight at once.
+var runInflightEnv, _ = strconv.Atoi(os.Getenv("ZONOS_RUN_INFLIGHT"))
+
 // runStageSplit (ZONOS_RUN_BALANCE=0, for measurements) splits the
 // projections over the blocks in whole stages (8 in_proj rows), as first
 // written, instead of an even share of rows: 8512 rows on 128 blocks gave
@@ -191,6 +197,7 @@ func (b *Backend) mambaRun(hin, rin, hout, rout *tensor, blocks []compute.Mamba2
 	stages := runRing()
 	binary.LittleEndian.PutUint32(args[o+8:], uint32(stages))
 	binary.LittleEndian.PutUint32(args[o+12:], uint32(b2i(!runStageSplit)))
+	binary.LittleEndian.PutUint32(args[o+16:], uint32(max(runInflightEnv, 0)))
 	b.launchSmem(b.k["mamba_run"], [3]int{b.runGrid(), 1, 1}, [3]int{runThreads, 1, 1}, stages*runStage, args)
 	for _, t := range []*tensor{zx, xbc, yg, part} {
 		t.h.release()

@@ -56,15 +56,20 @@ func TestMamba2Run(t *testing.T) {
 		}
 		ws = append(ws, bw)
 	}
-	defer func(n int, split bool) { runBlocksEnv, runStageSplit = n, split }(runBlocksEnv, runStageSplit)
+	defer func(n int, split bool, st, f int) {
+		runBlocksEnv, runStageSplit, runStagesEnv, runInflightEnv = n, split, st, f
+	}(runBlocksEnv, runStageSplit, runStagesEnv, runInflightEnv)
 	for _, c := range []struct {
 		L, B     int
 		residual bool
 		blocks   int  // ZONOS_RUN_BLOCKS (0: the default)
 		split    bool // ZONOS_RUN_BALANCE=0
-	}{{3, 2, true, 0, false}, {3, 2, false, 0, false}, {1, 2, true, 0, false}, {9, 2, true, 0, false}, {3, 1, true, 0, false},
-		{3, 2, true, 132, false}, {3, 2, true, 0, true}} {
-		runBlocksEnv, runStageSplit = c.blocks, c.split
+		stages   int  // ZONOS_RUN_STAGES (0: the default)
+		inflight int  // ZONOS_RUN_INFLIGHT
+	}{{3, 2, true, 0, false, 0, 0}, {3, 2, false, 0, false, 0, 0}, {1, 2, true, 0, false, 0, 0}, {9, 2, true, 0, false, 0, 0},
+		{3, 1, true, 0, false, 0, 0}, {3, 2, true, 132, false, 0, 0}, {3, 2, true, 0, true, 0, 0},
+		{9, 2, true, 0, false, 6, 2}, {3, 2, true, 0, false, 6, 1}, {3, 1, true, 0, false, 5, 3}} {
+		runBlocksEnv, runStageSplit, runStagesEnv, runInflightEnv = c.blocks, c.split, c.stages, c.inflight
 		var convs, ssms [2][]compute.Tensor
 		for i := 0; i < c.L; i++ {
 			cv, sv := randVals(r, c.B*C*s.DConv, 1), randVals(r, c.B*s.Heads*s.HeadDim*s.DState, 0.5)
@@ -97,7 +102,7 @@ func TestMamba2Run(t *testing.T) {
 				}
 				h2, r2 = y, rr
 			}
-			name := fmt.Sprintf("Mamba2Run L%d B%d residual %v blocks %d split %v step %d", c.L, c.B, c.residual, gb.runGrid(), c.split, step)
+			name := fmt.Sprintf("Mamba2Run L%d B%d residual %v blocks %d split %v stages %d in flight %d step %d", c.L, c.B, c.residual, gb.runGrid(), c.split, runRing(), c.inflight, step)
 			checkVals(t, name+" hidden", gb.ReadF32(h2), gb.ReadF32(h1), 1e-4)
 			checkVals(t, name+" residual", gb.ReadF32(r2), gb.ReadF32(r1), 1e-4)
 			for i := 0; i < c.L; i++ {
@@ -109,7 +114,7 @@ func TestMamba2Run(t *testing.T) {
 			}
 		}
 	}
-	runBlocksEnv, runStageSplit = 0, false
+	runBlocksEnv, runStageSplit, runStagesEnv, runInflightEnv = 0, false, 0, 0
 	// Declined: three rows, two positions, another model width.
 	conv, ssm := gb.Zeros(3, C, s.DConv), gb.Zeros(3, s.Heads, s.HeadDim, s.DState)
 	bl := []compute.Mamba2RunBlock{{NormW: ws[0].nw, InProj: ws[0].wi, OutProj: ws[0].wo, W: ws[0].w, ConvState: conv, SSMState: ssm, Spec: s}}
@@ -159,14 +164,16 @@ func TestMamba2RunTrace(t *testing.T) {
 		}
 	}
 	weights := float64(L) * 2 * float64(E*d+d*s.DInner)
-	defer func(n, s int) { runBlocksEnv, runStagesEnv = n, s }(runBlocksEnv, runStagesEnv)
+	defer func(n, s, f int) { runBlocksEnv, runStagesEnv, runInflightEnv = n, s, f }(runBlocksEnv, runStagesEnv, runInflightEnv)
 	for _, c := range []struct {
-		name           string
-		fn             func()
-		blocks, stages int
-	}{{"mamba_run", byRun, 0, 0}, {"one by one", oneByOne, 0, 0}, {"mamba_run", byRun, 0, 0}, {"one by one", oneByOne, 0, 0},
-		{"mamba_run", byRun, 132, 0}, {"mamba_run", byRun, 0, 4}, {"mamba_run", byRun, 0, 3}} {
-		runBlocksEnv, runStagesEnv = c.blocks, c.stages
+		name                     string
+		fn                       func()
+		blocks, stages, inflight int
+	}{{"mamba_run", byRun, 0, 0, 0}, {"one by one", oneByOne, 0, 0, 0}, {"mamba_run", byRun, 0, 0, 0}, {"one by one", oneByOne, 0, 0, 0},
+		{"mamba_run", byRun, 132, 0, 0}, {"mamba_run", byRun, 0, 3, 0}, {"mamba_run", byRun, 0, 6, 0},
+		{"mamba_run", byRun, 0, 4, 2}, {"mamba_run", byRun, 0, 6, 2}, {"mamba_run", byRun, 0, 6, 3}, {"mamba_run", byRun, 0, 6, 4},
+		{"mamba_run", byRun, 0, 6, 1}, {"mamba_run", byRun, 0, 0, 0}} {
+		runBlocksEnv, runStagesEnv, runInflightEnv = c.blocks, c.stages, c.inflight
 		g, err := gb.Capture(c.fn)
 		if err != nil {
 			t.Fatal(err)
@@ -175,9 +182,9 @@ func TestMamba2RunTrace(t *testing.T) {
 		d := gb.Time(func() { _ = g.Launch() })
 		g.Destroy()
 		per := d.Seconds() / reps
-		t.Logf("3 Mamba2 blocks, %-10s (%d blocks, %d stages): %.1f µs a run (%.0f GB/s of weights)", c.name, gb.runGrid(), runRing(), per*1e6, weights/per/1e9)
+		t.Logf("3 Mamba2 blocks, %-10s (%d blocks, %d stages, in flight %d): %.1f µs a run (%.0f GB/s of weights)", c.name, gb.runGrid(), runRing(), runInflightEnv, per*1e6, weights/per/1e9)
 	}
-	runBlocksEnv, runStagesEnv = 0, 0
+	runBlocksEnv, runStagesEnv, runInflightEnv = 0, 0, 0
 	trace := gb.Zeros(gb.sms*runStamps, 2) // uint64 stamps
 	gb.runTrace = cast(trace).ptr()
 	gb.Mamba2Run(h, res, blocks, 1e-5)

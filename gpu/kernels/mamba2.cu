@@ -901,6 +901,7 @@ struct MambaRunArgs {
     float ln_eps, norm_eps;
     int stages;   // ring stages (≤ MR_STAGES; the dynamic shared memory is stages·MR_STAGE)
     int balanced; // split the projections' rows evenly over the blocks (else whole stages)
+    int inflight; // the producer's stages requested and not yet arrived, at most (0: up to the ring)
 };
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -1034,9 +1035,19 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
     if (warp == MR_WARPS) {
         // Producer: one lane streams the block's stages in consumption order.
         if (lane != 0) return;
-        int slot = 0;
+        int slot = 0, issued = 0;
         unsigned ph = 0;
+        const int K = a.inflight > 0 && a.inflight < a.stages ? a.inflight : 0;
         auto push = [&](const void* src, unsigned bytes) {
+            if (K && issued >= K) {
+                // The stage requested K pushes ago has arrived: its slot is
+                // K behind this one, one lap back if that wraps.
+                int ps = slot - K;
+                unsigned pp = ph;
+                if (ps < 0) ps += a.stages, pp ^= 1;
+                mbar_wait(&full[ps], pp);
+            }
+            issued++;
             mbar_wait(&empty[slot], ph ^ 1);
             mbar_expect_tx(&full[slot], bytes);
             bulk_g2s(ring + slot * 2048, src, bytes, &full[slot]);
