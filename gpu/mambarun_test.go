@@ -164,7 +164,9 @@ func TestMamba2RunTrace(t *testing.T) {
 		}
 	}
 	weights := float64(L) * 2 * float64(E*d+d*s.DInner)
-	defer func(n, s, f int) { runBlocksEnv, runStagesEnv, runInflightEnv = n, s, f }(runBlocksEnv, runStagesEnv, runInflightEnv)
+	// The trace runs under the environment's switches.
+	envBlocks, envStages, envInflight := runBlocksEnv, runStagesEnv, runInflightEnv
+	defer func() { runBlocksEnv, runStagesEnv, runInflightEnv = envBlocks, envStages, envInflight }()
 	for _, c := range []struct {
 		name                     string
 		fn                       func()
@@ -184,7 +186,8 @@ func TestMamba2RunTrace(t *testing.T) {
 		per := d.Seconds() / reps
 		t.Logf("3 Mamba2 blocks, %-10s (%d blocks, %d stages, in flight %d): %.1f µs a run (%.0f GB/s of weights)", c.name, gb.runGrid(), runRing(), runInflightEnv, per*1e6, weights/per/1e9)
 	}
-	runBlocksEnv, runStagesEnv, runInflightEnv = 0, 0, 0
+	runBlocksEnv, runStagesEnv, runInflightEnv = envBlocks, envStages, envInflight
+	t.Logf("trace: %d blocks, %d stages, in flight %d", gb.runGrid(), runRing(), runInflightEnv)
 	trace := gb.Zeros(gb.sms*runStamps, 2) // uint64 stamps
 	gb.runTrace = cast(trace).ptr()
 	gb.Mamba2Run(h, res, blocks, 1e-5)
