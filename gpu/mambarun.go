@@ -46,11 +46,20 @@ var runBlocksEnv, _ = strconv.Atoi(os.Getenv("ZONOS_RUN_BLOCKS"))
 // beside it.
 var runStagesEnv, _ = strconv.Atoi(os.Getenv("ZONOS_RUN_STAGES"))
 
-// runDefaultStages is the ring's default depth: 4 of the 6 compiled.
-// Same run (docs/gpu/2026-11-30-session17, run 6), a 3-block run alone:
-// 94.6 µs with 4 stages, 96.4 with 6, 96.6 with 3; and 4 leave about
-// 80 KB of each SM's shared memory to the vocoder's kernels beside it.
-const runDefaultStages = 4
+// runDefaultStages and runDefaultInflight are the ring's default depth
+// and the producer's default cap on stages in flight: all 6 stages, one
+// in flight. Uncapped, every block put its whole free ring in flight as
+// each phase began (16–24 MB at once), and the latency-bound parts of the
+// layer (the norm's loads, the barriers, the scan's operands) waited in
+// the queues behind it: a deeper ring was slower (session 17, run 6: a
+// 3-block run alone 94.6 µs with 4 stages, 96.4 with 6). With one stage
+// of 32 KiB in flight a block (4 MB in all) the stream still keeps up,
+// and the ring can be deep (docs/gpu/2026-11-30-session20, runs 1–2: a
+// 3-block run 87.0 against 93.3 µs; step graph 1.446 against 1.524 ms).
+const (
+	runDefaultStages   = 6
+	runDefaultInflight = 1
+)
 
 // runRing is the ring's stage count.
 func runRing() int {
@@ -62,9 +71,25 @@ func runRing() int {
 
 // runInflightEnv (ZONOS_RUN_INFLIGHT=n, for measurements) lets
 // mamba_run's producer have at most n stages requested and not yet
-// arrived (0: as many as the ring has free), so that the ring can be deep
-// without every block putting it all in flight at once.
+// arrived (negative: as many as the ring has free; 0: the default).
 var runInflightEnv, _ = strconv.Atoi(os.Getenv("ZONOS_RUN_INFLIGHT"))
+
+// runL2Env (ZONOS_RUN_L2=n, for measurements) has mamba_run's producer,
+// while its ring is full, hint up to n next stages into L2, one every
+// runPaceEnv SM cycles (ZONOS_RUN_PACE, default 2000: about a microsecond,
+// a block's share of the bandwidth for one 32 KiB stage).
+var (
+	runL2Env, _   = strconv.Atoi(os.Getenv("ZONOS_RUN_L2"))
+	runPaceEnv, _ = strconv.Atoi(os.Getenv("ZONOS_RUN_PACE"))
+)
+
+// runInflight is the producer's cap on stages in flight.
+func runInflight() int {
+	if runInflightEnv != 0 {
+		return max(runInflightEnv, 0)
+	}
+	return runDefaultInflight
+}
 
 // runStageSplit (ZONOS_RUN_BALANCE=0, for measurements) splits the
 // projections over the blocks in whole stages (8 in_proj rows), as first
@@ -197,7 +222,13 @@ func (b *Backend) mambaRun(hin, rin, hout, rout *tensor, blocks []compute.Mamba2
 	stages := runRing()
 	binary.LittleEndian.PutUint32(args[o+8:], uint32(stages))
 	binary.LittleEndian.PutUint32(args[o+12:], uint32(b2i(!runStageSplit)))
-	binary.LittleEndian.PutUint32(args[o+16:], uint32(max(runInflightEnv, 0)))
+	binary.LittleEndian.PutUint32(args[o+16:], uint32(runInflight()))
+	pace := runPaceEnv
+	if pace <= 0 {
+		pace = 2000
+	}
+	binary.LittleEndian.PutUint32(args[o+20:], uint32(max(runL2Env, 0)))
+	binary.LittleEndian.PutUint32(args[o+24:], uint32(pace))
 	b.launchSmem(b.k["mamba_run"], [3]int{b.runGrid(), 1, 1}, [3]int{runThreads, 1, 1}, stages*runStage, args)
 	for _, t := range []*tensor{zx, xbc, yg, part} {
 		t.h.release()

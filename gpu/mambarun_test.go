@@ -68,7 +68,7 @@ func TestMamba2Run(t *testing.T) {
 		inflight int  // ZONOS_RUN_INFLIGHT
 	}{{3, 2, true, 0, false, 0, 0}, {3, 2, false, 0, false, 0, 0}, {1, 2, true, 0, false, 0, 0}, {9, 2, true, 0, false, 0, 0},
 		{3, 1, true, 0, false, 0, 0}, {3, 2, true, 132, false, 0, 0}, {3, 2, true, 0, true, 0, 0},
-		{9, 2, true, 0, false, 6, 2}, {3, 2, true, 0, false, 6, 1}, {3, 1, true, 0, false, 5, 3}} {
+		{9, 2, true, 0, false, 4, -1}, {3, 2, true, 0, false, 6, 2}, {3, 1, true, 0, false, 5, 3}} {
 		runBlocksEnv, runStageSplit, runStagesEnv, runInflightEnv = c.blocks, c.split, c.stages, c.inflight
 		var convs, ssms [2][]compute.Tensor
 		for i := 0; i < c.L; i++ {
@@ -165,17 +165,20 @@ func TestMamba2RunTrace(t *testing.T) {
 	}
 	weights := float64(L) * 2 * float64(E*d+d*s.DInner)
 	// The trace runs under the environment's switches.
-	envBlocks, envStages, envInflight := runBlocksEnv, runStagesEnv, runInflightEnv
-	defer func() { runBlocksEnv, runStagesEnv, runInflightEnv = envBlocks, envStages, envInflight }()
+	envBlocks, envStages, envInflight, envL2 := runBlocksEnv, runStagesEnv, runInflightEnv, runL2Env
+	restore := func() {
+		runBlocksEnv, runStagesEnv, runInflightEnv, runL2Env = envBlocks, envStages, envInflight, envL2
+	}
+	defer restore()
 	for _, c := range []struct {
-		name                     string
-		fn                       func()
-		blocks, stages, inflight int
-	}{{"mamba_run", byRun, 0, 0, 0}, {"one by one", oneByOne, 0, 0, 0}, {"mamba_run", byRun, 0, 0, 0}, {"one by one", oneByOne, 0, 0, 0},
-		{"mamba_run", byRun, 132, 0, 0}, {"mamba_run", byRun, 0, 3, 0}, {"mamba_run", byRun, 0, 6, 0},
-		{"mamba_run", byRun, 0, 4, 2}, {"mamba_run", byRun, 0, 6, 2}, {"mamba_run", byRun, 0, 6, 3}, {"mamba_run", byRun, 0, 6, 4},
-		{"mamba_run", byRun, 0, 6, 1}, {"mamba_run", byRun, 0, 0, 0}} {
-		runBlocksEnv, runStagesEnv, runInflightEnv = c.blocks, c.stages, c.inflight
+		name                         string
+		fn                           func()
+		blocks, stages, inflight, l2 int
+	}{{"mamba_run", byRun, 0, 0, 0, 0}, {"one by one", oneByOne, 0, 0, 0, 0}, {"mamba_run", byRun, 0, 0, 0, 0}, {"one by one", oneByOne, 0, 0, 0, 0},
+		{"mamba_run", byRun, 132, 0, 0, 0}, {"mamba_run", byRun, 0, 4, -1, 0}, {"mamba_run", byRun, 0, 6, -1, 0},
+		{"mamba_run", byRun, 0, 6, 2, 0}, {"mamba_run", byRun, 0, 5, 1, 0},
+		{"mamba_run", byRun, 0, 0, 0, 2}, {"mamba_run", byRun, 0, 0, 0, 4}, {"mamba_run", byRun, 0, 0, 0, 8}, {"mamba_run", byRun, 0, 0, 0, 0}} {
+		runBlocksEnv, runStagesEnv, runInflightEnv, runL2Env = c.blocks, c.stages, c.inflight, c.l2
 		g, err := gb.Capture(c.fn)
 		if err != nil {
 			t.Fatal(err)
@@ -184,10 +187,11 @@ func TestMamba2RunTrace(t *testing.T) {
 		d := gb.Time(func() { _ = g.Launch() })
 		g.Destroy()
 		per := d.Seconds() / reps
-		t.Logf("3 Mamba2 blocks, %-10s (%d blocks, %d stages, in flight %d): %.1f µs a run (%.0f GB/s of weights)", c.name, gb.runGrid(), runRing(), runInflightEnv, per*1e6, weights/per/1e9)
+		t.Logf("3 Mamba2 blocks, %-10s (%d blocks, %d stages, in flight %d, L2 hints %d): %.1f µs a run (%.0f GB/s of weights)",
+			c.name, gb.runGrid(), runRing(), runInflight(), runL2Env, per*1e6, weights/per/1e9)
 	}
-	runBlocksEnv, runStagesEnv, runInflightEnv = envBlocks, envStages, envInflight
-	t.Logf("trace: %d blocks, %d stages, in flight %d", gb.runGrid(), runRing(), runInflightEnv)
+	restore()
+	t.Logf("trace: %d blocks, %d stages, in flight %d, L2 hints %d", gb.runGrid(), runRing(), runInflight(), runL2Env)
 	trace := gb.Zeros(gb.sms*runStamps, 2) // uint64 stamps
 	gb.runTrace = cast(trace).ptr()
 	gb.Mamba2Run(h, res, blocks, 1e-5)

@@ -160,7 +160,7 @@ const GemvChunkPieces = 8
 // (MR_STAGES stages of MR_STAGE bytes: the dynamic shared memory), and
 // the bounds MR_MAXL, MR_MAXROWS, MR_KC and MR_TRACE (TestMambaRunDefines).
 const (
-	MambaRunArgBytes = 904
+	MambaRunArgBytes = 912
 	MambaRunStages   = 6
 	MambaRunStage    = 32768
 	MambaRunMaxL     = 8

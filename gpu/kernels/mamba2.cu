@@ -902,6 +902,8 @@ struct MambaRunArgs {
     int stages;   // ring stages (≤ MR_STAGES; the dynamic shared memory is stages·MR_STAGE)
     int balanced; // split the projections' rows evenly over the blocks (else whole stages)
     int inflight; // the producer's stages requested and not yet arrived, at most (0: up to the ring)
+    int l2ahead;  // while its ring is full, the producer hints up to this many next stages into L2 (0: none),
+    int pace;     // one every pace SM clock cycles
 };
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -1035,11 +1037,34 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
     if (warp == MR_WARPS) {
         // Producer: one lane streams the block's stages in consumption order.
         if (lane != 0) return;
-        int slot = 0, issued = 0;
+        int slot = 0;
         unsigned ph = 0;
         const int K = a.inflight > 0 && a.inflight < a.stages ? a.inflight : 0;
-        auto push = [&](const void* src, unsigned bytes) {
-            if (K && issued >= K) {
+        // The block's stream, stage by stage: per layer its in_proj rows,
+        // its (row, head) units' SSM state, its out_proj rows.
+        const int nu = j < U ? (U - 1 - j) / G + 1 : 0, per = n1 + nu + n2, total = L * per;
+        auto stage = [&](int i, const void** src) -> unsigned {
+            const MambaRunLayer& ly = a.layer[i / per];
+            int r = i % per;
+            if (r < n1) {
+                *src = ly.win + (long long)(rlo + 8 * r) * D;
+                return (unsigned)(min(8, rhi - rlo - 8 * r) * D * 2);
+            }
+            r -= n1;
+            if (r < nu) {
+                *src = ly.sst + (long long)(j + r * G) * P * N;
+                return (unsigned)(P * N * 4);
+            }
+            r -= nu;
+            *src = ly.wout + (long long)(olo + 4 * r) * Di;
+            return (unsigned)(min(4, ohi - olo - 4 * r) * Di * 2);
+        };
+        int hinted = 0; // the stages below this one have been hinted or copied
+        long long last = 0;
+        for (int i = 0; i < total; i++) {
+            const void* src;
+            const unsigned bytes = stage(i, &src);
+            if (K && i >= K) {
                 // The stage requested K pushes ago has arrived: its slot is
                 // K behind this one, one lap back if that wraps.
                 int ps = slot - K;
@@ -1047,17 +1072,26 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
                 if (ps < 0) ps += a.stages, pp ^= 1;
                 mbar_wait(&full[ps], pp);
             }
-            issued++;
-            mbar_wait(&empty[slot], ph ^ 1);
+            if (a.l2ahead > 0) {
+                // While the ring is full, hint the stages after it into L2,
+                // one every pace cycles, so the memory keeps streaming at
+                // about the block's share without a burst.
+                hinted = max(hinted, i);
+                while (!mbar_test(&empty[slot], ph ^ 1)) {
+                    const long long now = clock64();
+                    if (hinted < min(total, i + a.l2ahead) && now - last >= a.pace) {
+                        const void* hs;
+                        const unsigned hb = stage(hinted++, &hs);
+                        bulk_prefetch_l2(hs, hb);
+                        last = now;
+                    }
+                }
+            } else {
+                mbar_wait(&empty[slot], ph ^ 1);
+            }
             mbar_expect_tx(&full[slot], bytes);
             bulk_g2s(ring + slot * 2048, src, bytes, &full[slot]);
             if (++slot == a.stages) slot = 0, ph ^= 1;
-        };
-        for (int l = 0; l < L; l++) {
-            const MambaRunLayer& ly = a.layer[l];
-            for (int s = 0; s < n1; s++) push(ly.win + (long long)(rlo + 8 * s) * D, (unsigned)(min(8, rhi - rlo - 8 * s) * D * 2));
-            for (int u = j; u < U; u += G) push(ly.sst + (long long)u * P * N, (unsigned)(P * N * 4));
-            for (int s = 0; s < n2; s++) push(ly.wout + (long long)(olo + 4 * s) * Di, (unsigned)(min(4, ohi - olo - 4 * s) * Di * 2));
         }
         return;
     }
