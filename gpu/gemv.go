@@ -6,12 +6,14 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
 	"gorgonia.org/cu"
 
+	"zonostream/engine/compute"
 	"zonostream/gpu/kernels"
 )
 
@@ -204,6 +206,52 @@ var (
 	gemvChunkNormKernel = [5]string{1: "gemv_chunk_norm_k1", 2: "gemv_chunk_norm_k2", 4: "gemv_chunk_norm_k4"}
 	gemvChunkConvKernel = [5]string{1: "gemv_chunk_conv_k1", 2: "gemv_chunk_conv_k2", 4: "gemv_chunk_conv_k4"}
 )
+
+// gemvGLUOff (ZONOS_GLU_FOLD=0, for measurements) declines LinearSwiGLU:
+// the MLP's up-projection and its gate run as two kernels.
+var gemvGLUOff = os.Getenv("ZONOS_GLU_FOLD") == "0"
+
+// gemvChunkGLUKernel names the gated chunk GEMV (CHUNK_GLU) by gemvKT.
+var gemvChunkGLUKernel = [5]string{1: "gemv_chunk_glu_k1", 2: "gemv_chunk_glu_k2", 4: "gemv_chunk_glu_k4"}
+
+// LinearSwiGLU is compute.SwiGLULinear: on Hopper, for at most two rows
+// and a BF16 weight the chunk GEMV serves, one gemv_chunk_glu launch whose
+// blocks each multiply rows of both halves of w and gate them as they
+// store (the decode step's MLP: one kernel fewer an attention layer).
+func (b *Backend) LinearSwiGLU(x, w, bias compute.Tensor) (compute.Tensor, bool) {
+	xt, wt := cast(x), cast(w)
+	if gemvGLUOff || xt.dt != compute.F32 || wt.dt != compute.BF16 || len(wt.shape) != 2 || wt.shape[0]%2 != 0 || len(xt.shape) == 0 {
+		return nil, false
+	}
+	n2, k := wt.shape[0], wt.shape[1]
+	if xt.shape[len(xt.shape)-1] != k || !b.useGemvChunk(k) {
+		return nil, false
+	}
+	m := xt.n() / k
+	if m < 1 || m > 2 || n2 == 0 {
+		return nil, false
+	}
+	var bt *tensor
+	if bias != nil {
+		if bt = cast(bias); bt.n() != n2 {
+			panic(fmt.Sprintf("gpu.LinearSwiGLU: bias of %d for %d outputs", bt.n(), n2))
+		}
+	}
+	n := n2 / 2
+	shape := append(slices.Clone(xt.shape[:len(xt.shape)-1]), n)
+	var out *tensor
+	b.do(func() {
+		out = b.newTensor(compute.F32, shape...)
+		bp := nullPtr
+		if bt != nil {
+			bp = b.asF32(bt).ptr()
+		}
+		half := gemvChunkRows(k) / 2
+		args := []any{xt.ptr(), wt.ptr(), bp, out.ptr(), int32(m), int32(n), int32(k), b2i(gemvChunkEarly)}
+		b.launchSmem(b.k[gemvChunkGLUKernel[gemvKT(k)]], [3]int{(n + half - 1) / half, 1, 1}, block256, kernels.GemvChunkPieces*4096, args...)
+	})
+	return out, true
+}
 
 // gemvChunkRows is the weight rows one chunk GEMV block multiplies (gemvKT(k) ≠ 0).
 func gemvChunkRows(k int) int { return kernels.GemvChunkPieces / gemvKT(k) }

@@ -135,6 +135,46 @@ func TestGemvChunk(t *testing.T) {
 	}
 }
 
+// TestLinearSwiGLU checks the gated chunk GEMV against what it replaces,
+// Linear then SwiGLU on the same backend, bit for bit: the MLP's real
+// shape, ragged halves (a last block with fewer rows than it takes), one
+// and two rows, with and without a bias; and that it declines what it does
+// not serve.
+func TestLinearSwiGLU(t *testing.T) {
+	need(t)
+	if !gb.hopper || gemvGLUOff {
+		t.Skip("the gated chunk GEMV needs sm_90 (and ZONOS_GLU_FOLD unset)")
+	}
+	r := rand.New(rand.NewPCG(83, 84))
+	for _, s := range []struct{ m, n2, k int }{{2, 16384, 2048}, {1, 16384, 2048}, {2, 2 * 1027, 2048}, {1, 2 * 3, 4096}, {2, 2 * 13, 8192}} {
+		w := randW(t, r, compute.BF16, 1/math.Sqrt(float64(s.k)), s.n2, s.k).g
+		x := gb.FromF32(randVals(r, s.m*s.k, 1), s.m, 1, s.k)
+		for _, bias := range []compute.Tensor{nil, gb.FromF32(randVals(r, s.n2, 0.1), s.n2)} {
+			name := fmt.Sprintf("LinearSwiGLU M%d 2N%d K%d bias %v", s.m, s.n2, s.k, bias != nil)
+			got, ok := gb.LinearSwiGLU(x, w, bias)
+			if !ok {
+				t.Fatalf("%s: declined", name)
+			}
+			want := gb.SwiGLU(gb.Linear(x, w, bias))
+			if !slices.Equal(got.Shape(), want.Shape()) {
+				t.Fatalf("%s: shape %v, want %v", name, got.Shape(), want.Shape())
+			}
+			g, wv := gb.ReadF32(got), gb.ReadF32(want)
+			for i := range wv {
+				if math.Float32bits(g[i]) != math.Float32bits(wv[i]) {
+					t.Fatalf("%s: element %d is %g, Linear then SwiGLU gave %g", name, i, g[i], wv[i])
+				}
+			}
+		}
+	}
+	w := randW(t, r, compute.BF16, 0.01, 64, 2048).g
+	for _, x := range []compute.Tensor{gb.FromF32(randVals(r, 3*2048, 1), 3, 2048), gb.FromF32(randVals(r, 2*1024, 1), 2, 1024)} {
+		if _, ok := gb.LinearSwiGLU(x, w, nil); ok {
+			t.Errorf("LinearSwiGLU took x %v with weight %v", x.Shape(), w.Shape())
+		}
+	}
+}
+
 // decodeShapes are the batch-2 projections of one hybrid decode step
 // (N, K, how many per step): 34 Mamba2 layers, 12 attention layers, heads.
 var decodeShapes = []struct {

@@ -31,6 +31,20 @@ type mamba2 struct {
 // gatedMLP is fc2(y · silu(gate)) with [y | gate] = fc1(x).
 type gatedMLP struct{ fc1, fc2 compute.Tensor }
 
+// up is the MLP's gated up-projection, SwiGLU(fc1·x): in one pass where
+// the backend has one (compute.SwiGLULinear), else Linear then SwiGLU.
+func (m *gatedMLP) up(b compute.Backend, x compute.Tensor) compute.Tensor {
+	if g, ok := b.(compute.SwiGLULinear); ok {
+		if y, ok := g.LinearSwiGLU(x, m.fc1, nil); ok {
+			return y
+		}
+	}
+	u := b.Linear(x, m.fc1, nil)
+	y := b.SwiGLU(u)
+	b.Free(u)
+	return y
+}
+
 // layer is one residual block: norm → mixer, then (attention layers only)
 // norm2 → gated MLP. The residual stream runs between blocks as in
 // mamba_ssm's fused add-norm; Zonos' transformer block is the same
@@ -170,10 +184,8 @@ func (l *layer) forward(b compute.Backend, hidden, residual compute.Tensor, st l
 		x, residual = b.AddLayerNorm(mixed, stream, l.norm2.w, l.norm2.b, eps)
 		b.Free(mixed)
 		b.Free(stream)
-		up := b.Linear(x, l.mlp.fc1, nil)
+		act := l.mlp.up(b, x)
 		b.Free(x)
-		act := b.SwiGLU(up)
-		b.Free(up)
 		hidden = b.Linear(act, l.mlp.fc2, nil)
 		b.Free(act)
 	}

@@ -64,6 +64,13 @@ struct ChunkSide {
 #define CHUNK_PLAIN 0
 #define CHUNK_CONV 1
 #define CHUNK_NORM 2
+// CHUNK_GLU: y [M, N] = SwiGLU of the projection onto the weight's 2N rows,
+// (x·w[n])·silu(x·w[N + n]) (+ biases b[n], b[N + n] before it), as the
+// swiglu kernel computes it from the projection: a block takes RC/2 rows
+// of each half (two bulk copies into the two halves of its chunk), so its
+// products are the plain GEMV's and the MLP's up-projection needs no
+// kernel of its own for the gate.
+#define CHUNK_GLU 3
 
 // flags: bit 0 requests the chunk before the wait for the predecessor.
 template <int KT, int P, int SIDE>
@@ -76,12 +83,19 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
     extern __shared__ __align__(128) uint4 chunk[]; // P·256 pieces (P·4 KiB of dynamic shared memory)
     __shared__ float part[8][V];
     __shared__ unsigned long long bar;
-    const int r0 = blockIdx.x * RC, rows = min(RC, N - r0);
+    constexpr int HALF = SIDE == CHUNK_GLU ? RC / 2 : RC; // rows of each half (CHUNK_GLU) or of the block
+    const int r0 = blockIdx.x * HALF, rows = min(HALF, N - r0);
     const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
     const unsigned bytes = (unsigned)rows * (unsigned)K * 2u;
     auto request = [&]() {
-        mbar_expect_tx(&bar, bytes);
-        bulk_g2s(chunk, w + (long long)r0 * K, bytes, &bar);
+        if (SIDE == CHUNK_GLU) {
+            mbar_expect_tx(&bar, 2 * bytes);
+            bulk_g2s(chunk, w + (long long)r0 * K, bytes, &bar);
+            bulk_g2s(chunk + HALF * K / 8, w + (long long)(N + r0) * K, bytes, &bar);
+        } else {
+            mbar_expect_tx(&bar, bytes);
+            bulk_g2s(chunk, w + (long long)r0 * K, bytes, &bar);
+        }
     };
     if (t == 0) {
         mbar_init(&bar, 1);
@@ -137,7 +151,19 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
     const float sum = reduce_scatter<V>(acc, lane);
     if (lane < V) part[warp][lane] = sum;
     __syncthreads();
-    if (t < V) {
+    if (SIDE == CHUNK_GLU) {
+        const int i = t >> 1, m = t & 1;
+        if (t < 2 * HALF && i < rows && m < M) {
+            float sy = 0.f, sg = 0.f;
+#pragma unroll
+            for (int q = 0; q < 8; q++) sy += part[q][t];
+#pragma unroll
+            for (int q = 0; q < 8; q++) sg += part[q][2 * HALF + t];
+            const int n = r0 + i;
+            const float yv = bias ? sy + bias[n] : sy, gv = bias ? sg + bias[N + n] : sg;
+            y[(long long)m * N + n] = yv * silu_ref(gv);
+        }
+    } else if (t < V) {
         const int row = t >> 1, m = t & 1;
         if (row < rows && m < M) {
             float s = 0.f;
@@ -169,7 +195,8 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
 
 // gemv_chunk_kKT: K = 2048·KT. Launch: grid ⌈N / (GC_PIECES/KT)⌉, 256
 // threads, GC_PIECES·4096 bytes of dynamic shared memory. The _conv and
-// _norm variants take ChunkSide's fields after flags.
+// _norm variants take ChunkSide's fields after flags; _glu (CHUNK_GLU)
+// takes the weight's 2N rows and has grid ⌈N / (GC_PIECES/KT/2)⌉.
 #define GEMV_CHUNK(KT)                                                                                            \
     extern "C" __global__ void __launch_bounds__(256)                                                             \
         gemv_chunk_k##KT(const float* __restrict__ x, const unsigned short* __restrict__ w,                       \
@@ -191,6 +218,11 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
         ChunkSide side{};                                                                                         \
         side.part = part, side.H = H, side.wn = wn, side.eps = eps;                                               \
         gemv_chunk_body<KT, GC_PIECES, CHUNK_NORM>(x, w, b, y, M, N, K, flags, side);                            \
+    }                                                                                                             \
+    extern "C" __global__ void __launch_bounds__(256)                                                             \
+        gemv_chunk_glu_k##KT(const float* __restrict__ x, const unsigned short* __restrict__ w,                   \
+                             const float* __restrict__ b, float* __restrict__ y, int M, int N, int K, int flags) { \
+        gemv_chunk_body<KT, GC_PIECES, CHUNK_GLU>(x, w, b, y, M, N, K, flags, ChunkSide{});                      \
     }
 GEMV_CHUNK(1)
 GEMV_CHUNK(2)
