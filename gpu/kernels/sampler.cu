@@ -82,10 +82,6 @@ __device__ __forceinline__ bool better(float v, int i, float bv, int bi) {
     return v > bv || (v == bv && i < bi);
 }
 
-// bargmax_combine finishes bargmax from each thread's best (bv, bi) of
-// its elements and the row's first value.
-__device__ int bargmax_combine(float bv, int bi, float row0, float* sf, int* si);
-
 // bargmax: the host's Argmax: best = 0; v > row[best] → best = i. That is the
 // first index of the largest non-NaN value, or 0 when row[0] is NaN.
 __device__ int bargmax(const float* row, int W, float* sf, int* si) {
@@ -95,11 +91,6 @@ __device__ int bargmax(const float* row, int W, float* sf, int* si) {
         float v = row[i];
         if (better(v, i, bv, bi)) { bv = v; bi = i; }
     }
-    __syncthreads();
-    return bargmax_combine(bv, bi, row[0], sf, si);
-}
-
-__device__ int bargmax_combine(float bv, int bi, float row0, float* sf, int* si) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
         float ov = __shfl_xor_sync(0xffffffffu, bv, o);
@@ -115,7 +106,7 @@ __device__ int bargmax_combine(float bv, int bi, float row0, float* sf, int* si)
     for (int w = 0; w < (int)(blockDim.x >> 5); w++)
         if (si[w] >= 0 && better(sf[w], si[w], tv, ti)) { tv = sf[w]; ti = si[w]; }
     __syncthreads();
-    if (row0 != row0 || ti < 0) return 0;
+    if (row[0] != row[0] || ti < 0) return 0;
     return ti;
 }
 
@@ -141,81 +132,6 @@ __device__ void renormalise(float* p, int W, double* sd) {
     s = bsum(s, sd);
     for (int i = threadIdx.x; i < W; i += blockDim.x) p[i] = (float)((double)p[i] / s);
     __syncthreads();
-}
-
-// SR_REGS: sample_fast keeps a row of up to 256·SR_REGS entries in
-// registers.
-#define SR_REGS 8
-
-// sample_fast is sample_rows' stages for the default knobs (temperature,
-// optionally min-p; no unified, top-p or top-k) with the row in registers:
-// each thread holds elements i = t + 256·k, the elements it walks in
-// sample_rows' loops, in the same order, so every sum, maximum and token is
-// the same bit for bit; only the scratch round trips through global memory
-// (a load after every stage's store) go. x holds the penalised logits.
-__device__ int sample_fast(const float* x, int r, int W, float temp, float minP, const float* qn,
-                           unsigned long long seed, unsigned long long counter, double* sd, float* sf, int* si) {
-    const int t = threadIdx.x;
-    float v[SR_REGS];
-    float mx = ninf();
-#pragma unroll
-    for (int k = 0; k < SR_REGS; k++) {
-        const int i = t + 256 * k;
-        v[k] = i < W ? __fdiv_rn(x[i], temp) : 0.f;
-        if (i < W) mx = fmaxf(mx, v[k]);
-    }
-    mx = bmax(mx, sf);
-    double s = 0;
-#pragma unroll
-    for (int k = 0; k < SR_REGS; k++) {
-        if (t + 256 * k < W) {
-            v[k] = (float)exp((double)__fsub_rn(v[k], mx));
-            s += (double)v[k];
-        }
-    }
-    s = bsum(s, sd);
-#pragma unroll
-    for (int k = 0; k < SR_REGS; k++)
-        if (t + 256 * k < W) v[k] = (float)((double)v[k] / s);
-    if (minP > 0.f) {
-        float pm = 0.f;
-#pragma unroll
-        for (int k = 0; k < SR_REGS; k++)
-            if (t + 256 * k < W) pm = fmaxf(pm, v[k]);
-        pm = bmax(pm, sf);
-        const float cut = __fmul_rn(minP, pm);
-        double z = 0;
-#pragma unroll
-        for (int k = 0; k < SR_REGS; k++) {
-            if (t + 256 * k < W) {
-                if (v[k] < cut) v[k] = 0.f;
-                z += (double)v[k];
-            }
-        }
-        z = bsum(z, sd);
-#pragma unroll
-        for (int k = 0; k < SR_REGS; k++)
-            if (t + 256 * k < W) v[k] = (float)((double)v[k] / z);
-    }
-    // draw: argmax(p / q), q ~ Exp(1), as sample_rows.
-    float bv = 0.f, d0 = 0.f;
-    int bi = -1;
-#pragma unroll
-    for (int k = 0; k < SR_REGS; k++) {
-        const int i = t + 256 * k;
-        if (i < W) {
-            const long long g = (long long)r * W + i;
-            const float q = qn ? qn[g] : philox_exp(seed, counter, g);
-            const float d = __fdiv_rn(v[k], q);
-            if (i == 0) d0 = d;
-            if (better(d, i, bv, bi)) { bv = d; bi = i; }
-        }
-    }
-    // Every thread needs the drawn row's first value (bargmax's NaN rule).
-    __shared__ float first;
-    if (t == 0) first = d0;
-    __syncthreads();
-    return bargmax_combine(bv, bi, first, sf, si);
 }
 
 // sample_rows: one block of 256 threads per row r of logits [R, W].
@@ -268,11 +184,6 @@ extern "C" __global__ void __launch_bounds__(256) sample_rows(
     }
     if (!(temp > 0.f)) {
         int t = bargmax(x, W, sf, si);
-        if (threadIdx.x == 0) out[r] = t;
-        return;
-    }
-    if (!(lin > 0.f) && !(topP > 0.f) && topK <= 0 && W <= 256 * SR_REGS && blockDim.x == 256) {
-        int t = sample_fast(x, r, W, temp, minP, qn, seed, counter, sd, sf, si);
         if (threadIdx.x == 0) out[r] = t;
         return;
     }
