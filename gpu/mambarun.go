@@ -74,14 +74,10 @@ func runRing() int {
 // arrived (negative: as many as the ring has free; 0: the default).
 var runInflightEnv, _ = strconv.Atoi(os.Getenv("ZONOS_RUN_INFLIGHT"))
 
-// runL2Env (ZONOS_RUN_L2=n, for measurements) has mamba_run's producer,
-// while its ring is full, hint up to n next stages into L2, one every
-// runPaceEnv SM cycles (ZONOS_RUN_PACE, default 2000: about a microsecond,
-// a block's share of the bandwidth for one 32 KiB stage).
-var (
-	runL2Env, _   = strconv.Atoi(os.Getenv("ZONOS_RUN_L2"))
-	runPaceEnv, _ = strconv.Atoi(os.Getenv("ZONOS_RUN_PACE"))
-)
+// runInflight2Env (ZONOS_RUN_INFLIGHT2=n, for measurements) caps the
+// producer at n stages in flight for the in_proj stages past the ring's
+// depth only: those stream while the consumers wait for them.
+var runInflight2Env, _ = strconv.Atoi(os.Getenv("ZONOS_RUN_INFLIGHT2"))
 
 // runInflight is the producer's cap on stages in flight.
 func runInflight() int {
@@ -223,12 +219,7 @@ func (b *Backend) mambaRun(hin, rin, hout, rout *tensor, blocks []compute.Mamba2
 	binary.LittleEndian.PutUint32(args[o+8:], uint32(stages))
 	binary.LittleEndian.PutUint32(args[o+12:], uint32(b2i(!runStageSplit)))
 	binary.LittleEndian.PutUint32(args[o+16:], uint32(runInflight()))
-	pace := runPaceEnv
-	if pace <= 0 {
-		pace = 2000
-	}
-	binary.LittleEndian.PutUint32(args[o+20:], uint32(max(runL2Env, 0)))
-	binary.LittleEndian.PutUint32(args[o+24:], uint32(pace))
+	binary.LittleEndian.PutUint32(args[o+20:], uint32(max(runInflight2Env, 0)))
 	b.launchSmem(b.k["mamba_run"], [3]int{b.runGrid(), 1, 1}, [3]int{runThreads, 1, 1}, stages*runStage, args)
 	for _, t := range []*tensor{zx, xbc, yg, part} {
 		t.h.release()

@@ -901,9 +901,8 @@ struct MambaRunArgs {
     float ln_eps, norm_eps;
     int stages;   // ring stages (≤ MR_STAGES; the dynamic shared memory is stages·MR_STAGE)
     int balanced; // split the projections' rows evenly over the blocks (else whole stages)
-    int inflight; // the producer's stages requested and not yet arrived, at most (0: up to the ring)
-    int l2ahead;  // while its ring is full, the producer hints up to this many next stages into L2 (0: none),
-    int pace;     // one every pace SM clock cycles
+    int inflight;  // the producer's stages requested and not yet arrived, at most (0: up to the ring)
+    int inflight2; // the same for the in_proj stages past the ring's depth (0: inflight)
 };
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -1059,36 +1058,24 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
             *src = ly.wout + (long long)(olo + 4 * r) * Di;
             return (unsigned)(min(4, ohi - olo - 4 * r) * Di * 2);
         };
-        int hinted = 0; // the stages below this one have been hinted or copied
-        long long last = 0;
+        // The in_proj stages past the ring's depth stream while the
+        // consumers wait for them; every other stage is fetched while they
+        // are busy (norm, scan, barriers) and their latency-bound loads
+        // share the memory system with it.
+        const int K2 = a.inflight2 > 0 && a.inflight2 < a.stages ? a.inflight2 : K;
         for (int i = 0; i < total; i++) {
             const void* src;
             const unsigned bytes = stage(i, &src);
-            if (K && i >= K) {
-                // The stage requested K pushes ago has arrived: its slot is
-                // K behind this one, one lap back if that wraps.
-                int ps = slot - K;
+            const int r = i % per, k = r < n1 && r >= a.stages ? K2 : K;
+            if (k && i >= k) {
+                // The stage requested k pushes ago has arrived: its slot is
+                // k behind this one, one lap back if that wraps.
+                int ps = slot - k;
                 unsigned pp = ph;
                 if (ps < 0) ps += a.stages, pp ^= 1;
                 mbar_wait(&full[ps], pp);
             }
-            if (a.l2ahead > 0) {
-                // While the ring is full, hint the stages after it into L2,
-                // one every pace cycles, so the memory keeps streaming at
-                // about the block's share without a burst.
-                hinted = max(hinted, i);
-                while (!mbar_test(&empty[slot], ph ^ 1)) {
-                    const long long now = clock64();
-                    if (hinted < min(total, i + a.l2ahead) && now - last >= a.pace) {
-                        const void* hs;
-                        const unsigned hb = stage(hinted++, &hs);
-                        bulk_prefetch_l2(hs, hb);
-                        last = now;
-                    }
-                }
-            } else {
-                mbar_wait(&empty[slot], ph ^ 1);
-            }
+            mbar_wait(&empty[slot], ph ^ 1);
             mbar_expect_tx(&full[slot], bytes);
             bulk_g2s(ring + slot * 2048, src, bytes, &full[slot]);
             if (++slot == a.stages) slot = 0, ph ^= 1;
