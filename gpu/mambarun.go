@@ -56,9 +56,15 @@ var runStagesEnv, _ = strconv.Atoi(os.Getenv("ZONOS_RUN_STAGES"))
 // of 32 KiB in flight a block (4 MB in all) the stream still keeps up,
 // and the ring can be deep (docs/gpu/2026-11-30-session20, runs 1–2: a
 // 3-block run 87.0 against 93.3 µs; step graph 1.446 against 1.524 ms).
+//
+// The in_proj stages past the ring's depth stream while the consumers
+// wait for them: for those two in flight (runDefaultInflight2; same run,
+// step graph 1.425 against 1.441 ms with one, 1.430 with three:
+// docs/gpu/2026-11-30-session20, run 6).
 const (
-	runDefaultStages   = 6
-	runDefaultInflight = 1
+	runDefaultStages    = 6
+	runDefaultInflight  = 1
+	runDefaultInflight2 = 2
 )
 
 // runRing is the ring's stage count.
@@ -76,8 +82,21 @@ var runInflightEnv, _ = strconv.Atoi(os.Getenv("ZONOS_RUN_INFLIGHT"))
 
 // runInflight2Env (ZONOS_RUN_INFLIGHT2=n, for measurements) caps the
 // producer at n stages in flight for the in_proj stages past the ring's
-// depth only: those stream while the consumers wait for them.
+// depth only (negative: runInflight's cap; 0: the default).
 var runInflight2Env, _ = strconv.Atoi(os.Getenv("ZONOS_RUN_INFLIGHT2"))
+
+// runInflight2 is the producer's cap on in_proj's stages past the ring.
+func runInflight2() int {
+	if runInflight2Env != 0 {
+		return max(runInflight2Env, 0)
+	}
+	return runDefaultInflight2
+}
+
+// runStateEarly (ZONOS_RUN_STATE_LATE=0, for measurements) stores each
+// block's SSM state rows before its arrival at the barrier after the scan,
+// as first written, instead of after it.
+var runStateEarly = os.Getenv("ZONOS_RUN_STATE_LATE") == "0"
 
 // runInflight is the producer's cap on stages in flight.
 func runInflight() int {
@@ -219,7 +238,8 @@ func (b *Backend) mambaRun(hin, rin, hout, rout *tensor, blocks []compute.Mamba2
 	binary.LittleEndian.PutUint32(args[o+8:], uint32(stages))
 	binary.LittleEndian.PutUint32(args[o+12:], uint32(b2i(!runStageSplit)))
 	binary.LittleEndian.PutUint32(args[o+16:], uint32(runInflight()))
-	binary.LittleEndian.PutUint32(args[o+20:], uint32(max(runInflight2Env, 0)))
+	binary.LittleEndian.PutUint32(args[o+20:], uint32(runInflight2()))
+	binary.LittleEndian.PutUint32(args[o+24:], uint32(b2i(!runStateEarly)))
 	b.launchSmem(b.k["mamba_run"], [3]int{b.runGrid(), 1, 1}, [3]int{runThreads, 1, 1}, stages*runStage, args)
 	for _, t := range []*tensor{zx, xbc, yg, part} {
 		t.h.release()
