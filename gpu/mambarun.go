@@ -93,11 +93,6 @@ func runInflight2() int {
 	return runDefaultInflight2
 }
 
-// runStateEarly (ZONOS_RUN_STATE_LATE=0, for measurements) stores each
-// block's SSM state rows before its arrival at the barrier after the scan,
-// as first written, instead of after it.
-var runStateEarly = os.Getenv("ZONOS_RUN_STATE_LATE") == "0"
-
 // runInflight is the producer's cap on stages in flight.
 func runInflight() int {
 	if runInflightEnv != 0 {
@@ -239,7 +234,6 @@ func (b *Backend) mambaRun(hin, rin, hout, rout *tensor, blocks []compute.Mamba2
 	binary.LittleEndian.PutUint32(args[o+12:], uint32(b2i(!runStageSplit)))
 	binary.LittleEndian.PutUint32(args[o+16:], uint32(runInflight()))
 	binary.LittleEndian.PutUint32(args[o+20:], uint32(runInflight2()))
-	binary.LittleEndian.PutUint32(args[o+24:], uint32(b2i(!runStateEarly)))
 	b.launchSmem(b.k["mamba_run"], [3]int{b.runGrid(), 1, 1}, [3]int{runThreads, 1, 1}, stages*runStage, args)
 	for _, t := range []*tensor{zx, xbc, yg, part} {
 		t.h.release()

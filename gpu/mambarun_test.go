@@ -56,9 +56,9 @@ func TestMamba2Run(t *testing.T) {
 		}
 		ws = append(ws, bw)
 	}
-	defer func(n int, split bool, st, f, f2 int, early bool) {
-		runBlocksEnv, runStageSplit, runStagesEnv, runInflightEnv, runInflight2Env, runStateEarly = n, split, st, f, f2, early
-	}(runBlocksEnv, runStageSplit, runStagesEnv, runInflightEnv, runInflight2Env, runStateEarly)
+	defer func(n int, split bool, st, f, f2 int) {
+		runBlocksEnv, runStageSplit, runStagesEnv, runInflightEnv, runInflight2Env = n, split, st, f, f2
+	}(runBlocksEnv, runStageSplit, runStagesEnv, runInflightEnv, runInflight2Env)
 	for _, c := range []struct {
 		L, B     int
 		residual bool
@@ -67,13 +67,11 @@ func TestMamba2Run(t *testing.T) {
 		stages   int  // ZONOS_RUN_STAGES (0: the default)
 		inflight int  // ZONOS_RUN_INFLIGHT
 		k2       int  // ZONOS_RUN_INFLIGHT2
-		early    bool // ZONOS_RUN_STATE_LATE=0
-	}{{3, 2, true, 0, false, 0, 0, 0, false}, {3, 2, false, 0, false, 0, 0, 0, false}, {1, 2, true, 0, false, 0, 0, 0, false},
-		{9, 2, true, 0, false, 0, 0, 0, false}, {3, 1, true, 0, false, 0, 0, 0, false}, {3, 2, true, 132, false, 0, 0, 0, false},
-		{3, 2, true, 124, false, 0, 0, 0, false}, {3, 2, true, 0, true, 0, 0, 0, false}, {9, 2, true, 0, false, 4, -1, -1, true},
-		{3, 2, true, 0, false, 6, 2, 0, false}, {3, 1, true, 0, false, 5, 3, 0, false}, {9, 2, true, 0, false, 0, 0, 3, false}} {
+	}{{3, 2, true, 0, false, 0, 0, 0}, {3, 2, false, 0, false, 0, 0, 0}, {1, 2, true, 0, false, 0, 0, 0},
+		{9, 2, true, 0, false, 0, 0, 0}, {3, 1, true, 0, false, 0, 0, 0}, {3, 2, true, 132, false, 0, 0, 0},
+		{3, 2, true, 124, false, 0, 0, 0}, {3, 2, true, 0, true, 0, 0, 0}, {9, 2, true, 0, false, 4, -1, -1},
+		{3, 2, true, 0, false, 6, 2, 0}, {3, 1, true, 0, false, 5, 3, 0}, {9, 2, true, 0, false, 0, 0, 3}} {
 		runBlocksEnv, runStageSplit, runStagesEnv, runInflightEnv, runInflight2Env = c.blocks, c.split, c.stages, c.inflight, c.k2
-		runStateEarly = c.early
 		var convs, ssms [2][]compute.Tensor
 		for i := 0; i < c.L; i++ {
 			cv, sv := randVals(r, c.B*C*s.DConv, 1), randVals(r, c.B*s.Heads*s.HeadDim*s.DState, 0.5)
@@ -106,7 +104,7 @@ func TestMamba2Run(t *testing.T) {
 				}
 				h2, r2 = y, rr
 			}
-			name := fmt.Sprintf("Mamba2Run L%d B%d residual %v blocks %d split %v stages %d in flight %d/%d state early %v step %d", c.L, c.B, c.residual, gb.runGrid(), c.split, runRing(), c.inflight, c.k2, c.early, step)
+			name := fmt.Sprintf("Mamba2Run L%d B%d residual %v blocks %d split %v stages %d in flight %d/%d step %d", c.L, c.B, c.residual, gb.runGrid(), c.split, runRing(), c.inflight, c.k2, step)
 			checkVals(t, name+" hidden", gb.ReadF32(h2), gb.ReadF32(h1), 1e-4)
 			checkVals(t, name+" residual", gb.ReadF32(r2), gb.ReadF32(r1), 1e-4)
 			for i := 0; i < c.L; i++ {
@@ -118,7 +116,7 @@ func TestMamba2Run(t *testing.T) {
 			}
 		}
 	}
-	runBlocksEnv, runStageSplit, runStagesEnv, runInflightEnv, runInflight2Env, runStateEarly = 0, false, 0, 0, 0, false
+	runBlocksEnv, runStageSplit, runStagesEnv, runInflightEnv, runInflight2Env = 0, false, 0, 0, 0
 	// Declined: three rows, two positions, another model width.
 	conv, ssm := gb.Zeros(3, C, s.DConv), gb.Zeros(3, s.Heads, s.HeadDim, s.DState)
 	bl := []compute.Mamba2RunBlock{{NormW: ws[0].nw, InProj: ws[0].wi, OutProj: ws[0].wo, W: ws[0].w, ConvState: conv, SSMState: ssm, Spec: s}}

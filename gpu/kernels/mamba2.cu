@@ -811,6 +811,15 @@ SCAN_PRE(8)
 // it runs ahead across the row work and the grid barriers as far as the
 // ring allows.
 //
+// The producer keeps few stages in flight (inflight, by default one of
+// 32 KiB; inflight2 for the in_proj stages past the ring's depth, which
+// the consumers wait for, by default two): left to fill its ring as fast
+// as it frees, every block put up to the whole ring in flight as each
+// phase began (16–24 MB at once), and the latency-bound steps of the
+// layer (the norm's loads, the barriers, the scan's operands) queued
+// behind it. Capped, the ring can be deep and still quiet
+// (docs/gpu/2026-11-30-session20: a 3-block run 94.6 → 87–88 µs).
+//
 // The 8 consumer warps run each layer in three phases separated by grid
 // barriers (a counter in global memory):
 //  1. every block adds the residual and normalises both rows itself
@@ -903,7 +912,6 @@ struct MambaRunArgs {
     int balanced; // split the projections' rows evenly over the blocks (else whole stages)
     int inflight;  // the producer's stages requested and not yet arrived, at most (0: up to the ring)
     int inflight2; // the same for the in_proj stages past the ring's depth (0: inflight)
-    int lateState; // the block's last SSM state rows are stored after its arrival at barrier 2
 };
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -1223,12 +1231,7 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         mr_check(a.trace, syncs);
         if (t == 0) mr_stamp(a.trace, ts);
         ts++;
-        // 2. the scan, one (row, head) at a time. With lateState the last
-        // unit's state rows are stored after the block's arrival at
-        // barrier 2: no other block reads them (this block does, next
-        // step), and a release waits for every store before it.
-        float st[8][4];
-        float* late = nullptr;
+        // 2. the scan, one (row, head) at a time.
         for (int u = j; u < U; u += G) {
             const int b = u / H, h = u % H;
             const float* row = a.zx + (long long)b * E;
@@ -1252,7 +1255,7 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
             float delta, decay;
             softplus_decay(dtv, -(float)exp((double)alv), &delta, &decay);
             mr_bar();
-            float Bv[4], Cv[4];
+            float Bv[4], Cv[4], st[8][4];
 #pragma unroll
             for (int i = 0; i < 4; i++) {
                 const int n = lane + 32 * i;
@@ -1297,14 +1300,10 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
 #pragma unroll
                 for (int r = 0; r < 8; r++) accs[r] += __shfl_xor_sync(0xffffffffu, accs[r], o);
             }
-            if (a.lateState && u + G >= U) {
-                late = sp;
-            } else {
 #pragma unroll
-                for (int r = 0; r < 8; r++) {
-                    const int p = warp + 8 * r;
-                    if (p < P) scan_state_store<4>(st[r], sp + (long long)p * N, N, lane);
-                }
+            for (int r = 0; r < 8; r++) {
+                const int p = warp + 8 * r;
+                if (p < P) scan_state_store<4>(st[r], sp + (long long)p * N, N, lane);
             }
             double ms = 0;
             {
@@ -1335,13 +1334,6 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         ts++;
         mr_mark(a.trace, syncs + 1);
         mr_arrive(a.sync);
-        if (late) {
-#pragma unroll
-            for (int r = 0; r < 8; r++) {
-                const int p = warp + 8 * r;
-                if (p < P) scan_state_store<4>(st[r], late + (long long)p * N, N, lane);
-            }
-        }
         // The norm weight of the block's activation slice, while the other
         // blocks arrive.
         float4 nwv[2][2];
