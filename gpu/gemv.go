@@ -170,20 +170,6 @@ var (
 	gemvChunkEarly = os.Getenv("ZONOS_GEMV_CHUNK_EARLY") != "0"
 )
 
-// gemvChunkSmem is the dynamic shared memory a chunk GEMV block asks for:
-// its chunk's, or more with ZONOS_GEMV_SMEM=KiB (for measurements), which
-// leaves fewer blocks an SM, and so fewer chunks in flight at once.
-var gemvChunkSmem = func() int {
-	kb, _ := strconv.Atoi(os.Getenv("ZONOS_GEMV_SMEM"))
-	n := max(kernels.GemvChunkPieces*4096, kb*1024)
-	if n > 48*1024 {
-		for _, k := range []string{"gemv_chunk_k1", "gemv_chunk_k2", "gemv_chunk_k4"} {
-			dynamicSmem[k] = n
-		}
-	}
-	return n
-}()
-
 // gemvKT is K/2048 for the K the chunk GEMV serves, else 0.
 func gemvKT(k int) int {
 	switch k {
@@ -268,9 +254,5 @@ func (b *Backend) gemvChunk(x, w *tensor, bias, y cu.DevicePtr, m, n, k int, ear
 func (b *Backend) launchChunk(family [5]string, x, w, bias, y cu.DevicePtr, m, n, k int, early bool, extra ...any) {
 	rows := gemvChunkRows(k)
 	args := append([]any{x, w, bias, y, int32(m), int32(n), int32(k), b2i(early)}, extra...)
-	smem := kernels.GemvChunkPieces * 4096
-	if dynamicSmem[family[gemvKT(k)]] > 0 || gemvChunkSmem <= 48*1024 {
-		smem = gemvChunkSmem
-	}
-	b.launchSmem(b.k[family[gemvKT(k)]], [3]int{(n + rows - 1) / rows, 1, 1}, block256, smem, args...)
+	b.launchSmem(b.k[family[gemvKT(k)]], [3]int{(n + rows - 1) / rows, 1, 1}, block256, kernels.GemvChunkPieces*4096, args...)
 }

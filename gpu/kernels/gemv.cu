@@ -21,7 +21,12 @@
 // 16 KiB stages was faster alone (TestGemvBandwidth) but 8 % slower in the
 // decode step, where the SM that starts last holds up the projection;
 // 16-piece chunks, and the L2's evict-first policy on the copies, were
-// slower in the step than 8-piece chunks without it.
+// slower in the step than 8-piece chunks without it. Unlike mamba_run,
+// whose latency-bound steps share the memory with its stream, these pure
+// streams want many bytes in flight: at half the blocks an SM (72 KiB of
+// shared memory asked each) the step graph took 1.482 against 1.463 ms,
+// and with each chunk requested after the wait for the predecessor
+// 1.449 against 1.441 ms (docs/gpu/2026-11-30-session20, runs 3 and 6).
 //
 // Layout: piece t + 256·p of the chunk (16 bytes) is k8 = t + 256·(p % KT)
 // of row p / KT, so thread t multiplies the same activation slice in every
