@@ -77,28 +77,28 @@ func runRing() int {
 
 // runInflightEnv (ZONOS_RUN_INFLIGHT=n, for measurements) lets
 // mamba_run's producer have at most n stages requested and not yet
-// arrived (negative: as many as the ring has free; 0: the default).
+// arrived (negative, or n at least the ring's depth: as many as the ring
+// has free; 0: the default).
 var runInflightEnv, _ = strconv.Atoi(os.Getenv("ZONOS_RUN_INFLIGHT"))
 
 // runInflight2Env (ZONOS_RUN_INFLIGHT2=n, for measurements) caps the
 // producer at n stages in flight for the in_proj stages past the ring's
-// depth only (negative: runInflight's cap; 0: the default).
+// depth only (negative, or n at least the ring's depth: runInflight's
+// cap; 0: the default).
 var runInflight2Env, _ = strconv.Atoi(os.Getenv("ZONOS_RUN_INFLIGHT2"))
 
-// runInflight2 is the producer's cap on in_proj's stages past the ring.
-func runInflight2() int {
-	if runInflight2Env != 0 {
-		return max(runInflight2Env, 0)
-	}
-	return runDefaultInflight2
-}
+// runInflight and runInflight2 are the producer's caps on stages in
+// flight, as the kernel takes them (0: none of its own).
+func runInflight() int  { return envCap(runInflightEnv, runDefaultInflight) }
+func runInflight2() int { return envCap(runInflight2Env, runDefaultInflight2) }
 
-// runInflight is the producer's cap on stages in flight.
-func runInflight() int {
-	if runInflightEnv != 0 {
-		return max(runInflightEnv, 0)
+// envCap is a measurement switch's cap: def when unset (0), none (0) when
+// negative.
+func envCap(env, def int) int {
+	if env != 0 {
+		return max(env, 0)
 	}
-	return runDefaultInflight
+	return def
 }
 
 // runStageSplit (ZONOS_RUN_BALANCE=0, for measurements) splits the
