@@ -23,7 +23,11 @@
 #                              3–4 MB each): AB benches HEAD and every rev,
 #                              the order rotated each round;
 #   ABENV='ZONOS_X=old'        benches HEAD with and without that environment
-#                              instead (a switch in one binary; no BASE needed).
+#                              instead (a switch in one binary; no BASE needed);
+#   ABARMS='a:ZONOS_X=1;b:ZONOS_X=2 ZONOS_Y=0'
+#                              adds an arm per entry (label:environment, HEAD's
+#                              binary) to HEAD and the BASES arms, or to HEAD
+#                              alone: several switches in one call.
 #   ABARGS                     the bench flags of each A/B round (default
 #                              --runs 3 --steps 60 --batch 0).
 # WORKTREE=1 builds the working tree as it is instead of HEAD.
@@ -106,7 +110,12 @@ if [ -n "${AB:-}" ]; then # same-run A/B of the bench, alternating arms (see dev
 			mkdir -p /tmp/zbase-$c && tar xJf "$t" -C /tmp/zbase-$c && arms+=("$c:/tmp/zbase-$c:")
 		done
 	elif [ -f /tmp/zbase/zonos ]; then arms=("new:/tmp/zb:" "base:/tmp/zbase:")
-	else echo "AB needs BASE=<rev> or BASES at build time, or ABENV"; arms=(); fi
+	elif [ -z "${ABARMS:-}" ]; then echo "AB needs BASE=<rev> or BASES at build time, ABENV or ABARMS"; arms=()
+	else arms=("new:/tmp/zb:"); fi
+	if [ -n "${ABARMS:-}" ] && [ -z "${ABENV:-}" ]; then
+		IFS=';' read -ra extra <<<"$ABARMS"
+		for e in "${extra[@]}"; do arms+=("${e%%:*}:/tmp/zb:${e#*:}"); done
+	fi
 	n=${#arms[@]}
 	for ((i = 0; i < n * AB; i++)); do
 		# two arms: new, base, base, new, new, base, …; more: each round
