@@ -87,14 +87,6 @@ var runInflightEnv, _ = strconv.Atoi(os.Getenv("ZONOS_RUN_INFLIGHT"))
 // cap; 0: the default).
 var runInflight2Env, _ = strconv.Atoi(os.Getenv("ZONOS_RUN_INFLIGHT2"))
 
-// runBarrierEnv (ZONOS_RUN_BARRIER=mode, for measurements) is how
-// mamba_run's grid barriers poll and where a layer's small operands are
-// requested (the kernel's mr_wait): 0 one acquire load at a time; 1
-// relaxed loads and one fence; 3 two relaxed loads in flight, the second
-// mode>>8 ns (default 200) behind; +4 the next layer's small operands
-// after barrier 3 instead of while the blocks arrive.
-var runBarrierEnv, _ = strconv.Atoi(os.Getenv("ZONOS_RUN_BARRIER"))
-
 // runInflight and runInflight2 are the producer's caps on stages in
 // flight, as the kernel takes them (0: none of its own).
 func runInflight() int  { return envCap(runInflightEnv, runDefaultInflight) }
@@ -242,7 +234,6 @@ func (b *Backend) mambaRun(hin, rin, hout, rout *tensor, blocks []compute.Mamba2
 	binary.LittleEndian.PutUint32(args[o+12:], uint32(b2i(!runStageSplit)))
 	binary.LittleEndian.PutUint32(args[o+16:], uint32(runInflight()))
 	binary.LittleEndian.PutUint32(args[o+20:], uint32(runInflight2()))
-	binary.LittleEndian.PutUint32(args[o+24:], uint32(runBarrierEnv))
 	b.launchSmem(b.k["mamba_run"], [3]int{b.runGrid(), 1, 1}, [3]int{runThreads, 1, 1}, stages*runStage, args)
 	for _, t := range []*tensor{zx, xbc, yg, part} {
 		t.h.release()

@@ -56,9 +56,9 @@ func TestMamba2Run(t *testing.T) {
 		}
 		ws = append(ws, bw)
 	}
-	defer func(n int, split bool, st, f, f2, bm int) {
-		runBlocksEnv, runStageSplit, runStagesEnv, runInflightEnv, runInflight2Env, runBarrierEnv = n, split, st, f, f2, bm
-	}(runBlocksEnv, runStageSplit, runStagesEnv, runInflightEnv, runInflight2Env, runBarrierEnv)
+	defer func(n int, split bool, st, f, f2 int) {
+		runBlocksEnv, runStageSplit, runStagesEnv, runInflightEnv, runInflight2Env = n, split, st, f, f2
+	}(runBlocksEnv, runStageSplit, runStagesEnv, runInflightEnv, runInflight2Env)
 	for _, c := range []struct {
 		L, B     int
 		residual bool
@@ -67,14 +67,11 @@ func TestMamba2Run(t *testing.T) {
 		stages   int  // ZONOS_RUN_STAGES (0: the default)
 		inflight int  // ZONOS_RUN_INFLIGHT
 		k2       int  // ZONOS_RUN_INFLIGHT2
-		barrier  int  // ZONOS_RUN_BARRIER
-	}{{3, 2, true, 0, false, 0, 0, 0, 0}, {3, 2, false, 0, false, 0, 0, 0, 0}, {1, 2, true, 0, false, 0, 0, 0, 0},
-		{9, 2, true, 0, false, 0, 0, 0, 0}, {3, 1, true, 0, false, 0, 0, 0, 0}, {3, 2, true, 132, false, 0, 0, 0, 0},
-		{3, 2, true, 124, false, 0, 0, 0, 0}, {3, 2, true, 0, true, 0, 0, 0, 0}, {9, 2, true, 0, false, 4, -1, -1, 0},
-		{3, 2, true, 0, false, 6, 2, 0, 0}, {3, 1, true, 0, false, 5, 3, 0, 0}, {9, 2, true, 0, false, 0, 0, 3, 0},
-		{3, 2, true, 0, false, 0, 0, 0, 1}, {9, 2, true, 0, false, 0, 0, 0, 3}, {3, 1, true, 0, false, 0, 0, 0, 7},
-		{3, 2, false, 0, false, 0, 0, 0, 4}} {
-		runBlocksEnv, runStageSplit, runStagesEnv, runInflightEnv, runInflight2Env, runBarrierEnv = c.blocks, c.split, c.stages, c.inflight, c.k2, c.barrier
+	}{{3, 2, true, 0, false, 0, 0, 0}, {3, 2, false, 0, false, 0, 0, 0}, {1, 2, true, 0, false, 0, 0, 0},
+		{9, 2, true, 0, false, 0, 0, 0}, {3, 1, true, 0, false, 0, 0, 0}, {3, 2, true, 132, false, 0, 0, 0},
+		{3, 2, true, 124, false, 0, 0, 0}, {3, 2, true, 0, true, 0, 0, 0}, {9, 2, true, 0, false, 4, -1, -1},
+		{3, 2, true, 0, false, 6, 2, 0}, {3, 1, true, 0, false, 5, 3, 0}, {9, 2, true, 0, false, 0, 0, 3}} {
+		runBlocksEnv, runStageSplit, runStagesEnv, runInflightEnv, runInflight2Env = c.blocks, c.split, c.stages, c.inflight, c.k2
 		var convs, ssms [2][]compute.Tensor
 		for i := 0; i < c.L; i++ {
 			cv, sv := randVals(r, c.B*C*s.DConv, 1), randVals(r, c.B*s.Heads*s.HeadDim*s.DState, 0.5)
@@ -170,22 +167,20 @@ func TestMamba2RunTrace(t *testing.T) {
 	}
 	weights := float64(L) * 2 * float64(E*d+d*s.DInner)
 	// The trace runs under the environment's switches.
-	envBlocks, envStages, envInflight, envK2, envBarrier := runBlocksEnv, runStagesEnv, runInflightEnv, runInflight2Env, runBarrierEnv
+	envBlocks, envStages, envInflight, envK2 := runBlocksEnv, runStagesEnv, runInflightEnv, runInflight2Env
 	restore := func() {
-		runBlocksEnv, runStagesEnv, runInflightEnv, runInflight2Env, runBarrierEnv = envBlocks, envStages, envInflight, envK2, envBarrier
+		runBlocksEnv, runStagesEnv, runInflightEnv, runInflight2Env = envBlocks, envStages, envInflight, envK2
 	}
 	defer restore()
 	for _, c := range []struct {
-		name                                  string
-		fn                                    func()
-		blocks, stages, inflight, k2, barrier int
-	}{{"mamba_run", byRun, 0, 0, 0, 0, 0}, {"one by one", oneByOne, 0, 0, 0, 0, 0}, {"mamba_run", byRun, 0, 0, 0, 0, 0}, {"one by one", oneByOne, 0, 0, 0, 0, 0},
-		{"mamba_run", byRun, 132, 0, 0, 0, 0}, {"mamba_run", byRun, 0, 4, -1, 0, 0}, {"mamba_run", byRun, 0, 6, 2, 0, 0},
-		{"mamba_run", byRun, 0, 0, 0, -1, 0}, {"mamba_run", byRun, 0, 0, 0, 3, 0},
-		{"mamba_run", byRun, 0, 0, 0, 0, 1}, {"mamba_run", byRun, 0, 0, 0, 0, 3}, {"mamba_run", byRun, 0, 0, 0, 0, 3 | 100<<8},
-		{"mamba_run", byRun, 0, 0, 0, 0, 3 | 400<<8}, {"mamba_run", byRun, 0, 0, 0, 0, 4}, {"mamba_run", byRun, 0, 0, 0, 0, 7},
-		{"mamba_run", byRun, 0, 0, 0, 0, 0}} {
-		runBlocksEnv, runStagesEnv, runInflightEnv, runInflight2Env, runBarrierEnv = c.blocks, c.stages, c.inflight, c.k2, c.barrier
+		name                         string
+		fn                           func()
+		blocks, stages, inflight, k2 int
+	}{{"mamba_run", byRun, 0, 0, 0, 0}, {"one by one", oneByOne, 0, 0, 0, 0}, {"mamba_run", byRun, 0, 0, 0, 0}, {"one by one", oneByOne, 0, 0, 0, 0},
+		{"mamba_run", byRun, 132, 0, 0, 0}, {"mamba_run", byRun, 0, 4, -1, 0}, {"mamba_run", byRun, 0, 6, -1, 0},
+		{"mamba_run", byRun, 0, 6, 2, 0}, {"mamba_run", byRun, 0, 5, 1, 0},
+		{"mamba_run", byRun, 0, 0, 0, -1}, {"mamba_run", byRun, 0, 0, 0, 3}, {"mamba_run", byRun, 0, 0, 0, 0}} {
+		runBlocksEnv, runStagesEnv, runInflightEnv, runInflight2Env = c.blocks, c.stages, c.inflight, c.k2
 		g, err := gb.Capture(c.fn)
 		if err != nil {
 			t.Fatal(err)
@@ -194,11 +189,11 @@ func TestMamba2RunTrace(t *testing.T) {
 		d := gb.Time(func() { _ = g.Launch() })
 		g.Destroy()
 		per := d.Seconds() / reps
-		t.Logf("3 Mamba2 blocks, %-10s (%d blocks, %d stages, in flight %d, in flight past the ring %d, barrier mode %#x): %.1f µs a run (%.0f GB/s of weights)",
-			c.name, gb.runGrid(), runRing(), runInflight(), runInflight2(), runBarrierEnv, per*1e6, weights/per/1e9)
+		t.Logf("3 Mamba2 blocks, %-10s (%d blocks, %d stages, in flight %d, in flight past the ring %d): %.1f µs a run (%.0f GB/s of weights)",
+			c.name, gb.runGrid(), runRing(), runInflight(), runInflight2(), per*1e6, weights/per/1e9)
 	}
 	restore()
-	t.Logf("trace: %d blocks, %d stages, in flight %d, in flight past the ring %d, barrier mode %#x", gb.runGrid(), runRing(), runInflight(), runInflight2(), runBarrierEnv)
+	t.Logf("trace: %d blocks, %d stages, in flight %d, in flight past the ring %d", gb.runGrid(), runRing(), runInflight(), runInflight2())
 	trace := gb.Zeros(gb.sms*runStamps, 2) // uint64 stamps
 	gb.runTrace = cast(trace).ptr()
 	gb.Mamba2Run(h, res, blocks, 1e-5)

@@ -912,7 +912,6 @@ struct MambaRunArgs {
     int balanced; // split the projections' rows evenly over the blocks (else whole stages)
     int inflight;  // the producer's stages requested and not yet arrived, at most (0: up to the ring)
     int inflight2; // the same for the in_proj stages past the ring's depth (0: inflight)
-    int barrier;   // how the grid barriers poll (mr_wait's mode); bit 2: the next layer's small operands after barrier 3, not before
 };
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -954,57 +953,18 @@ __device__ __forceinline__ void mr_arrive(unsigned* count) {
     if (threadIdx.x == 0) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(count) : "memory");
 }
 
-//
-// mode (MambaRunArgs.barrier, for measurements) picks how thread 0 polls:
-// 0 one acquire load at a time; bit 0 relaxed loads and one acquire fence
-// once the count is reached (an acquire load orders every later access
-// after it, so relaxed ones may overlap); bit 1 (with bit 0) two relaxed
-// loads in flight, the second issued mode >> 8 ns (default 200) after the
-// first and each reissued as soon as the other returns, so the count is
-// seen about half a round trip sooner on average.
-__device__ __forceinline__ unsigned mr_ld_relaxed(const unsigned* p) {
-    unsigned v;
-    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-
-__device__ __forceinline__ void mr_deadline(unsigned long long& t0) {
-    unsigned long long now;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    if (t0 == 0) t0 = now;
-    else if (now - t0 > 2000000000ull) __trap(); // 2 s: a block never became resident
-}
-
-__device__ __forceinline__ void mr_wait(unsigned* count, unsigned target, int mode) {
+__device__ __forceinline__ void mr_wait(unsigned* count, unsigned target) {
     if (threadIdx.x == 0) {
         unsigned long long t0 = 0;
-        if ((mode & 3) == 3) {
-            const unsigned gap = (mode >> 8) ? (unsigned)(mode >> 8) : 200u;
-            unsigned a = mr_ld_relaxed(count);
-            unsigned long long s0, now;
-            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(s0));
-            do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-            while (now - s0 < gap);
-            for (unsigned spins = 0;; spins++) {
-                const unsigned b = mr_ld_relaxed(count);
-                if (a >= target) break;
-                a = mr_ld_relaxed(count);
-                if (b >= target) break;
-                if ((spins & 511) == 0) mr_deadline(t0);
-            }
-            asm volatile("fence.acq_rel.gpu;" ::: "memory");
-        } else if (mode & 1) {
-            for (unsigned spins = 0;; spins++) {
-                if (mr_ld_relaxed(count) >= target) break;
-                if ((spins & 1023) == 0) mr_deadline(t0);
-            }
-            asm volatile("fence.acq_rel.gpu;" ::: "memory");
-        } else {
-            for (unsigned spins = 0;; spins++) {
-                unsigned v;
-                asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(count) : "memory");
-                if (v >= target) break;
-                if ((spins & 1023) == 0) mr_deadline(t0);
+        for (unsigned spins = 0;; spins++) {
+            unsigned v;
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(count) : "memory");
+            if (v >= target) break;
+            if ((spins & 1023) == 0) {
+                unsigned long long now;
+                asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+                if (t0 == 0) t0 = now;
+                else if (now - t0 > 2000000000ull) __trap(); // 2 s: a block never became resident
             }
         }
     }
@@ -1267,7 +1227,7 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         // the other blocks arrive.
         float hb = 0.f, hal = 0.f, hd = 0.f;
         if (j < U) hb = ly.dtb[j % H], hal = ly.alog[j % H], hd = ly.Dw[j % H];
-        mr_wait(a.sync, ++syncs * G, a.barrier);
+        mr_wait(a.sync, ++syncs * G);
         mr_check(a.trace, syncs);
         if (t == 0) mr_stamp(a.trace, ts);
         ts++;
@@ -1379,7 +1339,7 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         float4 nwv[2][2];
 #pragma unroll
         for (int kt = 0; kt < 2; kt++) nwv[kt][0] = ldcg4(ly.nw + 8 * (t + 256 * kt)), nwv[kt][1] = ldcg4(ly.nw + 8 * (t + 256 * kt) + 4);
-        mr_wait(a.sync, ++syncs * G, a.barrier);
+        mr_wait(a.sync, ++syncs * G);
         mr_check(a.trace, syncs);
         if (t == 0) mr_stamp(a.trace, ts);
         ts++;
@@ -1437,10 +1397,9 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         if (l + 1 < L) {
             mr_mark(a.trace, syncs + 1);
             mr_arrive(a.sync);
-            if (!(a.barrier & 4)) load_small(a.layer[l + 1]); // while the other blocks arrive
-            mr_wait(a.sync, ++syncs * G, a.barrier);
+            load_small(a.layer[l + 1]); // while the other blocks arrive
+            mr_wait(a.sync, ++syncs * G);
             mr_check(a.trace, syncs);
-            if (a.barrier & 4) load_small(a.layer[l + 1]);
         }
         if (t == 0) mr_stamp(a.trace, ts);
         ts++;
