@@ -223,6 +223,30 @@ func TestMamba2RunTrace(t *testing.T) {
 		}
 		t.Logf("%-28s earliest %7.2f  median %7.2f  latest %7.2f µs", n, v[0], v[len(v)/2], v[len(v)-1])
 	}
+	// The ring probes (slots 24 + 4l): stages already landed as in_proj
+	// and out_proj begin, and when in_proj's landed stages and its last
+	// stage were done, from the block's own norm-done stamp.
+	med := func(v []float64) string {
+		slices.Sort(v)
+		return fmt.Sprintf("min %5.2f  median %5.2f  max %5.2f", v[0], v[len(v)/2], v[len(v)-1])
+	}
+	for l := 0; l < L; l++ {
+		p, normDone := 24+4*l, 2+7*l
+		var readyIn, readyOut, tReady, tLast []float64
+		for blk := 0; blk < gb.runGrid(); blk++ {
+			readyIn = append(readyIn, stamp(blk, p))
+			readyOut = append(readyOut, stamp(blk, p+3))
+			if stamp(blk, p+1) > 0 {
+				tReady = append(tReady, (stamp(blk, p+1)-stamp(blk, normDone))/1e3)
+			}
+			tLast = append(tLast, (stamp(blk, p+2)-stamp(blk, normDone))/1e3)
+		}
+		t.Logf("layer %d ring: stages landed as in_proj begins %s; as out_proj begins %s", l, med(readyIn), med(readyOut))
+		if len(tReady) > 0 {
+			t.Logf("layer %d in_proj: its landed stages done after %s µs (%d blocks had some)", l, med(tReady), len(tReady))
+		}
+		t.Logf("layer %d in_proj: its last stage done after %s µs", l, med(tLast))
+	}
 	// The barriers hold: no block's stamp after a barrier is earlier than
 	// any block's stamp before it (the global timer is one clock; a block
 	// stamps, then arrives, and stamps again once every block arrived).

@@ -938,6 +938,25 @@ __device__ __forceinline__ void mr_check(unsigned long long* trace, unsigned n) 
         atomicAdd(trace + blockIdx.x * MR_TRACE + MR_TRACE - 1, 1ull);
 }
 
+// mr_ready counts, for the trace, how many of the ring's next want stages
+// have landed (without waiting), from the consumers' position.
+__device__ __forceinline__ int mr_ready(unsigned long long* full, int slot, unsigned ph, int n, int want) {
+    int c = 0;
+    for (; c < want; c++) {
+        unsigned done;
+        asm volatile(
+            "{\n\t.reg .pred p;\n\t"
+            "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+            "selp.u32 %0, 1, 0, p;\n\t}"
+            : "=r"(done)
+            : "r"(smem_u32(&full[slot])), "r"(ph)
+            : "memory");
+        if (!done) break;
+        if (++slot == n) slot = 0, ph ^= 1;
+    }
+    return c;
+}
+
 __device__ __forceinline__ void mr_bar() { asm volatile("bar.sync 1, 256;" ::: "memory"); }
 
 __device__ __forceinline__ float4 ldcg4(const float* p) { return __ldcg((const float4*)p); }
@@ -1192,11 +1211,18 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         ts++;
         // in_proj: every stage's partials, then the outputs (and the conv
         // on the xBC ones) on as many threads at once.
+        // Trace probes (slots 24 + 4l …): stages landed as in_proj
+        // begins, the time its landed stages are done, its last stage done,
+        // and stages landed as out_proj begins.
+        const int probe = 24 + 4 * l, ready = (a.trace && t == 0 && probe + 3 < MR_TRACE - 3) ? mr_ready(full, rg.slot, rg.ph, rg.n, min(n1, rg.n)) : -1;
+        if (ready >= 0) a.trace[blockIdx.x * MR_TRACE + probe] = ready;
         for (int s = 0; s < n1; s++) {
             mbar_wait(&full[rg.slot], rg.ph);
             mr_gemv_stage<1>(ring + rg.slot * 2048, &empty[rg.slot], xa, pbuf[s]);
             rg.next();
+            if (s + 1 == ready) mr_stamp(a.trace, probe + 1);
         }
+        if (ready >= 0) mr_stamp(a.trace, probe + 2);
         mr_bar();
         for (int idx = t; idx < n1 * 16; idx += 256) {
             const int k = idx >> 4, v = idx & 15, row = v >> 1, m = v & 1, n = rlo + 8 * k + row;
@@ -1378,6 +1404,7 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
                 for (int i = 0; i < 8; i++) xo[kt][m][i] = __fmul_rn(__fmul_rn(xo[kt][m][i], r), nv[i]);
             }
         }
+        if (ready >= 0) a.trace[blockIdx.x * MR_TRACE + probe + 3] = mr_ready(full, rg.slot, rg.ph, rg.n, min(n2, rg.n));
         for (int s = 0; s < n2; s++) {
             mbar_wait(&full[rg.slot], rg.ph);
             mr_gemv_stage<2>(ring + rg.slot * 2048, &empty[rg.slot], xo, pbuf[s]);
