@@ -88,8 +88,8 @@ var runInflightEnv, _ = strconv.Atoi(os.Getenv("ZONOS_RUN_INFLIGHT"))
 var runInflight2Env, _ = strconv.Atoi(os.Getenv("ZONOS_RUN_INFLIGHT2"))
 
 // runMMAEnv (ZONOS_RUN_MMA=0 or 1, for measurements) turns mamba_run's
-// projections on tensor cores off or on (runDefaultMMA otherwise): the
-// kernel's mr_mma_stage against mr_gemv_stage's FMAs.
+// projections on tensor cores off or on (runDefaultMMA otherwise):
+// mamba_run_tc (mr_mma_stage) against mamba_run (mr_gemv_stage's FMAs).
 var runMMAEnv = os.Getenv("ZONOS_RUN_MMA")
 
 // runDefaultMMA: the projections' FMAs made the GEMV phases compute-bound
@@ -254,8 +254,11 @@ func (b *Backend) mambaRun(hin, rin, hout, rout *tensor, blocks []compute.Mamba2
 	binary.LittleEndian.PutUint32(args[o+12:], uint32(b2i(!runStageSplit)))
 	binary.LittleEndian.PutUint32(args[o+16:], uint32(runInflight()))
 	binary.LittleEndian.PutUint32(args[o+20:], uint32(runInflight2()))
-	binary.LittleEndian.PutUint32(args[o+24:], uint32(b2i(runMMA())))
-	b.launchSmem(b.k["mamba_run"], [3]int{b.runGrid(), 1, 1}, [3]int{runThreads, 1, 1}, stages*runStage, args)
+	k := b.k["mamba_run"]
+	if runMMA() {
+		k = b.k["mamba_run_tc"]
+	}
+	b.launchSmem(k, [3]int{b.runGrid(), 1, 1}, [3]int{runThreads, 1, 1}, stages*runStage, args)
 	for _, t := range []*tensor{zx, xbc, yg, part} {
 		t.h.release()
 	}

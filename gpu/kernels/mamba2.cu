@@ -916,7 +916,6 @@ struct MambaRunArgs {
     int balanced; // split the projections' rows evenly over the blocks (else whole stages)
     int inflight;  // the producer's stages requested and not yet arrived, at most (0: up to the ring)
     int inflight2; // the same for the in_proj stages past the ring's depth (0: inflight)
-    int mma;       // the projections on tensor cores (mr_mma_stage; weight rows padded in the ring), else mr_gemv_stage
 };
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -1029,7 +1028,7 @@ __device__ __forceinline__ void mr_gemv_stage(const uint4* stage, unsigned long 
     if (lane < V) part[warp][lane] = sum;
 }
 
-// The tensor-core path (a.mma). A GEMV stage is 8 rows of 2048 BF16
+// The tensor-core path (mamba_run_tc). A GEMV stage is 8 rows of 2048 BF16
 // weights (in_proj: 8 rows; out_proj: 4 rows of 4096 as 8 half rows, half
 // h of row r at row 4h + r), each row MR_ROWB bytes apart in the ring so
 // that ldmatrix reads the 8 rows' 16-byte chunks without bank conflicts.
@@ -1123,7 +1122,11 @@ __device__ __forceinline__ void mr_mma_stage(const uint4* stage, unsigned long l
 }
 #endif
 
-extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const MambaRunArgs a) {
+// mamba_run_body is mamba_run (MMA false) and mamba_run_tc (MMA true): two
+// kernels, so that each path gets the 168 registers a thread of the
+// block's 9 warps may have to itself (both paths in one kernel spilled).
+template <bool MMA>
+__device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     extern __shared__ __align__(128) uint4 ring[]; // a.stages stages of MR_STAGE bytes
     __shared__ unsigned long long full[MR_STAGES], empty[MR_STAGES];
@@ -1132,7 +1135,7 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
     // registers before any partial is written).
     __shared__ __align__(16) union {
         float pbuf[MR_MAXROWS / 8][8][16];
-        unsigned char scr[MR_WARPS][MR_SCR];
+        unsigned char scr[MMA ? MR_WARPS : 1][MR_SCR];
     } pu;
     auto& pbuf = pu.pbuf;
     __shared__ double red[2][MR_WARPS][2], wsum[MR_WARPS];
@@ -1211,7 +1214,7 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
             mbar_wait(&empty[slot], ph ^ 1);
             mbar_expect_tx(&full[slot], bytes);
             unsigned char* dst = (unsigned char*)(ring + slot * MR_SU4);
-            if (!a.mma || (r >= n1 && r < n1 + nu)) {
+            if (!MMA || (r >= n1 && r < n1 + nu)) {
                 bulk_g2s(dst, src, bytes, &full[slot]);
             } else if (r < n1) {
                 // in_proj: row by row, MR_ROWB apart.
@@ -1331,13 +1334,13 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         const int probe = 24 + 4 * l, ready = (a.trace && t == 0 && probe + 3 < MR_TRACE - 3) ? mr_ready(full, rg.slot, rg.ph, rg.n, min(n1, rg.n)) : -1;
         if (ready >= 0) a.trace[blockIdx.x * MR_TRACE + probe] = ready;
         unsigned af[16][2];
-        if (a.mma) {
+        if (MMA) {
             mr_mma_frags(pu.scr[warp], xa[0], 0, af);
             mr_bar(); // every warp's planes read before any partial lands on them
         }
         for (int s = 0; s < n1; s++) {
             mbar_wait(&full[rg.slot], rg.ph);
-            if (a.mma) mr_mma_stage<1>(ring + rg.slot * MR_SU4, &empty[rg.slot], af, pbuf[s]);
+            if (MMA) mr_mma_stage<1>(ring + rg.slot * MR_SU4, &empty[rg.slot], af, pbuf[s]);
             else mr_gemv_stage<1>(ring + rg.slot * MR_SU4, &empty[rg.slot], xa, pbuf[s]);
             rg.next();
             if (s + 1 == ready) mr_stamp(a.trace, probe + 1);
@@ -1525,14 +1528,14 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
             }
         }
         if (ready >= 0) a.trace[blockIdx.x * MR_TRACE + probe + 3] = mr_ready(full, rg.slot, rg.ph, rg.n, min(n2, rg.n));
-        if (a.mma) {
+        if (MMA) {
             mr_mma_frags(pu.scr[warp], xo[0], 0, af);
             mr_mma_frags(pu.scr[warp], xo[1], 1, af);
             mr_bar();
         }
         for (int s = 0; s < n2; s++) {
             mbar_wait(&full[rg.slot], rg.ph);
-            if (a.mma) mr_mma_stage<2>(ring + rg.slot * MR_SU4, &empty[rg.slot], af, pbuf[s]);
+            if (MMA) mr_mma_stage<2>(ring + rg.slot * MR_SU4, &empty[rg.slot], af, pbuf[s]);
             else mr_gemv_stage<2>(ring + rg.slot * MR_SU4, &empty[rg.slot], xo, pbuf[s]);
             rg.next();
         }
@@ -1576,3 +1579,6 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
     __trap(); // never launched below sm_90 (the backend checks)
 #endif
 }
+
+extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const MambaRunArgs a) { mamba_run_body<false>(a); }
+extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run_tc(const MambaRunArgs a) { mamba_run_body<true>(a); }
