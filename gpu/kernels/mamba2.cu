@@ -1091,22 +1091,28 @@ template <int KT>
 __device__ __forceinline__ void mr_mma_stage(const uint4* stage, unsigned long long* empty, const unsigned (&af)[16][2],
                                              float (*part)[16]) {
     const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
-    float d[4] = {0.f, 0.f, 0.f, 0.f};
     // ldmatrix.x4 j: matrix i is the 16-byte chunk 32·warp + 4j + i (k =
     // 256·warp + 32j + 8i …) of the 8 rows; lane gives row lane % 8 of
-    // matrix lane / 8.
+    // matrix lane / 8. All 8 loads are issued before the first product,
+    // and the 16 products go to 4 accumulators in turn: one chain of 16
+    // dependent mmas (each waiting for its predecessor) took about as
+    // long as mr_gemv_stage (session 21, run 4).
     const unsigned base = smem_u32(stage) + (lane & 7) * MR_ROWB + (32 * warp + (lane >> 3)) * 16;
+    unsigned bf[8][4];
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                     : "=r"(bf[j][0]), "=r"(bf[j][1]), "=r"(bf[j][2]), "=r"(bf[j][3])
+                     : "r"(base + 64 * j));
+    float acc[4][4] = {};
 #pragma unroll
     for (int j = 0; j < 8; j++) {
-        unsigned b0, b1, b2, b3;
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                     : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3)
-                     : "r"(base + 64 * j));
-        mr_mma(d, af[2 * j], b0, b1);
-        mr_mma(d, af[2 * j + 1], b2, b3);
+        mr_mma(acc[(2 * j) & 3], af[2 * j], bf[j][0], bf[j][1]);
+        mr_mma(acc[(2 * j + 1) & 3], af[2 * j + 1], bf[j][2], bf[j][3]);
     }
-    __syncwarp();
+    __syncwarp(); // every lane's loads consumed: the stage may be refilled
     if (lane == 0) mbar_arrive(empty);
+    float d[2] = {(acc[0][0] + acc[1][0]) + (acc[2][0] + acc[3][0]), (acc[0][1] + acc[1][1]) + (acc[2][1] + acc[3][1])};
     // Lane (m, q) has D[m][2q], D[m][2q + 1]: add the lo part's rows (m + 2,
     // 8 lanes on), then for out_proj half 1's rows of the same output
     // (m + 4 and n + 4: 18 lanes on).
