@@ -252,6 +252,30 @@ func TestMamba2RunTrace(t *testing.T) {
 		}
 		t.Logf("layer %d in_proj: its last stage done after %s µs", l, med(tLast))
 	}
+	// Layer 1's in_proj stage by stage (slots 36 + s, ns from norm done)
+	// and its SM cycles (slot 46) against its time.
+	{
+		var cyc, ns []float64
+		per := make([][]float64, 9)
+		for blk := 0; blk < gb.runGrid(); blk++ {
+			nd := stamp(blk, 2+7)
+			for s := 0; s < 9; s++ {
+				if v := stamp(blk, 36+s); v > 0 {
+					per[s] = append(per[s], (v-nd)/1e3)
+				}
+			}
+			cyc = append(cyc, stamp(blk, 46))
+			ns = append(ns, stamp(blk, 24+4+2)-nd)
+		}
+		for s := range per {
+			if len(per[s]) > 0 {
+				t.Logf("layer 1 in_proj stage %d done after %s µs", s, med(per[s]))
+			}
+		}
+		slices.Sort(cyc)
+		slices.Sort(ns)
+		t.Logf("layer 1 in_proj: median %.0f SM cycles over %.0f ns (%.2f GHz)", cyc[len(cyc)/2], ns[len(ns)/2], cyc[len(cyc)/2]/ns[len(ns)/2])
+	}
 	// The barriers hold: no block's stamp after a barrier is earlier than
 	// any block's stamp before it (the global timer is one clock; a block
 	// stamps, then arrives, and stamps again once every block arrived).

@@ -1332,6 +1332,8 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
         }
         if (t == 0) mr_stamp(a.trace, ts);
         ts++;
+        unsigned long long c0;
+        asm volatile("mov.u64 %0, %%clock64;" : "=l"(c0));
         // in_proj: every stage's partials, then the outputs (and the conv
         // on the xBC ones) on as many threads at once.
         // Trace probes (slots 24 + 4l …): stages landed as in_proj
@@ -1350,8 +1352,16 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
             else mr_gemv_stage<1>(ring + rg.slot * MR_SU4, &empty[rg.slot], xa, pbuf[s]);
             rg.next();
             if (s + 1 == ready) mr_stamp(a.trace, probe + 1);
+            if (ready >= 0 && l == 1 && s < 9) mr_stamp(a.trace, 36 + s); // layer 1: every stage's end
         }
         if (ready >= 0) mr_stamp(a.trace, probe + 2);
+        if (ready >= 0 && l == 1) {
+            // The SM clock over in_proj (cycles and ns from norm done): the
+            // clock rate, to read the stage times in cycles.
+            unsigned long long c1;
+            asm volatile("mov.u64 %0, %%clock64;" : "=l"(c1));
+            a.trace[blockIdx.x * MR_TRACE + 46] = c1 - c0;
+        }
         mr_bar();
         for (int idx = t; idx < n1 * 16; idx += 256) {
             const int k = idx >> 4, v = idx & 15, row = v >> 1, m = v & 1, n = rlo + 8 * k + row;
