@@ -1220,7 +1220,7 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
             mbar_wait(&empty[slot], ph ^ 1);
             mbar_expect_tx(&full[slot], bytes);
             unsigned char* dst = (unsigned char*)(ring + slot * MR_SU4);
-            if (!MMA || (r >= n1 && r < n1 + nu)) {
+            if (!MMA || r >= n1) {
                 bulk_g2s(dst, src, bytes, &full[slot]);
             } else if (r < n1) {
                 // in_proj: row by row, MR_ROWB apart.
@@ -1544,15 +1544,9 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
             }
         }
         if (ready >= 0) a.trace[blockIdx.x * MR_TRACE + probe + 3] = mr_ready(full, rg.slot, rg.ph, rg.n, min(n2, rg.n));
-        if (MMA) {
-            mr_mma_frags(pu.scr[warp], xo[0], 0, af);
-            mr_mma_frags(pu.scr[warp], xo[1], 1, af);
-            mr_bar();
-        }
         for (int s = 0; s < n2; s++) {
             mbar_wait(&full[rg.slot], rg.ph);
-            if (MMA) mr_mma_stage<2>(ring + rg.slot * MR_SU4, &empty[rg.slot], af, pbuf[s]);
-            else mr_gemv_stage<2>(ring + rg.slot * MR_SU4, &empty[rg.slot], xo, pbuf[s]);
+            mr_gemv_stage<2>(ring + rg.slot * MR_SU4, &empty[rg.slot], xo, pbuf[s]);
             rg.next();
         }
         mr_bar();
