@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"sync"
 	"time"
 
@@ -161,6 +162,17 @@ func truncate(s string, n int) string {
 	return s
 }
 
+// firstEmissionAlone is ZONOS_FIRST_EMISSION_ALONE=1, a switch for
+// measuring TTFA: the decoder pauses once per utterance, after the frame
+// that completes the vocoder's first emission, until that first audio is
+// committed, queueing no decode step behind it (zonos.GenerateOptions
+// Hold), so the first emission runs alone on the device. Beside the
+// decode steps it took 2.56 ms, alone 1.2–1.3 ms (docs/gpu/
+// 2026-11-30-session20, TTFA's first emission). Off, decoding never waits
+// for the vocoder (TestDecodingDoesNotWaitForVocoder). Only the first
+// piece of a long text holds; tests set it directly.
+var firstEmissionAlone = os.Getenv("ZONOS_FIRST_EMISSION_ALONE") == "1"
+
 // failGrace is how long a failed utterance waits for its reader to take
 // the Failed event before giving up on it.
 const failGrace = 2 * time.Second
@@ -228,7 +240,8 @@ func (r *run) run(pieces []piece) (err error) {
 			err = fmt.Errorf("engine: the %s backend failed during generation: %v", r.e.backend.Name(), p)
 		}
 	}()
-	streamer, err := r.e.codec.NewStreamer(dac.StreamConfig{FirstChunk: r.req.FirstChunk, Chunk: r.req.Chunk})
+	sc := dac.StreamConfig{FirstChunk: r.req.FirstChunk, Chunk: r.req.Chunk}
+	streamer, err := r.e.codec.NewStreamer(sc)
 	if err != nil {
 		return err
 	}
@@ -257,6 +270,13 @@ func (r *run) run(pieces []piece) (err error) {
 		}
 		if i == 0 {
 			o.OnConditioned = func() { r.meter(func(mt *meter) { mt.m.Conditioned = time.Since(mt.start) }) }
+		}
+		if i == 0 && firstEmissionAlone {
+			// Every frame generated goes to the vocoder, prefix frames
+			// too, so its first emission follows the push of frame
+			// FirstEmissionFrames−1 whatever the prefix.
+			o.HoldAfterFrames = r.e.codec.FirstEmissionFrames(sc)
+			o.Hold = voc.awaitFirstAudio
 		}
 		o.OnPrefill = func(d time.Duration) error {
 			if i > 0 {

@@ -21,7 +21,9 @@ const vocoderQueue = 1024
 // window is longer and it catches up (windows of any length give exactly
 // the samples one-shot decoding gives, engine/dac). On a backend with a
 // side lane (compute.Laned) the codec was loaded on that lane, so its
-// kernels also run beside the decode steps on the GPU.
+// kernels also run beside the decode steps on the GPU. The one exception,
+// off by default, is ZONOS_FIRST_EMISSION_ALONE=1: the decoder waits for
+// the first emission (awaitFirstAudio).
 type vocoder struct {
 	r      *run
 	s      *dac.Streamer
@@ -31,12 +33,18 @@ type vocoder struct {
 	done   chan struct{}
 	err    error // set before done closes
 	closed bool  // frames closed (decoder side)
+	// first closes once the first non-empty PCM went out as an Audio
+	// event (firstOut: vocoder side), releasing a decoder held for it
+	// (awaitFirstAudio).
+	first    chan struct{}
+	firstOut bool
 }
 
 // startVocoder starts the stage over streamer s.
 func (r *run) startVocoder(s *dac.Streamer) *vocoder {
 	ctx, cancel := context.WithCancel(r.ctx)
-	v := &vocoder{r: r, s: s, frames: make(chan [zonos.NumCodebooks]int32, vocoderQueue), ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	v := &vocoder{r: r, s: s, frames: make(chan [zonos.NumCodebooks]int32, vocoderQueue), ctx: ctx, cancel: cancel,
+		done: make(chan struct{}), first: make(chan struct{})}
 	go v.loop()
 	return v
 }
@@ -58,6 +66,34 @@ func (v *vocoder) push(f [zonos.NumCodebooks]int32) error {
 		}
 		<-v.done // the vocoder failed and cancelled its context
 		return v.err
+	}
+}
+
+// awaitFirstAudio blocks the decoder until the vocoder has committed its
+// first audio (stream.go's firstEmissionAlone). It cannot outlast the
+// vocoder: a vocoder that ended first (failed, or the utterance was
+// cancelled) returns its error, and a cancelled utterance returns at once
+// even if the vocoder is still inside a window.
+func (v *vocoder) awaitFirstAudio() error {
+	select {
+	case <-v.first:
+		return nil
+	case <-v.done:
+		if v.err != nil {
+			return v.err
+		}
+		return fmt.Errorf("engine: the vocoder stopped early")
+	case <-v.r.ctx.Done():
+		return v.r.ctx.Err()
+	}
+}
+
+// sent marks pcm as sent (vocoder goroutine): the first non-empty one
+// closes first.
+func (v *vocoder) sent(pcm []float32) {
+	if len(pcm) > 0 && !v.firstOut {
+		v.firstOut = true
+		close(v.first)
 	}
 }
 
@@ -134,6 +170,7 @@ func (v *vocoder) loop() {
 			v.err = err
 			return
 		}
+		v.sent(pcm)
 	}
 	if err := v.ctx.Err(); err != nil {
 		v.err = err

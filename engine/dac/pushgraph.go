@@ -65,10 +65,23 @@ func (m *Model) FirstPushGraphs() (recorded, replayed int) {
 	return len(m.graphs.byLen), m.graphs.replays
 }
 
-// firstFrames is how many frames a stream under sc has when its first
-// emission goes out (Push), if they arrive one at a time: the length a
-// recorded first push is for.
-func (m *Model) firstFrames(sc StreamConfig) int {
+// withPushLock runs f on the backend (compute.Run) under the push lock,
+// which it releases even when f panics (a failed kernel launch, out of
+// memory): the engine recovers such a panic and Resets the stream, which
+// takes the lock again.
+func (m *Model) withPushLock(f func()) {
+	m.graphs.mu.Lock()
+	defer m.graphs.mu.Unlock()
+	compute.Run(m.be, f)
+}
+
+// FirstEmissionFrames is how many frames a stream under sc has when its
+// first emission goes out (Push), if they arrive one at a time: the length
+// a recorded first push is for. However they arrive, the first emission
+// goes out with the push that brings the stream to this many frames
+// (Push emits once the stream holds enough), so the engine knows which
+// frame starts an utterance's first audio and can hold decoding there.
+func (m *Model) FirstEmissionFrames(sc StreamConfig) int {
 	hop := m.cfg.HopLength
 	want := sc.want(0)*hop - (hop - 1)
 	return max(1, (want+m.field.RightSamples+hop-1)/hop)
@@ -99,7 +112,7 @@ func (m *Model) RecordFirstPush(sc StreamConfig) error {
 	pg := &m.graphs
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
-	T := m.firstFrames(sc)
+	T := m.FirstEmissionFrames(sc)
 	if pg.byLen[T] != nil || pg.failed {
 		return nil
 	}
@@ -160,7 +173,7 @@ func (m *Model) firstPush(codes [][]int32, sc StreamConfig) (*decoderState, comp
 	gops, w := m.graphOps()
 	pg := &m.graphs
 	T := len(codes[0])
-	if gops == nil || pg.failed || T != m.firstFrames(sc) {
+	if gops == nil || pg.failed || T != m.FirstEmissionFrames(sc) {
 		return nil, nil, false
 	}
 	g, err := m.pushGraph(gops, T)

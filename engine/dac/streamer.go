@@ -180,9 +180,7 @@ func (s *Streamer) Reset() {
 	}
 	s.base, s.n, s.done, s.emits, s.ended, s.pushed = 0, 0, 0, 0, false, false
 	if s.st != nil {
-		s.m.graphs.mu.Lock()
-		compute.Run(s.m.be, func() { s.st.free(s.m.be) })
-		s.m.graphs.mu.Unlock()
+		s.m.withPushLock(func() { s.st.free(s.m.be) })
 		s.st = nil
 		s.newState()
 	}
@@ -231,8 +229,7 @@ func (s *Streamer) emit(end int) []float32 {
 func (s *Streamer) emitState(final bool) []float32 {
 	be := s.m.be
 	var y compute.Tensor
-	s.m.graphs.mu.Lock()
-	compute.Run(be, func() {
+	s.m.withPushLock(func() {
 		if len(s.codes[0]) > 0 {
 			if !s.pushed && !final {
 				if st, out, ok := s.m.firstPush(s.codes[:], s.sc); ok {
@@ -250,7 +247,6 @@ func (s *Streamer) emitState(final bool) []float32 {
 		}
 		s.st.releaseGraph()
 	})
-	s.m.graphs.mu.Unlock()
 	for k := range s.codes {
 		s.codes[k] = s.codes[k][:0]
 	}

@@ -5,7 +5,9 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
+	"zonostream/engine/compute"
 	"zonostream/engine/cpu"
 	"zonostream/internal/golden"
 )
@@ -265,9 +267,9 @@ func frameAt(codes [][]int32, i int) (fr [Codebooks]int32) {
 	return fr
 }
 
-// TestFirstFrames: firstFrames, the length a recorded first push is made
-// for, is the number of frames at which a stream fed one frame at a time
-// first emits, for several first chunks.
+// TestFirstFrames: FirstEmissionFrames, the length a recorded first push
+// is made for, is the number of frames at which a stream fed one frame at
+// a time first emits, for several first chunks.
 func TestFirstFrames(t *testing.T) {
 	m := randomModel(t, narrow44k(), cpu.New(0), 5)
 	codes := randomCodes(m.cfg, 40, 1)
@@ -291,8 +293,63 @@ func TestFirstFrames(t *testing.T) {
 				at = i + 1
 			}
 		}
-		if want := m.firstFrames(sc); at != want {
-			t.Errorf("first chunk %d: first emission after %d frames, firstFrames says %d", first, at, want)
+		if want := m.FirstEmissionFrames(sc); at != want {
+			t.Errorf("first chunk %d: first emission after %d frames, FirstEmissionFrames says %d", first, at, want)
 		}
+	}
+}
+
+// panicky panics in every convolution once armed, as a failed kernel
+// launch does.
+type panicky struct {
+	compute.Backend
+	armed bool
+}
+
+func (p *panicky) Conv1d(x, w, b compute.Tensor, c compute.Conv1dSpec) compute.Tensor {
+	if p.armed {
+		panic("injected fault")
+	}
+	return p.Backend.Conv1d(x, w, b, c)
+}
+
+// TestPanicInPushReleasesLock: a backend that panics inside a push leaves
+// the push lock free, so Reset (which the engine calls after recovering)
+// and the next stream do not block on it.
+func TestPanicInPushReleasesLock(t *testing.T) {
+	be := &panicky{Backend: cpu.New(0)}
+	m := randomModel(t, narrow44k(), be, 5)
+	sc := StreamConfig{FirstChunk: 1, Chunk: 4}
+	codes := randomCodes(m.cfg, 12, 1)
+	s, err := m.NewStreamer(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	be.armed = true
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the push did not reach the failing backend")
+			}
+		}()
+		for i := 0; i < 12; i++ {
+			s.Push(frameAt(codes, i))
+		}
+	}()
+	be.armed = false
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Reset()
+		for i := 0; i < 12; i++ {
+			if _, err := s.Push(frameAt(codes, i)); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("Reset after a panicking push still waits for the push lock")
 	}
 }

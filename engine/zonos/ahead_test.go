@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
+
+	"zonostream/engine/sample"
 )
 
 // scriptedAhead is an aheadSource that plays scripted tokens and checks
@@ -169,5 +172,171 @@ func TestFeedable(t *testing.T) {
 		if want := max(NumCodebooks-col, 0); !ok || masked != want {
 			t.Errorf("column %d %v: feedable = %d, %v; want %d, true", col, grid[col], masked, ok, want)
 		}
+	}
+}
+
+// TestHoldAfterFrames: with HoldAfterFrames = N, Hold is called once,
+// right after frame N−1 went to onFrame (after the whole prefix for
+// N ≤ P: the prefill delivers it at once) and before any later frame or
+// step; the step that delivered it (step N − P + 7 of an utterance with a
+// P-frame audio prefix, N > P; the prefill for N ≤ P) is the one step not
+// queued ahead that a run without the hold queues ahead, and everything
+// else — the other steps' ahead, the frames, the codes — is unchanged. An
+// utterance that delivers fewer than N frames (EOS first, the hold
+// step's frame trimmed as the EOS frame, too few frames) never holds.
+func TestHoldAfterFrames(t *testing.T) {
+	plain := func(step int) []int32 {
+		tok := make([]int32, NumCodebooks)
+		for k := range tok {
+			tok[k] = int32((step*31 + k*7) % CodebookSize)
+		}
+		return tok
+	}
+	eosAt := func(at int) func(int) []int32 {
+		return func(step int) []int32 {
+			tok := plain(step)
+			if step >= at {
+				tok[0] = EOS
+			}
+			return tok
+		}
+	}
+	prefix := make([][NumCodebooks]int32, 5)
+	for i := range prefix {
+		for k := range prefix[i] {
+			prefix[i][k] = int32(i*9 + k)
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		frames int
+		prefix [][NumCodebooks]int32
+		tokens func(int) []int32
+		n      int
+		step   int  // the step after which Hold runs (0: the prefill; −1: never)
+		forced bool // a run without the hold queues that step ahead
+	}{
+		{"dac_44khz's first emission (10 frames)", 40, nil, plain, 10, 17, true},
+		{"the first frame", 40, nil, plain, 1, 8, true},
+		{"audio prefix", 30, prefix, eosAt(20), 8, 10, true},
+		{"the first frame after the prefix", 30, prefix, plain, 6, 8, true},
+		{"within the prefix", 30, prefix, plain, 3, 0, false},
+		{"the whole prefix", 30, prefix, plain, 5, 0, false},
+		{"EOS closes after the hold step", 40, nil, eosAt(10), 10, 17, true},
+		{"the hold step's frame is the EOS frame", 40, nil, eosAt(9), 10, -1, false},
+		{"EOS in the delay's ramp", 40, nil, eosAt(3), 10, -1, false},
+		{"the utterance's last frame", 12, nil, plain, 12, 19, false},
+		{"more frames than the utterance", 8, nil, plain, 9, -1, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := GenerateOptions{MaxNewTokens: c.frames, CFGScale: 2, AudioPrefix: c.prefix}
+			base := &scriptedAhead{t: t, tokens: c.tokens}
+			var baseFrames []int
+			want, err := runTokens(context.Background(), base, o, func(f Frame) error { baseFrames = append(baseFrames, f.Index); return nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			s := &scriptedAhead{t: t, tokens: c.tokens}
+			var log []int // frame indices, −1 for the hold
+			holdStep := -1
+			o.HoldAfterFrames = c.n
+			o.Hold = func() error {
+				if holdStep >= 0 {
+					t.Errorf("Hold called again after step %d", s.step)
+				}
+				holdStep = s.step
+				log = append(log, -1)
+				return nil
+			}
+			res, err := runTokens(context.Background(), s, o, func(f Frame) error { log = append(log, f.Index); return nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if holdStep != c.step {
+				t.Errorf("Hold after step %d, want %d (frames and hold: %v)", holdStep, c.step, log)
+			}
+			var frames []int
+			for i, f := range log {
+				if f == -1 {
+					if last := max(c.n, len(c.prefix)) - 1; i != last+1 || log[i-1] != last {
+						t.Errorf("Hold at position %d of %v, want right after frame %d", i, log, last)
+					}
+					continue
+				}
+				frames = append(frames, f)
+			}
+			if fmt.Sprint(frames) != fmt.Sprint(baseFrames) || fmt.Sprint(res.Codes) != fmt.Sprint(want.Codes) {
+				t.Errorf("the hold changed the frames: %v, without it %v", frames, baseFrames)
+			}
+			if len(s.aheadAt) != len(base.aheadAt) {
+				t.Fatalf("%d steps, %d without the hold", len(s.aheadAt), len(base.aheadAt))
+			}
+			for i := range s.aheadAt {
+				hold := i+1 == c.step
+				if hold && s.aheadAt[i] {
+					t.Errorf("the hold step %d was queued ahead", i+1)
+				}
+				if !hold && s.aheadAt[i] != base.aheadAt[i] {
+					t.Errorf("step %d: ahead %v, without the hold %v", i+1, s.aheadAt[i], base.aheadAt[i])
+				}
+			}
+			if c.forced && !base.aheadAt[c.step-1] {
+				t.Errorf("step %d is not queued ahead without the hold: the case checks nothing", c.step)
+			}
+		})
+	}
+}
+
+// TestHoldError: Hold's error ends generation at once, as onFrame's does;
+// HoldAfterFrames without Hold changes nothing.
+func TestHoldError(t *testing.T) {
+	s := &scriptedAhead{t: t, tokens: func(step int) []int32 {
+		tok := make([]int32, NumCodebooks)
+		for k := range tok {
+			tok[k] = int32((step*31 + k*7) % CodebookSize)
+		}
+		return tok
+	}}
+	stop := fmt.Errorf("the vocoder failed")
+	frames := 0
+	o := GenerateOptions{MaxNewTokens: 40, CFGScale: 2, HoldAfterFrames: 10, Hold: func() error { return stop }}
+	_, err := runTokens(context.Background(), s, o, func(Frame) error { frames++; return nil })
+	if err != stop {
+		t.Fatalf("error %v, want Hold's", err)
+	}
+	if frames != 10 || s.step != 17 || s.queued {
+		t.Errorf("ended after %d frames and %d steps (one queued: %v); want 10 frames, 17 steps, none queued", frames, s.step, s.queued)
+	}
+
+	s = &scriptedAhead{t: t, tokens: s.tokens}
+	o.Hold = nil
+	if _, err := runTokens(context.Background(), s, o, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range s.aheadAt[:30] {
+		if !a {
+			t.Errorf("HoldAfterFrames without Hold: step %d not queued ahead", i+1)
+		}
+	}
+}
+
+// TestHoldWithoutAhead: a token source that cannot queue steps ahead
+// (the host sampler) holds at the same point.
+func TestHoldWithoutAhead(t *testing.T) {
+	var log []string
+	steps := 0
+	o := GenerateOptions{MaxNewTokens: 30, CFGScale: 2, Sampling: sample.Params{RepetitionPenalty: 1},
+		OnStep:          func(int, time.Duration) error { steps++; return nil },
+		HoldAfterFrames: 10,
+		Hold:            func() error { log = append(log, fmt.Sprintf("hold@%d", steps)); return nil }}
+	if _, err := runLoop(context.Background(), &scripted{}, o, func(f Frame) error {
+		log = append(log, fmt.Sprint(f.Index))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(log) != 31 || log[10] != "hold@17" || log[9] != "9" {
+		t.Errorf("frames and hold: %v; want hold@17 right after frame 9", log)
 	}
 }

@@ -35,6 +35,19 @@ type GenerateOptions struct {
 	// on the device and before the utterance's state is set up, so a
 	// caller can see where the time before the prefill goes.
 	OnConditioned func()
+	// HoldAfterFrames and Hold, when both set, pause generation once: as
+	// soon as the frames given to onFrame (prefix frames included) number
+	// HoldAfterFrames, Hold is called before anything else happens, and
+	// the step that delivered the last of them queued no step behind it
+	// on the device (aheadSource), so nothing of the decoder runs while
+	// Hold waits. The prefill delivers the prefix frames at once, each
+	// step after it at most one frame (Frame.Index HoldAfterFrames−1 is
+	// the last before Hold unless the prefix is longer). The engine uses
+	// it to let the vocoder's first emission run alone (stream.go).
+	// Hold's error ends generation like one from onFrame; an utterance
+	// that delivers fewer frames never calls it.
+	HoldAfterFrames int
+	Hold            func() error
 }
 
 // Frame is one complete 9-code frame, released the moment the delay pattern
@@ -466,18 +479,22 @@ func runTokens(ctx context.Context, s tokenSource, o GenerateOptions, onFrame fu
 	W := len(grid)
 	res := &Result{Delayed: grid}
 
-	// emit releases frame j once its codebook-8 cell (column j+9) is
-	// written, except the frame that generate() trims: when the loop is
-	// about to end (last == true) the frame completed by this very column
-	// is the EOS frame and never part of the output. Prefix frames are
-	// known from the start.
-	emitted := 0
-	emit := func(col, step int, last bool) error {
+	// delivered is how many frames have gone to onFrame once column col is
+	// written: frame j is released once its codebook-8 cell (column j+9)
+	// is, except the frame that generate() trims: when the loop is about
+	// to end (last == true) the frame completed by this very column is
+	// the EOS frame and never part of the output. Prefix frames are known
+	// from the start.
+	delivered := func(col int, last bool) int {
 		upto := col - NumCodebooks
 		if last {
 			upto--
 		}
-		for ; (emitted < P || emitted <= upto) && emitted < audioLen; emitted++ {
+		return min(max(P, upto+1), audioLen)
+	}
+	emitted := 0
+	emit := func(col, step int, last bool) error {
+		for n := delivered(col, last); emitted < n; emitted++ {
 			if onFrame == nil {
 				continue
 			}
@@ -504,6 +521,17 @@ func runTokens(ctx context.Context, s tokenSource, o GenerateOptions, onFrame fu
 		}
 	}
 
+	// hold calls o.Hold once HoldAfterFrames frames are out (held: it
+	// was called, or there is none).
+	held := o.Hold == nil || o.HoldAfterFrames <= 0
+	hold := func() error {
+		if held || emitted < o.HoldAfterFrames {
+			return nil
+		}
+		held = true
+		return o.Hold()
+	}
+
 	t0 := time.Now()
 	// Prefill is sampled without repetition penalty and without EOS bias.
 	tok, err := s.prefillTokens(grid[:P+1])
@@ -519,6 +547,9 @@ func runTokens(ctx context.Context, s tokenSource, o GenerateOptions, onFrame fu
 		}
 	}
 	if err := emit(offset, 0, false); err != nil {
+		return finish(res, offset), err
+	}
+	if err := hold(); err != nil {
 		return finish(res, offset), err
 	}
 
@@ -553,6 +584,16 @@ func runTokens(ctx context.Context, s tokenSource, o GenerateOptions, onFrame fu
 				masked, ahead = feedable(grid[offset])
 				ahead = ahead && remaining >= 2
 			}
+			// The step that delivers the frames Hold waits for queues no
+			// step behind it. Which step that is is known now: it writes
+			// column offset and emits with last = remaining == 1 (EOSRule
+			// leaves min(remaining, 9)−1 steps, none only from 1). For
+			// HoldAfterFrames = N > P it is step N − P + 7, writing
+			// column N + 8, frame N−1's codebook-8 cell (unless it is
+			// the last step, whose frame is the trimmed EOS frame).
+			if !held && delivered(offset, remaining == 1) >= o.HoldAfterFrames {
+				ahead = false
+			}
 			tok, err = as.stepTokensAhead(grid[offset-1], history, loopState{remaining, stopping, masked}, ahead)
 		} else {
 			tok, err = s.stepTokens(grid[offset-1], history)
@@ -572,6 +613,9 @@ func runTokens(ctx context.Context, s tokenSource, o GenerateOptions, onFrame fu
 			}
 		}
 		if err := emit(offset, step, remaining == 0); err != nil {
+			return finish(res, offset), err
+		}
+		if err := hold(); err != nil {
 			return finish(res, offset), err
 		}
 	}
