@@ -87,26 +87,6 @@ var runInflightEnv, _ = strconv.Atoi(os.Getenv("ZONOS_RUN_INFLIGHT"))
 // cap; 0: the default).
 var runInflight2Env, _ = strconv.Atoi(os.Getenv("ZONOS_RUN_INFLIGHT2"))
 
-// runMMAEnv (ZONOS_RUN_MMA=0 or 1, for measurements) turns mamba_run's
-// projections on tensor cores off or on (runDefaultMMA otherwise):
-// mamba_run_tc (mr_mma_stage) against mamba_run (mr_gemv_stage's FMAs).
-var runMMAEnv = os.Getenv("ZONOS_RUN_MMA")
-
-// runDefaultMMA: the projections' FMAs made the GEMV phases compute-bound
-// (session 21, run 2: in_proj's 6 stages already in the ring took 3.8 µs).
-const runDefaultMMA = false
-
-// runMMA reports whether mamba_run multiplies on tensor cores.
-func runMMA() bool {
-	switch runMMAEnv {
-	case "0":
-		return false
-	case "1":
-		return true
-	}
-	return runDefaultMMA
-}
-
 // runInflight and runInflight2 are the producer's caps on stages in
 // flight, as the kernel takes them (0: none of its own).
 func runInflight() int  { return envCap(runInflightEnv, runDefaultInflight) }
@@ -254,11 +234,7 @@ func (b *Backend) mambaRun(hin, rin, hout, rout *tensor, blocks []compute.Mamba2
 	binary.LittleEndian.PutUint32(args[o+12:], uint32(b2i(!runStageSplit)))
 	binary.LittleEndian.PutUint32(args[o+16:], uint32(runInflight()))
 	binary.LittleEndian.PutUint32(args[o+20:], uint32(runInflight2()))
-	k := b.k["mamba_run"]
-	if runMMA() {
-		k = b.k["mamba_run_tc"]
-	}
-	b.launchSmem(k, [3]int{b.runGrid(), 1, 1}, [3]int{runThreads, 1, 1}, stages*runStage, args)
+	b.launchSmem(b.k["mamba_run"], [3]int{b.runGrid(), 1, 1}, [3]int{runThreads, 1, 1}, stages*runStage, args)
 	for _, t := range []*tensor{zx, xbc, yg, part} {
 		t.h.release()
 	}

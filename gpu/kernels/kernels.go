@@ -162,7 +162,7 @@ const GemvChunkPieces = 8
 const (
 	MambaRunArgBytes = 912
 	MambaRunStages   = 6
-	MambaRunStage    = 32896
+	MambaRunStage    = 32768
 	MambaRunMaxL     = 8
 	MambaRunMaxRows  = 128
 	MambaRunKc       = 4

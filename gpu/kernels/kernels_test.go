@@ -125,7 +125,7 @@ func TestPDLWaitFirst(t *testing.T) {
 			// memory and registers: the weights are never written while
 			// kernels run, and the states only by this kernel, once per
 			// step (as mamba_step_gated's).
-			run := name == "mamba_run" || name == "mamba_run_tc"
+			run := name == "mamba_run"
 			early = early || run
 			// attn_step reads the step's position (written by the
 			// feedback kernel, which completed before its predecessor
@@ -319,10 +319,8 @@ func TestMambaRunDefines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"mamba_run", "mamba_run_tc"} {
-		decl := fmt.Sprintf(".param .align 8 .b8 %s_param_0[%d]", k, MambaRunArgBytes)
-		if !strings.Contains(ptx, decl) {
-			t.Errorf("%s's parameter is not %q", k, decl)
-		}
+	decl := fmt.Sprintf(".param .align 8 .b8 mamba_run_param_0[%d]", MambaRunArgBytes)
+	if !strings.Contains(ptx, decl) {
+		t.Errorf("mamba_run's parameter is not %q", decl)
 	}
 }

@@ -865,13 +865,19 @@ SCAN_PRE(8)
 // And session 18's mamba_run_ll (flagged words, no barriers) with a
 // relaxed counter telling the blocks when to read them, so that they no
 // longer polled every word: correct, step graph 1.804 against 1.526 ms.
+// And session 21's mamba_run_tc (4e22f02 … 4540a35): the projections'
+// stages on tensor cores (weight rows padded in the ring, ldmatrix and
+// mma.m16n8k16 on the activation's two BF16 parts, 4 accumulators). The
+// trace had shown a GEMV stage already in the ring taking about 0.5 µs
+// (950 SM cycles for ~280 instructions a warp, 2 warps a scheduler);
+// on tensor cores in_proj's stages took about 0.3 µs, but the kernel
+// needed 25 KB of static shared memory and spilled at the 168 registers
+// a thread may have, and its barriers and out_proj were slower: a 3-block
+// run 94–99 against 86 µs, step graph 1.542 against 1.442 ms with
+// tensor cores for in_proj only (1.579 against 1.428 for both).
 #define MR_WARPS 8
 #define MR_THREADS (MR_WARPS * 32 + 32)
-#define MR_ROWB 4112  // a GEMV stage's row in shared memory: 4 KiB of weights and 16 bytes of padding (tensor-core path)
-#define MR_STAGE 32896 // 8 rows of MR_ROWB (a state stage uses its first 32 KiB)
-static_assert(MR_STAGE == 8 * MR_ROWB, "a stage is 8 padded rows");
-#define MR_SU4 (MR_STAGE / 16) // uint4s a stage
-#define MR_SCR 2112   // a warp's activation planes for the tensor-core path: 4 × (256 BF16 + 16 bytes)
+#define MR_STAGE 32768
 #define MR_STAGES 6
 #define MR_MAXL 8     // layers per launch
 #define MR_MAXROWS 128 // in_proj rows per block
@@ -1027,123 +1033,13 @@ __device__ __forceinline__ void mr_gemv_stage(const uint4* stage, unsigned long 
     const float sum = reduce_scatter<V>(acc, lane);
     if (lane < V) part[warp][lane] = sum;
 }
-
-// The tensor-core path (mamba_run_tc). A GEMV stage is 8 rows of 2048 BF16
-// weights (in_proj: 8 rows; out_proj: 4 rows of 4096 as 8 half rows, half
-// h of row r at row 4h + r), each row MR_ROWB bytes apart in the ring so
-// that ldmatrix reads the 8 rows' 16-byte chunks without bank conflicts.
-// Warp w takes k in [256w, 256w + 256) of every row: 8 ldmatrix.x4 and 16
-// mma.m16n8k16 (BF16 in, fp32 accumulate) a stage, against about 270
-// instructions a stage for mr_gemv_stage's FMAs, which made the GEMV
-// phases compute-bound on the block's 8 warps (session 21, run 2: the
-// 6 in_proj stages already in the ring took 3.8 µs).
-//
-// The mma's A operand is the activation as the sum of two BF16 parts, x =
-// hi + lo (hi = bf16(x), lo = bf16(x − hi): 2⁻¹⁸ relative error at most),
-// its rows m = 4h + 2·part + b (b the CFG row, h the half of out_proj's
-// k; in_proj only h = 0): each product is exact in fp32 and the tensor
-// cores add them; D's column n is the stage's row n.
-
-// mr_mma_frags turns a warp's slice of the activation (elements 8·lane …
-// 8·lane + 7 of both CFG rows, k = 256·warp + … of half h) into its A
-// fragments af[s] (k step s: a0a1, a4a5; rows m ≥ 8 are zero), through the
-// warp's planes scr ([2·part + b][256] BF16, rows 528 bytes apart): lane
-// (m = lane/4, q = lane%4) holds row m's k = 16s + 2q, +1 and 16s + 8 + 2q,
-// +1. With h = 0 the lanes of half 1's rows get zeros; with h = 1 they
-// get half 1's fragments and the others keep theirs.
-__device__ __forceinline__ void mr_mma_frags(unsigned char* scr, const float (&x)[2][8], int h, unsigned (&af)[16][2]) {
-    const int lane = threadIdx.x & 31;
-#pragma unroll
-    for (int b = 0; b < 2; b++) {
-        unsigned hw[4], lw[4];
-#pragma unroll
-        for (int i = 0; i < 4; i++) {
-            hw[i] = bf16x2_rn(x[b][2 * i], x[b][2 * i + 1]);
-            lw[i] = bf16x2_rn(__fsub_rn(x[b][2 * i], __uint_as_float(hw[i] << 16)),
-                              __fsub_rn(x[b][2 * i + 1], __uint_as_float(hw[i] & 0xffff0000u)));
-        }
-        *(uint4*)(scr + b * 528 + 16 * lane) = make_uint4(hw[0], hw[1], hw[2], hw[3]);
-        *(uint4*)(scr + (2 + b) * 528 + 16 * lane) = make_uint4(lw[0], lw[1], lw[2], lw[3]);
-    }
-    __syncwarp();
-    const int m = lane >> 2, q = lane & 3;
-    if ((m >> 2) == h) {
-        const unsigned* pl = (const unsigned*)(scr + (m & 3) * 528);
-#pragma unroll
-        for (int s = 0; s < 16; s++) af[s][0] = pl[8 * s + q], af[s][1] = pl[8 * s + 4 + q];
-    } else if (h == 0) {
-#pragma unroll
-        for (int s = 0; s < 16; s++) af[s][0] = af[s][1] = 0u; // rows of half 1: zero unless a second call fills them
-    }
-    __syncwarp();
-}
-
-__device__ __forceinline__ void mr_mma(float (&d)[4], const unsigned (&a)[2], unsigned b0, unsigned b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(0u), "r"(a[1]), "r"(0u), "r"(b0), "r"(b1));
-}
-
-// mr_mma_stage multiplies one ring stage by the A fragments, releases the
-// stage, and leaves the warp's partial sums of the stage's outputs (row
-// n, CFG row b at 2n + b: mr_gemv_stage's order) in part[warp].
-template <int KT>
-__device__ __forceinline__ void mr_mma_stage(const uint4* stage, unsigned long long* empty, const unsigned (&af)[16][2],
-                                             float (*part)[16]) {
-    const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
-    // ldmatrix.x4 j: matrix i is the 16-byte chunk 32·warp + 4j + i (k =
-    // 256·warp + 32j + 8i …) of the 8 rows; lane gives row lane % 8 of
-    // matrix lane / 8. All 8 loads are issued before the first product,
-    // and the 16 products go to 4 accumulators in turn: one chain of 16
-    // dependent mmas (each waiting for its predecessor) took about as
-    // long as mr_gemv_stage (session 21, run 4).
-    const unsigned base = smem_u32(stage) + (lane & 7) * MR_ROWB + (32 * warp + (lane >> 3)) * 16;
-    unsigned bf[8][4];
-#pragma unroll
-    for (int j = 0; j < 8; j++)
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                     : "=r"(bf[j][0]), "=r"(bf[j][1]), "=r"(bf[j][2]), "=r"(bf[j][3])
-                     : "r"(base + 64 * j));
-    float acc[4][4] = {};
-#pragma unroll
-    for (int j = 0; j < 8; j++) {
-        mr_mma(acc[(2 * j) & 3], af[2 * j], bf[j][0], bf[j][1]);
-        mr_mma(acc[(2 * j + 1) & 3], af[2 * j + 1], bf[j][2], bf[j][3]);
-    }
-    __syncwarp(); // every lane's loads consumed: the stage may be refilled
-    if (lane == 0) mbar_arrive(empty);
-    float d[2] = {(acc[0][0] + acc[1][0]) + (acc[2][0] + acc[3][0]), (acc[0][1] + acc[1][1]) + (acc[2][1] + acc[3][1])};
-    // Lane (m, q) has D[m][2q], D[m][2q + 1]: add the lo part's rows (m + 2,
-    // 8 lanes on), then for out_proj half 1's rows of the same output
-    // (m + 4 and n + 4: 18 lanes on).
-    float s0 = d[0] + __shfl_down_sync(0xffffffffu, d[0], 8), s1 = d[1] + __shfl_down_sync(0xffffffffu, d[1], 8);
-    const int b = lane >> 2, q = lane & 3;
-    if (KT == 1) {
-        if (lane < 8) part[warp][4 * q + b] = s0, part[warp][4 * q + 2 + b] = s1;
-    } else {
-        s0 += __shfl_down_sync(0xffffffffu, s0, 18);
-        s1 += __shfl_down_sync(0xffffffffu, s1, 18);
-        if (lane < 8 && q < 2) part[warp][4 * q + b] = s0, part[warp][4 * q + 2 + b] = s1;
-    }
-}
 #endif
 
-// mamba_run_body is mamba_run (MMA false) and mamba_run_tc (MMA true): two
-// kernels, so that each path gets the 168 registers a thread of the
-// block's 9 warps may have to itself (both paths in one kernel spilled).
-template <bool MMA>
-__device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
+extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const MambaRunArgs a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    extern __shared__ __align__(128) uint4 ring[]; // a.stages stages of MR_STAGE bytes
+    extern __shared__ __align__(128) uint4 ring[]; // MR_STAGES stages of 2048 pieces
     __shared__ unsigned long long full[MR_STAGES], empty[MR_STAGES];
-    // GEMV partials [stage of the phase][warp][output], and in the
-    // tensor-core path first each warp's activation planes (read into
-    // registers before any partial is written).
-    __shared__ __align__(16) union {
-        float pbuf[MR_MAXROWS / 8][8][16];
-        unsigned char scr[MMA ? MR_WARPS : 1][MR_SCR];
-    } pu;
-    auto& pbuf = pu.pbuf;
+    __shared__ float pbuf[MR_MAXROWS / 8][8][16]; // GEMV partials: [stage of the phase][warp][output]
     __shared__ double red[2][MR_WARPS][2], wsum[MR_WARPS];
     __shared__ float cvs[2][MR_MAXROWS][MR_KC], cvw[MR_MAXROWS][MR_KC], cvb[MR_MAXROWS];
     __shared__ float xs[64], bs[128], cs[128];
@@ -1219,16 +1115,7 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
             }
             mbar_wait(&empty[slot], ph ^ 1);
             mbar_expect_tx(&full[slot], bytes);
-            unsigned char* dst = (unsigned char*)(ring + slot * MR_SU4);
-            if (!MMA || r >= n1) {
-                bulk_g2s(dst, src, bytes, &full[slot]);
-            } else if (r < n1) {
-                // in_proj: row by row, MR_ROWB apart.
-                for (unsigned o = 0; o < bytes; o += 2 * D) bulk_g2s(dst + o / (2 * D) * MR_ROWB, (const char*)src + o, 2 * D, &full[slot]);
-            } else {
-                // out_proj: half h of row q to row 4h + q.
-                for (unsigned o = 0; o < bytes; o += 2 * D) bulk_g2s(dst + (o / (2 * Di) + 4 * (o % (2 * Di) / (2 * D))) * MR_ROWB, (const char*)src + o, 2 * D, &full[slot]);
-            }
+            bulk_g2s(ring + slot * 2048, src, bytes, &full[slot]);
             if (++slot == a.stages) slot = 0, ph ^= 1;
         }
         return;
@@ -1341,15 +1228,9 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
         // and stages landed as out_proj begins.
         const int probe = 24 + 4 * l, ready = (a.trace && t == 0 && probe + 3 < MR_TRACE - 3) ? mr_ready(full, rg.slot, rg.ph, rg.n, min(n1, rg.n)) : -1;
         if (ready >= 0) a.trace[blockIdx.x * MR_TRACE + probe] = ready;
-        unsigned af[16][2];
-        if (MMA) {
-            mr_mma_frags(pu.scr[warp], xa[0], 0, af);
-            mr_bar(); // every warp's planes read before any partial lands on them
-        }
         for (int s = 0; s < n1; s++) {
             mbar_wait(&full[rg.slot], rg.ph);
-            if (MMA) mr_mma_stage<1>(ring + rg.slot * MR_SU4, &empty[rg.slot], af, pbuf[s]);
-            else mr_gemv_stage<1>(ring + rg.slot * MR_SU4, &empty[rg.slot], xa, pbuf[s]);
+            mr_gemv_stage<1>(ring + rg.slot * 2048, &empty[rg.slot], xa, pbuf[s]);
             rg.next();
             if (s + 1 == ready) mr_stamp(a.trace, probe + 1);
             if (ready >= 0 && l == 1 && s < 9) mr_stamp(a.trace, 36 + s); // layer 1: every stage's end
@@ -1428,7 +1309,7 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
                 Cv[i] = n < N ? cs[n] : 0.f;
             }
             mbar_wait(&full[rg.slot], rg.ph);
-            const float* sf = (const float*)(ring + rg.slot * MR_SU4);
+            const float* sf = (const float*)(ring + rg.slot * 2048);
 #pragma unroll
             for (int r = 0; r < 8; r++) {
                 const int p = warp + 8 * r;
@@ -1546,7 +1427,7 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
         if (ready >= 0) a.trace[blockIdx.x * MR_TRACE + probe + 3] = mr_ready(full, rg.slot, rg.ph, rg.n, min(n2, rg.n));
         for (int s = 0; s < n2; s++) {
             mbar_wait(&full[rg.slot], rg.ph);
-            mr_gemv_stage<2>(ring + rg.slot * MR_SU4, &empty[rg.slot], xo, pbuf[s]);
+            mr_gemv_stage<2>(ring + rg.slot * 2048, &empty[rg.slot], xo, pbuf[s]);
             rg.next();
         }
         mr_bar();
@@ -1589,6 +1470,3 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
     __trap(); // never launched below sm_90 (the backend checks)
 #endif
 }
-
-extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const MambaRunArgs a) { mamba_run_body<false>(a); }
-extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run_tc(const MambaRunArgs a) { mamba_run_body<true>(a); }
