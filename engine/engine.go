@@ -11,7 +11,10 @@
 // window never delays a decode step, and on a backend with a side lane
 // (compute.Laned: the CUDA backend's second stream) the codec's kernels
 // also run beside the decode steps on the device. Audio events therefore
-// trail the FrameDone events they belong to; their PCM is unchanged.
+// trail the FrameDone events they belong to; their PCM is unchanged. The
+// one exception is the first emission on a laned backend: the decoder
+// holds once, after the frame that completes it, until its audio is
+// committed, so that it runs alone on the device (holdFirstEmission).
 //
 // A freshly loaded engine's first utterance would also pay one-time costs
 // (espeak-ng loading its data; on the GPU recording the decode step and

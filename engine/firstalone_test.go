@@ -63,7 +63,7 @@ func heldUtterance(t *testing.T, req Request, fail bool) (s *Stream, h *heldBack
 		t.Fatal(err)
 	}
 	was := firstEmissionAlone
-	firstEmissionAlone = true
+	firstEmissionAlone = "1"
 	t.Cleanup(func() { firstEmissionAlone = was })
 	norm := req
 	if err := norm.normalise(); err != nil {
@@ -236,5 +236,31 @@ func TestAwaitFirstAudio(t *testing.T) {
 	go func() { time.Sleep(10 * time.Millisecond); cancel() }()
 	if err := v.awaitFirstAudio(); !errors.Is(err, context.Canceled) {
 		t.Fatalf("after the cancel: %v, want context.Canceled", err)
+	}
+}
+
+// lanedCPU is a CPU backend that says it has a side lane (itself), as the
+// CUDA backend does.
+type lanedCPU struct{ compute.Backend }
+
+func (l lanedCPU) Lane() compute.Backend { return l.Backend }
+
+// TestHoldFirstEmissionDefault: by default only a backend with a side lane
+// holds for the first emission; ZONOS_FIRST_EMISSION_ALONE overrides it
+// both ways.
+func TestHoldFirstEmissionDefault(t *testing.T) {
+	was := firstEmissionAlone
+	t.Cleanup(func() { firstEmissionAlone = was })
+	plain, laned := cpu.New(1), lanedCPU{cpu.New(1)}
+	for _, c := range []struct {
+		env          string
+		b            compute.Backend
+		want         bool
+		backendLabel string
+	}{{"", plain, false, "cpu"}, {"", laned, true, "laned"}, {"0", laned, false, "laned"}, {"1", plain, true, "cpu"}} {
+		firstEmissionAlone = c.env
+		if got := holdFirstEmission(c.b); got != c.want {
+			t.Errorf("ZONOS_FIRST_EMISSION_ALONE=%q on the %s backend: hold %v, want %v", c.env, c.backendLabel, got, c.want)
+		}
 	}
 }

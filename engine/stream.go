@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"zonostream/engine/compute"
 	"zonostream/engine/dac"
 	"zonostream/engine/text"
 	"zonostream/engine/zonos"
@@ -162,16 +163,34 @@ func truncate(s string, n int) string {
 	return s
 }
 
-// firstEmissionAlone is ZONOS_FIRST_EMISSION_ALONE=1, a switch for
-// measuring TTFA: the decoder pauses once per utterance, after the frame
-// that completes the vocoder's first emission, until that first audio is
-// committed, queueing no decode step behind it (zonos.GenerateOptions
-// Hold), so the first emission runs alone on the device. Beside the
-// decode steps it took 2.56 ms, alone 1.2–1.3 ms (docs/gpu/
-// 2026-11-30-session20, TTFA's first emission). Off, decoding never waits
-// for the vocoder (TestDecodingDoesNotWaitForVocoder). Only the first
-// piece of a long text holds; tests set it directly.
-var firstEmissionAlone = os.Getenv("ZONOS_FIRST_EMISSION_ALONE") == "1"
+// firstEmissionAlone is ZONOS_FIRST_EMISSION_ALONE: "1" on, "0" off,
+// unset the default of holdFirstEmission. On, the decoder pauses once per
+// utterance, after the frame that completes the vocoder's first emission,
+// until that first audio is committed, queueing no decode step behind it
+// (zonos.GenerateOptions Hold), so the first emission runs alone on the
+// device. Off, decoding never waits for the vocoder
+// (TestDecodingDoesNotWaitForVocoder). Only the first piece of a long
+// text holds; tests set it directly.
+var firstEmissionAlone = os.Getenv("ZONOS_FIRST_EMISSION_ALONE")
+
+// holdFirstEmission reports whether utterances on backend b hold for
+// their first emission: by default where the vocoder has a side lane of
+// the same device (compute.Laned, the CUDA backend), whose decode steps
+// would otherwise run beside the first emission. On the H200 the first
+// emission took 1.12–1.20 ms alone against 2.38–2.45 ms beside them, and
+// request → first sample less the prefill 25.7–25.8 against 26.9–27.1 ms
+// (docs/gpu/2026-11-30-session21, run 9). The CPU backend was not
+// measured, so it keeps decoding.
+func holdFirstEmission(b compute.Backend) bool {
+	switch firstEmissionAlone {
+	case "1":
+		return true
+	case "0":
+		return false
+	}
+	_, laned := b.(compute.Laned)
+	return laned
+}
 
 // failGrace is how long a failed utterance waits for its reader to take
 // the Failed event before giving up on it.
@@ -271,7 +290,7 @@ func (r *run) run(pieces []piece) (err error) {
 		if i == 0 {
 			o.OnConditioned = func() { r.meter(func(mt *meter) { mt.m.Conditioned = time.Since(mt.start) }) }
 		}
-		if i == 0 && firstEmissionAlone {
+		if i == 0 && holdFirstEmission(r.e.backend) {
 			// Every frame generated goes to the vocoder, prefix frames
 			// too, so its first emission follows the push of frame
 			// FirstEmissionFrames−1 whatever the prefix.

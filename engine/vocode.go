@@ -21,9 +21,10 @@ const vocoderQueue = 1024
 // window is longer and it catches up (windows of any length give exactly
 // the samples one-shot decoding gives, engine/dac). On a backend with a
 // side lane (compute.Laned) the codec was loaded on that lane, so its
-// kernels also run beside the decode steps on the GPU. The one exception,
-// off by default, is ZONOS_FIRST_EMISSION_ALONE=1: the decoder waits for
-// the first emission (awaitFirstAudio).
+// kernels also run beside the decode steps on the GPU. The one exception
+// is the first emission on such a backend (holdFirstEmission in
+// stream.go; ZONOS_FIRST_EMISSION_ALONE overrides it): the decoder waits
+// for it (awaitFirstAudio).
 type vocoder struct {
 	r      *run
 	s      *dac.Streamer
