@@ -11,8 +11,6 @@ import (
 	"zonostream/engine/compute"
 	"zonostream/engine/cpu"
 	"zonostream/engine/dac"
-	"zonostream/engine/weights"
-	"zonostream/internal/golden"
 )
 
 // heldBackend holds the codec's first convolution — inside the vocoder's
@@ -46,22 +44,9 @@ func (h *heldBackend) open() { h.release.Do(func() { close(h.gate) }) }
 func heldUtterance(t *testing.T, req Request, fail bool) (s *Stream, h *heldBackend, n int) {
 	t.Helper()
 	e := tinyEngine(t, "hybrid")
-	dd := golden.Pack(t, "dac-tiny")
-	cfg, err := dac.LoadConfig(dd + "/config.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := weights.Open(dd + "/model.safetensors")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
 	h = &heldBackend{Backend: cpu.New(0), fail: fail, reached: make(chan struct{}), gate: make(chan struct{})}
 	t.Cleanup(h.open) // a failed test leaves no vocoder held
-	codec, err := dac.New(cfg, f, h)
-	if err != nil {
-		t.Fatal(err)
-	}
+	codec := tinyCodecOn(t, h)
 	was := firstEmissionAlone
 	firstEmissionAlone = "1"
 	t.Cleanup(func() { firstEmissionAlone = was })
@@ -73,7 +58,7 @@ func heldUtterance(t *testing.T, req Request, fail bool) (s *Stream, h *heldBack
 	if n+5 > req.FixedFrames {
 		t.Fatalf("the first emission needs %d frames: make the utterance longer", n)
 	}
-	s, err = New(e.backend, e.model, codec).Synthesize(context.Background(), req)
+	s, err := New(e.backend, e.model, codec).Synthesize(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,24 +113,7 @@ func TestFirstEmissionAlone(t *testing.T) {
 	if frames != req.FixedFrames {
 		t.Fatalf("%d frames, want %d", frames, req.FixedFrames)
 	}
-	cb := make([][]int32, 9)
-	for _, fr := range s.Codes() {
-		for k := range cb {
-			cb[k] = append(cb[k], fr[k])
-		}
-	}
-	ref, err := tinyEngine(t, "hybrid").Codec().Decode(cb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(pcm) != len(ref) {
-		t.Fatalf("streamed %d samples, one-shot %d", len(pcm), len(ref))
-	}
-	for i := range ref {
-		if pcm[i] != ref[i] {
-			t.Fatalf("sample %d: streamed %g, one-shot %g", i, pcm[i], ref[i])
-		}
-	}
+	matchesOneShot(t, tinyEngine(t, "hybrid").Codec(), s.Codes(), pcm)
 }
 
 // TestFirstEmissionAloneCancel: cancelling while the decoder is held for

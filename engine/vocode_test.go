@@ -10,6 +10,7 @@ import (
 	"zonostream/engine/cpu"
 	"zonostream/engine/dac"
 	"zonostream/engine/weights"
+	"zonostream/engine/zonos"
 	"zonostream/internal/golden"
 )
 
@@ -32,21 +33,8 @@ func (g *gatedBackend) Conv1d(x, w, b compute.Tensor, c compute.Conv1dSpec) comp
 // commits every sample, equal to one-shot decoding of the codes.
 func TestDecodingDoesNotWaitForVocoder(t *testing.T) {
 	e := tinyEngine(t, "hybrid")
-	dd := golden.Pack(t, "dac-tiny")
-	cfg, err := dac.LoadConfig(dd + "/config.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := weights.Open(dd + "/model.safetensors")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	gb := &gatedBackend{Backend: cpu.New(0), reached: make(chan struct{}), gate: make(chan struct{})}
-	codec, err := dac.New(cfg, f, gb)
-	if err != nil {
-		t.Fatal(err)
-	}
+	codec := tinyCodecOn(t, gb)
 	ge := New(e.backend, e.model, codec)
 	const frames = 40
 	req := shortRequest()
@@ -98,13 +86,41 @@ func TestDecodingDoesNotWaitForVocoder(t *testing.T) {
 	if !released {
 		t.Fatalf("%d of %d frames while the vocoder was held: decoding waited for it", seen, frames)
 	}
-	cb := make([][]int32, 9)
-	for _, fr := range s.Codes() {
+	matchesOneShot(t, e.Codec(), s.Codes(), pcm)
+}
+
+// tinyCodecOn loads the dac-tiny golden pack's codec onto backend b (its
+// weights file stays open until the test ends).
+func tinyCodecOn(t *testing.T, b compute.Backend) *dac.Model {
+	t.Helper()
+	dd := golden.Pack(t, "dac-tiny")
+	cfg, err := dac.LoadConfig(dd + "/config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := weights.Open(dd + "/model.safetensors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	codec, err := dac.New(cfg, f, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return codec
+}
+
+// matchesOneShot fails t unless pcm, the streamed audio of codes, is
+// sample for sample codec's one-shot decoding of them.
+func matchesOneShot(t *testing.T, codec *dac.Model, codes [][zonos.NumCodebooks]int32, pcm []float32) {
+	t.Helper()
+	cb := make([][]int32, zonos.NumCodebooks)
+	for _, fr := range codes {
 		for k := range cb {
 			cb[k] = append(cb[k], fr[k])
 		}
 	}
-	ref, err := e.Codec().Decode(cb)
+	ref, err := codec.Decode(cb)
 	if err != nil {
 		t.Fatal(err)
 	}

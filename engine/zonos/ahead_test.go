@@ -60,28 +60,7 @@ func (s *scriptedAhead) stepTokensAhead(col [NumCodebooks]int32, history [][]int
 // checks every step it queues ahead: the next step comes, and the device's
 // rule for the fed column and loop state agrees with the loop.
 func TestLoopQueuesOnlyWhatFeedbackWrites(t *testing.T) {
-	plain := func(step int) []int32 {
-		tok := make([]int32, NumCodebooks)
-		for k := range tok {
-			tok[k] = int32((step*31 + k*7) % CodebookSize)
-		}
-		return tok
-	}
-	eosAt := func(at int) func(int) []int32 {
-		return func(step int) []int32 {
-			tok := plain(step)
-			if step >= at {
-				tok[0] = EOS // and again later: the rule must ignore repeats
-			}
-			return tok
-		}
-	}
-	prefix := make([][NumCodebooks]int32, 5)
-	for i := range prefix {
-		for k := range prefix[i] {
-			prefix[i][k] = int32(i*9 + k)
-		}
-	}
+	plain, eosAt, prefix := scriptedTokens, scriptedEOSAt, scriptedPrefix()
 	for _, c := range []struct {
 		name   string
 		frames int
@@ -185,28 +164,7 @@ func TestFeedable(t *testing.T) {
 // utterance that delivers fewer than N frames (EOS first, the hold
 // step's frame trimmed as the EOS frame, too few frames) never holds.
 func TestHoldAfterFrames(t *testing.T) {
-	plain := func(step int) []int32 {
-		tok := make([]int32, NumCodebooks)
-		for k := range tok {
-			tok[k] = int32((step*31 + k*7) % CodebookSize)
-		}
-		return tok
-	}
-	eosAt := func(at int) func(int) []int32 {
-		return func(step int) []int32 {
-			tok := plain(step)
-			if step >= at {
-				tok[0] = EOS
-			}
-			return tok
-		}
-	}
-	prefix := make([][NumCodebooks]int32, 5)
-	for i := range prefix {
-		for k := range prefix[i] {
-			prefix[i][k] = int32(i*9 + k)
-		}
-	}
+	plain, eosAt, prefix := scriptedTokens, scriptedEOSAt, scriptedPrefix()
 	for _, c := range []struct {
 		name   string
 		frames int
@@ -339,4 +297,37 @@ func TestHoldWithoutAhead(t *testing.T) {
 	if len(log) != 31 || log[10] != "hold@17" || log[9] != "9" {
 		t.Errorf("frames and hold: %v; want hold@17 right after frame 9", log)
 	}
+}
+
+// scriptedTokens is a decode step's tokens in the loop tests: a fixed
+// pattern of the step, never EOS.
+func scriptedTokens(step int) []int32 {
+	tok := make([]int32, NumCodebooks)
+	for k := range tok {
+		tok[k] = int32((step*31 + k*7) % CodebookSize)
+	}
+	return tok
+}
+
+// scriptedEOSAt is scriptedTokens with codebook 0 EOS from step at on (and
+// again at every later step: the EOS rule must ignore repeats).
+func scriptedEOSAt(at int) func(int) []int32 {
+	return func(step int) []int32 {
+		tok := scriptedTokens(step)
+		if step >= at {
+			tok[0] = EOS
+		}
+		return tok
+	}
+}
+
+// scriptedPrefix is a 5-frame audio prefix for the loop tests.
+func scriptedPrefix() [][NumCodebooks]int32 {
+	prefix := make([][NumCodebooks]int32, 5)
+	for i := range prefix {
+		for k := range prefix[i] {
+			prefix[i][k] = int32(i*9 + k)
+		}
+	}
+	return prefix
 }
