@@ -914,7 +914,11 @@ struct MambaRunArgs {
     // trace (null: none) gets each block's global-timer stamps, MR_TRACE
     // a block: [0] its start (residency), [1] its consumers'
     // wait returned, then per layer 7: norm done, in_proj done, barrier,
-    // scan done, barrier, out_proj done, barrier (TestMamba2RunTrace).
+    // scan done, barrier, out_proj done, barrier; from slot 24 4 ring
+    // probes a layer (mr_ready), from 36 layer 1's in_proj stage ends and
+    // at 46 its SM cycles (TestMamba2RunTrace). The slots are laid out for
+    // runs of at most 3 layers (the hybrid's): a longer traced run's later
+    // stamps overwrite the probes.
     unsigned long long* trace;
     int L, B, E, Di, C, H, P, N, Kc;
     float ln_eps, norm_eps;
