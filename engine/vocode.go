@@ -71,7 +71,7 @@ func (v *vocoder) push(f [zonos.NumCodebooks]int32) error {
 }
 
 // awaitFirstAudio blocks the decoder until the vocoder has committed its
-// first audio (stream.go's firstEmissionAlone). It cannot outlast the
+// first audio (stream.go's holdFirstEmission). It cannot outlast the
 // vocoder: a vocoder that ended first (failed, or the utterance was
 // cancelled) returns its error, and a cancelled utterance returns at once
 // even if the vocoder is still inside a window.
