@@ -1013,117 +1013,29 @@ struct MrRing {
     }
 };
 
-// A projection's stages (8/KT weight rows each) are multiplied by the
-// activation slice xa with each stage's reduction over the warp overlapping
-// the next stage's loads and products (mr_gemv_phase): a stage already in
-// the ring took about 0.5 µs, 950 SM cycles for ~280 instructions a warp
-// at 2 warps a scheduler (docs/gpu/2026-11-30-session21), the end of each
-// a 5-deep shuffle chain that the other warp could not hide.
-//
-// A lane's registers hold the stage rows in an order of its own: register
-// row q holds stage row q ^ rl, rl = (lane >> 1) mod (8/KT), its V = 2·8/KT
-// products (row, CFG row) as value 2q + m. At each butterfly step O ≥ 2 of
-// reduce_scatter the value a lane keeps (i) is then the one its partner
-// lane ^ O holds at i + O, so the step needs no selects (the plain
-// reduce_scatter picks, per value, which half to send and which to keep:
-// 30 selects a stage for V = 16). The sums are the same pairs added in the
-// same tree, so the bits are reduce_scatter's, and lane v < V ends with
-// output v.
-
-// mr_piece_offsets gives thread t's 8 pieces of a stage (uint4 index) in
-// its register order: piece p of register row p / KT, k-part p % KT.
+// mr_gemv_stage multiplies one ring stage (8/KT weight rows) by the
+// activation slice xa, releases the stage, and leaves each warp's partial
+// sums of the stage's V = 2·8/KT outputs (row v/2, CFG row v%2) in
+// part[warp][v]. No barrier: the warps go on to the next stage, and the
+// phase adds the partials up after its last (mr_gemv_finish).
 template <int KT>
-__device__ __forceinline__ void mr_piece_offsets(int (&off)[8]) {
-    constexpr int R = 8 / KT;
-    const int t = threadIdx.x, rl = ((t & 31) >> 1) & (R - 1);
-#pragma unroll
-    for (int p = 0; p < 8; p++) off[p] = ((((p / KT) ^ rl) * KT) + p % KT) * 256 + t;
-}
-
-// MrRsx<O, V>::run is reduce_scatter's butterfly on the permuted values:
-// steps O ≥ 2 without selects, step 1 as reduce_scatter (the CFG bit m is
-// not permuted).
-template <int O, int V>
-struct MrRsx {
-    static __device__ __forceinline__ void run(float (&a)[V], int lane) {
-#pragma unroll
-        for (int i = 0; i < O; i++) a[i] += __shfl_xor_sync(0xffffffffu, a[i + O], O);
-        MrRsx<O / 2, V>::run(a, lane);
-    }
-};
-template <int V>
-struct MrRsx<1, V> {
-    static __device__ __forceinline__ void run(float (&a)[V], int lane) {
-        const bool up = lane & 1;
-        const float send = up ? a[0] : a[1], keep = up ? a[1] : a[0];
-        a[0] = keep + __shfl_xor_sync(0xffffffffu, send, 1);
-    }
-};
-
-// mr_reduce sums the permuted values over the warp and stores output lane
-// (< V) to dst[lane].
-template <int V>
-__device__ __forceinline__ void mr_reduce(float (&a)[V], float* dst, int lane) {
-    MrRsx<V / 2, V>::run(a, lane);
-    float v = a[0];
-#pragma unroll
-    for (int o = V; o < 32; o <<= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    if (lane < V) dst[lane] = v;
-}
-
-// mr_gemv_step multiplies the ring's next stage into cur and releases it;
-// with RED it first reduces prev (the stage before) into dst, so that the
-// shuffles overlap the stage's loads and products.
-template <int KT, bool RED>
-__device__ __forceinline__ void mr_gemv_step(const uint4* ring, unsigned long long* full, unsigned long long* empty, MrRing& rg,
-                                             const int (&off)[8], const float (&xa)[KT][2][8], float (&cur)[2 * (8 / KT)],
-                                             float (&prev)[2 * (8 / KT)], float* dst) {
+__device__ __forceinline__ void mr_gemv_stage(const uint4* stage, unsigned long long* empty, const float (&xa)[KT][2][8],
+                                              float (*part)[16]) {
     constexpr int V = 2 * (8 / KT);
-    const int lane = threadIdx.x & 31;
-    mbar_wait(&full[rg.slot], rg.ph);
-    const uint4* stage = ring + rg.slot * 2048;
-    uint4 w[8];
+    const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
+    float acc[V];
 #pragma unroll
-    for (int p = 0; p < 8; p++) w[p] = stage[off[p]];
-    if (RED) mr_reduce<V>(prev, dst, lane);
-#pragma unroll
-    for (int v = 0; v < V; v++) cur[v] = 0.f;
+    for (int v = 0; v < V; v++) acc[v] = 0.f;
 #pragma unroll
     for (int p = 0; p < 8; p++) {
-        dot8(cur[2 * (p / KT)], w[p], xa[p % KT][0]);
-        dot8(cur[2 * (p / KT) + 1], w[p], xa[p % KT][1]);
+        const uint4 v = stage[p * 256 + t];
+        dot8(acc[2 * (p / KT)], v, xa[p % KT][0]);
+        dot8(acc[2 * (p / KT) + 1], v, xa[p % KT][1]);
     }
     __syncwarp();
-    if (lane == 0) mbar_arrive(&empty[rg.slot]);
-    rg.next();
-}
-
-// mr_gemv_phase multiplies a projection's n stages and leaves each warp's
-// partial sums of stage s's V outputs (row v/2, CFG row v%2) in
-// pbuf[s][warp][v]. No block barrier: the phase's end adds them up after
-// one (its caller). after(s) runs once stage s's products are done (its
-// reduction comes in the next step).
-template <int KT, typename After>
-__device__ __forceinline__ void mr_gemv_phase(const uint4* ring, unsigned long long* full, unsigned long long* empty, MrRing& rg, int n,
-                                              const int (&off)[8], const float (&xa)[KT][2][8], float (*pbuf)[16], After after) {
-    constexpr int V = 2 * (8 / KT);
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    if (n <= 0) return;
-    float a0[V], a1[V];
-    mr_gemv_step<KT, false>(ring, full, empty, rg, off, xa, a0, a1, nullptr);
-    after(0);
-    // Stages two at a time, so that a0 and a1 take turns without copies.
-    for (int s = 1; s < n; s += 2) {
-        mr_gemv_step<KT, true>(ring, full, empty, rg, off, xa, a1, a0, pbuf[(s - 1) * 8 + warp]);
-        after(s);
-        if (s + 1 == n) {
-            mr_reduce<V>(a1, pbuf[s * 8 + warp], lane);
-            return;
-        }
-        mr_gemv_step<KT, true>(ring, full, empty, rg, off, xa, a0, a1, pbuf[s * 8 + warp]);
-        after(s + 1);
-    }
-    mr_reduce<V>(a0, pbuf[(n - 1) * 8 + warp], lane);
+    if (lane == 0) mbar_arrive(empty);
+    const float sum = reduce_scatter<V>(acc, lane);
+    if (lane < V) part[warp][lane] = sum;
 }
 #endif
 
@@ -1250,9 +1162,6 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
     if (t == 0) mr_stamp(a.trace, 1);
     int ts = 2; // next trace slot
     MrRing rg{0, a.stages, 0};
-    int off1[8], off2[8]; // the pieces of a stage this thread multiplies (mr_piece_offsets)
-    mr_piece_offsets<1>(off1);
-    mr_piece_offsets<2>(off2);
     unsigned syncs = 0;
     float res[2][8];
     for (int l = 0; l < L; l++) {
@@ -1323,10 +1232,13 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         // and stages landed as out_proj begins.
         const int probe = 24 + 4 * l, ready = (a.trace && t == 0 && probe + 3 < MR_TRACE - 3) ? mr_ready(full, rg.slot, rg.ph, rg.n, min(n1, rg.n)) : -1;
         if (ready >= 0) a.trace[blockIdx.x * MR_TRACE + probe] = ready;
-        mr_gemv_phase<1>(ring, full, empty, rg, n1, off1, xa, pbuf[0], [&](int s) {
+        for (int s = 0; s < n1; s++) {
+            mbar_wait(&full[rg.slot], rg.ph);
+            mr_gemv_stage<1>(ring + rg.slot * 2048, &empty[rg.slot], xa, pbuf[s]);
+            rg.next();
             if (s + 1 == ready) mr_stamp(a.trace, probe + 1);
-            if (ready >= 0 && l == 1 && s < 9) mr_stamp(a.trace, 36 + s); // layer 1: every stage's products
-        });
+            if (ready >= 0 && l == 1 && s < 9) mr_stamp(a.trace, 36 + s); // layer 1: every stage's end
+        }
         if (ready >= 0) mr_stamp(a.trace, probe + 2);
         if (ready >= 0 && l == 1) {
             // The SM clock over in_proj (cycles and ns from norm done): the
@@ -1517,7 +1429,11 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
             }
         }
         if (ready >= 0) a.trace[blockIdx.x * MR_TRACE + probe + 3] = mr_ready(full, rg.slot, rg.ph, rg.n, min(n2, rg.n));
-        mr_gemv_phase<2>(ring, full, empty, rg, n2, off2, xo, pbuf[0], [](int) {});
+        for (int s = 0; s < n2; s++) {
+            mbar_wait(&full[rg.slot], rg.ph);
+            mr_gemv_stage<2>(ring + rg.slot * 2048, &empty[rg.slot], xo, pbuf[s]);
+            rg.next();
+        }
         mr_bar();
         for (int idx = t; idx < n2 * 8; idx += 256) {
             const int k = idx >> 3, v = idx & 7, row = v >> 1, m = v & 1, n = olo + 4 * k + row;
