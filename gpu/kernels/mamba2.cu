@@ -923,7 +923,7 @@ struct MambaRunArgs {
     int L, B, E, Di, C, H, P, N, Kc;
     float ln_eps, norm_eps;
     int stages;   // ring stages (≤ MR_STAGES; the dynamic shared memory is stages·MR_STAGE)
-    int balanced; // split the projections' rows evenly over the blocks (else whole stages)
+    int balanced; // bit 0: split the projections' rows evenly over the blocks (else whole stages); bit 1: quiet barriers (mr_arrive)
     int inflight;  // the producer's stages requested and not yet arrived, at most (0: up to the ring)
     int inflight2; // the same for the in_proj stages past the ring's depth (0: inflight)
 };
@@ -981,18 +981,26 @@ __device__ __forceinline__ float4 ldcg4(const float* p) { return __ldcg((const f
 // from mr_wait, and their global writes before mr_arrive are visible to
 // loads after mr_wait that bypass L1 (__ldcg). The release is issued
 // before those loads: a fence after them would wait for them too.
-__device__ __forceinline__ void mr_arrive(unsigned* count) {
+// quiet (null: none) is raised from the arrival until the wait returns:
+// the producer requests no stage meanwhile (ZONOS_RUN_QUIET, a measurement).
+__device__ __forceinline__ void mr_arrive(unsigned* count, volatile int* quiet) {
     mr_bar();
-    if (threadIdx.x == 0) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(count) : "memory");
+    if (threadIdx.x == 0) {
+        if (quiet) *quiet = 1;
+        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(count) : "memory");
+    }
 }
 
-__device__ __forceinline__ void mr_wait(unsigned* count, unsigned target) {
+__device__ __forceinline__ void mr_wait(unsigned* count, unsigned target, volatile int* quiet) {
     if (threadIdx.x == 0) {
         unsigned long long t0 = 0;
         for (unsigned spins = 0;; spins++) {
             unsigned v;
             asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(count) : "memory");
-            if (v >= target) break;
+            if (v >= target) {
+                if (quiet) *quiet = 0;
+                break;
+            }
             if ((spins & 1023) == 0) {
                 unsigned long long now;
                 asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
@@ -1039,14 +1047,23 @@ __device__ __forceinline__ void mr_gemv_stage(const uint4* stage, unsigned long 
 }
 #endif
 
-extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const MambaRunArgs a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// mamba_run_body is both kernels: mamba_run (TRACE false) has none of the
+// trace's code. A layer's code is about 4500 instructions, 72 KB, walked
+// once a layer; ncu counts 6 % of the warps' cycles stalled on instruction
+// fetch, and a variant 46 % larger spent twice that and a 6 % slower step
+// graph (docs/gpu/2026-11-30-session22, runs 1-2).
+template <bool TRACE>
+__device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
+    unsigned long long* const trace = TRACE ? a.trace : nullptr;
     extern __shared__ __align__(128) uint4 ring[]; // MR_STAGES stages of 2048 pieces
     __shared__ unsigned long long full[MR_STAGES], empty[MR_STAGES];
     __shared__ float pbuf[MR_MAXROWS / 8][8][16]; // GEMV partials: [stage of the phase][warp][output]
     __shared__ double red[2][MR_WARPS][2], wsum[MR_WARPS];
     __shared__ float cvs[2][MR_MAXROWS][MR_KC], cvw[MR_MAXROWS][MR_KC], cvb[MR_MAXROWS];
     __shared__ float xs[64], bs[128], cs[128];
+    __shared__ int quiet;
+    volatile int* const quietp = (a.balanced & 2) ? &quiet : nullptr;
     constexpr int D = 2048;
     const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
     const int G = gridDim.x, j = blockIdx.x;
@@ -1055,7 +1072,7 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
     // in stages of 8 and 4 rows (the last may be short): an even share of
     // the rows (balanced), or of whole stages.
     int rlo, rhi, olo, ohi;
-    if (a.balanced) {
+    if (a.balanced & 1) {
         rlo = (int)((long long)E * j / G), rhi = (int)((long long)E * (j + 1) / G);
         olo = (int)((long long)D * j / G), ohi = (int)((long long)D * (j + 1) / G);
     } else {
@@ -1065,9 +1082,10 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
     }
     const int n1 = (rhi - rlo + 7) / 8, n2 = (ohi - olo + 3) / 4; // stages
     const int U = B * H;
-    unsigned long long started; // the block's start, stamped after the wait
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(started));
+    unsigned long long started = 0; // the block's start, stamped after the wait
+    if (TRACE) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(started));
     if (t == 0) {
+        quiet = 0;
         for (int s = 0; s < a.stages; s++) {
             mbar_init(&full[s], 1);
             mbar_init(&empty[s], MR_WARPS);
@@ -1118,6 +1136,11 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
                 mbar_wait(&full[ps], pp);
             }
             mbar_wait(&empty[slot], ph ^ 1);
+            if (quietp) {
+                unsigned q;
+                do asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(q) : "r"(smem_u32((const void*)quietp)) : "memory");
+                while (q);
+            }
             mbar_expect_tx(&full[slot], bytes);
             bulk_g2s(ring + slot * 2048, src, bytes, &full[slot]);
             if (++slot == a.stages) slot = 0, ph ^= 1;
@@ -1153,13 +1176,13 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
     };
     load_small(a.layer[0]);
     pdl_begin();
-    if (t == 0 && a.trace) {
+    if (t == 0 && trace) {
         unsigned smid;
         asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-        a.trace[blockIdx.x * MR_TRACE] = started;
-        a.trace[blockIdx.x * MR_TRACE + MR_TRACE - 2] = smid;
+        trace[blockIdx.x * MR_TRACE] = started;
+        trace[blockIdx.x * MR_TRACE + MR_TRACE - 2] = smid;
     }
-    if (t == 0) mr_stamp(a.trace, 1);
+    if (t == 0) mr_stamp(trace, 1);
     int ts = 2; // next trace slot
     MrRing rg{0, a.stages, 0};
     unsigned syncs = 0;
@@ -1221,31 +1244,31 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
                 xa[0][m][i] = ly.lnb ? __fadd_rn(y, bv[i]) : y;
             }
         }
-        if (t == 0) mr_stamp(a.trace, ts);
+        if (t == 0) mr_stamp(trace, ts);
         ts++;
-        unsigned long long c0;
-        asm volatile("mov.u64 %0, %%clock64;" : "=l"(c0));
+        unsigned long long c0 = 0;
+        if (TRACE) asm volatile("mov.u64 %0, %%clock64;" : "=l"(c0));
         // in_proj: every stage's partials, then the outputs (and the conv
         // on the xBC ones) on as many threads at once.
         // Trace probes (slots 24 + 4l …): stages landed as in_proj
         // begins, the time its landed stages are done, its last stage done,
         // and stages landed as out_proj begins.
-        const int probe = 24 + 4 * l, ready = (a.trace && t == 0 && probe + 3 < MR_TRACE - 3) ? mr_ready(full, rg.slot, rg.ph, rg.n, min(n1, rg.n)) : -1;
-        if (ready >= 0) a.trace[blockIdx.x * MR_TRACE + probe] = ready;
+        const int probe = 24 + 4 * l, ready = (trace && t == 0 && probe + 3 < MR_TRACE - 3) ? mr_ready(full, rg.slot, rg.ph, rg.n, min(n1, rg.n)) : -1;
+        if (TRACE && ready >= 0) trace[blockIdx.x * MR_TRACE + probe] = (unsigned long long)ready;
         for (int s = 0; s < n1; s++) {
             mbar_wait(&full[rg.slot], rg.ph);
             mr_gemv_stage<1>(ring + rg.slot * 2048, &empty[rg.slot], xa, pbuf[s]);
             rg.next();
-            if (s + 1 == ready) mr_stamp(a.trace, probe + 1);
-            if (ready >= 0 && l == 1 && s < 9) mr_stamp(a.trace, 36 + s); // layer 1: every stage's end
+            if (s + 1 == ready) mr_stamp(trace, probe + 1);
+            if (ready >= 0 && l == 1 && s < 9) mr_stamp(trace, 36 + s); // layer 1: every stage's end
         }
-        if (ready >= 0) mr_stamp(a.trace, probe + 2);
+        if (ready >= 0) mr_stamp(trace, probe + 2);
         if (ready >= 0 && l == 1) {
             // The SM clock over in_proj (cycles and ns from norm done): the
             // clock rate, to read the stage times in cycles.
             unsigned long long c1;
             asm volatile("mov.u64 %0, %%clock64;" : "=l"(c1));
-            a.trace[blockIdx.x * MR_TRACE + 46] = c1 - c0;
+            trace[blockIdx.x * MR_TRACE + 46] = c1 - c0;
         }
         mr_bar();
         for (int idx = t; idx < n1 * 16; idx += 256) {
@@ -1269,17 +1292,17 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
                 a.xbc[(long long)m * C + c] = silu_ref(acc);
             }
         }
-        if (t == 0) mr_stamp(a.trace, ts);
+        if (t == 0) mr_stamp(trace, ts);
         ts++;
-        mr_mark(a.trace, syncs + 1);
-        mr_arrive(a.sync);
+        mr_mark(trace, syncs + 1);
+        mr_arrive(a.sync, quietp);
         // The scan's head scalars of the block's first (row, head), while
         // the other blocks arrive.
         float hb = 0.f, hal = 0.f, hd = 0.f;
         if (j < U) hb = ly.dtb[j % H], hal = ly.alog[j % H], hd = ly.Dw[j % H];
-        mr_wait(a.sync, ++syncs * G);
-        mr_check(a.trace, syncs);
-        if (t == 0) mr_stamp(a.trace, ts);
+        mr_wait(a.sync, ++syncs * G, quietp);
+        mr_check(trace, syncs);
+        if (t == 0) mr_stamp(trace, ts);
         ts++;
         // 2. the scan, one (row, head) at a time.
         for (int u = j; u < U; u += G) {
@@ -1380,18 +1403,18 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
                 a.part[u] = tot;
             }
         }
-        if (t == 0) mr_stamp(a.trace, ts);
+        if (t == 0) mr_stamp(trace, ts);
         ts++;
-        mr_mark(a.trace, syncs + 1);
-        mr_arrive(a.sync);
+        mr_mark(trace, syncs + 1);
+        mr_arrive(a.sync, quietp);
         // The norm weight of the block's activation slice, while the other
         // blocks arrive.
         float4 nwv[2][2];
 #pragma unroll
         for (int kt = 0; kt < 2; kt++) nwv[kt][0] = ldcg4(ly.nw + 8 * (t + 256 * kt)), nwv[kt][1] = ldcg4(ly.nw + 8 * (t + 256 * kt) + 4);
-        mr_wait(a.sync, ++syncs * G);
-        mr_check(a.trace, syncs);
-        if (t == 0) mr_stamp(a.trace, ts);
+        mr_wait(a.sync, ++syncs * G, quietp);
+        mr_check(trace, syncs);
+        if (t == 0) mr_stamp(trace, ts);
         ts++;
         // 3. out_proj on the gated-normalised y.
         float xo[2][2][8];
@@ -1428,7 +1451,7 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
                 for (int i = 0; i < 8; i++) xo[kt][m][i] = __fmul_rn(__fmul_rn(xo[kt][m][i], r), nv[i]);
             }
         }
-        if (ready >= 0) a.trace[blockIdx.x * MR_TRACE + probe + 3] = mr_ready(full, rg.slot, rg.ph, rg.n, min(n2, rg.n));
+        if (ready >= 0) trace[blockIdx.x * MR_TRACE + probe + 3] = mr_ready(full, rg.slot, rg.ph, rg.n, min(n2, rg.n));
         for (int s = 0; s < n2; s++) {
             mbar_wait(&full[rg.slot], rg.ph);
             mr_gemv_stage<2>(ring + rg.slot * 2048, &empty[rg.slot], xo, pbuf[s]);
@@ -1443,16 +1466,16 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
             for (int q = 0; q < 8; q++) out += pbuf[k][q][v];
             a.hout[(long long)m * D + n] = out;
         }
-        if (t == 0) mr_stamp(a.trace, ts);
+        if (t == 0) mr_stamp(trace, ts);
         ts++;
         if (l + 1 < L) {
-            mr_mark(a.trace, syncs + 1);
-            mr_arrive(a.sync);
+            mr_mark(trace, syncs + 1);
+            mr_arrive(a.sync, quietp);
             load_small(a.layer[l + 1]); // while the other blocks arrive
-            mr_wait(a.sync, ++syncs * G);
-            mr_check(a.trace, syncs);
+            mr_wait(a.sync, ++syncs * G, quietp);
+            mr_check(trace, syncs);
         }
-        if (t == 0) mr_stamp(a.trace, ts);
+        if (t == 0) mr_stamp(trace, ts);
         ts++;
     }
     if (j == 0) {
@@ -1470,7 +1493,22 @@ extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const Mamb
         a.sync[0] = 0;
         a.sync[1] = 0;
     }
+}
+#endif
+
+extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run(const MambaRunArgs a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    mamba_run_body<false>(a);
 #else
     __trap(); // never launched below sm_90 (the backend checks)
+#endif
+}
+
+// mamba_run_trace is mamba_run stamping a.trace (TestMamba2RunTrace).
+extern "C" __global__ void __launch_bounds__(MR_THREADS, 1) mamba_run_trace(const MambaRunArgs a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    mamba_run_body<true>(a);
+#else
+    __trap();
 #endif
 }
