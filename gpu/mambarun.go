@@ -109,11 +109,6 @@ func envCap(env, def int) int {
 // run 10: step graph 1.510 ms even, 1.513 ms whole stages).
 var runStageSplit = os.Getenv("ZONOS_RUN_BALANCE") == "0"
 
-// runQuiet (ZONOS_RUN_QUIET=1, a measurement) has mamba_run's producer
-// request no stage while its block waits at a grid barrier: whether the
-// barriers' release waits behind the weight stream's traffic.
-var runQuiet = os.Getenv("ZONOS_RUN_QUIET") == "1"
-
 // runSpareSMs are the SMs mamba_run leaves to other kernels (the
 // vocoder's lane): its blocks fill an SM's shared memory, and every block
 // must be resident before its first barrier completes.
@@ -236,7 +231,7 @@ func (b *Backend) mambaRun(hin, rin, hout, rout *tensor, blocks []compute.Mamba2
 	binary.LittleEndian.PutUint32(args[o+4:], math.Float32bits(s.Eps))
 	stages := runRing()
 	binary.LittleEndian.PutUint32(args[o+8:], uint32(stages))
-	binary.LittleEndian.PutUint32(args[o+12:], uint32(b2i(!runStageSplit)|2*b2i(runQuiet)))
+	binary.LittleEndian.PutUint32(args[o+12:], uint32(b2i(!runStageSplit)))
 	binary.LittleEndian.PutUint32(args[o+16:], uint32(runInflight()))
 	binary.LittleEndian.PutUint32(args[o+20:], uint32(runInflight2()))
 	kernel := "mamba_run"

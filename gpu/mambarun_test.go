@@ -269,7 +269,34 @@ func TestMamba2RunTrace(t *testing.T) {
 		}
 		slices.Sort(cyc)
 		slices.Sort(ns)
-		t.Logf("layer 1 in_proj: median %.0f SM cycles over %.0f ns (%.2f GHz)", cyc[len(cyc)/2], ns[len(ns)/2], cyc[len(cyc)/2]/ns[len(ns)/2])
+		ghz := cyc[len(cyc)/2] / ns[len(ns)/2]
+		t.Logf("layer 1 in_proj: median %.0f SM cycles over %.0f ns (%.2f GHz)", cyc[len(cyc)/2], ns[len(ns)/2], ghz)
+		// Layer 1's clock probes (thread 0's SM clock, precise within a
+		// block): each step's median over the blocks from the layer's
+		// start and from the probe before.
+		probes := []struct {
+			slot int
+			name string
+		}{{23, "layer 1 starts"}, {47, "norm: hidden rows loaded"}, {48, "norm: statistics summed"}, {45, "norm: done"},
+			{49, "barrier 1: consumers arrived"}, {50, "barrier 1: release through"}, {51, "barrier 1: poll sees all"},
+			{52, "scan: operands loaded"}, {53, "scan: state in registers"}, {54, "scan: updated and summed"},
+			{55, "scan: state stores issued"}, {56, "scan: y stored, squares summed"}, {57, "barrier 2: poll sees all"},
+			{58, "out_proj: activation normalised"}, {59, "out_proj: stages done"}, {60, "barrier 3: poll sees all"}}
+		for i, p := range probes[1:] {
+			var from0, step []float64
+			for blk := 0; blk < gb.runGrid(); blk++ {
+				v, v0, vp := stamp(blk, p.slot), stamp(blk, 23), stamp(blk, probes[i].slot)
+				if v == 0 || v0 == 0 || vp == 0 {
+					continue
+				}
+				from0 = append(from0, (v-v0)/ghz/1e3)
+				step = append(step, (v-vp)/ghz/1e3)
+			}
+			if len(from0) > 0 {
+				slices.Sort(from0)
+				t.Logf("layer 1 clock: %-32s %6.2f µs from its start, %s µs after the probe before", p.name, from0[len(from0)/2], med(step))
+			}
+		}
 	}
 	// The barriers hold: no block's stamp after a barrier is earlier than
 	// any block's stamp before it (the global timer is one clock; a block

@@ -144,7 +144,7 @@ func TestPDLWaitFirst(t *testing.T) {
 				for _, op := range []string{"ld.", "ldu.", "st.", "cp.", "atom.", "red.", "tex.", "tld4.", "suld.", "sust."} {
 					if strings.HasPrefix(ins, op) && !strings.HasPrefix(ins, "ld.param") && !(early && strings.HasPrefix(ins, "cp.async")) &&
 						!(stateFirst && strings.HasPrefix(ins, "ld.global.f32")) && !(angleFirst && angleLoad(ins)) &&
-						!(run && (strings.HasPrefix(ins, "ld.global.") || strings.HasPrefix(ins, "st.shared.") || strings.HasPrefix(ins, "ld.volatile.shared."))) {
+						!(run && (strings.HasPrefix(ins, "ld.global.") || strings.HasPrefix(ins, "st.shared."))) {
 						t.Errorf("%s.%s: %q before griddepcontrol.wait", mod, name, ins)
 					}
 				}

@@ -923,7 +923,7 @@ struct MambaRunArgs {
     int L, B, E, Di, C, H, P, N, Kc;
     float ln_eps, norm_eps;
     int stages;   // ring stages (≤ MR_STAGES; the dynamic shared memory is stages·MR_STAGE)
-    int balanced; // bit 0: split the projections' rows evenly over the blocks (else whole stages); bit 1: quiet barriers (mr_arrive)
+    int balanced; // split the projections' rows evenly over the blocks (else whole stages)
     int inflight;  // the producer's stages requested and not yet arrived, at most (0: up to the ring)
     int inflight2; // the same for the in_proj stages past the ring's depth (0: inflight)
 };
@@ -981,24 +981,37 @@ __device__ __forceinline__ float4 ldcg4(const float* p) { return __ldcg((const f
 // from mr_wait, and their global writes before mr_arrive are visible to
 // loads after mr_wait that bypass L1 (__ldcg). The release is issued
 // before those loads: a fence after them would wait for them too.
-// quiet (null: none) is raised from the arrival until the wait returns:
-// the producer requests no stage meanwhile (ZONOS_RUN_QUIET, a measurement).
-__device__ __forceinline__ void mr_arrive(unsigned* count, volatile int* quiet) {
-    mr_bar();
-    if (threadIdx.x == 0) {
-        if (quiet) *quiet = 1;
-        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(count) : "memory");
+// mr_clock writes the SM clock to *slot (trace probes; null: none), read
+// once dep has its value (a register the probe waits for) and after every
+// memory access before it in program order has been issued.
+__device__ __forceinline__ void mr_clock(unsigned long long* slot, float dep = 0.f) {
+    if (slot) {
+        unsigned long long c;
+        asm volatile("mov.u64 %0, %%clock64;" : "=l"(c) : "f"(dep) : "memory");
+        *slot = c;
     }
 }
 
-__device__ __forceinline__ void mr_wait(unsigned* count, unsigned target, volatile int* quiet) {
+// ck (null: none): thread 0's clock as every consumer has arrived (ck[0])
+// and once its release is through (ck[1]); mr_wait's ck[0] as its poll
+// sees the target.
+__device__ __forceinline__ void mr_arrive(unsigned* count, unsigned long long* ck = nullptr) {
+    mr_bar();
+    if (threadIdx.x == 0) {
+        mr_clock(ck);
+        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(count) : "memory");
+        mr_clock(ck ? ck + 1 : nullptr);
+    }
+}
+
+__device__ __forceinline__ void mr_wait(unsigned* count, unsigned target, unsigned long long* ck = nullptr) {
     if (threadIdx.x == 0) {
         unsigned long long t0 = 0;
         for (unsigned spins = 0;; spins++) {
             unsigned v;
             asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(count) : "memory");
             if (v >= target) {
-                if (quiet) *quiet = 0;
+                mr_clock(ck);
                 break;
             }
             if ((spins & 1023) == 0) {
@@ -1062,8 +1075,6 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
     __shared__ double red[2][MR_WARPS][2], wsum[MR_WARPS];
     __shared__ float cvs[2][MR_MAXROWS][MR_KC], cvw[MR_MAXROWS][MR_KC], cvb[MR_MAXROWS];
     __shared__ float xs[64], bs[128], cs[128];
-    __shared__ int quiet;
-    volatile int* const quietp = (a.balanced & 2) ? &quiet : nullptr;
     constexpr int D = 2048;
     const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
     const int G = gridDim.x, j = blockIdx.x;
@@ -1072,7 +1083,7 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
     // in stages of 8 and 4 rows (the last may be short): an even share of
     // the rows (balanced), or of whole stages.
     int rlo, rhi, olo, ohi;
-    if (a.balanced & 1) {
+    if (a.balanced) {
         rlo = (int)((long long)E * j / G), rhi = (int)((long long)E * (j + 1) / G);
         olo = (int)((long long)D * j / G), ohi = (int)((long long)D * (j + 1) / G);
     } else {
@@ -1085,7 +1096,6 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
     unsigned long long started = 0; // the block's start, stamped after the wait
     if (TRACE) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(started));
     if (t == 0) {
-        quiet = 0;
         for (int s = 0; s < a.stages; s++) {
             mbar_init(&full[s], 1);
             mbar_init(&empty[s], MR_WARPS);
@@ -1136,11 +1146,6 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
                 mbar_wait(&full[ps], pp);
             }
             mbar_wait(&empty[slot], ph ^ 1);
-            if (quietp) {
-                unsigned q;
-                do asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(q) : "r"(smem_u32((const void*)quietp)) : "memory");
-                while (q);
-            }
             mbar_expect_tx(&full[slot], bytes);
             bulk_g2s(ring + slot * 2048, src, bytes, &full[slot]);
             if (++slot == a.stages) slot = 0, ph ^= 1;
@@ -1189,6 +1194,10 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
     float res[2][8];
     for (int l = 0; l < L; l++) {
         const MambaRunLayer& ly = a.layer[l];
+        // Layer 1's clock probes (trace slots 23, 45, 47-60; TestMamba2RunTrace).
+        unsigned long long* const ck = (TRACE && trace && l == 1 && t == 0) ? trace + blockIdx.x * MR_TRACE : nullptr;
+        auto clk = [&](int i, float dep = 0.f) { mr_clock(ck ? ck + i : nullptr, dep); };
+        clk(23);
         // 1. residual add and LayerNorm.
         const float* hsrc = l == 0 ? a.hin : a.hout;
         double s1[2] = {0, 0};
@@ -1207,6 +1216,7 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
             s1[m] = (((double)res[m][0] + (double)res[m][1]) + ((double)res[m][2] + (double)res[m][3])) +
                     (((double)res[m][4] + (double)res[m][5]) + ((double)res[m][6] + (double)res[m][7]));
         }
+        clk(47, (float)s1[1]); // the hidden rows loaded and added
         double mean[2], rstd[2];
 #pragma unroll
         for (int m = 0; m < 2; m++) {
@@ -1230,6 +1240,7 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
             if (lane == 0) red[1][warp][m] = v;
         }
         mr_bar();
+        clk(48); // both statistics' block sums
         float xa[1][2][8];
         const float wv[8] = {lw[0].x, lw[0].y, lw[0].z, lw[0].w, lw[1].x, lw[1].y, lw[1].z, lw[1].w};
         const float bv[8] = {lb[0].x, lb[0].y, lb[0].z, lb[0].w, lb[1].x, lb[1].y, lb[1].z, lb[1].w};
@@ -1244,6 +1255,7 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
                 xa[0][m][i] = ly.lnb ? __fadd_rn(y, bv[i]) : y;
             }
         }
+        clk(45, xa[0][1][7]);
         if (t == 0) mr_stamp(trace, ts);
         ts++;
         unsigned long long c0 = 0;
@@ -1295,12 +1307,12 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
         if (t == 0) mr_stamp(trace, ts);
         ts++;
         mr_mark(trace, syncs + 1);
-        mr_arrive(a.sync, quietp);
+        mr_arrive(a.sync, ck ? ck + 49 : nullptr);
         // The scan's head scalars of the block's first (row, head), while
         // the other blocks arrive.
         float hb = 0.f, hal = 0.f, hd = 0.f;
         if (j < U) hb = ly.dtb[j % H], hal = ly.alog[j % H], hd = ly.Dw[j % H];
-        mr_wait(a.sync, ++syncs * G, quietp);
+        mr_wait(a.sync, ++syncs * G, ck ? ck + 51 : nullptr);
         mr_check(trace, syncs);
         if (t == 0) mr_stamp(trace, ts);
         ts++;
@@ -1328,6 +1340,7 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
             float delta, decay;
             softplus_decay(dtv, -(float)exp((double)alv), &delta, &decay);
             mr_bar();
+            clk(52, decay); // the operands loaded
             float Bv[4], Cv[4], st[8][4];
 #pragma unroll
             for (int i = 0; i < 4; i++) {
@@ -1346,6 +1359,7 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
             __syncwarp();
             if (lane == 0) mbar_arrive(&empty[rg.slot]);
             rg.next();
+            clk(53, st[7][3]); // the state in registers
             // The 8 rows' state updates and sums side by side (their
             // shuffle chains interleave), then lane r finishes row r.
             float* sp = ly.sst + (long long)u * P * N;
@@ -1373,11 +1387,13 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
 #pragma unroll
                 for (int r = 0; r < 8; r++) accs[r] += __shfl_xor_sync(0xffffffffu, accs[r], o);
             }
+            clk(54, accs[7]); // updated and summed
 #pragma unroll
             for (int r = 0; r < 8; r++) {
                 const int p = warp + 8 * r;
                 if (p < P) scan_state_store<4>(st[r], sp + (long long)p * N, N, lane);
             }
+            clk(55); // the state's stores issued
             double ms = 0;
             {
                 float acc = 0.f, zv = 0.f, xv = 0.f;
@@ -1397,6 +1413,7 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
             }
             if (lane == 0) wsum[warp] = ms;
             mr_bar();
+            clk(56); // y stored, its squares summed per warp
             if (t == 0) {
                 double tot = 0;
                 for (int w = 0; w < MR_WARPS; w++) tot += wsum[w];
@@ -1406,13 +1423,13 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
         if (t == 0) mr_stamp(trace, ts);
         ts++;
         mr_mark(trace, syncs + 1);
-        mr_arrive(a.sync, quietp);
+        mr_arrive(a.sync);
         // The norm weight of the block's activation slice, while the other
         // blocks arrive.
         float4 nwv[2][2];
 #pragma unroll
         for (int kt = 0; kt < 2; kt++) nwv[kt][0] = ldcg4(ly.nw + 8 * (t + 256 * kt)), nwv[kt][1] = ldcg4(ly.nw + 8 * (t + 256 * kt) + 4);
-        mr_wait(a.sync, ++syncs * G, quietp);
+        mr_wait(a.sync, ++syncs * G, ck ? ck + 57 : nullptr);
         mr_check(trace, syncs);
         if (t == 0) mr_stamp(trace, ts);
         ts++;
@@ -1451,6 +1468,7 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
                 for (int i = 0; i < 8; i++) xo[kt][m][i] = __fmul_rn(__fmul_rn(xo[kt][m][i], r), nv[i]);
             }
         }
+        clk(58, xo[1][1][7]); // the activation loaded and normalised
         if (ready >= 0) trace[blockIdx.x * MR_TRACE + probe + 3] = mr_ready(full, rg.slot, rg.ph, rg.n, min(n2, rg.n));
         for (int s = 0; s < n2; s++) {
             mbar_wait(&full[rg.slot], rg.ph);
@@ -1458,6 +1476,7 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
             rg.next();
         }
         mr_bar();
+        clk(59); // out_proj's stages done
         for (int idx = t; idx < n2 * 8; idx += 256) {
             const int k = idx >> 3, v = idx & 7, row = v >> 1, m = v & 1, n = olo + 4 * k + row;
             if (n >= ohi || m >= B) continue;
@@ -1470,9 +1489,9 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
         ts++;
         if (l + 1 < L) {
             mr_mark(trace, syncs + 1);
-            mr_arrive(a.sync, quietp);
+            mr_arrive(a.sync);
             load_small(a.layer[l + 1]); // while the other blocks arrive
-            mr_wait(a.sync, ++syncs * G, quietp);
+            mr_wait(a.sync, ++syncs * G, ck ? ck + 60 : nullptr);
             mr_check(trace, syncs);
         }
         if (t == 0) mr_stamp(trace, ts);
