@@ -134,8 +134,8 @@ func (b *Backend) runFits(s compute.Mamba2Spec, d, B int) bool {
 		rows = 8 * (((E+7)/8 + G - 1) / G)
 	}
 	return b.hopper && !mambaRunOff && b.runSync != 0 && d == runModel && s.DInner == 4096 && s.Groups == 1 &&
-		s.Heads*s.HeadDim == s.DInner && s.HeadDim <= 64 && s.DState <= 128 && s.HeadDim*s.DState*4 <= runStage &&
-		s.DConv >= 1 && s.DConv <= runKc && B >= 1 && B <= 2 && rows <= runMaxRows
+		s.Heads*s.HeadDim == s.DInner && s.HeadDim == kernels.MambaRunHeadDim && s.DState == kernels.MambaRunDState &&
+		s.DConv == runKc && B >= 1 && B <= 2 && rows <= runMaxRows
 }
 
 // Mamba2Run (compute.Mamba2Run) runs the blocks in launches of up to

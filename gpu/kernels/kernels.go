@@ -158,7 +158,8 @@ const GemvChunkPieces = 8
 // MambaRun are mamba2.cu's mamba_run constants the backend builds its
 // launch from: the size of its by-value MambaRunArgs parameter, its ring
 // (MR_STAGES stages of MR_STAGE bytes: the dynamic shared memory), and
-// the bounds MR_MAXL, MR_MAXROWS, MR_KC and MR_TRACE (TestMambaRunDefines).
+// the bounds MR_MAXL, MR_MAXROWS and MR_TRACE, and the shape it is compiled
+// for: conv width MR_KC, head dim MR_P, d_state MR_N (TestMambaRunDefines).
 const (
 	MambaRunArgBytes = 912
 	MambaRunStages   = 6
@@ -166,5 +167,7 @@ const (
 	MambaRunMaxL     = 8
 	MambaRunMaxRows  = 128
 	MambaRunKc       = 4
+	MambaRunHeadDim  = 64
+	MambaRunDState   = 128
 	MambaRunTrace    = 64
 )

@@ -301,7 +301,7 @@ func TestMambaRunDefines(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]int{"MR_STAGES": MambaRunStages, "MR_STAGE": MambaRunStage, "MR_MAXL": MambaRunMaxL,
-		"MR_MAXROWS": MambaRunMaxRows, "MR_KC": MambaRunKc, "MR_TRACE": MambaRunTrace}
+		"MR_MAXROWS": MambaRunMaxRows, "MR_KC": MambaRunKc, "MR_P": MambaRunHeadDim, "MR_N": MambaRunDState, "MR_TRACE": MambaRunTrace}
 	for _, line := range strings.Split(string(src), "\n") {
 		if f := strings.Fields(line); len(f) >= 3 && f[0] == "#define" {
 			if w, ok := want[f[1]]; ok {

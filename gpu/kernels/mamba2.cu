@@ -882,6 +882,8 @@ SCAN_PRE(8)
 #define MR_MAXL 8     // layers per launch
 #define MR_MAXROWS 128 // in_proj rows per block
 #define MR_KC 4       // conv width
+#define MR_P 64       // head dim
+#define MR_N 128      // d_state
 #define MR_TRACE 64   // trace stamps per block
 
 // MambaRunLayer is one block's tensors (gpu.Mamba2Run fills it).
@@ -1078,7 +1080,14 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
     constexpr int D = 2048;
     const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
     const int G = gridDim.x, j = blockIdx.x;
-    const int L = a.L, B = a.B, E = a.E, Di = a.Di, C = a.C, H = a.H, P = a.P, N = a.N, Kc = a.Kc;
+    const int L = a.L, B = a.B;
+    // The shape is compile-time (gpu.runFits launches no other): the scan's
+    // rows, state slots and conv taps need no bounds checks. As runtime
+    // values the scan was 1476 SASS instructions a (row, head), most of
+    // them predicates and branches, and bound by their issue
+    // (docs/gpu/2026-11-30-session22, run 6).
+    constexpr int Di = 4096, P = MR_P, N = MR_N, Kc = MR_KC, H = Di / P, C = Di + 2 * N, E = Di + C + H;
+    if (a.E != E || a.Di != Di || a.C != C || a.H != H || a.P != P || a.N != N || a.Kc != Kc) __trap();
     // The block's rows of in_proj [rlo, rhi) and of out_proj [olo, ohi),
     // in stages of 8 and 4 rows (the last may be short): an even share of
     // the rows (balanced), or of whole stages.
