@@ -1170,19 +1170,15 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
     // queued behind the producer's stream.
     float4 lw[2], lb[2];
     auto load_small = [&](const MambaRunLayer& ly) {
-        for (int i = t; i < rhi - rlo; i += 256) {
-            const int c = rlo + i - Di;
-            if (c >= 0 && c < C) {
+        const int i = t, c = rlo + i - Di; // one row a thread at most (rows ≤ MR_MAXROWS)
+        if (i < rhi - rlo && c >= 0 && c < C) {
 #pragma unroll
-                for (int q = 0; q < MR_KC; q++) {
-                    if (q < Kc) {
-                        cvw[i][q] = ly.cw[c * Kc + q];
-                        cvs[0][i][q] = ly.cst[(long long)c * Kc + q];
-                        cvs[1][i][q] = B > 1 ? ly.cst[((long long)C + c) * Kc + q] : 0.f;
-                    }
-                }
-                cvb[i] = ly.cb[c];
+            for (int q = 0; q < Kc; q++) {
+                cvw[i][q] = ly.cw[c * Kc + q];
+                cvs[0][i][q] = ly.cst[(long long)c * Kc + q];
+                cvs[1][i][q] = B > 1 ? ly.cst[((long long)C + c) * Kc + q] : 0.f;
             }
+            cvb[i] = ly.cb[c];
         }
         lw[0] = ldcg4(ly.lnw + 8 * t), lw[1] = ldcg4(ly.lnw + 8 * t + 4);
         lb[0] = lb[1] = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -1253,11 +1249,19 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
         float xa[1][2][8];
         const float wv[8] = {lw[0].x, lw[0].y, lw[0].z, lw[0].w, lw[1].x, lw[1].y, lw[1].z, lw[1].w};
         const float bv[8] = {lb[0].x, lb[0].y, lb[0].z, lb[0].w, lb[1].x, lb[1].y, lb[1].z, lb[1].w};
+        {
+            // Both rows' 1/sqrt from one copy of its code (a float64
+            // division and square root, each a long inline sequence): lane
+            // parity picks the row.
+            const int mm = lane & 1;
+            double tot = 0;
+            for (int q = 0; q < MR_WARPS; q++) tot += red[1][q][mm];
+            const double r = 1.0 / sqrt(tot / D + (double)a.ln_eps);
+            rstd[0] = __shfl_sync(0xffffffffu, r, 0);
+            rstd[1] = __shfl_sync(0xffffffffu, r, 1);
+        }
 #pragma unroll
         for (int m = 0; m < 2; m++) {
-            double tot = 0;
-            for (int q = 0; q < MR_WARPS; q++) tot += red[1][q][m];
-            rstd[m] = 1.0 / sqrt(tot / D + (double)a.ln_eps);
 #pragma unroll
             for (int i = 0; i < 8; i++) {
                 float y = __fmul_rn((float)(((double)res[m][i] - mean[m]) * rstd[m]), wv[i]);
@@ -1292,25 +1296,26 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
             trace[blockIdx.x * MR_TRACE + 46] = c1 - c0;
         }
         mr_bar();
-        for (int idx = t; idx < n1 * 16; idx += 256) {
-            const int k = idx >> 4, v = idx & 15, row = v >> 1, m = v & 1, n = rlo + 8 * k + row;
-            if (n >= rhi || m >= B) continue;
-            float out = 0.f;
+        // One output a thread at most (n1 ≤ MR_MAXROWS / 8 stages): an if,
+        // not a loop the compiler would unroll.
+        {
+            const int k = t >> 4, v = t & 15, row = v >> 1, m = v & 1, n = rlo + 8 * k + row;
+            if (k < n1 && n < rhi && m < B) {
+                float out = 0.f;
 #pragma unroll
-            for (int q = 0; q < 8; q++) out += pbuf[k][q][v];
-            a.zx[(long long)m * E + n] = out;
-            const int c = n - Di, i = n - rlo;
-            if (c >= 0 && c < C) {
-                float acc = cvb[i];
+                for (int q = 0; q < 8; q++) out += pbuf[k][q][v];
+                a.zx[(long long)m * E + n] = out;
+                const int c = n - Di, i = n - rlo;
+                if (c >= 0 && c < C) {
+                    float acc = cvb[i];
 #pragma unroll
-                for (int q = 0; q < MR_KC; q++) {
-                    if (q < Kc) {
+                    for (int q = 0; q < Kc; q++) {
                         float w = q + 1 < Kc ? cvs[m][i][q + 1] : out;
                         acc = __fadd_rn(acc, __fmul_rn(w, cvw[i][q]));
                         ly.cst[((long long)m * C + c) * Kc + q] = w;
                     }
+                    a.xbc[(long long)m * C + c] = silu_ref(acc);
                 }
-                a.xbc[(long long)m * C + c] = silu_ref(acc);
             }
         }
         if (t == 0) mr_stamp(trace, ts);
@@ -1463,12 +1468,22 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
 #pragma unroll
             for (int q = 0; q < 2; q++) pms[m][q] = lane + 32 * q < H ? __ldcg(a.part + mm * H + lane + 32 * q) : 0.0;
         }
+        double ms[2];
 #pragma unroll
         for (int m = 0; m < 2; m++) {
-            double ms = pms[m][0] + pms[m][1];
-            for (int h = lane + 64; h < H; h += 32) ms += __ldcg(a.part + min(m, B - 1) * H + h);
-            ms = warp_sum_d(ms);
-            const float r = (float)(1.0 / sqrt(ms / Di + (double)a.norm_eps));
+            ms[m] = pms[m][0] + pms[m][1];
+            for (int h = lane + 64; h < H; h += 32) ms[m] += __ldcg(a.part + min(m, B - 1) * H + h);
+            ms[m] = warp_sum_d(ms[m]);
+        }
+        float rn[2]; // as the norm's rstd: one copy of the float64 code, lane parity picks the row
+        {
+            const float r = (float)(1.0 / sqrt((lane & 1 ? ms[1] : ms[0]) / Di + (double)a.norm_eps));
+            rn[0] = __shfl_sync(0xffffffffu, r, 0);
+            rn[1] = __shfl_sync(0xffffffffu, r, 1);
+        }
+#pragma unroll
+        for (int m = 0; m < 2; m++) {
+            const float r = rn[m];
 #pragma unroll
             for (int kt = 0; kt < 2; kt++) {
                 const float nv[8] = {nwv[kt][0].x, nwv[kt][0].y, nwv[kt][0].z, nwv[kt][0].w,
@@ -1486,13 +1501,14 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
         }
         mr_bar();
         clk(59); // out_proj's stages done
-        for (int idx = t; idx < n2 * 8; idx += 256) {
-            const int k = idx >> 3, v = idx & 7, row = v >> 1, m = v & 1, n = olo + 4 * k + row;
-            if (n >= ohi || m >= B) continue;
-            float out = 0.f;
+        {
+            const int k = t >> 3, v = t & 7, row = v >> 1, m = v & 1, n = olo + 4 * k + row;
+            if (k < n2 && n < ohi && m < B) { // one output a thread at most, as in_proj's
+                float out = 0.f;
 #pragma unroll
-            for (int q = 0; q < 8; q++) out += pbuf[k][q][v];
-            a.hout[(long long)m * D + n] = out;
+                for (int q = 0; q < 8; q++) out += pbuf[k][q][v];
+                a.hout[(long long)m * D + n] = out;
+            }
         }
         if (t == 0) mr_stamp(trace, ts);
         ts++;
