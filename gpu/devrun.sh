@@ -31,6 +31,15 @@
 #   ABARGS                     the bench flags of each A/B round (default
 #                              --runs 3 --steps 60 --batch 0).
 # WORKTREE=1 builds the working tree as it is instead of HEAD.
+#
+# One call carries at most 64 MiB: the tree (about 23 MB), the bundle
+# (12 MB) and every golden pack (30 MB) no longer fit together. Two calls:
+#   GOLDEN_PACKS='dac-tiny zonos-hybrid-tiny' gpu/devrun.sh
+#                              packs only those (the ones gpu.test reads):
+#                              run NOCONF=1 NOBENCH=1 bash .devbin/run.sh;
+#   NOTESTBIN=1 gpu/devrun.sh  leaves gpu.test out of the bundle: run
+#                              NOTEST=1 bash .devbin/run.sh (conformance
+#                              over every pack, and the bench).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GOLDEN=${GOLDEN:-$(cd ../shared/golden && pwd)}
@@ -75,14 +84,16 @@ for d in .devbin/espeak-ng-data/*_dict; do
 	l=$(basename "$d" _dict)
 	case " en $(echo $keep) " in *" $l "*) ;; *) rm "$d" ;; esac
 done
-for p in "$GOLDEN"/*/; do
-	p=$(basename "$p")
+packs=${GOLDEN_PACKS:-$(cd "$GOLDEN" && ls -d */ | tr -d /)}
+for p in $packs; do
 	cp -r "$GOLDEN/$p" .devbin/golden/ && chmod -R u+w ".devbin/golden/$p"
 done
 cp "$GOLDEN/README.md" .devbin/golden/ 2>/dev/null || true
 tar cJf .devbin/golden.tar.xz -C .devbin golden && rm -rf .devbin/golden
 echo "$COMMIT" >.devbin/commit
-(cd .devbin && tar cJf bundle.tar.xz gpu.test zonos lib espeak-ng-data commit && rm -rf gpu.test zonos lib espeak-ng-data)
+testbin=gpu.test
+[ -n "${NOTESTBIN:-}" ] && testbin=
+(cd .devbin && tar cJf bundle.tar.xz $testbin zonos lib espeak-ng-data commit && rm -rf gpu.test zonos lib espeak-ng-data)
 cat >.devbin/run.sh <<'RUN'
 #!/bin/bash
 # device run: unpack; GPU tests; conformance over every golden pack on the
