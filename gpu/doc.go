@@ -15,7 +15,9 @@
 // blocks, norms included, in one persistent kernel on Hopper, mamba_run:
 // one block per SM, a producer warp streaming the block's weight rows and
 // SSM state through a shared-memory ring ahead of 8 consumer warps that
-// work between grid barriers; mambarun.go), compute.Timer (CUDA
+// work between grid barriers, compiled for Zonos's Mamba2 shape (head dim
+// 64, d_state 128, conv width 4; other shapes run the blocks one by one);
+// mambarun.go), compute.Timer (CUDA
 // events, bandwidth probes, device memory held) and compute.Laned (Lane: a
 // second stream with its own memory pool, where the engine runs the
 // vocoder beside decoding; of lower priority than decoding's where

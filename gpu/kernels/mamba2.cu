@@ -875,6 +875,13 @@ SCAN_PRE(8)
 // a thread may have, and its barriers and out_proj were slower: a 3-block
 // run 94–99 against 86 µs, step graph 1.542 against 1.442 ms with
 // tensor cores for in_proj only (1.579 against 1.428 for both).
+// And session 22's pipelined GEMV stages (1c1b99e): each stage's
+// reduction overlapping the next stage's loads and products, with the
+// rows lane-permuted so that the butterfly needs no selects. The stages
+// were no faster (0.5 µs), the kernel 46 % larger, and the step graph
+// 1.529 against 1.437 ms: the layer's code is walked once a layer, and
+// ncu's instruction-fetch stalls doubled. Keep the per-layer code small
+// (mamba_run_body's note).
 #define MR_WARPS 8
 #define MR_THREADS (MR_WARPS * 32 + 32)
 #define MR_STAGE 32768
@@ -1064,10 +1071,14 @@ __device__ __forceinline__ void mr_gemv_stage(const uint4* stage, unsigned long 
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 // mamba_run_body is both kernels: mamba_run (TRACE false) has none of the
-// trace's code. A layer's code is about 4500 instructions, 72 KB, walked
-// once a layer; ncu counts 6 % of the warps' cycles stalled on instruction
-// fetch, and a variant 46 % larger spent twice that and a 6 % slower step
-// graph (docs/gpu/2026-11-30-session22, runs 1-2).
+// trace's code. The code of a layer is walked once a layer, so its size
+// counts: at 5936 SASS instructions ncu counted 6 % of the warps' cycles
+// stalled on instruction fetch, and a variant 46 % larger twice that and
+// a 6 % slower step graph; the shape made compile-time and the code made
+// smaller (4032 instructions) took the step graph from 1.431 to 1.359 ms
+// (docs/gpu/2026-11-30-session22). Prefer one copy of rarely-hot code
+// (lane parity for the two rows' float64 norms) and single passes over
+// loops the compiler unrolls.
 template <bool TRACE>
 __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
     unsigned long long* const trace = TRACE ? a.trace : nullptr;
