@@ -25,6 +25,8 @@ const (
 	runMaxL     = kernels.MambaRunMaxL
 	runMaxRows  = kernels.MambaRunMaxRows
 	runKc       = kernels.MambaRunKc
+	runHeadDim  = kernels.MambaRunHeadDim
+	runDState   = kernels.MambaRunDState
 	runStamps   = kernels.MambaRunTrace
 	runArgBytes = kernels.MambaRunArgBytes
 	runThreads  = 8*32 + 32 // 8 consumer warps and the producer's
@@ -134,7 +136,7 @@ func (b *Backend) runFits(s compute.Mamba2Spec, d, B int) bool {
 		rows = 8 * (((E+7)/8 + G - 1) / G)
 	}
 	return b.hopper && !mambaRunOff && b.runSync != 0 && d == runModel && s.DInner == 4096 && s.Groups == 1 &&
-		s.Heads*s.HeadDim == s.DInner && s.HeadDim == kernels.MambaRunHeadDim && s.DState == kernels.MambaRunDState &&
+		s.Heads*s.HeadDim == s.DInner && s.HeadDim == runHeadDim && s.DState == runDState &&
 		s.DConv == runKc && B >= 1 && B <= 2 && rows <= runMaxRows
 }
 
