@@ -61,6 +61,31 @@ func TestProfileDecodeStep(t *testing.T) {
 		}
 	})
 
+	profileVocoderChunk(t, 16)
+}
+
+// TestProfileVocoder runs one steady emission of the streamed real-shape
+// 44 kHz DAC (the default steady chunk, or ZONOS_VOCODER_AB_FRAMES
+// frames) inside a profiler range, for a kernel profile of the vocoder
+// alone:
+//
+//	ZONOS_PROFILE=1 ncu --clock-control none --profile-from-start off \
+//	  --metrics gpu__time_duration.sum,launch__grid_size --csv ./gpu.test -test.run TestProfileVocoder
+//
+// Without ZONOS_PROFILE it is skipped.
+func TestProfileVocoder(t *testing.T) {
+	need(t)
+	if os.Getenv("ZONOS_PROFILE") == "" {
+		t.Skip("set ZONOS_PROFILE=1 and run under a profiler")
+	}
+	profileVocoderChunk(t, envInt("ZONOS_VOCODER_AB_FRAMES", dac.DefaultStreamConfig.Chunk))
+}
+
+// profileVocoderChunk streams the real-shape 44 kHz DAC (random weights)
+// past its first chunk and look-ahead in chunks of the given frames, then
+// pushes one more chunk inside a profiler range.
+func profileVocoderChunk(t *testing.T, frames int) {
+	t.Helper()
 	dcfg := dac.Dac44kHz()
 	src, err := dac.RandomSource(dcfg, 7)
 	if err != nil {
@@ -70,7 +95,7 @@ func TestProfileDecodeStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sm, err := codec.NewStreamer(dac.StreamConfig{FirstChunk: 4, Chunk: 16})
+	sm, err := codec.NewStreamer(dac.StreamConfig{FirstChunk: 4, Chunk: frames})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,12 +106,12 @@ func TestProfileDecodeStep(t *testing.T) {
 		}
 		return f
 	}
-	for i := 0; i < 40; i++ { // past the first chunk and the look-ahead
+	for i := 0; i < 40+2*frames; i++ { // past the first chunk and the look-ahead
 		if _, err := sm.Push(frame()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	fs := make([][dac.Codebooks]int32, 16)
+	fs := make([][dac.Codebooks]int32, frames)
 	for i := range fs {
 		fs[i] = frame()
 	}
