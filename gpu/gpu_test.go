@@ -894,23 +894,27 @@ func TestConvTCTileWidthsAgree(t *testing.T) {
 }
 
 // TestConvPrepMatchesGather: conv_tcp (the weights split and laid out
-// once by conv_prep_a) gives the same bits as conv_tc gathering and
+// once by conv_prep_a) and conv_tcq (conv_tcp with its operands several k
+// steps deep in flight) give the same bits as conv_tc gathering and
 // splitting them at every k step, at both tile widths, on every conv case
 // (strided, batched, transposed); the layout is made once per weight.
 func TestConvPrepMatchesGather(t *testing.T) {
 	need(t)
-	defer func(f int, p bool) { convTileForce, convPrep = f, p }(convTileForce, convPrep)
+	defer func(f int, p, q bool) { convTileForce, convPrep, convPipe = f, p, q }(convTileForce, convPrep, convPipe)
 	for _, w := range []int{64, 32} {
 		ref, _ := convOutputs(t, 31, func() { convOld, convTC, convTileForce, convPrep = false, true, w, false }, false)
-		before := gb.k[convTCPKernels[w]].launches
-		got, _ := convOutputs(t, 31, func() { convOld, convTC, convTileForce, convPrep = false, true, w, true }, false)
-		if gb.k[convTCPKernels[w]].launches == before {
-			t.Fatalf("tile %d: %s did not run", w, convTCPKernels[w])
-		}
-		for ci, c := range convCases {
-			for i := range ref[ci] {
-				if got[ci][i] != ref[ci][i] {
-					t.Fatalf("%+v tile %d: output %d: conv_tc %v, conv_tcp %v", c, w, i, ref[ci][i], got[ci][i])
+		for _, pipe := range []bool{false, true} {
+			name := map[bool]string{false: convTCPKernels[w], true: convTCQKernels[w]}[pipe]
+			before := gb.k[name].launches
+			got, _ := convOutputs(t, 31, func() { convOld, convTC, convTileForce, convPrep, convPipe = false, true, w, true, pipe }, false)
+			if gb.k[name].launches == before {
+				t.Fatalf("tile %d: %s did not run", w, name)
+			}
+			for ci, c := range convCases {
+				for i := range ref[ci] {
+					if got[ci][i] != ref[ci][i] {
+						t.Fatalf("%+v tile %d: output %d: conv_tc %v, %s %v", c, w, i, ref[ci][i], name, got[ci][i])
+					}
 				}
 			}
 		}

@@ -153,6 +153,14 @@ var convTCKernels = map[int]string{128: "conv_tc_n128", 64: "conv_tc_n64", 32: "
 // prepared once by conv_prep_a (convPrepA).
 var convTCPKernels = map[int]string{64: "conv_tcp_n64", 32: "conv_tcp_n32"}
 
+// convTCQKernels are conv_tcp's tile widths with the operands several k
+// steps deep in flight (conv_tcq_tile): the same outputs.
+var convTCQKernels = map[int]string{64: "conv_tcq_n64", 32: "conv_tcq_n32"}
+
+// convPipe is conv_tcq on in place of conv_tcp (ZONOS_CONV_PIPE=0 runs
+// conv_tcp, which fetches one k step ahead, for measurements).
+var convPipe = os.Getenv("ZONOS_CONV_PIPE") != "0"
+
 // convPrep is conv_tcp on (ZONOS_CONV_PREP=0 runs conv_tc_nTN, which
 // splits and gathers the weights at every k step, for measurements; the
 // outputs are the same).
@@ -280,7 +288,7 @@ func (b *Backend) tcReduce(mode int, work, bias cu.DevicePtr, out *tensor, split
 	}
 }
 
-// tcGemm launches tc_wg (wg.go), tc_wbf or tc_wide, conv_tcp_n* (conv_tc_n* when asked), conv_simt or simt_gemm (and tc_reduce_rows when split),
+// tcGemm launches tc_wg (wg.go), tc_wbf or tc_wide, conv_tcq_n* (conv_tcp_n* or conv_tc_n* when asked), conv_simt or simt_gemm (and tc_reduce_rows when split),
 // computing the m × n product reduced over kr into out (owner goroutine).
 // For tcConvT the grid also runs one slice per output phase (stride of
 // them) and n bounds the columns of one phase.
@@ -323,6 +331,9 @@ func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor,
 		kernel = convTCKernels[tileN]
 		if convPrep && tileN <= 64 {
 			kernel = convTCPKernels[tileN]
+			if convPipe {
+				kernel = convTCQKernels[tileN]
+			}
 			aprep = b.convPrepA(w, mode, m, kr, c).ptr()
 		}
 	case mode != tcLinear && !convOld:

@@ -29,13 +29,15 @@ func TestVocoderVariants(t *testing.T) {
 		name string
 		set  func()
 	}
-	force, rowsOff, copiesOff, tileMax, splitPer, prep := convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer, convPrep
+	force, rowsOff, copiesOff, tileMax, splitPer, prep, pipe := convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer, convPrep, convPipe
 	reset := func() {
-		convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer, convPrep = force, rowsOff, copiesOff, tileMax, splitPer, prep
+		convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer, convPrep, convPipe = force, rowsOff, copiesOff, tileMax, splitPer, prep, pipe
 	}
 	defer reset()
 	variants := []variant{
 		{"default", func() {}},
+		{"one k step in flight (conv_tcp)", func() { convPipe = false }},
+		{"widest tile 64, one k step in flight", func() { convTileMax, convPipe = 64, false }},
 		{"weights gathered and split at every k step (conv_tc)", func() { convPrep = false }},
 		{"widest tile 128, split 128 (before 2026-11-30)", func() { convTileMax, convSplitPer = 128, 128 }},
 		{"widest tile 64", func() { convTileMax = 64 }},

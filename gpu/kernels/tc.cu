@@ -621,7 +621,121 @@ struct ConvGather {
         kbk += CV_K, btap += r16, bci += d16;
         if (btap >= taps) btap -= taps, bci++;
     }
+
+    // fetch_async is fetch<false>'s B as cp.async copies into shared
+    // memory: row kk of this thread's column at sdst + kk·ldb floats (a
+    // shared-space address), zeros where fetch gives zeros (no read). It
+    // moves on to the next k step like fetch (A's fields are conv_tcp's to
+    // ignore).
+    __device__ void fetch_async(const Problem& p, unsigned sdst, int ldb, int k_hi) {
+        int tap = btap, off = bci * p.T, q = tbase + btap * tstep;
+#pragma unroll
+        for (int kk = 0; kk < KPER; kk++) {
+            bool in = col && kbk + kk < k_hi && (unsigned)q < (unsigned)p.T;
+            const float* src = p.xb + (in ? off + q : 0);
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(sdst + 4u * kk * ldb), "l"(src),
+                         "r"(in ? 4 : 0));
+            if (++tap == taps) tap = 0, off += p.T, q = tbase;
+            else q += tstep;
+        }
+        kbk += CV_K, btap += r16, bci += d16;
+        if (btap >= taps) btap -= taps, bci++;
+    }
 };
+
+
+// conv_tc_kstep adds one 16-wide k step of conv_tile's tensor-core product
+// to a warp's accumulators acc (rows wm + [0, 32), columns wn + [0, TN/2)
+// of the tile; layout in conv_tile): two 8-wide k steps of three TF32
+// products each (small·big, big·small, big·big) into a fragment from zero,
+// then added to acc with IEEE adds. A holds the stashed weights [CV_K][LDA]
+// (conv_tc, split here) or Ap conv_prep_a's parts (PREP), B the input
+// [CV_K][LDB], split here.
+template <int TN, bool PREP>
+__device__ __forceinline__ void conv_tc_kstep(float* acc, const float* A, const float* B, const unsigned* Ap, int wm,
+                                              int wn, int lane, int g, int t) {
+    constexpr int LDA = CV_M + 8, LDB = TN + 8, NF = TN / 16;
+#pragma unroll
+    for (int kk = 0; kk < CV_K; kk += 8) {
+        // A's fragments of k step kk/8, rows wm + 16i, in TF32 parts:
+        // PREP loads conv_prep_a's parts (two 128-bit loads each),
+        // conv_tc splits the stashed values.
+        unsigned big[2][4], small[2][4];
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            if (PREP) {
+                int f = (((wm >> 5) * 2 + i) * 2 + (kk >> 3)) * 32 + lane;
+                uint4 bg = *(const uint4*)&Ap[f * 4], sm = *(const uint4*)&Ap[1024 + f * 4];
+                big[i][0] = bg.x, big[i][1] = bg.y, big[i][2] = bg.z, big[i][3] = bg.w;
+                small[i][0] = sm.x, small[i][1] = sm.y, small[i][2] = sm.z, small[i][3] = sm.w;
+            } else {
+                const float* a = A + (kk + t) * LDA + wm + 16 * i + g;
+                float v[4] = {a[0], a[8], a[4 * LDA], a[4 * LDA + 8]}; // (g, t), (g+8, t), (g, t+4), (g+8, t+4)
+#pragma unroll
+                for (int e = 0; e < 4; e++) tf32_split(v[e], big[i][e], small[i][e]);
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < NF; j++) {
+            const float* bp = B + (kk + t) * LDB + wn + 8 * j + g;
+            float b0 = bp[0], b1 = bp[4 * LDB]; // (k t, n g), (k t+4, n g)
+            unsigned bb0, bb1, bs0, bs1;
+            tf32_split(b0, bb0, bs0);
+            tf32_split(b1, bb1, bs1);
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                float d[4] = {0.f, 0.f, 0.f, 0.f};
+                mma_tf32(d, small[i], bb0, bb1);
+                mma_tf32(d, big[i], bs0, bs1);
+                mma_tf32(d, big[i], bb0, bb1);
+#pragma unroll
+                for (int e = 0; e < 4; e++) acc[4 * (NF * i + j) + e] += d[e];
+            }
+        }
+    }
+}
+
+// conv_tc_store writes a warp's accumulators (conv_tc_kstep's layout) of
+// the tile at (m0, n0): output (gm, col) is dst[bat, gm, t] with t = col
+// (TC_CONV) or t0 + col·stride (one phase of TC_CONVT). Unsplit, the bias
+// and the epilogue are applied to every accumulator first and stored
+// after: the epilogue's inputs (eres, ealpha) are plain pointers that may
+// alias out, so with each store between them every output waited for its
+// own epilogue load in turn (the DAC's last 1×1 convolutions, whose
+// 96-long reduction is never split: 51 µs each, about 4× their products;
+// ncu, session 9 run 7). Split, dst is the split's partials.
+template <int TN>
+__device__ __forceinline__ void conv_tc_store(const Problem& p, const float* __restrict__ bias, float* __restrict__ dst,
+                                              int splits, float* acc, int m0, int n0, int wm, int wn, int g, int t) {
+    constexpr int NF = TN / 16, NACC = 8 * NF;
+    const bool convt = p.mode == TC_CONVT;
+    const int ncols = convt ? p.Nph : p.Tout;
+    const int tstep = convt ? p.stride : 1;
+    // at: fragment accumulator o's output row and column.
+    auto at = [&](int o, int& gm, int& col) {
+        int f = o >> 2, e = o & 3;
+        gm = m0 + wm + 16 * (f / NF) + g + 8 * (e >> 1);
+        col = n0 + wn + 8 * (f % NF) + 2 * t + (e & 1);
+    };
+    if (splits == 1) {
+#pragma unroll
+        for (int o = 0; o < NACC; o++) {
+            int gm, col;
+            at(o, gm, col);
+            if (gm >= p.M || col >= ncols) continue;
+            float v = acc[o] + (bias ? bias[gm] : 0.f);
+            if (!convt) v = conv_epilogue(p.ealpha, p.eres, p.eresT, p.eresOff, p.Cout, p.bat, gm, col, v);
+            acc[o] = v;
+        }
+    }
+#pragma unroll
+    for (int o = 0; o < NACC; o++) {
+        int gm, col;
+        at(o, gm, col);
+        if (gm >= p.M || col >= ncols) continue;
+        dst[((long long)p.bat * p.Cout + gm) * p.Tout + p.t0 + (long long)col * tstep] = acc[o];
+    }
+}
 
 template <bool TC, int TN, bool PREP = false>
 __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ bias, float* __restrict__ out,
@@ -707,44 +821,7 @@ __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ b
         const float* A = As[buf];
         const float* B = Bs[buf];
         if (TC) {
-#pragma unroll
-            for (int kk = 0; kk < CV_K; kk += 8) {
-                // A's fragments of k step kk/8, rows wm + 16i, in TF32 parts:
-                // PREP loads conv_prep_a's parts (two 128-bit loads each),
-                // conv_tc splits the stashed values.
-                unsigned big[2][4], small[2][4];
-#pragma unroll
-                for (int i = 0; i < 2; i++) {
-                    if (PREP) {
-                        int f = (((wm >> 5) * 2 + i) * 2 + (kk >> 3)) * 32 + lane;
-                        uint4 bg = *(const uint4*)&Ap[buf][f * 4], sm = *(const uint4*)&Ap[buf][1024 + f * 4];
-                        big[i][0] = bg.x, big[i][1] = bg.y, big[i][2] = bg.z, big[i][3] = bg.w;
-                        small[i][0] = sm.x, small[i][1] = sm.y, small[i][2] = sm.z, small[i][3] = sm.w;
-                    } else {
-                        const float* a = A + (kk + t) * LDA + wm + 16 * i + g;
-                        float v[4] = {a[0], a[8], a[4 * LDA], a[4 * LDA + 8]}; // (g, t), (g+8, t), (g, t+4), (g+8, t+4)
-#pragma unroll
-                        for (int e = 0; e < 4; e++) tf32_split(v[e], big[i][e], small[i][e]);
-                    }
-                }
-#pragma unroll
-                for (int j = 0; j < NF; j++) {
-                    const float* bp = B + (kk + t) * LDB + wn + 8 * j + g;
-                    float b0 = bp[0], b1 = bp[4 * LDB]; // (k t, n g), (k t+4, n g)
-                    unsigned bb0, bb1, bs0, bs1;
-                    tf32_split(b0, bb0, bs0);
-                    tf32_split(b1, bb1, bs1);
-#pragma unroll
-                    for (int i = 0; i < 2; i++) {
-                        float d[4] = {0.f, 0.f, 0.f, 0.f};
-                        mma_tf32(d, small[i], bb0, bb1);
-                        mma_tf32(d, big[i], bs0, bs1);
-                        mma_tf32(d, big[i], bb0, bb1);
-#pragma unroll
-                        for (int e = 0; e < 4; e++) acc[4 * (NF * i + j) + e] += d[e];
-                    }
-                }
-            }
+            conv_tc_kstep<TN, PREP>(acc, A, B, Ap[buf], wm, wn, lane, g, t);
         } else {
 #pragma unroll
             for (int kk = 0; kk < CV_K; kk++) {
@@ -768,39 +845,12 @@ __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ b
     // Output (gm, col) is out[bat, gm, t] with t = col (TC_CONV) or
     // t0 + col·stride (one phase of TC_CONVT); split partials go to work.
     // Unsplit, the bias and the epilogue are applied to every accumulator
-    // first and stored after: the epilogue's inputs (eres, ealpha) are
-    // plain pointers that may alias out, so with each store between them
-    // every output waited for its own epilogue load in turn (the DAC's last
-    // 1×1 convolutions, whose 96-long reduction is never split: 51 µs
-    // each, about 4× their products; ncu, session 9 run 7).
+    // first and stored after (see conv_tc_store).
     const int ncols = convt ? p.Nph : p.Tout;
     const int tstep = convt ? p.stride : 1;
     float* dst = splits > 1 ? work + (long long)s * total : out;
     if (TC) {
-        // at: fragment accumulator o's output row and column.
-        auto at = [&](int o, int& gm, int& col) {
-            int f = o >> 2, e = o & 3;
-            gm = m0 + wm + 16 * (f / NF) + g + 8 * (e >> 1);
-            col = n0 + wn + 8 * (f % NF) + 2 * t + (e & 1);
-        };
-        if (splits == 1) {
-#pragma unroll
-            for (int o = 0; o < NACC; o++) {
-                int gm, col;
-                at(o, gm, col);
-                if (gm >= p.M || col >= ncols) continue;
-                float v = acc[o] + (bias ? bias[gm] : 0.f);
-                if (!convt) v = conv_epilogue(p.ealpha, p.eres, p.eresT, p.eresOff, p.Cout, p.bat, gm, col, v);
-                acc[o] = v;
-            }
-        }
-#pragma unroll
-        for (int o = 0; o < NACC; o++) {
-            int gm, col;
-            at(o, gm, col);
-            if (gm >= p.M || col >= ncols) continue;
-            dst[((long long)p.bat * p.Cout + gm) * p.Tout + p.t0 + (long long)col * tstep] = acc[o];
-        }
+        conv_tc_store<TN>(p, bias, dst, splits, acc, m0, n0, wm, wn, g, t);
         return;
     }
     if (splits == 1) {
@@ -831,6 +881,74 @@ __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ b
             row[(long long)col * tstep] = acc[8 * i + j];
         }
     }
+}
+
+// conv_tcq_tile is conv_tile<true, TN, true> (conv_tcp) with its operands
+// S k steps deep in flight: conv_tcp fetched one k step ahead, A by
+// cp.async and B through registers, and waited for both at the end of the
+// same step, with 4 warps a scheduler (111 registers a thread) to cover
+// the L2 latency. At 34 % of the tensor pipe and 55 % of the issue slots
+// it was latency-bound (ncu, H200, 2026-11-30 session 23 run 1). Here B
+// is gathered by 4-byte cp.async with zero fill as well, so nothing
+// passes through registers and S − 1 steps load while one computes. The
+// products, their order and the placement are conv_tcp's: the outputs are
+// bit-identical.
+template <int TN, int S>
+__device__ __forceinline__ void conv_tcq_tile(Problem p, const float* __restrict__ bias, float* __restrict__ out,
+                                              float* __restrict__ work, int splits, int kchunk) {
+    constexpr int LDB = TN + 8;
+    constexpr int KPER = CV_K * TN / TC_THREADS;
+    constexpr int NACC = TN / 2;
+    __shared__ __align__(16) unsigned Ap[S][2048];
+    __shared__ __align__(16) float Bs[S][CV_K * LDB];
+    int s = blockIdx.z % splits;
+    int m0 = blockIdx.y * CV_M, n0 = blockIdx.x * TN;
+    if (!block_tile(p, splits, n0)) return;
+    int phases = p.mode == TC_CONVT ? p.stride : 1;
+    int k_lo = s * kchunk, k_hi = min(p.Kr, k_lo + kchunk);
+    p.xb = p.x + (long long)p.bat * p.Cin * p.T;
+    long long total = (long long)(gridDim.z / (splits * phases)) * p.Cout * p.Tout;
+    const int tid = threadIdx.x;
+    const int bc = TN == TC_THREADS ? tid : tid % TN, kb = TN == TC_THREADS ? 0 : (tid / TN) * KPER;
+    ConvGather<KPER> gather;
+    gather.init(p, m0, n0, tid & 15, tid >> 4, bc, kb, k_lo);
+    const int mtiles = (p.M + CV_M - 1) / CV_M, ksteps = (p.Kr + CV_K - 1) / CV_K;
+    const unsigned* asrc =
+        p.aprep + (((long long)p.rho * mtiles + blockIdx.y) * ksteps + k_lo / CV_K) * 2048 + tid * 4;
+    const unsigned sA = (unsigned)__cvta_generic_to_shared(&Ap[0][tid * 4]);
+    const unsigned sB = (unsigned)__cvta_generic_to_shared(&Bs[0][kb * LDB + bc]);
+    const int steps = k_lo < k_hi ? (k_hi - k_lo + CV_K - 1) / CV_K : 0;
+    // issue starts k step i's copies into buffer i mod S (one commit group
+    // per step, empty past the last, so that wait_group counts steps).
+    auto issue = [&](int i) {
+        if (i < steps) {
+            int buf = i % S;
+#pragma unroll
+            for (int r = 0; r < 4; r++)
+                asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(sA + buf * 8192 + r * 2048),
+                             "l"(asrc + r * 512));
+            asrc += 2048;
+            gather.fetch_async(p, sB + buf * (CV_K * LDB * 4), LDB, k_hi);
+        }
+        cp_async_commit();
+    };
+    const int lane = tid & 31, g = lane >> 2, t = lane & 3;
+    const int wm = (tid >> 6) * 32, wn = ((tid >> 5) & 1) * (TN / 2);
+    float acc[NACC];
+#pragma unroll
+    for (int i = 0; i < NACC; i++) acc[i] = 0.f;
+#pragma unroll
+    for (int i = 0; i < S - 1; i++) issue(i);
+    for (int i = 0; i < steps; i++) {
+        cp_async_wait<S - 2>(); // step i's group is complete (this thread's copies)
+        __syncthreads();        // everyone's; and step i − 1's buffer is free
+        issue(i + S - 1);
+        int buf = i % S;
+        conv_tc_kstep<TN, true>(acc, nullptr, Bs[buf], Ap[buf], wm, wn, lane, g, t);
+    }
+    cp_async_wait<0>();
+    float* dst = splits > 1 ? work + (long long)s * total : out;
+    conv_tc_store<TN>(p, bias, dst, splits, acc, m0, n0, wm, wn, g, t);
 }
 
 #define GEMM_PARAMS                                                                                                \
@@ -916,6 +1034,17 @@ CONV_TC(32, 4)
     }
 CONV_TCP(64, 4)
 CONV_TCP(32, 4)
+
+// conv_tcq_nTN: conv_tcp_nTN with its operands S k steps deep in flight
+// (conv_tcq_tile); the same outputs.
+#define CONV_TCQ(TN, S, MINB)                                                         \
+    extern "C" __global__ void __launch_bounds__(TC_THREADS, MINB) conv_tcq_n##TN(GEMM_PARAMS) { \
+        pdl_begin();                                                                  \
+        GEMM_PROBLEM                                                                  \
+        conv_tcq_tile<TN, S>(p, bias, out, work, splits, kchunk);                    \
+    }
+CONV_TCQ(64, 3, 4)
+CONV_TCQ(32, 4, 4)
 
 // conv_prep_a lays a convolution's weights out as conv_tcp's A operand:
 // for each phase ρ (TC_CONVT; one for TC_CONV), 64-row tile mt and 16-wide
