@@ -29,9 +29,9 @@ func TestVocoderVariants(t *testing.T) {
 		name string
 		set  func()
 	}
-	force, rowsOff, copiesOff, tileMax, splitPer, prep, pipe := convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer, convPrep, convPipe
+	force, rowsOff, copiesOff, tileMax, splitPer, prep, pipe, unsplit := convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer, convPrep, convPipe, convUnsplitCout
 	reset := func() {
-		convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer, convPrep, convPipe = force, rowsOff, copiesOff, tileMax, splitPer, prep, pipe
+		convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer, convPrep, convPipe, convUnsplitCout = force, rowsOff, copiesOff, tileMax, splitPer, prep, pipe, unsplit
 	}
 	defer reset()
 	variants := []variant{
@@ -39,12 +39,16 @@ func TestVocoderVariants(t *testing.T) {
 		{"one k step in flight (conv_tcp)", func() { convPipe = false }},
 		{"widest tile 64, one k step in flight", func() { convTileMax, convPipe = 64, false }},
 		{"weights gathered and split at every k step (conv_tc)", func() { convPrep = false }},
-		{"widest tile 128, split 128 (before 2026-11-30)", func() { convTileMax, convSplitPer = 128, 128 }},
 		{"widest tile 64", func() { convTileMax = 64 }},
 		{"flat reduce and copies", func() { reduceRowsOff, copyRowsOff = true, true }},
 		{"split 128", func() { convSplitPer = 128 }},
 		{"split 256 (before session 19)", func() { convSplitPer = 256 }},
 		{"split 512", func() { convSplitPer = 512 }},
+		{"split 768", func() { convSplitPer = 768 }},
+		{"split 1536", func() { convSplitPer = 1536 }},
+		{"unsplit up to 384 channels", func() { convUnsplitCout = 384 }},
+		{"unsplit up to 192 channels", func() { convUnsplitCout = 192 }},
+		{"unsplit up to 384 channels, widest tile 64", func() { convUnsplitCout, convTileMax = 384, 64 }},
 		{"widest tile 64, split 384", func() { convTileMax, convSplitPer = 64, 384 }},
 	}
 	frames := envInt("ZONOS_VOCODER_AB_FRAMES", dac.DefaultStreamConfig.Chunk)

@@ -622,25 +622,6 @@ struct ConvGather {
         if (btap >= taps) btap -= taps, bci++;
     }
 
-    // fetch_async is fetch<false>'s B as cp.async copies into shared
-    // memory: row kk of this thread's column at sdst + kk·ldb floats (a
-    // shared-space address), zeros where fetch gives zeros (no read). It
-    // moves on to the next k step like fetch (A's fields are conv_tcp's to
-    // ignore).
-    __device__ void fetch_async(const Problem& p, unsigned sdst, int ldb, int k_hi) {
-        int tap = btap, off = bci * p.T, q = tbase + btap * tstep;
-#pragma unroll
-        for (int kk = 0; kk < KPER; kk++) {
-            bool in = col && kbk + kk < k_hi && (unsigned)q < (unsigned)p.T;
-            const float* src = p.xb + (in ? off + q : 0);
-            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(sdst + 4u * kk * ldb), "l"(src),
-                         "r"(in ? 4 : 0));
-            if (++tap == taps) tap = 0, off += p.T, q = tbase;
-            else q += tstep;
-        }
-        kbk += CV_K, btap += r16, bci += d16;
-        if (btap >= taps) btap -= taps, bci++;
-    }
 };
 
 
@@ -883,21 +864,76 @@ __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ b
     }
 }
 
+// ConvRowGather is one thread's share of conv_tcq_tile's input (B)
+// gather: one k row of the 16 of a k step (row = tid / 8) at NPER columns
+// of the tile, c0 + 8c (c0 = tid mod 8), copied by 4-byte cp.async with
+// zero fill. The row's (channel, tap) steps incrementally, once per k step
+// for all its columns, and consecutive columns are consecutive input
+// samples (the DAC's convolutions have stride 1; transposed ones are
+// gathered per phase, also consecutive), so each copy costs an add, a
+// bounds test and its address. ConvGather's thread owned one column at
+// KPER rows and stepped (channel, tap) per value: with its predicates and
+// 64-bit addresses, integer work was over half of conv_tcp's instructions
+// (ncu, H200, 2026-11-30 session 23 run 3). Columns 8 apart put a warp's
+// copies of one column step in distinct banks and 32-byte pieces. The
+// values are ConvGather's: zeros outside the output columns, [k_lo, k_hi)
+// and the input.
+template <int NPER>
+struct ConvRowGather {
+    const float* xb;
+    int k, k_hi, ci, tap, taps, tstep, d16, r16;  // the row's k = ci·taps + tap
+    int T, tbase, cs8, ncol;  // input length; input index of column c0 at tap 0; index step per 8 columns; valid columns
+
+    __device__ void init(const Problem& p, int n0, int row, int c0, int k_lo, int khi) {
+        const bool convt = p.mode == TC_CONVT;
+        xb = p.xb, T = p.T, k_hi = khi;
+        taps = convt ? p.J : p.Kw;
+        tstep = convt ? -1 : p.dil;
+        k = k_lo + row;
+        ci = k / taps, tap = k - ci * taps;
+        d16 = CV_K / taps, r16 = CV_K - d16 * taps;
+        int gn = n0 + c0;
+        tbase = convt ? gn + p.cph : gn * p.stride - p.pad;
+        cs8 = 8 * (convt ? 1 : p.stride);
+        int ncols = convt ? p.Nph : p.Tout;
+        ncol = gn < ncols ? min(NPER, (ncols - gn + 7) / 8) : 0;
+    }
+
+    // issue copies the current k step's values to sdst + 32c bytes (a
+    // shared-space address) and moves on to the next step.
+    __device__ void issue(unsigned sdst) {
+        const bool rin = k < k_hi;
+        const int q0 = tbase + tap * tstep;
+        const float* src = xb + (long long)ci * T + q0;
+#pragma unroll
+        for (int c = 0; c < NPER; c++) {
+            int q = q0 + c * cs8;
+            bool in = rin && c < ncol && (unsigned)q < (unsigned)T;
+            // zero fill reads nothing: the address of a value outside the
+            // input is never dereferenced
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(sdst + 32u * c), "l"(src + c * cs8),
+                         "r"(in ? 4 : 0));
+        }
+        k += CV_K, tap += r16, ci += d16;
+        if (tap >= taps) tap -= taps, ci++;
+    }
+};
+
 // conv_tcq_tile is conv_tile<true, TN, true> (conv_tcp) with its operands
 // S k steps deep in flight: conv_tcp fetched one k step ahead, A by
 // cp.async and B through registers, and waited for both at the end of the
 // same step, with 4 warps a scheduler (111 registers a thread) to cover
 // the L2 latency. At 34 % of the tensor pipe and 55 % of the issue slots
 // it was latency-bound (ncu, H200, 2026-11-30 session 23 run 1). Here B
-// is gathered by 4-byte cp.async with zero fill as well, so nothing
-// passes through registers and S − 1 steps load while one computes. The
+// is gathered by 4-byte cp.async with zero fill as well (ConvRowGather),
+// so nothing passes through registers and S − 1 steps load while one
+// computes. The
 // products, their order and the placement are conv_tcp's: the outputs are
 // bit-identical.
 template <int TN, int S>
 __device__ __forceinline__ void conv_tcq_tile(Problem p, const float* __restrict__ bias, float* __restrict__ out,
                                               float* __restrict__ work, int splits, int kchunk) {
     constexpr int LDB = TN + 8;
-    constexpr int KPER = CV_K * TN / TC_THREADS;
     constexpr int NACC = TN / 2;
     __shared__ __align__(16) unsigned Ap[S][2048];
     __shared__ __align__(16) float Bs[S][CV_K * LDB];
@@ -909,14 +945,13 @@ __device__ __forceinline__ void conv_tcq_tile(Problem p, const float* __restrict
     p.xb = p.x + (long long)p.bat * p.Cin * p.T;
     long long total = (long long)(gridDim.z / (splits * phases)) * p.Cout * p.Tout;
     const int tid = threadIdx.x;
-    const int bc = TN == TC_THREADS ? tid : tid % TN, kb = TN == TC_THREADS ? 0 : (tid / TN) * KPER;
-    ConvGather<KPER> gather;
-    gather.init(p, m0, n0, tid & 15, tid >> 4, bc, kb, k_lo);
+    ConvRowGather<TN / 8> gather;
+    gather.init(p, n0, tid >> 3, tid & 7, k_lo, k_hi);
     const int mtiles = (p.M + CV_M - 1) / CV_M, ksteps = (p.Kr + CV_K - 1) / CV_K;
     const unsigned* asrc =
         p.aprep + (((long long)p.rho * mtiles + blockIdx.y) * ksteps + k_lo / CV_K) * 2048 + tid * 4;
     const unsigned sA = (unsigned)__cvta_generic_to_shared(&Ap[0][tid * 4]);
-    const unsigned sB = (unsigned)__cvta_generic_to_shared(&Bs[0][kb * LDB + bc]);
+    const unsigned sB = (unsigned)__cvta_generic_to_shared(&Bs[0][(tid >> 3) * LDB + (tid & 7)]);
     const int steps = k_lo < k_hi ? (k_hi - k_lo + CV_K - 1) / CV_K : 0;
     // issue starts k step i's copies into buffer i mod S (one commit group
     // per step, empty past the last, so that wait_group counts steps).
@@ -928,7 +963,7 @@ __device__ __forceinline__ void conv_tcq_tile(Problem p, const float* __restrict
                 asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(sA + buf * 8192 + r * 2048),
                              "l"(asrc + r * 512));
             asrc += 2048;
-            gather.fetch_async(p, sB + buf * (CV_K * LDB * 4), LDB, k_hi);
+            gather.issue(sB + buf * (CV_K * LDB * 4));
         }
         cp_async_commit();
     };
@@ -1043,7 +1078,7 @@ CONV_TCP(32, 4)
         GEMM_PROBLEM                                                                  \
         conv_tcq_tile<TN, S>(p, bias, out, work, splits, kchunk);                    \
     }
-CONV_TCQ(64, 3, 4)
+CONV_TCQ(64, 3, 3)
 CONV_TCQ(32, 4, 4)
 
 // conv_prep_a lays a convolution's weights out as conv_tcp's A operand:
