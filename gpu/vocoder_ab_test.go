@@ -48,8 +48,8 @@ func TestVocoderVariants(t *testing.T) {
 		{"split 1536", func() { convSplitPer = 1536 }},
 		{"unsplit up to 384 channels", func() { convUnsplitCout = 384 }},
 		{"unsplit up to 192 channels", func() { convUnsplitCout = 192 }},
-		{"unsplit up to 384 channels, widest tile 64", func() { convUnsplitCout, convTileMax = 384, 64 }},
-		{"widest tile 64, split 384", func() { convTileMax, convSplitPer = 64, 384 }},
+		{"widest tile 64, split 768", func() { convTileMax, convSplitPer = 64, 768 }},
+		{"widest tile 64, unsplit up to 192 channels", func() { convTileMax, convUnsplitCout = 64, 192 }},
 	}
 	frames := envInt("ZONOS_VOCODER_AB_FRAMES", dac.DefaultStreamConfig.Chunk)
 	cfg := dac.Dac44kHz()

@@ -919,6 +919,50 @@ struct ConvRowGather {
     }
 };
 
+// TcqFrag holds a warp's operands of one 8-wide k step of conv_tc_kstep
+// (kk = 0 or 8 of a 16-wide step): A's prepared TF32 parts for its two
+// 16-row blocks and B's two values per 8-column fragment, which mma splits
+// and multiplies exactly as conv_tc_kstep does.
+template <int NF>
+struct TcqFrag {
+    uint4 big[2], small[2];
+    float b[NF][2];
+
+    __device__ __forceinline__ void load(const unsigned* Ap, const float* B, int kk, int wm, int wn, int lane, int g,
+                                         int t) {
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            int f = (((wm >> 5) * 2 + i) * 2 + (kk >> 3)) * 32 + lane;
+            big[i] = *(const uint4*)&Ap[f * 4], small[i] = *(const uint4*)&Ap[1024 + f * 4];
+        }
+#pragma unroll
+        for (int j = 0; j < NF; j++) {
+            const float* bp = B + (kk + t) * (16 * NF + 8) + wn + 8 * j + g;
+            b[j][0] = bp[0], b[j][1] = bp[4 * (16 * NF + 8)];
+        }
+    }
+
+    __device__ __forceinline__ void mma(float* acc) const {
+#pragma unroll
+        for (int j = 0; j < NF; j++) {
+            unsigned bb0, bb1, bs0, bs1;
+            tf32_split(b[j][0], bb0, bs0);
+            tf32_split(b[j][1], bb1, bs1);
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                const unsigned bg[4] = {big[i].x, big[i].y, big[i].z, big[i].w};
+                const unsigned sm[4] = {small[i].x, small[i].y, small[i].z, small[i].w};
+                float d[4] = {0.f, 0.f, 0.f, 0.f};
+                mma_tf32(d, sm, bb0, bb1);
+                mma_tf32(d, bg, bs0, bs1);
+                mma_tf32(d, bg, bb0, bb1);
+#pragma unroll
+                for (int e = 0; e < 4; e++) acc[4 * (NF * i + j) + e] += d[e];
+            }
+        }
+    }
+};
+
 // conv_tcq_tile is conv_tile<true, TN, true> (conv_tcp) with its operands
 // S k steps deep in flight: conv_tcp fetched one k step ahead, A by
 // cp.async and B through registers, and waited for both at the end of the
@@ -974,12 +1018,21 @@ __device__ __forceinline__ void conv_tcq_tile(Problem p, const float* __restrict
     for (int i = 0; i < NACC; i++) acc[i] = 0.f;
 #pragma unroll
     for (int i = 0; i < S - 1; i++) issue(i);
+    // The fragments of the next 8-wide k step are loaded before the
+    // current one's products (each k step's shared-memory loads otherwise
+    // stalled its first product: ncu, session 23 run 4), so steps i and
+    // i + 1 must both have landed at step i's barrier.
+    TcqFrag<TN / 16> cur, next;
     for (int i = 0; i < steps; i++) {
-        cp_async_wait<S - 2>(); // step i's group is complete (this thread's copies)
+        cp_async_wait<S - 3>(); // steps i and i + 1 are complete (this thread's copies)
         __syncthreads();        // everyone's; and step i − 1's buffer is free
         issue(i + S - 1);
         int buf = i % S;
-        conv_tc_kstep<TN, true>(acc, nullptr, Bs[buf], Ap[buf], wm, wn, lane, g, t);
+        if (i == 0) cur.load(Ap[buf], Bs[buf], 0, wm, wn, lane, g, t);
+        next.load(Ap[buf], Bs[buf], 8, wm, wn, lane, g, t);
+        cur.mma(acc);
+        if (i + 1 < steps) cur.load(Ap[(i + 1) % S], Bs[(i + 1) % S], 0, wm, wn, lane, g, t);
+        next.mma(acc);
     }
     cp_async_wait<0>();
     float* dst = splits > 1 ? work + (long long)s * total : out;
