@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,8 +19,9 @@ import (
 // switches, alternating the variants round by round so that a slower
 // stretch of the machine falls on all of them, and logs the median device
 // time per emission (the backend's event timer, host launches included, as
-// the bench's vocoder figure). It is a measurement, not a check: skipped
-// unless ZONOS_VOCODER_AB is set.
+// the bench's vocoder figure). ZONOS_VOCODER_AB_ONLY=text keeps the
+// default and the variants whose names contain text. It is a measurement,
+// not a check: skipped unless ZONOS_VOCODER_AB is set.
 func TestVocoderVariants(t *testing.T) {
 	need(t)
 	if os.Getenv("ZONOS_VOCODER_AB") == "" {
@@ -50,6 +52,11 @@ func TestVocoderVariants(t *testing.T) {
 		{"unsplit up to 192 channels", func() { convUnsplitCout = 192 }},
 		{"widest tile 64, split 768", func() { convTileMax, convSplitPer = 64, 768 }},
 		{"widest tile 64, unsplit up to 192 channels", func() { convTileMax, convUnsplitCout = 64, 192 }},
+	}
+	if only := os.Getenv("ZONOS_VOCODER_AB_ONLY"); only != "" { // variants whose names contain it, and the default
+		variants = slices.DeleteFunc(variants, func(v variant) bool {
+			return v.name != "default" && !strings.Contains(v.name, only)
+		})
 	}
 	frames := envInt("ZONOS_VOCODER_AB_FRAMES", dac.DefaultStreamConfig.Chunk)
 	cfg := dac.Dac44kHz()

@@ -961,6 +961,50 @@ struct TcqFrag {
             }
         }
     }
+
+    // mma2 is lo.mma(acc) then hi.mma(acc) (a 16-wide k step) with the
+    // two halves' 4·NF product chains interleaved: each chain is three
+    // dependent products, and with NF = 2 one half's 4 chains left every
+    // product waiting on the one before it (ncu, session 23 run 5: "wait"
+    // stalls on most products). The sums are the same, in the same order.
+    __device__ __forceinline__ static void mma2(float* acc, const TcqFrag& lo, const TcqFrag& hi) {
+        const TcqFrag* h[2] = {&lo, &hi};
+        unsigned bb[2][NF][2], bs[2][NF][2];
+        float d[2][2][NF][4];
+#pragma unroll
+        for (int q = 0; q < 2; q++)
+#pragma unroll
+            for (int j = 0; j < NF; j++) {
+                tf32_split(h[q]->b[j][0], bb[q][j][0], bs[q][j][0]);
+                tf32_split(h[q]->b[j][1], bb[q][j][1], bs[q][j][1]);
+#pragma unroll
+                for (int i = 0; i < 2; i++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) d[q][i][j][e] = 0.f;
+            }
+#pragma unroll
+        for (int prod = 0; prod < 3; prod++)
+#pragma unroll
+            for (int q = 0; q < 2; q++)
+#pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    const uint4 a4 = prod == 0 ? h[q]->small[i] : h[q]->big[i];
+                    const unsigned a[4] = {a4.x, a4.y, a4.z, a4.w};
+#pragma unroll
+                    for (int j = 0; j < NF; j++) {
+                        const unsigned* b = prod == 1 ? bs[q][j] : bb[q][j];
+                        mma_tf32(d[q][i][j], a, b[0], b[1]);
+                    }
+                }
+#pragma unroll
+        for (int q = 0; q < 2; q++)
+#pragma unroll
+            for (int j = 0; j < NF; j++)
+#pragma unroll
+                for (int i = 0; i < 2; i++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) acc[4 * (NF * i + j) + e] += d[q][i][j][e];
+    }
 };
 
 // conv_tcq_tile is conv_tile<true, TN, true> (conv_tcp) with its operands
@@ -1018,21 +1062,20 @@ __device__ __forceinline__ void conv_tcq_tile(Problem p, const float* __restrict
     for (int i = 0; i < NACC; i++) acc[i] = 0.f;
 #pragma unroll
     for (int i = 0; i < S - 1; i++) issue(i);
-    // The fragments of the next 8-wide k step are loaded before the
-    // current one's products (each k step's shared-memory loads otherwise
-    // stalled its first product: ncu, session 23 run 4), so steps i and
-    // i + 1 must both have landed at step i's barrier.
-    TcqFrag<TN / 16> cur, next;
     for (int i = 0; i < steps; i++) {
-        cp_async_wait<S - 3>(); // steps i and i + 1 are complete (this thread's copies)
+        cp_async_wait<S - 2>(); // step i's group is complete (this thread's copies)
         __syncthreads();        // everyone's; and step i − 1's buffer is free
         issue(i + S - 1);
         int buf = i % S;
-        if (i == 0) cur.load(Ap[buf], Bs[buf], 0, wm, wn, lane, g, t);
-        next.load(Ap[buf], Bs[buf], 8, wm, wn, lane, g, t);
-        cur.mma(acc);
-        if (i + 1 < steps) cur.load(Ap[(i + 1) % S], Bs[(i + 1) % S], 0, wm, wn, lane, g, t);
-        next.mma(acc);
+        TcqFrag<TN / 16> lo, hi;
+        lo.load(Ap[buf], Bs[buf], 0, wm, wn, lane, g, t);
+        hi.load(Ap[buf], Bs[buf], 8, wm, wn, lane, g, t);
+        if (TN == 32) {
+            TcqFrag<TN / 16>::mma2(acc, lo, hi);
+        } else {
+            lo.mma(acc);
+            hi.mma(acc);
+        }
     }
     cp_async_wait<0>();
     float* dst = splits > 1 ? work + (long long)s * total : out;
