@@ -59,7 +59,7 @@ func TestRowKernelsMatchFlat(t *testing.T) {
 	}{
 		{768, 7, 160, 27, cs{Dilation: 9}},
 		{192, 7, 2300, 9, cs{Dilation: 3}},
-		{768, 1, 300, 0, cs{}}, // 1×1: two splits of convSplitPer
+		{2 * convSplitPer, 1, 300, 0, cs{}}, // 1×1: two splits of convSplitPer
 	} {
 		x := randF32(r, 1, 1, c.ch, c.t)
 		w := randW(t, r, compute.F32, 1/math.Sqrt(float64(c.ch*c.k)), c.ch, c.ch, c.k)

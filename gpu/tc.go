@@ -55,7 +55,7 @@ var (
 	convTC        = os.Getenv("ZONOS_CONV") == ""
 )
 
-// convSplitPer is the reduction length per split of a convolution (384;
+// convSplitPer is the reduction length per split of a convolution (768;
 // ZONOS_CONV_SPLIT=n for measurements). It depends on nothing but the
 // layer, as tcSplits requires. It goes with the tile width (convTileMax):
 // on 64 × 128 tiles finer was faster (H200, 2026-11-29, same-run A/Bs of
@@ -66,8 +66,10 @@ var (
 // 7: 1.919 / 1.920 / 1.960 / 1.969 ms). On conv_tcp's 32-wide tiles with
 // the steady chunk at 32 frames, 384 beat 256 and 128 (session 19, run 7:
 // 32-frame emissions 2.582 / 2.656 / 2.911 ms; 16-frame ones 1.581 /
-// 1.597 / 1.713 ms).
-var convSplitPer = envInt("ZONOS_CONV_SPLIT", 384)
+// 1.597 / 1.713 ms). On conv_tcq, whose blocks keep more k steps in
+// flight, 768 beat 384 (session 23, runs 4 and 5: 32-frame emissions
+// 2.284 / 2.364 ms and 2.338 / 2.412 ms).
+var convSplitPer = envInt("ZONOS_CONV_SPLIT", 768)
 
 // convUnsplitCout: convolutions with at most this many output channels
 // are not split (0: all split by convSplitPer; for measurements).

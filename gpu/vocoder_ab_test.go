@@ -46,11 +46,10 @@ func TestVocoderVariants(t *testing.T) {
 		{"split 128", func() { convSplitPer = 128 }},
 		{"split 256 (before session 19)", func() { convSplitPer = 256 }},
 		{"split 512", func() { convSplitPer = 512 }},
-		{"split 768", func() { convSplitPer = 768 }},
+		{"split 384 (before session 23)", func() { convSplitPer = 384 }},
 		{"split 1536", func() { convSplitPer = 1536 }},
 		{"unsplit up to 384 channels", func() { convUnsplitCout = 384 }},
 		{"unsplit up to 192 channels", func() { convUnsplitCout = 192 }},
-		{"widest tile 64, split 768", func() { convTileMax, convSplitPer = 64, 768 }},
 		{"widest tile 64, unsplit up to 192 channels", func() { convTileMax, convUnsplitCout = 64, 192 }},
 	}
 	if only := os.Getenv("ZONOS_VOCODER_AB_ONLY"); only != "" { // variants whose names contain it, and the default

@@ -962,49 +962,6 @@ struct TcqFrag {
         }
     }
 
-    // mma2 is lo.mma(acc) then hi.mma(acc) (a 16-wide k step) with the
-    // two halves' 4·NF product chains interleaved: each chain is three
-    // dependent products, and with NF = 2 one half's 4 chains left every
-    // product waiting on the one before it (ncu, session 23 run 5: "wait"
-    // stalls on most products). The sums are the same, in the same order.
-    __device__ __forceinline__ static void mma2(float* acc, const TcqFrag& lo, const TcqFrag& hi) {
-        const TcqFrag* h[2] = {&lo, &hi};
-        unsigned bb[2][NF][2], bs[2][NF][2];
-        float d[2][2][NF][4];
-#pragma unroll
-        for (int q = 0; q < 2; q++)
-#pragma unroll
-            for (int j = 0; j < NF; j++) {
-                tf32_split(h[q]->b[j][0], bb[q][j][0], bs[q][j][0]);
-                tf32_split(h[q]->b[j][1], bb[q][j][1], bs[q][j][1]);
-#pragma unroll
-                for (int i = 0; i < 2; i++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) d[q][i][j][e] = 0.f;
-            }
-#pragma unroll
-        for (int prod = 0; prod < 3; prod++)
-#pragma unroll
-            for (int q = 0; q < 2; q++)
-#pragma unroll
-                for (int i = 0; i < 2; i++) {
-                    const uint4 a4 = prod == 0 ? h[q]->small[i] : h[q]->big[i];
-                    const unsigned a[4] = {a4.x, a4.y, a4.z, a4.w};
-#pragma unroll
-                    for (int j = 0; j < NF; j++) {
-                        const unsigned* b = prod == 1 ? bs[q][j] : bb[q][j];
-                        mma_tf32(d[q][i][j], a, b[0], b[1]);
-                    }
-                }
-#pragma unroll
-        for (int q = 0; q < 2; q++)
-#pragma unroll
-            for (int j = 0; j < NF; j++)
-#pragma unroll
-                for (int i = 0; i < 2; i++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) acc[4 * (NF * i + j) + e] += d[q][i][j][e];
-    }
 };
 
 // conv_tcq_tile is conv_tile<true, TN, true> (conv_tcp) with its operands
@@ -1057,6 +1014,10 @@ __device__ __forceinline__ void conv_tcq_tile(Problem p, const float* __restrict
     };
     const int lane = tid & 31, g = lane >> 2, t = lane & 3;
     const int wm = (tid >> 6) * 32, wn = ((tid >> 5) & 1) * (TN / 2);
+    // A warp whose 32 rows lie past M (the second half of the last tile of
+    // a 96-channel convolution, the DAC's last stage) has only zeros to
+    // multiply: it copies and waits with the block but skips its products.
+    const bool busy = m0 + wm < p.M;
     float acc[NACC];
 #pragma unroll
     for (int i = 0; i < NACC; i++) acc[i] = 0.f;
@@ -1067,12 +1028,10 @@ __device__ __forceinline__ void conv_tcq_tile(Problem p, const float* __restrict
         __syncthreads();        // everyone's; and step i − 1's buffer is free
         issue(i + S - 1);
         int buf = i % S;
-        TcqFrag<TN / 16> lo, hi;
-        lo.load(Ap[buf], Bs[buf], 0, wm, wn, lane, g, t);
-        hi.load(Ap[buf], Bs[buf], 8, wm, wn, lane, g, t);
-        if (TN == 32) {
-            TcqFrag<TN / 16>::mma2(acc, lo, hi);
-        } else {
+        if (busy) {
+            TcqFrag<TN / 16> lo, hi;
+            lo.load(Ap[buf], Bs[buf], 0, wm, wn, lane, g, t);
+            hi.load(Ap[buf], Bs[buf], 8, wm, wn, lane, g, t);
             lo.mma(acc);
             hi.mma(acc);
         }
