@@ -895,28 +895,41 @@ func TestConvTCTileWidthsAgree(t *testing.T) {
 
 // TestConvPrepMatchesGather: conv_tcp (the weights split and laid out
 // once by conv_prep_a) and conv_tcq (conv_tcp with its operands several k
-// steps deep in flight) give the same bits as conv_tc gathering and
+// steps deep in flight), with its split-K pieces summed by tc_reduce_rows
+// or folded into its blocks, give the same bits as conv_tc gathering and
 // splitting them at every k step, at both tile widths, on every conv case
 // (strided, batched, transposed); the layout is made once per weight.
 func TestConvPrepMatchesGather(t *testing.T) {
 	need(t)
-	defer func(f int, p, q bool) { convTileForce, convPrep, convPipe = f, p, q }(convTileForce, convPrep, convPipe)
+	defer func(f int, p, q bool, fold int) {
+		convTileForce, convPrep, convPipe, convFold = f, p, q, fold
+	}(convTileForce, convPrep, convPipe, convFold)
 	for _, w := range []int{64, 32} {
 		ref, _ := convOutputs(t, 31, func() { convOld, convTC, convTileForce, convPrep = false, true, w, false }, false)
-		for _, pipe := range []bool{false, true} {
-			name := map[bool]string{false: convTCPKernels[w], true: convTCQKernels[w]}[pipe]
-			before := gb.k[name].launches
-			got, _ := convOutputs(t, 31, func() { convOld, convTC, convTileForce, convPrep, convPipe = false, true, w, true, pipe }, false)
+		reduces := map[int]int{}
+		for _, v := range []struct {
+			pipe bool
+			fold int
+		}{{false, 0}, {true, 0}, {true, 1}} {
+			name := map[bool]string{false: convTCPKernels[w], true: convTCQKernels[w]}[v.pipe]
+			before, reduced := gb.k[name].launches, gb.k["tc_reduce_rows"].launches
+			got, _ := convOutputs(t, 31, func() {
+				convOld, convTC, convTileForce, convPrep, convPipe, convFold = false, true, w, true, v.pipe, v.fold
+			}, false)
 			if gb.k[name].launches == before {
 				t.Fatalf("tile %d: %s did not run", w, name)
 			}
+			reduces[v.fold] = gb.k["tc_reduce_rows"].launches - reduced
 			for ci, c := range convCases {
 				for i := range ref[ci] {
 					if got[ci][i] != ref[ci][i] {
-						t.Fatalf("%+v tile %d: output %d: conv_tc %v, %s %v", c, w, i, ref[ci][i], name, got[ci][i])
+						t.Fatalf("%+v tile %d: output %d: conv_tc %v, %s (fold %d) %v", c, w, i, ref[ci][i], name, v.fold, got[ci][i])
 					}
 				}
 			}
+		}
+		if reduces[1] >= reduces[0] {
+			t.Errorf("tile %d: folding the splits left %d split sums of %d", w, reduces[1], reduces[0])
 		}
 	}
 	r := rand.New(rand.NewPCG(33, 34))

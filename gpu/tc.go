@@ -55,7 +55,7 @@ var (
 	convTC        = os.Getenv("ZONOS_CONV") == ""
 )
 
-// convSplitPer is the reduction length per split of a convolution (768;
+// convSplitPer is the reduction length per split of a convolution (384;
 // ZONOS_CONV_SPLIT=n for measurements). It depends on nothing but the
 // layer, as tcSplits requires. It goes with the tile width (convTileMax):
 // on 64 × 128 tiles finer was faster (H200, 2026-11-29, same-run A/Bs of
@@ -66,10 +66,25 @@ var (
 // 7: 1.919 / 1.920 / 1.960 / 1.969 ms). On conv_tcp's 32-wide tiles with
 // the steady chunk at 32 frames, 384 beat 256 and 128 (session 19, run 7:
 // 32-frame emissions 2.582 / 2.656 / 2.911 ms; 16-frame ones 1.581 /
-// 1.597 / 1.713 ms). On conv_tcq, whose blocks keep more k steps in
-// flight, 768 beat 384 (session 23, runs 4 and 5: 32-frame emissions
-// 2.284 / 2.364 ms and 2.338 / 2.412 ms).
-var convSplitPer = envInt("ZONOS_CONV_SPLIT", 768)
+// 1.597 / 1.713 ms). conv_tcq folds the splits of a long input into its
+// blocks (convFold), so the split now only serves short inputs.
+var convSplitPer = envInt("ZONOS_CONV_SPLIT", 384)
+
+// convFold is the share of a wave of conv_tcq blocks (percent; 4 blocks an
+// SM) that a split convolution's output tiles must fill for its splits to
+// be folded into the blocks (kernels/tc.cu, conv_tcq_tile): same bits, no
+// partials, no tc_reduce_rows. ZONOS_CONV_FOLD=n for measurements; 0
+// never folds.
+var convFold = envIntZero("ZONOS_CONV_FOLD", 100)
+
+// envIntZero is the non-negative integer in environment variable name,
+// else def.
+func envIntZero(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v >= 0 {
+		return v
+	}
+	return def
+}
 
 // convUnsplitCout: convolutions with at most this many output channels
 // are not split (0: all split by convSplitPer; for measurements).
@@ -318,12 +333,6 @@ func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor,
 		phases = c.stride
 	}
 	wp, wdt := w.ptr(), int(w.dt)
-	work, total := nullPtr, out.n()
-	var wk *tensor
-	if splits > 1 {
-		wk = b.newTensor(compute.F32, splits*total)
-		work = wk.ptr()
-	}
 	kernel, tileN, smem := "simt_gemm", 64, 0 // fp32 FMAs: fp32 weights
 	aprep := nullPtr                          // conv_tcp's prepared weights
 	switch {
@@ -347,10 +356,22 @@ func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor,
 	case mode != tcLinear && !convOld:
 		kernel, tileN = "conv_simt", 128 // convolutions on fp32 FMAs: coalesced input gather
 	}
+	if splits > 1 && kernel == convTCQKernels[tileN] && convFold > 0 {
+		tiles := (n + tileN - 1) / tileN * ((m + 63) / 64) * batch * phases
+		if tiles*100 >= convFold*b.sms*4 {
+			splits = 1 // chunk stays: the blocks fold the splits
+		}
+	}
 	if c.epi != (convEpilogue{}) && (mode != tcConvMode || kernel == "simt_gemm") {
 		panic("gpu: a convolution epilogue on a kernel without one")
 	}
 	epi := c.epi.args()
+	work, total := nullPtr, out.n()
+	var wk *tensor
+	if splits > 1 {
+		wk = b.newTensor(compute.F32, splits*total)
+		work = wk.ptr()
+	}
 	b.launchSmem(b.k[kernel], [3]int{(n + tileN - 1) / tileN, (m + 63) / 64, batch * phases * splits}, [3]int{128, 1, 1}, smem,
 		append(append([]any{x.ptr(), wp, bias, out.ptr(), work, mode, m, n, kr, wdt, splits, chunk,
 			c.cin, c.t, c.cout, c.kw, c.tout, c.stride, c.pad, c.dil}, epi...), aprep)...)

@@ -31,26 +31,25 @@ func TestVocoderVariants(t *testing.T) {
 		name string
 		set  func()
 	}
-	force, rowsOff, copiesOff, tileMax, splitPer, prep, pipe, unsplit := convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer, convPrep, convPipe, convUnsplitCout
+	force, rowsOff, copiesOff, tileMax, splitPer, prep, pipe, unsplit, fold := convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer, convPrep, convPipe, convUnsplitCout, convFold
 	reset := func() {
-		convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer, convPrep, convPipe, convUnsplitCout = force, rowsOff, copiesOff, tileMax, splitPer, prep, pipe, unsplit
+		convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer, convPrep, convPipe, convUnsplitCout, convFold = force, rowsOff, copiesOff, tileMax, splitPer, prep, pipe, unsplit, fold
 	}
 	defer reset()
 	variants := []variant{
 		{"default", func() {}},
 		{"one k step in flight (conv_tcp)", func() { convPipe = false }},
-		{"widest tile 64, one k step in flight", func() { convTileMax, convPipe = 64, false }},
 		{"weights gathered and split at every k step (conv_tc)", func() { convPrep = false }},
 		{"widest tile 64", func() { convTileMax = 64 }},
 		{"flat reduce and copies", func() { reduceRowsOff, copyRowsOff = true, true }},
 		{"split 128", func() { convSplitPer = 128 }},
-		{"split 256 (before session 19)", func() { convSplitPer = 256 }},
-		{"split 512", func() { convSplitPer = 512 }},
-		{"split 384 (before session 23)", func() { convSplitPer = 384 }},
-		{"split 1536", func() { convSplitPer = 1536 }},
-		{"unsplit up to 384 channels", func() { convUnsplitCout = 384 }},
+		{"split 256", func() { convSplitPer = 256 }},
+		{"split 768", func() { convSplitPer = 768 }},
+		{"splits never folded", func() { convFold = 0 }},
+		{"splits never folded, split 768", func() { convFold, convSplitPer = 0, 768 }},
+		{"splits folded from half a wave", func() { convFold = 50 }},
+		{"splits folded from two waves", func() { convFold = 200 }},
 		{"unsplit up to 192 channels", func() { convUnsplitCout = 192 }},
-		{"widest tile 64, unsplit up to 192 channels", func() { convTileMax, convUnsplitCout = 64, 192 }},
 	}
 	if only := os.Getenv("ZONOS_VOCODER_AB_ONLY"); only != "" { // variants whose names contain it, and the default
 		variants = slices.DeleteFunc(variants, func(v variant) bool {

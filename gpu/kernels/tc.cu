@@ -975,6 +975,16 @@ struct TcqFrag {
 // computes. The
 // products, their order and the placement are conv_tcp's: the outputs are
 // bit-identical.
+//
+// Split-K pieces folded in the block: kchunk is the layer's split length
+// (tcSplits), which fixes each output's order of sums, and a split grid
+// writes each piece's sum for tc_reduce_rows to add in split order. A grid
+// of splits = 1 instead runs the whole reduction in each block, summing
+// each kchunk piece from zero and adding it to a running total (from
+// zero, in piece order), which is tc_reduce_rows' arithmetic: the same
+// bits with no partials and no second kernel. The backend folds where the
+// output tiles alone fill the GPU (tcGemm); splitting only buys
+// parallelism, which a short streamed chunk needs and a long one does not.
 template <int TN, int S>
 __device__ __forceinline__ void conv_tcq_tile(Problem p, const float* __restrict__ bias, float* __restrict__ out,
                                               float* __restrict__ work, int splits, int kchunk) {
@@ -986,7 +996,9 @@ __device__ __forceinline__ void conv_tcq_tile(Problem p, const float* __restrict
     int m0 = blockIdx.y * CV_M, n0 = blockIdx.x * TN;
     if (!block_tile(p, splits, n0)) return;
     int phases = p.mode == TC_CONVT ? p.stride : 1;
-    int k_lo = s * kchunk, k_hi = min(p.Kr, k_lo + kchunk);
+    // Unsplit (splits = 1) the block folds the whole reduction in kchunk
+    // pieces (see the comment above).
+    int k_lo = s * kchunk, k_hi = splits == 1 ? p.Kr : min(p.Kr, k_lo + kchunk);
     p.xb = p.x + (long long)p.bat * p.Cin * p.T;
     long long total = (long long)(gridDim.z / (splits * phases)) * p.Cout * p.Tout;
     const int tid = threadIdx.x;
@@ -1018,11 +1030,13 @@ __device__ __forceinline__ void conv_tcq_tile(Problem p, const float* __restrict
     // a 96-channel convolution, the DAC's last stage) has only zeros to
     // multiply: it copies and waits with the block but skips its products.
     const bool busy = m0 + wm < p.M;
-    float acc[NACC];
+    float acc[NACC], tot[NACC];
 #pragma unroll
-    for (int i = 0; i < NACC; i++) acc[i] = 0.f;
+    for (int i = 0; i < NACC; i++) acc[i] = tot[i] = 0.f;
 #pragma unroll
     for (int i = 0; i < S - 1; i++) issue(i);
+    const int csteps = kchunk / CV_K; // k steps per piece (kchunk is a multiple of 32)
+    int left = csteps;
     for (int i = 0; i < steps; i++) {
         cp_async_wait<S - 2>(); // step i's group is complete (this thread's copies)
         __syncthreads();        // everyone's; and step i − 1's buffer is free
@@ -1035,8 +1049,17 @@ __device__ __forceinline__ void conv_tcq_tile(Problem p, const float* __restrict
             lo.mma(acc);
             hi.mma(acc);
         }
+        if (splits == 1 && (--left == 0 || i + 1 == steps)) { // a piece ends: add it as tc_reduce adds a split
+#pragma unroll
+            for (int o = 0; o < NACC; o++) tot[o] += acc[o], acc[o] = 0.f;
+            left = csteps;
+        }
     }
     cp_async_wait<0>();
+    if (splits == 1) {
+#pragma unroll
+        for (int o = 0; o < NACC; o++) acc[o] = tot[o];
+    }
     float* dst = splits > 1 ? work + (long long)s * total : out;
     conv_tc_store<TN>(p, bias, dst, splits, acc, m0, n0, wm, wn, g, t);
 }
