@@ -86,13 +86,6 @@ func envIntZero(name string, def int) int {
 	return def
 }
 
-// convRawShort: convolutions with at most this many output columns (per
-// phase) run on conv_tc, which reads the fp32 weights (4 bytes a value)
-// instead of conv_prep_a's two TF32 parts (8 bytes): a short input's
-// products are few and its weights are most of its traffic. The outputs
-// are the same. ZONOS_CONV_RAW_SHORT=n for measurements; 0: never.
-var convRawShort = envIntZero("ZONOS_CONV_RAW_SHORT", 0)
-
 // convUnsplitCout: convolutions with at most this many output channels
 // are not split (0: all split by convSplitPer; for measurements).
 var convUnsplitCout = envInt("ZONOS_CONV_UNSPLIT", 0)
@@ -353,7 +346,7 @@ func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor,
 	case mode != tcLinear && !convOld && convTC:
 		tileN = convTile(n) // convolutions on tensor cores: coalesced input gather
 		kernel = convTCKernels[tileN]
-		if convPrep && tileN <= 64 && n > convRawShort {
+		if convPrep && tileN <= 64 {
 			kernel = convTCPKernels[tileN]
 			if convPipe {
 				kernel = convTCQKernels[tileN]

@@ -31,9 +31,9 @@ func TestVocoderVariants(t *testing.T) {
 		name string
 		set  func()
 	}
-	force, rowsOff, copiesOff, tileMax, splitPer, prep, pipe, unsplit, fold, raw := convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer, convPrep, convPipe, convUnsplitCout, convFold, convRawShort
+	force, rowsOff, copiesOff, tileMax, splitPer, prep, pipe, unsplit, fold := convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer, convPrep, convPipe, convUnsplitCout, convFold
 	reset := func() {
-		convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer, convPrep, convPipe, convUnsplitCout, convFold, convRawShort = force, rowsOff, copiesOff, tileMax, splitPer, prep, pipe, unsplit, fold, raw
+		convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer, convPrep, convPipe, convUnsplitCout, convFold = force, rowsOff, copiesOff, tileMax, splitPer, prep, pipe, unsplit, fold
 	}
 	defer reset()
 	variants := []variant{
@@ -50,9 +50,6 @@ func TestVocoderVariants(t *testing.T) {
 		{"splits folded from half a wave", func() { convFold = 50 }},
 		{"splits folded from two waves", func() { convFold = 200 }},
 		{"unsplit up to 192 channels", func() { convUnsplitCout = 192 }},
-		{"fp32 weights up to 32 columns", func() { convRawShort = 32 }},
-		{"fp32 weights up to 64 columns", func() { convRawShort = 64 }},
-		{"fp32 weights up to 160 columns", func() { convRawShort = 160 }},
 	}
 	if only := os.Getenv("ZONOS_VOCODER_AB_ONLY"); only != "" { // variants whose names contain it, and the default
 		variants = slices.DeleteFunc(variants, func(v variant) bool {
