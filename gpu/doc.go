@@ -45,7 +45,11 @@
 // into their TF32 parts once, laid out in fragment order (conv_tcp,
 // conv_prep_a), three TF32 products per 8-wide k step summed into fp32
 // with IEEE adds, which keeps the precision that 3xTF32 accumulated in
-// the tensor cores did not; conv_simt, the same tile on fp32 FMAs; both,
+// the tensor cores did not; conv_tcq, the default, is conv_tcp with both
+// operands copied by cp.async four k steps deep (the input a k row per
+// thread) and, where the output tiles alone fill the GPU, its split-K
+// pieces folded into each block in tc_reduce_rows' order (same bits);
+// conv_simt, the same tile on fp32 FMAs; both,
 // and tc_reduce_rows after split-K, can apply the DAC residual unit's Snake or
 // residual add as they store each output, compute.ConvEpilogues;
 // conv_direct for convolutions with at most 8 output channels, each
@@ -82,7 +86,10 @@
 // `ZONOS_CONV_TILE=128` (conv_tc on one tile width), `ZONOS_CONV_TILE_MAX=64`
 // (the widest tile convTile may pick by the input's length; 32 by
 // default), `ZONOS_CONV_PREP=0` (conv_tc gathering and splitting the
-// weights at every k step), `ZONOS_CONV_SPLIT=n` (a convolution's reduction
+// weights at every k step), `ZONOS_CONV_PIPE=0` (conv_tcp, one k step in
+// flight, instead of conv_tcq), `ZONOS_CONV_FOLD=n` (conv_tcq folds the
+// splits where the tiles fill n % of a wave; 0 never),
+// `ZONOS_CONV_SPLIT=n` (a convolution's reduction
 // length per split, 384), `ZONOS_REDUCE_ROWS=0` and `ZONOS_COPY_ROWS=0`
 // (split-K sums and copies on one-dimensional grids),
 // `ZONOS_CONV=old` (on simt_gemm with coarser split-K),

@@ -86,10 +86,6 @@ func envIntZero(name string, def int) int {
 	return def
 }
 
-// convUnsplitCout: convolutions with at most this many output channels
-// are not split (0: all split by convSplitPer; for measurements).
-var convUnsplitCout = envInt("ZONOS_CONV_UNSPLIT", 0)
-
 // envInt is the positive integer in environment variable name, else def.
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
@@ -114,8 +110,6 @@ func envInt(name string, def int) int {
 func tcSplits(mode, kr, m int) (splits, chunk int) {
 	s := min(8, max(1, kr/512))
 	switch {
-	case mode != tcLinear && !convOldSplits && m <= convUnsplitCout:
-		s = 1
 	case mode != tcLinear && !convOldSplits:
 		s = min(16, max(1, (kr+convSplitPer-1)/convSplitPer))
 	case mode != tcLinear && m >= 384:

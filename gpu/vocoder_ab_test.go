@@ -31,9 +31,9 @@ func TestVocoderVariants(t *testing.T) {
 		name string
 		set  func()
 	}
-	force, rowsOff, copiesOff, tileMax, splitPer, prep, pipe, unsplit, fold := convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer, convPrep, convPipe, convUnsplitCout, convFold
+	force, rowsOff, copiesOff, tileMax, splitPer, prep, pipe, fold := convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer, convPrep, convPipe, convFold
 	reset := func() {
-		convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer, convPrep, convPipe, convUnsplitCout, convFold = force, rowsOff, copiesOff, tileMax, splitPer, prep, pipe, unsplit, fold
+		convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer, convPrep, convPipe, convFold = force, rowsOff, copiesOff, tileMax, splitPer, prep, pipe, fold
 	}
 	defer reset()
 	variants := []variant{
@@ -49,7 +49,6 @@ func TestVocoderVariants(t *testing.T) {
 		{"splits never folded, split 768", func() { convFold, convSplitPer = 0, 768 }},
 		{"splits folded from half a wave", func() { convFold = 50 }},
 		{"splits folded from two waves", func() { convFold = 200 }},
-		{"unsplit up to 192 channels", func() { convUnsplitCout = 192 }},
 	}
 	if only := os.Getenv("ZONOS_VOCODER_AB_ONLY"); only != "" { // variants whose names contain it, and the default
 		variants = slices.DeleteFunc(variants, func(v variant) bool {
