@@ -314,6 +314,10 @@ func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor,
 		b.tcWg(x, w, bias, out, m, n, kr)
 		return
 	}
+	if mode != tcLinear && w.dt == compute.F32 && b.usesConvWg() {
+		b.convWgGemm(mode, x, w, bias, out, m, n, kr, c)
+		return
+	}
 	wide := mode == tcLinear && w.dt != compute.F32 && kr%8 == 0
 	splits, chunk := tcSplits(mode, kr, m)
 	if wide && !wideSplitsOff {

@@ -31,14 +31,16 @@ func TestVocoderVariants(t *testing.T) {
 		name string
 		set  func()
 	}
-	force, rowsOff, copiesOff, tileMax, splitPer, prep, pipe, fold := convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer, convPrep, convPipe, convFold
+	force, rowsOff, copiesOff, tileMax, splitPer, prep, pipe, fold, wg := convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer, convPrep, convPipe, convFold, convWgOn
 	reset := func() {
-		convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer, convPrep, convPipe, convFold = force, rowsOff, copiesOff, tileMax, splitPer, prep, pipe, fold
+		convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer, convPrep, convPipe, convFold, convWgOn = force, rowsOff, copiesOff, tileMax, splitPer, prep, pipe, fold, wg
 	}
 	defer reset()
 	variants := []variant{
 		{"default", func() {}},
 		{"one k step in flight (conv_tcp)", func() { convPipe = false }},
+		{"conv_wg (TF32 wgmmas)", func() { convWgOn = gb.hopper }},
+		{"conv_wg, splits never folded", func() { convWgOn, convFold = gb.hopper, 0 }},
 		{"weights gathered and split at every k step (conv_tc)", func() { convPrep = false }},
 		{"widest tile 64", func() { convTileMax = 64 }},
 		{"flat reduce and copies", func() { reduceRowsOff, copyRowsOff = true, true }},

@@ -80,6 +80,20 @@ __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;" ::"n"(N));
 }
 
+// tf32_split (tc.cu, wgmma.cu) splits v into TF32 parts for two
+// products, v ≈ big + small, as CUTLASS's 3xTF32 does: big is v rounded
+// to TF32 (to nearest, ties away: cvt.rna.tf32's result for every finite
+// v and for ±inf), small is
+// the exact remainder v − big passed as it is, whose low 13 bits the
+// tensor cores ignore (truncation: about 21 bits of v in all). Three
+// instructions per value; cvt.rna costs four for big alone (its inf/NaN
+// test) and two more for small (sm_90 SASS, 2026-11-29). A NaN v gives a
+// NaN small, so it still reaches the output.
+__device__ __forceinline__ void tf32_split(float v, unsigned& big, unsigned& small) {
+    big = (__float_as_uint(v) + 0x1000u) & 0xffffe000u;
+    small = __float_as_uint(v - __uint_as_float(big));
+}
+
 // Programmatic dependent launch (Hopper, sm_90 PTX only; no-ops in the
 // compute_80 build). The backend launches a kernel with the PDL attribute
 // only when its sm_90 body waits (kernels.PDLEntries), so the next kernel

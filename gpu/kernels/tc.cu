@@ -212,19 +212,6 @@ __device__ __forceinline__ void gemm_tile(Problem p, const float* __restrict__ b
 }
 
 // ---- Tensor-core helpers -------------------------------------------------
-// tf32_split splits v into TF32 parts for two products, v ≈ big + small,
-// as CUTLASS's 3xTF32 does: big is v rounded to TF32 (to nearest, ties
-// away: cvt.rna.tf32's result for every finite v and for ±inf), small is
-// the exact remainder v − big passed as it is, whose low 13 bits the
-// tensor cores ignore (truncation: about 21 bits of v in all). Three
-// instructions per value; cvt.rna costs four for big alone (its inf/NaN
-// test) and two more for small (sm_90 SASS, 2026-11-29). A NaN v gives a
-// NaN small, so it still reaches the output.
-__device__ __forceinline__ void tf32_split(float v, unsigned& big, unsigned& small) {
-    big = (__float_as_uint(v) + 0x1000u) & 0xffffe000u;
-    small = __float_as_uint(v - __uint_as_float(big));
-}
-
 // mma_tf32: c += a·b for one m16n8k8 TF32 fragment (fp32 accumulation).
 __device__ __forceinline__ void mma_tf32(float* c, const unsigned* a, unsigned b0, unsigned b1) {
     asm volatile(

@@ -1,0 +1,96 @@
+//go:build cuda
+
+package gpu
+
+import (
+	"os"
+
+	"gorgonia.org/cu"
+
+	"zonostream/engine/compute"
+	"zonostream/gpu/kernels"
+)
+
+// The DAC's convolutions on Hopper's TF32 wgmmas (conv_wg,
+// kernels/wgmma.cu): conv_tcq's arithmetic — per 8-wide k step three TF32
+// products from zero, then one IEEE add — with the products issued as
+// m64n64k8 wgmmas that read both operands from shared memory, in place of
+// conv_tcq's chains of dependent mma.sync products (its large layers held
+// the tensor pipe at 37 %: docs/gpu/2026-11-30-session23). The weights are
+// laid out once per weight by conv_prep_wg (convPrepWg). Whether its sums
+// equal conv_tcq's bit for bit is what TestConvWgMatches measures; until a
+// run shows it, conv_wg is opt-in (ZONOS_CONV_WG=1) and serves every
+// length of every convolution when on, so a streamed window is still
+// reduced as the whole signal is.
+
+// convWgOn is ZONOS_CONV_WG=1.
+var convWgOn = os.Getenv("ZONOS_CONV_WG") == "1"
+
+// convWgSmem is conv_wg's dynamic shared memory (kernels.ConvWgSmem).
+const convWgSmem = kernels.ConvWgSmem
+
+// convWgResident is how many conv_wg blocks an SM holds: its 97 KiB of
+// shared memory allow two of 228 KiB.
+const convWgResident = 2
+
+// usesConvWg reports whether the convolutions run on conv_wg.
+func (b *Backend) usesConvWg() bool {
+	return b.hopper && convWgOn && !tcOff && !convOld && convTC
+}
+
+// convPrepWg returns w (fp32, a convolution's weight) laid out for conv_wg
+// by conv_prep_wg, made on first use and kept with the weight like
+// convPrepA's layout: 8 bytes a value, tiles padded to 64 rows and 32-wide
+// k steps, per output phase for a transposed convolution.
+func (b *Backend) convPrepWg(w *tensor, mode, m, kr int, c tcShape) *tensor {
+	phases := 1
+	if mode == tcConvT {
+		phases = c.stride
+	}
+	key := [2]int{mode, phases}
+	if w.prepWg != nil && w.prepWgKey == key {
+		return w.prepWg
+	}
+	mtiles, ksteps := (m+63)/64, (kr+31)/32
+	pt := b.newTensor(compute.I32, phases*mtiles*ksteps*4096)
+	b.launch(b.k["conv_prep_wg"], grid1(phases*mtiles*ksteps*2048), block256, w.ptr(), pt.ptr(), mode, m, kr, c.cout, c.kw, c.stride, phases, mtiles, ksteps)
+	b.pool.mu.Lock()
+	capturing := b.pool.capturing != nil
+	b.pool.mu.Unlock()
+	if !capturing { // as convPrepA: complete before another lane reads it
+		b.sync("laying out convolution weights")
+		w.prepWg, w.prepWgKey = pt, key
+	}
+	return pt
+}
+
+// convWgGemm is tcGemm's convolution (mode tcConvMode or tcConvT) on
+// conv_wg: the same split-K pieces (tcSplits), folded into the blocks
+// where the output tiles fill a wave of them (convFold), else summed by
+// tcReduce.
+func (b *Backend) convWgGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor, m, n, kr int, c tcShape) {
+	splits, chunk := tcSplits(mode, kr, m)
+	phases := 1
+	if mode == tcConvT {
+		phases = c.stride
+	}
+	tiles := (n + 63) / 64 * ((m + 63) / 64) * c.batch * phases
+	if splits > 1 && convFold > 0 && tiles*100 >= convFold*b.sms*convWgResident {
+		splits = 1 // the blocks fold the pieces
+	}
+	aprep := b.convPrepWg(w, mode, m, kr, c)
+	work, total := nullPtr, out.n()
+	var wk *tensor
+	if splits > 1 {
+		wk = b.newTensor(compute.F32, splits*total)
+		work = wk.ptr()
+	}
+	epi := c.epi.args()
+	b.launchSmem(b.k["conv_wg"], [3]int{(n + 63) / 64, (m + 63) / 64, c.batch * phases * splits}, [3]int{128, 1, 1}, convWgSmem,
+		append([]any{x.ptr(), aprep.ptr(), bias, out.ptr(), work, mode, m, kr, splits, chunk,
+			c.cin, c.t, c.cout, c.kw, c.tout, c.stride, c.pad, c.dil}, epi...)...)
+	if wk != nil {
+		b.tcReduce(mode, work, bias, out, splits, n, c, epi)
+		wk.h.release()
+	}
+}
