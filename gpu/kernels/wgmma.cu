@@ -330,7 +330,7 @@ extern "C" __global__ void __launch_bounds__(128) conv_wg(
 
     float acc[32], tot[32], d0[32], d1[32];
 #pragma unroll
-    for (int i = 0; i < 32; i++) acc[i] = tot[i] = 0.f;
+    for (int i = 0; i < 32; i++) acc[i] = tot[i] = d0[i] = d1[i] = 0.f;
 #pragma unroll
     for (int i = 0; i < CW_STAGES - 1; i++) issue(i);
     const int csteps = kchunk / CW_K;  // k steps per split piece
