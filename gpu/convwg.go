@@ -17,11 +17,20 @@ import (
 // m64n64k8 wgmmas that read both operands from shared memory, in place of
 // conv_tcq's chains of dependent mma.sync products (its large layers held
 // the tensor pipe at 37 %: docs/gpu/2026-11-30-session23). The weights are
-// laid out once per weight by conv_prep_wg (convPrepWg). Whether its sums
-// equal conv_tcq's bit for bit is what TestConvWgMatches measures; until a
-// run shows it, conv_wg is opt-in (ZONOS_CONV_WG=1) and serves every
-// length of every convolution when on, so a streamed window is still
+// laid out once per weight by conv_prep_wg (convPrepWg). When on, it
+// serves every length of every convolution, so a streamed window is still
 // reduced as the whole signal is.
+//
+// conv_wg was written in session 23 after the device time was spent: it
+// has not run on a GPU. Its module (kernels/convwg.cu) is therefore loaded
+// only with ZONOS_CONV_WG=1 on Hopper, where a module that failed to load
+// could stop the backend only for someone who asked for it. Run on an
+// H200 with ZONOS_CONV_WG=1: TestConvWgMatches (its outputs against
+// conv_tcq's, and whether they are the same bits), TestConvWindowExact,
+// TestDACRealShape, TestVocoderVariants and conformance.
+
+// convWgModule is conv_wg's PTX module.
+const convWgModule = "convwg"
 
 // convWgOn is ZONOS_CONV_WG=1.
 var convWgOn = os.Getenv("ZONOS_CONV_WG") == "1"
@@ -33,9 +42,10 @@ const convWgSmem = kernels.ConvWgSmem
 // shared memory allow two of 228 KiB.
 const convWgResident = 2
 
-// usesConvWg reports whether the convolutions run on conv_wg.
+// usesConvWg reports whether the convolutions run on conv_wg (its module
+// loaded, and asked for).
 func (b *Backend) usesConvWg() bool {
-	return b.hopper && convWgOn && !tcOff && !convOld && convTC
+	return b.k["conv_wg"] != nil && convWgOn && !tcOff && !convOld && convTC
 }
 
 // convPrepWg returns w (fp32, a convolution's weight) laid out for conv_wg

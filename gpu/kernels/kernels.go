@@ -151,7 +151,7 @@ const WbfSmem = 3*(64*36*4+128*40*2) + 3*64*40*2
 // bytes a row, and 1024 bytes to align the ring (TestWideSmem checks it).
 const WgSmem = 3*(2*64*128+128*128) + 1024
 
-// ConvWgSmem is conv_wg's dynamic shared memory (wgmma.cu's CW_SMEM):
+// ConvWgSmem is conv_wg's dynamic shared memory (convwg.cu's CW_SMEM):
 // CW_STAGES stages of four 64-row planes (the weights' and the input's
 // big and small TF32 parts), 128 bytes a row, and 1024 bytes to align the
 // ring (TestWideSmem checks it).
