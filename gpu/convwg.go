@@ -49,29 +49,9 @@ func (b *Backend) usesConvWg() bool {
 }
 
 // convPrepWg returns w (fp32, a convolution's weight) laid out for conv_wg
-// by conv_prep_wg, made on first use and kept with the weight like
-// convPrepA's layout: 8 bytes a value, tiles padded to 64 rows and 32-wide
-// k steps, per output phase for a transposed convolution.
+// by conv_prep_wg (convLayout): tiles of 64 rows and 32-wide k steps.
 func (b *Backend) convPrepWg(w *tensor, mode, m, kr int, c tcShape) *tensor {
-	phases := 1
-	if mode == tcConvT {
-		phases = c.stride
-	}
-	key := [2]int{mode, phases}
-	if w.prepWg != nil && w.prepWgKey == key {
-		return w.prepWg
-	}
-	mtiles, ksteps := (m+63)/64, (kr+31)/32
-	pt := b.newTensor(compute.I32, phases*mtiles*ksteps*4096)
-	b.launch(b.k["conv_prep_wg"], grid1(phases*mtiles*ksteps*2048), block256, w.ptr(), pt.ptr(), mode, m, kr, c.cout, c.kw, c.stride, phases, mtiles, ksteps)
-	b.pool.mu.Lock()
-	capturing := b.pool.capturing != nil
-	b.pool.mu.Unlock()
-	if !capturing { // as convPrepA: complete before another lane reads it
-		b.sync("laying out convolution weights")
-		w.prepWg, w.prepWgKey = pt, key
-	}
-	return pt
+	return b.convLayout(w, weightLayout{"conv_prep_wg", 32, &w.prepWg, &w.prepWgKey}, mode, m, kr, c)
 }
 
 // convWgGemm is tcGemm's convolution (mode tcConvMode or tcConvT) on

@@ -94,6 +94,15 @@ __device__ __forceinline__ void tf32_split(float v, unsigned& big, unsigned& sma
     small = __float_as_uint(v - __uint_as_float(big));
 }
 
+// wg_desc (wgmma.cu, convwg.cu) describes a K-major tile in shared memory
+// for wgmma: rows of 128 bytes, 128-byte swizzle, 8-row groups 1024 bytes
+// apart (the stride field); the leading-dimension field is unused by this
+// layout (1).
+__device__ __forceinline__ unsigned long long wg_desc(const void* smem) {
+    unsigned a = (unsigned)__cvta_generic_to_shared(smem);
+    return (unsigned long long)((a & 0x3ffff) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+}
+
 // Programmatic dependent launch (Hopper, sm_90 PTX only; no-ops in the
 // compute_80 build). The backend launches a kernel with the PDL attribute
 // only when its sm_90 body waits (kernels.PDLEntries), so the next kernel

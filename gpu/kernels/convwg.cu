@@ -72,14 +72,6 @@ extern "C" __global__ void conv_prep_wg(const float* __restrict__ w, unsigned* _
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-// cw_desc describes a K-major plane in shared memory for wgmma: rows of 128
-// bytes, 128-byte swizzle, 8-row groups 1024 bytes apart (wgmma.cu's
-// wg_desc).
-__device__ __forceinline__ unsigned long long cw_desc(const void* smem) {
-    unsigned a = (unsigned)__cvta_generic_to_shared(smem);
-    return (unsigned long long)((a & 0x3ffff) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
-}
-
 // wgmma_tf32_m64n64: d = (acc ? d : 0) + A·B for one m64n64k8 TF32 wgmma
 // (A and B K-major in shared memory, described by da and db).
 __device__ __forceinline__ void wgmma_tf32_m64n64(float (&d)[32], unsigned long long da, unsigned long long db,
@@ -193,8 +185,8 @@ extern "C" __global__ void __launch_bounds__(128) conv_wg(
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the copies and splits, seen by wgmma
         __syncthreads();  // everyone's; and step i − 1's wgmmas are done (waited below)
         issue(i + CW_STAGES - 1);
-        const unsigned long long abig = cw_desc(st), asmall = cw_desc(st + CW_PLANE_A);
-        const unsigned long long bbig = cw_desc(st + 2 * CW_PLANE_A), bsmall = cw_desc(st + 2 * CW_PLANE_A + CW_PLANE_B);
+        const unsigned long long abig = wg_desc(st), asmall = wg_desc(st + CW_PLANE_A);
+        const unsigned long long bbig = wg_desc(st + 2 * CW_PLANE_A), bsmall = wg_desc(st + 2 * CW_PLANE_A + CW_PLANE_B);
 #pragma unroll
         for (int kk = 0; kk < CW_K / 8; kk++) {  // 32 bytes of k: 2 in the descriptors' address field
             float(&d)[32] = kk & 1 ? d1 : d0;

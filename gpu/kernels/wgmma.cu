@@ -48,14 +48,6 @@ extern "C" __global__ void bf16_parts(const float* __restrict__ x, unsigned shor
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-// wg_desc describes a K-major tile in shared memory for wgmma: rows of 128
-// bytes, 128-byte swizzle, 8-row groups 1024 bytes apart (the stride
-// field); the leading-dimension field is unused by this layout (1).
-__device__ __forceinline__ unsigned long long wg_desc(const void* smem) {
-    unsigned a = (unsigned)__cvta_generic_to_shared(smem);
-    return (unsigned long long)((a & 0x3ffff) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
-}
-
 // wgmma_m64n128: d += A·B for one m64n128k16 BF16 wgmma (fp32 accumulators;
 // A and B K-major in shared memory, described by da and db).
 __device__ __forceinline__ void wgmma_m64n128(float (&d)[64], unsigned long long da, unsigned long long db) {
