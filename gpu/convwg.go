@@ -64,10 +64,7 @@ func (b *Backend) convWgGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *ten
 	if mode == tcConvT {
 		phases = c.stride
 	}
-	tiles := (n + 63) / 64 * ((m + 63) / 64) * c.batch * phases
-	if splits > 1 && convFold > 0 && tiles*100 >= convFold*b.sms*convWgResident {
-		splits = 1 // the blocks fold the pieces
-	}
+	splits = b.foldSplits(splits, (n+63)/64*((m+63)/64)*c.batch*phases, convWgResident)
 	aprep := b.convPrepWg(w, mode, m, kr, c)
 	work, total := nullPtr, out.n()
 	var wk *tensor

@@ -77,6 +77,21 @@ var convSplitPer = envInt("ZONOS_CONV_SPLIT", 384)
 // never folds.
 var convFold = envIntZero("ZONOS_CONV_FOLD", 100)
 
+// convTCQResident is how many conv_tcq blocks an SM holds (its
+// __launch_bounds__ on the default 32-wide tile).
+const convTCQResident = 4
+
+// foldSplits returns 1 where a split convolution's output tiles fill
+// convFold % of a wave of its kernel's blocks (resident an SM), whose
+// blocks then fold the split pieces in the same order (chunk stays the
+// split length: kernels/tc.cu, conv_tcq_tile); else splits.
+func (b *Backend) foldSplits(splits, tiles, resident int) int {
+	if splits > 1 && convFold > 0 && tiles*100 >= convFold*b.sms*resident {
+		return 1
+	}
+	return splits
+}
+
 // envIntZero is the non-negative integer in environment variable name,
 // else def.
 func envIntZero(name string, def int) int {
@@ -373,11 +388,8 @@ func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor,
 	case mode != tcLinear && !convOld:
 		kernel, tileN = "conv_simt", 128 // convolutions on fp32 FMAs: coalesced input gather
 	}
-	if splits > 1 && kernel == convTCQKernels[tileN] && convFold > 0 {
-		tiles := (n + tileN - 1) / tileN * ((m + 63) / 64) * batch * phases
-		if tiles*100 >= convFold*b.sms*4 {
-			splits = 1 // chunk stays: the blocks fold the splits
-		}
+	if kernel == convTCQKernels[tileN] {
+		splits = b.foldSplits(splits, (n+tileN-1)/tileN*((m+63)/64)*batch*phases, convTCQResident)
 	}
 	if c.epi != (convEpilogue{}) && (mode != tcConvMode || kernel == "simt_gemm") {
 		panic("gpu: a convolution epilogue on a kernel without one")
