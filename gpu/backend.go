@@ -166,9 +166,6 @@ func (b *Backend) init(ordinal int) error {
 	}
 	twice := twiceKernels()
 	for _, m := range kernels.Modules() {
-		if m == convWgModule && !(hopper && convWgOn) {
-			continue // opt-in: not yet run on a GPU (convwg.go)
-		}
 		ptx := kernels.PTX
 		if hopper {
 			ptx = kernels.HopperPTX

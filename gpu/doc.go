@@ -49,9 +49,6 @@
 // operands copied by cp.async four k steps deep (the input a k row per
 // thread) and, where the output tiles alone fill the GPU, its split-K
 // pieces folded into each block in tc_reduce_rows' order (same bits);
-// conv_wg (convwg.cu, its module loaded only with ZONOS_CONV_WG=1 on
-// Hopper: written but not yet run on a GPU) is conv_tcq's arithmetic on
-// TF32 wgmmas;
 // conv_simt, the same tile on fp32 FMAs; both,
 // and tc_reduce_rows after split-K, can apply the DAC residual unit's Snake or
 // residual add as they store each output, compute.ConvEpilogues;

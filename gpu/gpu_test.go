@@ -574,22 +574,18 @@ func TestConv(t *testing.T) {
 }
 
 // TestConvWindowExact: a window of a longer signal gives bit-identical
-// outputs (the DAC streamer relies on it): on the default kernels, with
-// the long signal's split-K pieces folded into conv_tcq's blocks and the
-// window's summed by tc_reduce_rows (convFold 10 % of a wave sits between
-// the two grids), and on conv_wg (when loaded: ZONOS_CONV_WG=1) both ways.
+// outputs (the DAC streamer relies on it): on the default kernels, and
+// with the long signal's split-K pieces folded into conv_tcq's blocks and
+// the window's summed by tc_reduce_rows (convFold 10 % of a wave sits
+// between the two grids).
 func TestConvWindowExact(t *testing.T) {
 	need(t)
-	defer func(on bool, fold int) { convWgOn, convFold = on, fold }(convWgOn, convFold)
+	defer func(fold int) { convFold = fold }(convFold)
 	for _, v := range []struct {
 		name string
-		wg   bool
 		fold int
-	}{{"default", false, convFold}, {"folded long, split window", false, 10}, {"conv_wg", true, convFold}, {"conv_wg, folded long", true, 10}} {
-		if v.wg && gb.k["conv_wg"] == nil {
-			continue // its module loads only with ZONOS_CONV_WG=1
-		}
-		convWgOn, convFold = v.wg, v.fold
+	}{{"default", convFold}, {"folded long, split window", 10}} {
+		convFold = v.fold
 		t.Run(v.name, testConvWindowExact)
 	}
 }
@@ -636,59 +632,6 @@ func testConvWindowExact(t *testing.T) {
 			for tt := margin; tt < lw-margin; tt++ {
 				if a, b := win[ch*lw+tt], long[ch*ll+off+tt]; a != b {
 					t.Fatalf("%+v: channel %d t %d: window %v long %v", c, ch, tt, a, b)
-				}
-			}
-		}
-	}
-}
-
-// TestConvWgMatches: conv_wg (Hopper's TF32 wgmmas; kernels/wgmma.cu) on
-// every convolution case, split or folded, stays within 1e-5 of the
-// largest output of conv_tcq's (the tolerance TestConvTCMatchesSimt holds
-// the tensor-core kernels to against fp32 FMAs; a wrong operand layout is
-// off by the outputs' own size). It logs how many outputs differ from
-// conv_tcq's at all: conv_wg keeps conv_tcq's products and adds, so any
-// difference is the tensor cores' own sums. Folded and split, conv_wg's
-// outputs are the same bits.
-func TestConvWgMatches(t *testing.T) {
-	need(t)
-	if gb.k["conv_wg"] == nil {
-		t.Skip("conv_wg's module loads only on Hopper with ZONOS_CONV_WG=1 (convwg.go)")
-	}
-	defer func(on bool, fold int) { convWgOn, convFold = on, fold }(convWgOn, convFold)
-	ref, _ := convOutputs(t, 37, func() { convOld, convTC, convWgOn = false, true, false }, false)
-	var split [][]float32
-	for _, fold := range []int{0, 1} {
-		before := gb.k["conv_wg"].launches
-		got, _ := convOutputs(t, 37, func() { convOld, convTC, convWgOn, convFold = false, true, true, fold }, false)
-		if gb.k["conv_wg"].launches == before {
-			t.Fatal("conv_wg did not run")
-		}
-		for ci, c := range convCases {
-			a, b := ref[ci], got[ci]
-			var maxRef, maxD float64
-			differ := 0
-			for i := range a {
-				d := math.Abs(float64(a[i]) - float64(b[i]))
-				maxRef, maxD = max(maxRef, math.Abs(float64(a[i]))), max(maxD, d)
-				if a[i] != b[i] {
-					differ++
-				}
-			}
-			t.Logf("fold %d, cin %d cout %d k %d t %d transposed %v: %d of %d outputs differ from conv_tcq's, max|Δ| %.3g of max|ref| %.3g",
-				fold, c.cin, c.cout, c.k, c.t, c.transposed, differ, len(a), maxD, maxRef)
-			if maxD > 1e-5*maxRef {
-				t.Errorf("fold %d, %+v: max|Δ| %.3g > 1e-5 · max|ref| %.3g", fold, c, maxD, maxRef)
-			}
-		}
-		if split == nil {
-			split = got
-			continue
-		}
-		for ci, c := range convCases {
-			for i := range split[ci] {
-				if got[ci][i] != split[ci][i] {
-					t.Fatalf("%+v: output %d: split %v, folded %v", c, i, split[ci][i], got[ci][i])
 				}
 			}
 		}

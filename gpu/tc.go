@@ -204,36 +204,17 @@ var convPrep = os.Getenv("ZONOS_CONV_PREP") != "0"
 // padded to 64 rows and 16-wide k steps, per output phase for a
 // transposed convolution.
 func (b *Backend) convPrepA(w *tensor, mode, m, kr int, c tcShape) *tensor {
-	return b.convLayout(w, weightLayout{"conv_prep_a", 16, &w.prep, &w.prepKey}, mode, m, kr, c)
-}
-
-// weightLayout is a convolution weight's layout for one kernel: the prep
-// kernel that makes it (a thread per two words of a tile: the big and the
-// small part of one value), the k step of its 64-row tiles, and where the
-// weight keeps it and the mode and phases it was made for.
-type weightLayout struct {
-	kernel string
-	kstep  int
-	slot   **tensor
-	key    *[2]int
-}
-
-// convLayout returns w laid out as lay describes, made on first use and
-// kept in lay's slot: 8 bytes a value, 64·kstep values a tile, per output
-// phase for a transposed convolution.
-func (b *Backend) convLayout(w *tensor, lay weightLayout, mode, m, kr int, c tcShape) *tensor {
 	phases := 1
 	if mode == tcConvT {
 		phases = c.stride
 	}
 	key := [2]int{mode, phases}
-	if *lay.slot != nil && *lay.key == key {
-		return *lay.slot
+	if w.prep != nil && w.prepKey == key {
+		return w.prep
 	}
-	mtiles, ksteps := (m+63)/64, (kr+lay.kstep-1)/lay.kstep
-	tile := 64 * lay.kstep // values a tile
-	pt := b.newTensor(compute.I32, phases*mtiles*ksteps*2*tile)
-	b.launch(b.k[lay.kernel], grid1(phases*mtiles*ksteps*tile), block256, w.ptr(), pt.ptr(), mode, m, kr, c.cout, c.kw, c.stride, phases, mtiles, ksteps)
+	mtiles, ksteps := (m+63)/64, (kr+15)/16
+	pt := b.newTensor(compute.I32, phases*mtiles*ksteps*2048)
+	b.launch(b.k["conv_prep_a"], grid1(phases*mtiles*ksteps*1024), block256, w.ptr(), pt.ptr(), mode, m, kr, c.cout, c.kw, c.stride, phases, mtiles, ksteps)
 	b.pool.mu.Lock()
 	capturing := b.pool.capturing != nil
 	b.pool.mu.Unlock()
@@ -241,7 +222,7 @@ func (b *Backend) convLayout(w *tensor, lay weightLayout, mode, m, kr int, c tcS
 		// The layout is kept for every lane, and another lane's stream
 		// may read it next: it is complete before anyone else sees it.
 		b.sync("laying out convolution weights")
-		*lay.slot, *lay.key = pt, key
+		w.prep, w.prepKey = pt, key
 	}
 	return pt
 }
@@ -346,10 +327,6 @@ func (b *Backend) tcReduce(mode int, work, bias cu.DevicePtr, out *tensor, split
 func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor, m, n, kr int, c tcShape) {
 	if mode == tcLinear && b.usesWg(w, m, kr) {
 		b.tcWg(x, w, bias, out, m, n, kr)
-		return
-	}
-	if mode != tcLinear && w.dt == compute.F32 && b.usesConvWg() {
-		b.convWgGemm(mode, x, w, bias, out, m, n, kr, c)
 		return
 	}
 	wide := mode == tcLinear && w.dt != compute.F32 && kr%8 == 0

@@ -60,9 +60,6 @@ type tensor struct {
 	// prepKey the mode and phases it was laid out for.
 	prep    *tensor
 	prepKey [2]int
-	// prepWg is the same weight laid out for conv_wg (convPrepWg).
-	prepWg    *tensor
-	prepWgKey [2]int
 }
 
 func (t *tensor) Shape() []int         { return t.shape }

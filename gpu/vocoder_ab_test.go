@@ -32,17 +32,14 @@ func TestVocoderVariants(t *testing.T) {
 		name string
 		set  func()
 	}
-	force, rowsOff, copiesOff, tileMax, splitPer, prep, pipe, fold, wg := convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer, convPrep, convPipe, convFold, convWgOn
+	force, rowsOff, copiesOff, tileMax, splitPer, prep, pipe, fold := convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer, convPrep, convPipe, convFold
 	reset := func() {
-		convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer, convPrep, convPipe, convFold, convWgOn = force, rowsOff, copiesOff, tileMax, splitPer, prep, pipe, fold, wg
+		convTileForce, reduceRowsOff, copyRowsOff, convTileMax, convSplitPer, convPrep, convPipe, convFold = force, rowsOff, copiesOff, tileMax, splitPer, prep, pipe, fold
 	}
 	defer reset()
 	variants := []variant{
 		{"default", func() {}},
 		{"one k step in flight (conv_tcp)", func() { convPipe = false }},
-		{"conv_wg (TF32 wgmmas; ZONOS_CONV_WG=1 loads it)", func() { convWgOn = gb.k["conv_wg"] != nil }},
-		{"conv_wg, splits never folded", func() { convWgOn, convFold = gb.k["conv_wg"] != nil, 0 }},
-		{"conv_tcq with conv_wg loaded", func() { convWgOn = false }},
 		{"weights gathered and split at every k step (conv_tc)", func() { convPrep = false }},
 		{"widest tile 64", func() { convTileMax = 64 }},
 		{"flat reduce and copies", func() { reduceRowsOff, copyRowsOff = true, true }},

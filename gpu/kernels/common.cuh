@@ -94,7 +94,7 @@ __device__ __forceinline__ void tf32_split(float v, unsigned& big, unsigned& sma
     small = __float_as_uint(v - __uint_as_float(big));
 }
 
-// wg_desc (wgmma.cu, convwg.cu) describes a K-major tile in shared memory
+// wg_desc (wgmma.cu) describes a K-major tile in shared memory
 // for wgmma: rows of 128 bytes, 128-byte swizzle, 8-row groups 1024 bytes
 // apart (the stride field); the leading-dimension field is unused by this
 // layout (1).

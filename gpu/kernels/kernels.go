@@ -151,12 +151,6 @@ const WbfSmem = 3*(64*36*4+128*40*2) + 3*64*40*2
 // bytes a row, and 1024 bytes to align the ring (TestWideSmem checks it).
 const WgSmem = 3*(2*64*128+128*128) + 1024
 
-// ConvWgSmem is conv_wg's dynamic shared memory (convwg.cu's CW_SMEM):
-// CW_STAGES stages of four 64-row planes (the weights' and the input's
-// big and small TF32 parts), 128 bytes a row, and 1024 bytes to align the
-// ring (TestWideSmem checks it).
-const ConvWgSmem = 3*(4*64*128) + 1024
-
 // GemvChunkPieces is gemv.cu's GC_PIECES: the 4 KiB pieces of weight one
 // block of gemv_chunk_k* multiplies (its dynamic shared memory, in 4 KiB).
 const GemvChunkPieces = 8
