@@ -132,6 +132,81 @@ func (b *Backend) CopyInto(dst compute.Tensor, axis, offset int, src compute.Ten
 	b.do(func() { b.copyAxis(s, d, outer, sd, inner, sd, 0, dd, offset) })
 }
 
+func (b *Backend) Window(prev compute.Tensor, lead int, x compute.Tensor, trail, keep int) (w, tail compute.Tensor) {
+	rows, np, nx := compute.WindowGeometry("gpu", prev, lead, x, trail, keep)
+	if rows >= 1<<16 {
+		panic(fmt.Sprintf("gpu.Window: %d rows (B·C) past the grid's 65535", rows))
+	}
+	if windowOff {
+		return b.windowOps(prev, lead, x, trail, keep)
+	}
+	pp, xp := nullPtr, nullPtr
+	if prev != nil {
+		lead, pp = np, cast(prev).ptr()
+	}
+	ref := prev
+	if x != nil {
+		ref, xp = x, cast(x).ptr()
+	}
+	shape := slices.Clone(ref.Shape())
+	n := lead + nx + trail
+	var wt, tt *tensor
+	b.do(func() {
+		shape[2] = n
+		wt = b.newTensor(compute.F32, shape...)
+		tp := nullPtr
+		if keep > 0 {
+			shape[2] = keep
+			tt = b.newTensor(compute.F32, shape...)
+			tp = tt.ptr()
+		}
+		if n == 0 {
+			return
+		}
+		// A row's columns over a few blocks (copyAxis' grid): at most 4096
+		// blocks in all.
+		gx := min((n+255)/256, max(1, 4096/rows))
+		b.launch(b.k["window_cols"], [3]int{gx, rows, 1}, block256, pp, lead, xp, nx, trail, wt.ptr(), tp, keep)
+	})
+	if tt == nil {
+		return wt, nil
+	}
+	return wt, tt
+}
+
+// windowOff is ZONOS_DAC_WINDOW=0: Window as the Zeros, Concat and Slice
+// it replaced (for before/after measurements; the same values).
+var windowOff = os.Getenv("ZONOS_DAC_WINDOW") == "0"
+
+// windowOps is Window from Zeros, Concat and Slice.
+func (b *Backend) windowOps(prev compute.Tensor, lead int, x compute.Tensor, trail, keep int) (w, tail compute.Tensor) {
+	ref := x
+	if ref == nil {
+		ref = prev
+	}
+	s := ref.Shape()
+	var parts []compute.Tensor
+	if prev == nil {
+		prev = b.Zeros(s[0], s[1], lead)
+		defer b.Free(prev)
+	}
+	parts = append(parts, prev)
+	if x != nil {
+		parts = append(parts, x)
+	}
+	if trail > 0 {
+		z := b.Zeros(s[0], s[1], trail)
+		defer b.Free(z)
+		parts = append(parts, z)
+	}
+	w = b.Concat(2, parts...)
+	if keep > 0 {
+		n := w.Shape()[2]
+		tail = b.Slice(w, 2, n-keep, n)
+	}
+	return w, tail
+}
+
 // gemvMaxRows is the largest row count served by the GEMV kernel (one
 // weight pass for all rows); more rows take the tiled GEMM.
 const gemvMaxRows = 8

@@ -1194,3 +1194,46 @@ func testMamba2BlockDeclines(t *testing.T, r *rand.Rand, s compute.Mamba2Spec) {
 		}
 	}
 }
+
+// TestWindow: window_cols gives the CPU's Window exactly (it only moves
+// values): carried columns or lead zeros, new columns, trail zeros, and
+// the tail, on the DAC's shapes (up to 1536 rows, long and short rows).
+func TestWindow(t *testing.T) {
+	need(t)
+	r := rand.New(rand.NewPCG(61, 62))
+	for _, c := range []struct {
+		b, ch, np, lead, nx, trail, keep int
+	}{
+		{1, 1536, 6, 0, 32, 0, 6},    // a steady push's first convolution
+		{1, 96, 0, 3, 16389, 0, 6},   // a first push's late residual unit
+		{1, 768, 1, 0, 36, 1, 1},     // a transposed convolution finishing
+		{1, 192, 54, 0, 0, 27, 0},    // finishing with no new columns
+		{2, 40, 0, 9, 5, 9, 23},      // two rows of batch, window as long as keep
+		{1, 1536, 18, 0, 300, 0, 18}, // rows past 4096 blocks' worth
+	} {
+		var p, x pair
+		if c.np > 0 {
+			v := randVals(r, c.b*c.ch*c.np, 1)
+			p = pair{cb.FromF32(v, c.b, c.ch, c.np), gb.FromF32(v, c.b, c.ch, c.np)}
+		}
+		if c.nx > 0 {
+			v := randVals(r, c.b*c.ch*c.nx, 1)
+			x = pair{cb.FromF32(v, c.b, c.ch, c.nx), gb.FromF32(v, c.b, c.ch, c.nx)}
+		}
+		cw, ct := cb.Window(p.c, c.lead, x.c, c.trail, c.keep)
+		gw, gt := gb.Window(p.g, c.lead, x.g, c.trail, c.keep)
+		name := fmt.Sprintf("%+v", c)
+		if !slices.Equal(cw.Shape(), gw.Shape()) {
+			t.Fatalf("%s: window %v, CPU %v", name, gw.Shape(), cw.Shape())
+		}
+		if a, b := cb.ReadF32(cw), gb.ReadF32(gw); !slices.Equal(a, b) {
+			t.Fatalf("%s: window differs from the CPU's", name)
+		}
+		if (ct == nil) != (gt == nil) {
+			t.Fatalf("%s: tail %v, CPU's %v", name, gt != nil, ct != nil)
+		}
+		if ct != nil && !slices.Equal(cb.ReadF32(ct), gb.ReadF32(gt)) {
+			t.Fatalf("%s: tail differs from the CPU's", name)
+		}
+	}
+}

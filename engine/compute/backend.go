@@ -112,6 +112,15 @@ type Core interface {
 	Concat(axis int, ts ...Tensor) Tensor
 	// CopyInto writes src into dst along axis starting at offset (in place).
 	CopyInto(dst Tensor, axis, offset int, src Tensor)
+	// Window joins a streamed stage's input along the last axis of F32
+	// [B, C, ·] tensors: prev (or, where prev is nil, lead zero columns),
+	// then x (nil: none), then trail zero columns. With keep > 0 it also
+	// returns a copy of the joined window's last keep columns (at most its
+	// length), the columns the stage carries to its next push; tail is nil
+	// otherwise. It is Concat, Zeros and Slice in one pass, one kernel on
+	// a GPU where they were three to five (the DAC streamer runs it at
+	// every stage of every push). prev and x are not freed.
+	Window(prev Tensor, lead int, x Tensor, trail, keep int) (w, tail Tensor)
 
 	// Linear is y = x·wᵀ + b over the last axis: x [..., K], w [N, K], b [N]
 	// or nil → [..., N].

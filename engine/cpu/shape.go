@@ -122,3 +122,36 @@ func (b *Backend) CopyInto(dst compute.Tensor, axis, offset int, src compute.Ten
 		copy(d.f32[(o*dd+offset)*inner:(o*dd+offset+sd)*inner], s.f32[o*sd*inner:(o+1)*sd*inner])
 	}
 }
+
+func (b *Backend) Window(prev compute.Tensor, lead int, x compute.Tensor, trail, keep int) (w, tail compute.Tensor) {
+	rows, np, nx := compute.WindowGeometry("cpu", prev, lead, x, trail, keep)
+	if prev != nil {
+		lead = np
+	}
+	n := lead + nx + trail
+	shape := append([]int(nil), windowRef(prev, x).Shape()...)
+	shape[2] = n
+	wt := newF32(shape...)
+	for r := 0; r < rows; r++ {
+		row := wt.f32[r*n : (r+1)*n]
+		if prev != nil {
+			copy(row, cast(prev).f32[r*np:(r+1)*np])
+		}
+		if x != nil {
+			copy(row[lead:], cast(x).f32[r*nx:(r+1)*nx])
+		}
+	}
+	if keep == 0 {
+		return wt, nil
+	}
+	return wt, b.Slice(wt, 2, n-keep, n)
+}
+
+// windowRef is the tensor whose shape a window copies (x, or prev when x
+// is nil).
+func windowRef(prev, x compute.Tensor) compute.Tensor {
+	if x != nil {
+		return x
+	}
+	return prev
+}

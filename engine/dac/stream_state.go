@@ -34,10 +34,14 @@ import (
 
 // streamOp is one stage of the stateful decoder. push takes ownership of x
 // ([1, C, m], m ≥ 1) and returns the outputs that became final (nil: none
-// yet); flush returns the rest once the input has ended.
+// yet). finish ends the input: it takes the last columns x (nil: none)
+// and returns every output still to come, those of x and of the stage's
+// right padding, from one window (a stage that pushed x and then its
+// padding ran its kernels twice; the outputs are the same columns by the
+// same products either way).
 type streamOp interface {
 	push(be compute.Backend, x compute.Tensor) compute.Tensor
-	flush(be compute.Backend) compute.Tensor
+	finish(be compute.Backend, x compute.Tensor) compute.Tensor
 	free(be compute.Backend)
 	// viewed returns a copy of the stage whose carried columns are a new
 	// handle (be.Reshape) on the same storage (pushgraph.go), and that
@@ -51,21 +55,6 @@ func cols(t compute.Tensor) int {
 		return 0
 	}
 	return t.Shape()[2]
-}
-
-// join concatenates two tensors along time, freeing both; nil counts as
-// empty.
-func join(be compute.Backend, a, b compute.Tensor) compute.Tensor {
-	switch {
-	case a == nil:
-		return b
-	case b == nil:
-		return a
-	}
-	c := be.Concat(2, a, b)
-	be.Free(a)
-	be.Free(b)
-	return c
 }
 
 // cut returns columns [lo, hi) of t (nil when empty) and frees t.
@@ -86,25 +75,41 @@ type carried struct {
 	prev compute.Tensor // nil before the first push
 }
 
-// take returns the carried columns followed by x, taking ownership of
-// both; before the first push, zeros zero columns stand for the carried
-// ones (the padding before the stream).
-func (c *carried) take(be compute.Backend, x compute.Tensor, zeros int) compute.Tensor {
-	if c.prev == nil {
-		c.prev = be.Zeros(1, x.Shape()[1], zeros)
+// window joins the carried columns (before the first push, lead zero
+// columns: the padding before the stream), x (taken; nil: none) and trail
+// zero columns (the padding after it) in one pass (compute.Core.Window).
+// When the window is longer than keep it returns it and carries its last
+// keep columns; otherwise it carries the whole window and returns nil
+// (no output is final yet).
+func (c *carried) window(be compute.Backend, x compute.Tensor, lead, trail, keep int) compute.Tensor {
+	n := cols(x) + trail
+	if c.prev != nil {
+		n += cols(c.prev)
+	} else {
+		n += lead
 	}
-	w := join(be, c.prev, x)
-	c.prev = nil
+	short := n <= keep
+	if short {
+		keep = 0
+	}
+	w, tail := be.Window(c.prev, lead, x, trail, keep)
+	if c.prev != nil {
+		be.Free(c.prev)
+	}
+	if x != nil {
+		be.Free(x)
+	}
+	if short {
+		c.prev = w
+		return nil
+	}
+	c.prev = tail
 	return w
 }
 
-// padding is n zero columns after the stream, or nil before any push.
-func (c *carried) padding(be compute.Backend, n int) compute.Tensor {
-	if c.prev == nil {
-		return nil
-	}
-	return be.Zeros(1, c.prev.Shape()[1], n)
-}
+// ended reports whether finish has nothing to do: no last columns and no
+// push before them, so no carried columns to pad.
+func (c *carried) ended(x compute.Tensor) bool { return x == nil && c.prev == nil }
 
 // view replaces c.prev by a new handle on its storage and returns it.
 func (c *carried) view(be compute.Backend) compute.Tensor {
@@ -129,8 +134,13 @@ func (f pointOp) push(be compute.Backend, x compute.Tensor) compute.Tensor {
 	be.Free(x)
 	return y
 }
-func (pointOp) flush(compute.Backend) compute.Tensor { return nil }
-func (pointOp) free(compute.Backend)                 {}
+func (f pointOp) finish(be compute.Backend, x compute.Tensor) compute.Tensor {
+	if x == nil {
+		return nil
+	}
+	return f.push(be, x)
+}
+func (pointOp) free(compute.Backend) {}
 func (f pointOp) viewed(compute.Backend) (streamOp, compute.Tensor) {
 	return f, nil
 }
@@ -160,14 +170,16 @@ func (s *convState) push(be compute.Backend, x compute.Tensor) compute.Tensor {
 		be.Free(x)
 		return y
 	}
-	w := s.take(be, x, s.pad)
-	n := cols(w)
-	if n <= s.span {
-		s.prev = w
+	return s.conv(be, s.window(be, x, s.pad, 0, s.span))
+}
+
+// conv runs the convolution over a window (nil: none yet) and frees it.
+func (s *convState) conv(be compute.Backend, w compute.Tensor) compute.Tensor {
+	if w == nil {
 		return nil
 	}
 	y := be.Conv1d(w, s.c.w, s.c.b, s.spec)
-	s.prev = cut(be, w, n-s.span, n)
+	be.Free(w)
 	return y
 }
 
@@ -176,27 +188,31 @@ func (s *convState) viewed(be compute.Backend) (streamOp, compute.Tensor) {
 	return &c, c.view(be)
 }
 
-func (s *convState) flush(be compute.Backend) compute.Tensor {
+// finish takes the last columns and p zero columns after them (the right
+// padding).
+func (s *convState) finish(be compute.Backend, x compute.Tensor) compute.Tensor {
 	if s.span == 0 {
+		if x == nil {
+			return nil
+		}
+		return s.push(be, x)
+	}
+	if s.ended(x) {
 		return nil
 	}
-	if z := s.padding(be, s.pad); z != nil {
-		return s.push(be, z)
-	}
-	return nil
+	return s.conv(be, s.window(be, x, s.pad, s.pad, s.span))
 }
 
 // convTState streams a transposed convolution with kernel 2·stride: each
 // output reads two consecutive inputs.
 type convTState struct {
-	c         *conv
-	spec      compute.Conv1dSpec // stride, no padding
-	stride    int
-	pad       int
-	carried       // the last input (a zero column before the stream)
-	in, out   int // inputs taken, outputs returned
-	skip      int // leading outputs still to drop (the padding)
-	finishing bool
+	c       *conv
+	spec    compute.Conv1dSpec // stride, no padding
+	stride  int
+	pad     int
+	carried     // the last input (a zero column before the stream)
+	in, out int // inputs taken, outputs returned
+	skip    int // leading outputs still to drop (the padding)
 }
 
 func newConvTState(c *conv) (*convTState, error) {
@@ -213,20 +229,24 @@ func newConvTState(c *conv) (*convTState, error) {
 func (s *convTState) total(n int) int { return (n+1)*s.stride - 2*s.pad }
 
 func (s *convTState) push(be compute.Backend, x compute.Tensor) compute.Tensor {
-	if !s.finishing {
-		s.in += cols(x)
-	}
-	w := s.take(be, x, 1)
-	n := cols(w) // the previous input and the new ones
+	s.in += cols(x)
+	return s.run(be, s.window(be, x, 1, 0, 1), false)
+}
+
+// run transposes a window — the previous input, the new ones and, when
+// final, a zero column — and returns its outputs that are final (when
+// final, up to the one-shot length).
+func (s *convTState) run(be compute.Backend, w compute.Tensor, final bool) compute.Tensor {
+	n := cols(w)
 	raw := be.ConvTranspose1d(w, s.c.w, s.c.b, s.spec)
-	s.prev = cut(be, w, n-1, n)
+	be.Free(w)
 	// Raw output r reads inputs ⌊r/s⌋ − 1 and ⌊r/s⌋ of the window: the
 	// ones in [s, n·s) read two real (or padding) columns.
 	lo, hi := s.stride, n*s.stride
 	drop := min(s.skip, hi-lo)
 	s.skip -= drop
 	lo += drop
-	if s.finishing {
+	if final {
 		hi = min(hi, lo+s.total(s.in)-s.out)
 	}
 	y := cut(be, raw, lo, hi)
@@ -239,13 +259,14 @@ func (s *convTState) viewed(be compute.Backend) (streamOp, compute.Tensor) {
 	return &c, c.view(be)
 }
 
-func (s *convTState) flush(be compute.Backend) compute.Tensor {
-	z := s.padding(be, 1)
-	if z == nil {
+// finish takes the last inputs and one zero column after them, and cuts
+// the outputs to the one-shot length.
+func (s *convTState) finish(be compute.Backend, x compute.Tensor) compute.Tensor {
+	if s.ended(x) {
 		return nil
 	}
-	s.finishing = true
-	return s.push(be, z)
+	s.in += cols(x)
+	return s.run(be, s.window(be, x, 1, 1, 1), true)
 }
 
 // resState streams a residual unit, x + conv2(snake2(conv1(snake1(x)))).
@@ -280,10 +301,12 @@ func newResState(r *resUnit) (*resState, error) {
 }
 
 func (s *resState) push(be compute.Backend, x compute.Tensor) compute.Tensor {
-	w := s.take(be, x, s.pad)
-	n := cols(w)
-	if n <= s.span {
-		s.prev = w
+	return s.unit(be, s.window(be, x, s.pad, 0, s.span))
+}
+
+// unit runs the residual unit over a window (nil: none yet) and frees it.
+func (s *resState) unit(be compute.Backend, w compute.Tensor) compute.Tensor {
+	if w == nil {
 		return nil
 	}
 	h := s.r.snake1.forward(be, w)
@@ -291,7 +314,7 @@ func (s *resState) push(be compute.Backend, x compute.Tensor) compute.Tensor {
 	// columns.
 	out := s.r.branch(be, h, s.spec1, w, s.pad)
 	be.Free(h)
-	s.prev = cut(be, w, n-s.span, n)
+	be.Free(w)
 	return out
 }
 
@@ -300,12 +323,13 @@ func (s *resState) viewed(be compute.Backend) (streamOp, compute.Tensor) {
 	return &c, c.view(be)
 }
 
-// flush pushes p zero columns after the stream: conv1's right padding.
-func (s *resState) flush(be compute.Backend) compute.Tensor {
-	if z := s.padding(be, s.pad); z != nil {
-		return s.push(be, z)
+// finish takes the last columns and p zero columns after them: conv1's
+// right padding.
+func (s *resState) finish(be compute.Backend, x compute.Tensor) compute.Tensor {
+	if s.ended(x) {
+		return nil
 	}
-	return nil
+	return s.unit(be, s.window(be, x, s.pad, s.pad, s.span))
 }
 
 // decoderState is the Decoder as a chain of streaming stages, latent
@@ -372,15 +396,12 @@ func (st *decoderState) push(be compute.Backend, x compute.Tensor) compute.Tenso
 	return x
 }
 
-// flush ends the stream: each stage, in order, takes the previous stages'
-// last outputs and then its own right padding.
-func (st *decoderState) flush(be compute.Backend) compute.Tensor {
-	var x compute.Tensor
+// finish ends the stream: it takes the last latent columns x (nil: none)
+// and each stage, in order, finishes with the previous stages' last
+// outputs (streamOp.finish). It returns the samples still to come.
+func (st *decoderState) finish(be compute.Backend, x compute.Tensor) compute.Tensor {
 	for _, op := range st.ops {
-		if x != nil {
-			x = op.push(be, x)
-		}
-		x = join(be, x, op.flush(be))
+		x = op.finish(be, x)
 	}
 	return x
 }

@@ -230,6 +230,7 @@ func (s *Streamer) emitState(final bool) []float32 {
 	be := s.m.be
 	var y compute.Tensor
 	s.m.withPushLock(func() {
+		var x compute.Tensor // the new frames' latent
 		if len(s.codes[0]) > 0 {
 			if !s.pushed && !final {
 				if st, out, ok := s.m.firstPush(s.codes[:], s.sc); ok {
@@ -237,13 +238,16 @@ func (s *Streamer) emitState(final bool) []float32 {
 				}
 			}
 			if y == nil {
-				y = s.st.push(be, s.m.fromCodes(s.codes[:]))
+				x = s.m.fromCodes(s.codes[:])
 			}
 			s.pushed = true
 		}
-		if final {
-			y = join(be, y, s.st.flush(be))
+		switch {
+		case final: // the last frames and every stage's right padding in one pass
+			y = s.st.finish(be, x)
 			s.st.free(be) // the carried columns are not needed any more
+		case x != nil:
+			y = s.st.push(be, x)
 		}
 		s.st.releaseGraph()
 	})

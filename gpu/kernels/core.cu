@@ -359,6 +359,29 @@ extern "C" __global__ void copy_axis2(const unsigned short* __restrict__ src, un
 COPY_ROWS(copy_rows4, unsigned int)
 COPY_ROWS(copy_rows2, unsigned short)
 
+// window_cols: compute.Core.Window, the DAC streamer's window of a stage
+// in one kernel (it was a Concat's two copies and a Slice's one, or a
+// zero fill more): row o (blockIdx.y) of w, n = lead + nx + trail
+// columns, is prev's row (np = lead columns; zeros where prev is null),
+// x's row (nx columns; x may be null with nx = 0) and trail zeros; its
+// last keep columns also go to tail (null when keep is 0).
+extern "C" __global__ void window_cols(const float* __restrict__ prev, int lead, const float* __restrict__ x, int nx,
+                                       int trail, float* __restrict__ w, float* __restrict__ tail, int keep) {
+    pdl_begin();
+    const long long o = blockIdx.y;
+    const int n = lead + nx + trail;
+    for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < n; c += gridDim.x * blockDim.x) {
+        float v = 0.f;
+        if (c < lead) {
+            if (prev) v = prev[o * lead + c];
+        } else if (c < lead + nx) {
+            v = x[o * nx + c - lead];
+        }
+        w[o * n + c] = v;
+        if (c >= n - keep) tail[o * keep + c - (n - keep)] = v;
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Weight-read GEMV for the CFG decode step (issue 7): y[m, n] = x[m, :]·w[n, :]
 // (+ b[n]) for M ≤ MR rows (2 for one utterance) and BF16 weights with
