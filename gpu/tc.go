@@ -70,6 +70,11 @@ var (
 // blocks (convFold), so the split now only serves short inputs.
 var convSplitPer = envInt("ZONOS_CONV_SPLIT", 384)
 
+// convSplitMax is the most splits of a convolution (16;
+// ZONOS_CONV_SPLIT_MAX=n for measurements): the layers whose reduction
+// passes 16·convSplitPer split into longer pieces.
+var convSplitMax = envInt("ZONOS_CONV_SPLIT_MAX", 16)
+
 // convFold is the share of a wave of conv_tcq blocks (percent; 4 blocks an
 // SM) that a split convolution's output tiles must fill for its splits to
 // be folded into the blocks (kernels/tc.cu, conv_tcq_tile): same bits, no
@@ -126,7 +131,7 @@ func tcSplits(mode, kr, m int) (splits, chunk int) {
 	s := min(8, max(1, kr/512))
 	switch {
 	case mode != tcLinear && !convOldSplits:
-		s = min(16, max(1, (kr+convSplitPer-1)/convSplitPer))
+		s = min(convSplitMax, max(1, (kr+convSplitPer-1)/convSplitPer))
 	case mode != tcLinear && m >= 384:
 		s = min(16, max(1, kr/256))
 	}
