@@ -798,6 +798,7 @@ var convCases = []struct {
 	{1, 1536, 768, 16, 36, compute.Conv1dSpec{Stride: 8, Padding: 4}, true},
 	{2, 384, 192, 8, 290, compute.Conv1dSpec{Stride: 4, Padding: 2}, true},
 	{1, 192, 96, 4, 1111, compute.Conv1dSpec{Stride: 2, Padding: 1}, true},
+	{1, 768, 768, 1, 16, compute.Conv1dSpec{}, false}, // a 2-frame emission's: split, few blocks
 }
 
 // convOutputs runs each of convCases with the kernel choice that set
@@ -910,30 +911,40 @@ func TestConvTCTileWidthsAgree(t *testing.T) {
 // TestConvPrepMatchesGather: conv_tcp (the weights split and laid out
 // once by conv_prep_a) and conv_tcq (conv_tcp with its operands several k
 // steps deep in flight), with its split-K pieces summed by tc_reduce_rows
-// or folded into its blocks, give the same bits as conv_tc gathering and
-// splitting them at every k step, at both tile widths, on every conv case
-// (strided, batched, transposed); the layout is made once per weight.
+// or folded into its blocks, and conv_tcq_n32_deep on the grids it takes,
+// give the same bits as conv_tc gathering and splitting them at every k
+// step, at both tile widths, on every conv case (strided, batched,
+// transposed); the layout is made once per weight.
 func TestConvPrepMatchesGather(t *testing.T) {
 	need(t)
-	defer func(f int, p, q bool, fold int) {
-		convTileForce, convPrep, convPipe, convFold = f, p, q, fold
-	}(convTileForce, convPrep, convPipe, convFold)
+	defer func(f int, p, q bool, fold int, deep bool) {
+		convTileForce, convPrep, convPipe, convFold, convDeep = f, p, q, fold, deep
+	}(convTileForce, convPrep, convPipe, convFold, convDeep)
 	for _, w := range []int{64, 32} {
 		ref, _ := convOutputs(t, 31, func() { convOld, convTC, convTileForce, convPrep = false, true, w, false }, false)
 		reduces := map[int]int{}
 		for _, v := range []struct {
 			pipe bool
 			fold int
-		}{{false, 0}, {true, 0}, {true, 1}} {
+			deep bool
+		}{{false, 0, false}, {true, 0, false}, {true, 1, false}, {true, 0, true}} {
 			name := map[bool]string{false: convTCPKernels[w], true: convTCQKernels[w]}[v.pipe]
+			if v.deep {
+				if w != 32 {
+					continue
+				}
+				name = "conv_tcq_n32_deep"
+			}
 			before, reduced := gb.k[name].launches, gb.k["tc_reduce_rows"].launches
 			got, _ := convOutputs(t, 31, func() {
-				convOld, convTC, convTileForce, convPrep, convPipe, convFold = false, true, w, true, v.pipe, v.fold
+				convOld, convTC, convTileForce, convPrep, convPipe, convFold, convDeep = false, true, w, true, v.pipe, v.fold, v.deep
 			}, false)
 			if gb.k[name].launches == before {
 				t.Fatalf("tile %d: %s did not run", w, name)
 			}
-			reduces[v.fold] = gb.k["tc_reduce_rows"].launches - reduced
+			if !v.deep {
+				reduces[v.fold] = gb.k["tc_reduce_rows"].launches - reduced
+			}
 			for ci, c := range convCases {
 				for i := range ref[ci] {
 					if got[ci][i] != ref[ci][i] {

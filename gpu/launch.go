@@ -229,7 +229,7 @@ var block256 = [3]int{256, 1, 1}
 
 // dynamicSmem lists the kernels launched with more dynamic shared memory
 // than the default 48 KiB allows, and how much.
-var dynamicSmem = map[string]int{"mamba_run": runSmem, "mamba_run_trace": runSmem, "tc_wide": tcWideSmem, "tc_wbf": tcWbfSmem, "tc_wbf3": tcWbfSmem, "tc_wg": tcWgSmem}
+var dynamicSmem = map[string]int{"mamba_run": runSmem, "mamba_run_trace": runSmem, "tc_wide": tcWideSmem, "tc_wbf": tcWbfSmem, "tc_wbf3": tcWbfSmem, "tc_wg": tcWgSmem, "conv_tcq_n32_deep": tcqDeepSmem}
 
 // allowSmem lets k be launched with the dynamic shared memory it needs.
 func allowSmem(k *kernel) error {

@@ -82,6 +82,18 @@ var convSplitMax = envInt("ZONOS_CONV_SPLIT_MAX", 16)
 // never folds.
 var convFold = envIntZero("ZONOS_CONV_FOLD", 100)
 
+// convDeep is conv_tcq_n32_deep on for grids it holds in one wave
+// (ZONOS_CONV_DEEP=0: conv_tcq_n32 always, for measurements; the same
+// outputs).
+var convDeep = os.Getenv("ZONOS_CONV_DEEP") != "0"
+
+// convDeepResident is how many conv_tcq_n32_deep blocks an SM holds (its
+// 84 KiB of shared memory; __launch_bounds__ 2).
+const convDeepResident = 2
+
+// tcqDeepSmem is conv_tcq_n32_deep's dynamic shared memory.
+const tcqDeepSmem = kernels.TcqDeepSmem
+
 // convTCQResident is how many conv_tcq blocks an SM holds (its
 // __launch_bounds__ on the default 32-wide tile).
 const convTCQResident = 4
@@ -371,7 +383,11 @@ func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor,
 		kernel, tileN = "conv_simt", 128 // convolutions on fp32 FMAs: coalesced input gather
 	}
 	if kernel == convTCQKernels[tileN] {
-		splits = b.foldSplits(splits, (n+tileN-1)/tileN*((m+63)/64)*batch*phases, convTCQResident)
+		tiles := (n + tileN - 1) / tileN * ((m + 63) / 64) * batch * phases
+		splits = b.foldSplits(splits, tiles, convTCQResident)
+		if tileN == 32 && convDeep && tiles*splits <= convDeepResident*b.sms {
+			kernel, smem = "conv_tcq_n32_deep", tcqDeepSmem
+		}
 	}
 	if c.epi != (convEpilogue{}) && (mode != tcConvMode || kernel == "simt_gemm") {
 		panic("gpu: a convolution epilogue on a kernel without one")

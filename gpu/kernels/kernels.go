@@ -141,6 +141,11 @@ func Entries(module string) []string {
 // defines).
 const WideSmem = 3 * (64*40*4 + 128*40*2)
 
+// TcqDeepSmem is conv_tcq_n32_deep's dynamic shared memory (tc.cu):
+// TCQ_DEEP_S stages of a prepared weight tile (2048 words) and a CV_K ×
+// 40 input tile (TestWideSmem checks it against the defines).
+const TcqDeepSmem = 8 * (2048*4 + 16*40*4)
+
 // WbfSmem is tc_wbf's dynamic shared memory: TW_STAGES stages of a TW_M ×
 // WB_LDA fp32 activation tile and a TW_N × TW_LDB halfword weight tile,
 // then three TW_M × WB_LDP BF16 planes (TestWideSmem checks it too).

@@ -201,9 +201,10 @@ func TestKernelsUsedExist(t *testing.T) {
 	}
 }
 
-// TestWideSmem: WideSmem, WbfSmem and WgSmem are what tc.cu's
-// and wgmma.cu's defines compute, so the backend never launches tc_wide,
-// tc_wbf or tc_wg with less shared memory than it uses.
+// TestWideSmem: WideSmem, WbfSmem, TcqDeepSmem and WgSmem are what
+// tc.cu's and wgmma.cu's defines compute, so the backend never launches
+// tc_wide, tc_wbf, conv_tcq_n32_deep or tc_wg with less shared memory than
+// it uses.
 func TestWideSmem(t *testing.T) {
 	src, err := os.ReadFile("tc.cu")
 	if err != nil {
@@ -212,7 +213,7 @@ func TestWideSmem(t *testing.T) {
 	def := map[string]int{}
 	for _, line := range strings.Split(string(src), "\n") {
 		f := strings.Fields(line)
-		if len(f) >= 3 && f[0] == "#define" && (strings.HasPrefix(f[1], "TW_") || strings.HasPrefix(f[1], "WB_")) {
+		if len(f) >= 3 && f[0] == "#define" && (strings.HasPrefix(f[1], "TW_") || strings.HasPrefix(f[1], "WB_") || f[1] == "TCQ_DEEP_S" || f[1] == "CV_K") {
 			expr := strings.Trim(f[2], "()")
 			if n, err := strconv.Atoi(expr); err == nil {
 				def[f[1]] = n
@@ -229,6 +230,9 @@ func TestWideSmem(t *testing.T) {
 	wbf := def["TW_STAGES"]*(def["TW_M"]*def["WB_LDA"]*4+def["TW_N"]*def["TW_LDB"]*2) + 3*def["TW_M"]*def["WB_LDP"]*2
 	if def["WB_LDA"] == 0 || def["WB_LDP"] == 0 || wbf != WbfSmem {
 		t.Errorf("tc_wbf's shared memory from tc.cu is %d (defines %v), WbfSmem %d", wbf, def, WbfSmem)
+	}
+	if deep := def["TCQ_DEEP_S"] * (2048*4 + def["CV_K"]*40*4); def["CV_K"] == 0 || deep != TcqDeepSmem {
+		t.Errorf("conv_tcq_n32_deep's shared memory from tc.cu is %d (defines %v), TcqDeepSmem %d", deep, def, TcqDeepSmem)
 	}
 	wg, err := os.ReadFile("wgmma.cu")
 	if err != nil {

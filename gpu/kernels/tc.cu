@@ -972,13 +972,15 @@ struct TcqFrag {
 // bits with no partials and no second kernel. The backend folds where the
 // output tiles alone fill the GPU (tcGemm); splitting only buys
 // parallelism, which a short streamed chunk needs and a long one does not.
+//
+// Ap and Bs are the S stages of the operands in shared memory: static
+// arrays in conv_tcq_nTN, dynamic shared memory in conv_tcq_n32_deep.
 template <int TN, int S>
 __device__ __forceinline__ void conv_tcq_tile(Problem p, const float* __restrict__ bias, float* __restrict__ out,
-                                              float* __restrict__ work, int splits, int kchunk) {
+                                              float* __restrict__ work, int splits, int kchunk,
+                                              unsigned (*Ap)[2048], float (*Bs)[CV_K * (TN + 8)]) {
     constexpr int LDB = TN + 8;
     constexpr int NACC = TN / 2;
-    __shared__ __align__(16) unsigned Ap[S][2048];
-    __shared__ __align__(16) float Bs[S][CV_K * LDB];
     int s = blockIdx.z % splits;
     int m0 = blockIdx.y * CV_M, n0 = blockIdx.x * TN;
     if (!block_tile(p, splits, n0)) return;
@@ -1139,12 +1141,30 @@ CONV_TCP(32, 4)
 // (conv_tcq_tile); the same outputs.
 #define CONV_TCQ(TN, S, MINB)                                                         \
     extern "C" __global__ void __launch_bounds__(TC_THREADS, MINB) conv_tcq_n##TN(GEMM_PARAMS) { \
+        __shared__ __align__(16) unsigned Ap[S][2048];                               \
+        __shared__ __align__(16) float Bs[S][CV_K * (TN + 8)];                       \
         pdl_begin();                                                                  \
         GEMM_PROBLEM                                                                  \
-        conv_tcq_tile<TN, S>(p, bias, out, work, splits, kchunk);                    \
+        conv_tcq_tile<TN, S>(p, bias, out, work, splits, kchunk, Ap, Bs);            \
     }
 CONV_TCQ(64, 3, 3)
 CONV_TCQ(32, 4, 4)
+
+// conv_tcq_n32_deep: conv_tcq_n32 with TCQ_DEEP_S k steps in flight, in
+// dynamic shared memory (TcqDeepSmem bytes), for grids of at most two
+// blocks an SM. A short streamed chunk's convolution is a few dozen blocks,
+// each streaming its rows of weights through a serial k loop: with three
+// steps ahead a block read 12–20 GB/s and the kernel took 15–50 µs for a
+// few MB (ncu, H200, session 24 run 4, a 2-frame emission). The same
+// products in the same order: the outputs are conv_tcq_n32's.
+#define TCQ_DEEP_S 8
+extern "C" __global__ void __launch_bounds__(TC_THREADS, 2) conv_tcq_n32_deep(GEMM_PARAMS) {
+    extern __shared__ __align__(16) unsigned char tcq_deep_smem[];
+    pdl_begin();
+    GEMM_PROBLEM
+    conv_tcq_tile<32, TCQ_DEEP_S>(p, bias, out, work, splits, kchunk, (unsigned(*)[2048])tcq_deep_smem,
+                                  (float(*)[CV_K * 40])(tcq_deep_smem + TCQ_DEEP_S * 2048 * 4));
+}
 
 // conv_prep_a lays a convolution's weights out as conv_tcp's A operand:
 // for each phase ρ (TC_CONVT; one for TC_CONV), 64-row tile mt and 16-wide
