@@ -133,12 +133,30 @@ func (b *Backend) CopyInto(dst compute.Tensor, axis, offset int, src compute.Ten
 }
 
 func (b *Backend) Window(prev compute.Tensor, lead int, x compute.Tensor, trail, keep int) (w, tail compute.Tensor) {
+	if windowOff {
+		compute.WindowGeometry("gpu", prev, lead, x, trail, keep)
+		return b.windowOps(prev, lead, x, trail, keep)
+	}
+	w, _, tail = b.window(prev, lead, x, trail, keep, nil)
+	return w, tail
+}
+
+var _ compute.SnakeWindows = (*Backend)(nil)
+
+func (b *Backend) WindowSnake(prev compute.Tensor, lead int, x compute.Tensor, trail, keep int, alpha compute.Tensor) (w, h, tail compute.Tensor) {
+	if windowOff {
+		compute.WindowGeometry("gpu", prev, lead, x, trail, keep)
+		w, tail = b.windowOps(prev, lead, x, trail, keep)
+		return w, b.Snake(w, alpha), tail
+	}
+	return b.window(prev, lead, x, trail, keep, alpha)
+}
+
+// window is Window on window_cols, and with alpha WindowSnake.
+func (b *Backend) window(prev compute.Tensor, lead int, x compute.Tensor, trail, keep int, alpha compute.Tensor) (w, h, tail compute.Tensor) {
 	rows, np, nx := compute.WindowGeometry("gpu", prev, lead, x, trail, keep)
 	if rows >= 1<<16 {
 		panic(fmt.Sprintf("gpu.Window: %d rows (B·C) past the grid's 65535", rows))
-	}
-	if windowOff {
-		return b.windowOps(prev, lead, x, trail, keep)
 	}
 	pp, xp := nullPtr, nullPtr
 	if prev != nil {
@@ -149,11 +167,23 @@ func (b *Backend) Window(prev compute.Tensor, lead int, x compute.Tensor, trail,
 		ref, xp = x, cast(x).ptr()
 	}
 	shape := slices.Clone(ref.Shape())
-	n := lead + nx + trail
-	var wt, tt *tensor
+	C, n := shape[1], lead+nx+trail
+	ap := nullPtr
+	var at *tensor
+	if alpha != nil {
+		if at = cast(alpha); at.n() != C {
+			panic(fmt.Sprintf("gpu.WindowSnake: alpha of %d for %d channels", at.n(), C))
+		}
+	}
+	var wt, ht, tt *tensor
 	b.do(func() {
 		shape[2] = n
 		wt = b.newTensor(compute.F32, shape...)
+		hp := nullPtr
+		if at != nil {
+			ht = b.newTensor(compute.F32, shape...)
+			ap, hp = b.asF32(at).ptr(), ht.ptr()
+		}
 		tp := nullPtr
 		if keep > 0 {
 			shape[2] = keep
@@ -166,12 +196,16 @@ func (b *Backend) Window(prev compute.Tensor, lead int, x compute.Tensor, trail,
 		// A row's columns over a few blocks (copyAxis' grid): at most 4096
 		// blocks in all.
 		gx := min((n+255)/256, max(1, 4096/rows))
-		b.launch(b.k["window_cols"], [3]int{gx, rows, 1}, block256, pp, lead, xp, nx, trail, wt.ptr(), tp, keep)
+		b.launch(b.k["window_cols"], [3]int{gx, rows, 1}, block256, pp, lead, xp, nx, trail, wt.ptr(), tp, keep, ap, hp, C)
 	})
-	if tt == nil {
-		return wt, nil
+	w = wt
+	if ht != nil {
+		h = ht
 	}
-	return wt, tt
+	if tt != nil {
+		tail = tt
+	}
+	return w, h, tail
 }
 
 // windowOff is ZONOS_DAC_WINDOW=0: Window as the Zeros, Concat and Slice

@@ -1208,7 +1208,8 @@ func testMamba2BlockDeclines(t *testing.T, r *rand.Rand, s compute.Mamba2Spec) {
 
 // TestWindow: window_cols gives the CPU's Window exactly (it only moves
 // values): carried columns or lead zeros, new columns, trail zeros, and
-// the tail, on the DAC's shapes (up to 1536 rows, long and short rows).
+// the tail, on the DAC's shapes (up to 1536 rows, long and short rows);
+// WindowSnake gives the same window and the snake kernel's Snake of it.
 func TestWindow(t *testing.T) {
 	need(t)
 	r := rand.New(rand.NewPCG(61, 62))
@@ -1245,6 +1246,20 @@ func TestWindow(t *testing.T) {
 		}
 		if ct != nil && !slices.Equal(cb.ReadF32(ct), gb.ReadF32(gt)) {
 			t.Fatalf("%s: tail differs from the CPU's", name)
+		}
+		// WindowSnake: the same window and tail, and the snake kernel's
+		// Snake of the window bit for bit.
+		av := randVals(r, c.ch, 1)
+		for i := range av {
+			av[i] = float32(math.Abs(float64(av[i]))) + 0.05
+		}
+		alpha := gb.FromF32(av, c.ch)
+		sw, sh, st := gb.WindowSnake(p.g, c.lead, x.g, c.trail, c.keep, alpha)
+		if !slices.Equal(gb.ReadF32(sw), gb.ReadF32(gw)) || (st == nil) != (gt == nil) || (st != nil && !slices.Equal(gb.ReadF32(st), gb.ReadF32(gt))) {
+			t.Fatalf("%s: WindowSnake's window or tail differs from Window's", name)
+		}
+		if !slices.Equal(gb.ReadF32(sh), gb.ReadF32(gb.Snake(gw, alpha))) {
+			t.Fatalf("%s: WindowSnake's Snake differs from the snake kernel's", name)
 		}
 	}
 }

@@ -27,6 +27,14 @@ type ConvEpilogues interface {
 	Conv1dResidual(x, w, b Tensor, c Conv1dSpec, res Tensor, off int) Tensor
 }
 
+// SnakeWindows is an optional Core extension for the DAC streamer's
+// residual units, which run Snake over each window they join: WindowSnake
+// is Window that also returns h = Snake(w, alpha) (alpha [C]) from the
+// same pass, equal to the backend's Snake bit for bit.
+type SnakeWindows interface {
+	WindowSnake(prev Tensor, lead int, x Tensor, trail, keep int, alpha Tensor) (w, h, tail Tensor)
+}
+
 // Conv1dSpec holds a convolution's hyper-parameters (zero values mean
 // stride 1, no padding, dilation 1, one group).
 type Conv1dSpec struct {

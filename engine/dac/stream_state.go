@@ -82,6 +82,13 @@ type carried struct {
 // keep columns; otherwise it carries the whole window and returns nil
 // (no output is final yet).
 func (c *carried) window(be compute.Backend, x compute.Tensor, lead, trail, keep int) compute.Tensor {
+	w, _ := c.windowSnake(be, x, lead, trail, keep, nil)
+	return w
+}
+
+// windowSnake is window that, given alpha, also returns Snake of the
+// window (from the same pass where the backend has compute.SnakeWindows).
+func (c *carried) windowSnake(be compute.Backend, x compute.Tensor, lead, trail, keep int, alpha compute.Tensor) (w, h compute.Tensor) {
 	n := cols(x) + trail
 	if c.prev != nil {
 		n += cols(c.prev)
@@ -92,7 +99,13 @@ func (c *carried) window(be compute.Backend, x compute.Tensor, lead, trail, keep
 	if short {
 		keep = 0
 	}
-	w, tail := be.Window(c.prev, lead, x, trail, keep)
+	var tail compute.Tensor
+	sw, fused := be.(compute.SnakeWindows)
+	if fused && alpha != nil && !short {
+		w, h, tail = sw.WindowSnake(c.prev, lead, x, trail, keep, alpha)
+	} else {
+		w, tail = be.Window(c.prev, lead, x, trail, keep)
+	}
 	if c.prev != nil {
 		be.Free(c.prev)
 	}
@@ -101,10 +114,13 @@ func (c *carried) window(be compute.Backend, x compute.Tensor, lead, trail, keep
 	}
 	if short {
 		c.prev = w
-		return nil
+		return nil, nil
 	}
 	c.prev = tail
-	return w
+	if alpha != nil && h == nil {
+		h = be.Snake(w, alpha)
+	}
+	return w, h
 }
 
 // ended reports whether finish has nothing to do: no last columns and no
@@ -301,15 +317,17 @@ func newResState(r *resUnit) (*resState, error) {
 }
 
 func (s *resState) push(be compute.Backend, x compute.Tensor) compute.Tensor {
-	return s.unit(be, s.window(be, x, s.pad, 0, s.span))
+	return s.unit(be, x, 0)
 }
 
-// unit runs the residual unit over a window (nil: none yet) and frees it.
-func (s *resState) unit(be compute.Backend, w compute.Tensor) compute.Tensor {
+// unit joins the unit's window — the carried columns, x and trail zero
+// columns — with its Snake, and runs the unit over it (nil: no output
+// final yet).
+func (s *resState) unit(be compute.Backend, x compute.Tensor, trail int) compute.Tensor {
+	w, h := s.windowSnake(be, x, s.pad, trail, s.span, s.r.snake1.alpha)
 	if w == nil {
 		return nil
 	}
-	h := s.r.snake1.forward(be, w)
 	// conv1's outputs are for inputs [pad, n − pad) of w, the residual's
 	// columns.
 	out := s.r.branch(be, h, s.spec1, w, s.pad)
@@ -329,7 +347,7 @@ func (s *resState) finish(be compute.Backend, x compute.Tensor) compute.Tensor {
 	if s.ended(x) {
 		return nil
 	}
-	return s.unit(be, s.window(be, x, s.pad, s.pad, s.span))
+	return s.unit(be, x, s.pad)
 }
 
 // decoderState is the Decoder as a chain of streaming stages, latent

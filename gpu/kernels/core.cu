@@ -364,12 +364,17 @@ COPY_ROWS(copy_rows2, unsigned short)
 // zero fill more): row o (blockIdx.y) of w, n = lead + nx + trail
 // columns, is prev's row (np = lead columns; zeros where prev is null),
 // x's row (nx columns; x may be null with nx = 0) and trail zeros; its
-// last keep columns also go to tail (null when keep is 0).
+// last keep columns also go to tail (null when keep is 0). With alpha
+// (per channel; C channels a batch row) it also writes the window's Snake
+// to h, as the snake kernel computes it (compute.SnakeWindows: a residual
+// unit's first activation).
 extern "C" __global__ void window_cols(const float* __restrict__ prev, int lead, const float* __restrict__ x, int nx,
-                                       int trail, float* __restrict__ w, float* __restrict__ tail, int keep) {
+                                       int trail, float* __restrict__ w, float* __restrict__ tail, int keep,
+                                       const float* __restrict__ alpha, float* __restrict__ h, int C) {
     pdl_begin();
     const long long o = blockIdx.y;
     const int n = lead + nx + trail;
+    const float a = alpha ? alpha[o % C] : 0.f;
     for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < n; c += gridDim.x * blockDim.x) {
         float v = 0.f;
         if (c < lead) {
@@ -379,6 +384,7 @@ extern "C" __global__ void window_cols(const float* __restrict__ prev, int lead,
         }
         w[o * n + c] = v;
         if (c >= n - keep) tail[o * keep + c - (n - keep)] = v;
+        if (alpha) h[o * n + c] = snake_ref(v, a);
     }
 }
 
