@@ -144,9 +144,8 @@ func (b *Backend) Window(prev compute.Tensor, lead int, x compute.Tensor, trail,
 var _ compute.SnakeWindows = (*Backend)(nil)
 
 func (b *Backend) WindowSnake(prev compute.Tensor, lead int, x compute.Tensor, trail, keep int, alpha compute.Tensor) (w, h, tail compute.Tensor) {
-	if windowOff {
-		compute.WindowGeometry("gpu", prev, lead, x, trail, keep)
-		w, tail = b.windowOps(prev, lead, x, trail, keep)
+	if windowOff || snakeWindowOff {
+		w, tail = b.Window(prev, lead, x, trail, keep)
 		return w, b.Snake(w, alpha), tail
 	}
 	return b.window(prev, lead, x, trail, keep, alpha)
@@ -211,6 +210,10 @@ func (b *Backend) window(prev compute.Tensor, lead int, x compute.Tensor, trail,
 // windowOff is ZONOS_DAC_WINDOW=0: Window as the Zeros, Concat and Slice
 // it replaced (for before/after measurements; the same values).
 var windowOff = os.Getenv("ZONOS_DAC_WINDOW") == "0"
+
+// snakeWindowOff is ZONOS_DAC_WINDOW_SNAKE=0: WindowSnake as Window and
+// Snake (for before/after measurements; the same values).
+var snakeWindowOff = os.Getenv("ZONOS_DAC_WINDOW_SNAKE") == "0"
 
 // windowOps is Window from Zeros, Concat and Slice.
 func (b *Backend) windowOps(prev compute.Tensor, lead int, x compute.Tensor, trail, keep int) (w, tail compute.Tensor) {

@@ -91,6 +91,10 @@ var convDeep = os.Getenv("ZONOS_CONV_DEEP") != "0"
 // 84 KiB of shared memory; __launch_bounds__ 2).
 const convDeepResident = 2
 
+// convDeepWave is the most conv_tcq_n32_deep blocks an SM is given
+// (convDeepResident, one wave; ZONOS_CONV_DEEP_WAVE=n for measurements).
+var convDeepWave = envInt("ZONOS_CONV_DEEP_WAVE", convDeepResident)
+
 // tcqDeepSmem is conv_tcq_n32_deep's dynamic shared memory.
 const tcqDeepSmem = kernels.TcqDeepSmem
 
@@ -385,7 +389,7 @@ func (b *Backend) tcGemm(mode int, x, w *tensor, bias cu.DevicePtr, out *tensor,
 	if kernel == convTCQKernels[tileN] {
 		tiles := (n + tileN - 1) / tileN * ((m + 63) / 64) * batch * phases
 		splits = b.foldSplits(splits, tiles, convTCQResident)
-		if tileN == 32 && convDeep && tiles*splits <= convDeepResident*b.sms {
+		if tileN == 32 && convDeep && tiles*splits <= convDeepWave*b.sms {
 			kernel, smem = "conv_tcq_n32_deep", tcqDeepSmem
 		}
 	}
