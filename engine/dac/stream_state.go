@@ -294,9 +294,11 @@ func (s *convTState) finish(be compute.Backend, x compute.Tensor) compute.Tensor
 // centres), and takes the residual from the centre of the same window.
 // Snake maps a zero column to zeros exactly, so conv1 reads the zeros
 // one-shot decoding pads with, and every output is the same arithmetic as
-// before. On the GPU that is four copies per push instead of seven (the
-// stateful streamer's copies were 106 of a 16-frame emission's ~218
-// kernels; docs/gpu/2026-11-29-conv-tc).
+// before. The window and its Snake come from one pass where the backend
+// has compute.SnakeWindows: on the GPU one kernel per push where a join,
+// a cut and a Snake were three to five (the stateful streamer's copies
+// had been 106 of a 16-frame emission's ~218 kernels, docs/gpu/2026-11-29-conv-tc;
+// a steady emission is now 71 kernels, docs/gpu/2026-11-30-session24).
 type resState struct {
 	r       *resUnit
 	spec1   compute.Conv1dSpec // conv1's, without padding
