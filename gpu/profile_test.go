@@ -87,15 +87,7 @@ func TestProfileVocoder(t *testing.T) {
 func profileVocoderChunk(t *testing.T, frames int) {
 	t.Helper()
 	dcfg := dac.Dac44kHz()
-	src, err := dac.RandomSource(dcfg, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	codec, err := dac.New(dcfg, src, gb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sm, err := codec.NewStreamer(dac.StreamConfig{FirstChunk: 4, Chunk: frames})
+	sm, err := realDAC(t, gb).NewStreamer(dac.StreamConfig{FirstChunk: 4, Chunk: frames})
 	if err != nil {
 		t.Fatal(err)
 	}

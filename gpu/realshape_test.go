@@ -31,24 +31,29 @@ func snr(ref, got []float32) float64 {
 	return 10 * math.Log10(s/n)
 }
 
+// realDAC is the 44 kHz DAC of the real shapes with random weights (the
+// same on every backend) on be.
+func realDAC(t *testing.T, be compute.Backend) *dac.Model {
+	t.Helper()
+	cfg := dac.Dac44kHz()
+	src, err := dac.RandomSource(cfg, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := dac.New(cfg, src, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 func TestDACRealShape(t *testing.T) {
 	need(t)
 	if testing.Short() {
 		t.Skip("full-width DAC in -short")
 	}
 	cfg := dac.Dac44kHz()
-	src, err := dac.RandomSource(cfg, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mc, err := dac.New(cfg, src, cb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mg, err := dac.New(cfg, src, gb)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mc, mg := realDAC(t, cb), realDAC(t, gb)
 	r := rand.New(rand.NewPCG(8, 1))
 	const frames = 16
 	codes := make([][]int32, cfg.NCodebooks)

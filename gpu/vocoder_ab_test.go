@@ -58,15 +58,7 @@ func TestVocoderVariants(t *testing.T) {
 	}
 	frames := envInt("ZONOS_VOCODER_AB_FRAMES", dac.DefaultStreamConfig.Chunk)
 	cfg := dac.Dac44kHz()
-	src, err := dac.RandomSource(cfg, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	codec, err := dac.New(cfg, src, gb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sm, err := codec.NewStreamer(dac.StreamConfig{FirstChunk: frames, Chunk: frames})
+	sm, err := realDAC(t, gb).NewStreamer(dac.StreamConfig{FirstChunk: frames, Chunk: frames})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,14 +116,7 @@ func TestVocoderSchedule(t *testing.T) {
 		t.Skip("set ZONOS_VOCODER_AB=1 to time the bench's vocoder schedule")
 	}
 	cfg := dac.Dac44kHz()
-	src, err := dac.RandomSource(cfg, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	codec, err := dac.New(cfg, src, gb)
-	if err != nil {
-		t.Fatal(err)
-	}
+	codec := realDAC(t, gb)
 	sc := dac.DefaultStreamConfig
 	if err := codec.RecordFirstPush(sc); err != nil {
 		t.Fatal(err)
