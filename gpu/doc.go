@@ -48,7 +48,12 @@
 // the tensor cores did not; conv_tcq, the default, is conv_tcp with both
 // operands copied by cp.async four k steps deep (the input a k row per
 // thread) and, where the output tiles alone fill the GPU, its split-K
-// pieces folded into each block in tc_reduce_rows' order (same bits);
+// pieces folded into each block in tc_reduce_rows' order (same bits),
+// and on grids of at most two blocks an SM (a short streamed chunk's)
+// conv_tcq_n32_deep, eight k steps in flight (same bits); window_cols,
+// the DAC streamer's window of a stage (carried columns, new ones,
+// padding, the columns it carries, a residual unit's first Snake) in one
+// kernel (compute.Core.Window, compute.SnakeWindows);
 // conv_simt, the same tile on fp32 FMAs; both,
 // and tc_reduce_rows after split-K, can apply the DAC residual unit's Snake or
 // residual add as they store each output, compute.ConvEpilogues;
@@ -90,7 +95,11 @@
 // flight, instead of conv_tcq), `ZONOS_CONV_FOLD=n` (conv_tcq folds the
 // splits where the tiles fill n % of a wave; 0 never),
 // `ZONOS_CONV_SPLIT=n` (a convolution's reduction
-// length per split, 384), `ZONOS_REDUCE_ROWS=0` and `ZONOS_COPY_ROWS=0`
+// length per split, 384), `ZONOS_CONV_SPLIT_MAX=n` (the most splits, 16),
+// `ZONOS_CONV_DEEP=0` (conv_tcq_n32 on every grid),
+// `ZONOS_CONV_DEEP_WAVE=n` (conv_tcq_n32_deep on grids of up to n blocks
+// an SM, 2), `ZONOS_DAC_WINDOW=0` (Window as Zeros, Concat and Slice),
+// `ZONOS_DAC_WINDOW_SNAKE=0` (WindowSnake as Window and Snake), `ZONOS_REDUCE_ROWS=0` and `ZONOS_COPY_ROWS=0`
 // (split-K sums and copies on one-dimensional grids),
 // `ZONOS_CONV=old` (on simt_gemm with coarser split-K),
 // `ZONOS_MAMBA_STEP=0` (the decode step's conv and scan as two kernels),
