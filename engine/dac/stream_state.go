@@ -21,7 +21,9 @@ import (
 //   - a residual unit keeps its last 2p inputs like its first convolution,
 //     and runs Snake and that convolution over the joined window, whose
 //     centre is also the residual (resState);
-//   - Snake and tanh act on each column alone.
+//   - Snake and tanh act on each column alone: the final tanh is a stage
+//     of its own; each Snake before a convolution is taken with that
+//     convolution's window (activation), from the raw columns it carries.
 //
 // Every output is computed by the same products, in the same order, as in
 // one-shot decoding: the zero columns stand where one-shot decoding reads
@@ -161,41 +163,83 @@ func (f pointOp) viewed(compute.Backend) (streamOp, compute.Tensor) {
 	return f, nil
 }
 
-// convState streams a stride-1 convolution with symmetric padding.
-type convState struct {
-	c       *conv
-	spec    compute.Conv1dSpec // c.spec without padding
-	pad     int
-	span    int // d·(k−1): how far an output reads past its first input
-	carried     // the last span inputs
+// activation is the Snake a stage applies to its input before its
+// convolution (nil: none). A stage with one carries its raw input and
+// takes the Snake of each window as it joins it (carried.windowSnake: one
+// pass on a backend with compute.SnakeWindows, where a Snake stage of its
+// own was a kernel and a pass more); Snake acts on each column alone, so
+// the convolution reads the same values either way.
+type activation struct{ act *snake }
+
+// alpha is the Snake's parameter, nil without one.
+func (a activation) alpha() compute.Tensor {
+	if a.act == nil {
+		return nil
+	}
+	return a.act.alpha
 }
 
-func newConvState(c *conv) (*convState, error) {
+// input is the window a convolution reads: h (the Snake of w) when there
+// is one, else w.
+func input(w, h compute.Tensor) compute.Tensor {
+	if h != nil {
+		return h
+	}
+	return w
+}
+
+// freeWindow frees a window and its Snake (nil: none).
+func freeWindow(be compute.Backend, w, h compute.Tensor) {
+	be.Free(w)
+	if h != nil {
+		be.Free(h)
+	}
+}
+
+// convState streams a stride-1 convolution with symmetric padding, of its
+// input's Snake when it has an activation (the decoder's last Snake).
+type convState struct {
+	c    *conv
+	spec compute.Conv1dSpec // c.spec without padding
+	pad  int
+	span int // d·(k−1): how far an output reads past its first input
+	activation
+	carried // the last span inputs
+}
+
+func newConvState(c *conv, act *snake) (*convState, error) {
 	sp := c.spec
 	if c.transposed || sp.Stride != 1 || sp.Groups != 1 || 2*sp.Padding != sp.Dilation*(c.k-1) {
 		return nil, fmt.Errorf("dac streamer: convolution kernel %d %+v is not length-preserving; cannot stream it", c.k, sp)
 	}
-	s := &convState{c: c, spec: sp, pad: sp.Padding, span: sp.Dilation * (c.k - 1)}
+	s := &convState{c: c, spec: sp, pad: sp.Padding, span: sp.Dilation * (c.k - 1), activation: activation{act}}
 	s.spec.Padding = 0
 	return s, nil
 }
 
 func (s *convState) push(be compute.Backend, x compute.Tensor) compute.Tensor {
 	if s.span == 0 {
-		y := be.Conv1d(x, s.c.w, s.c.b, s.spec)
-		be.Free(x)
+		in := x
+		if s.act != nil {
+			in = s.act.forward(be, x)
+			be.Free(x)
+		}
+		y := be.Conv1d(in, s.c.w, s.c.b, s.spec)
+		be.Free(in)
 		return y
 	}
-	return s.conv(be, s.window(be, x, s.pad, 0, s.span))
+	return s.conv(be, x, 0)
 }
 
-// conv runs the convolution over a window (nil: none yet) and frees it.
-func (s *convState) conv(be compute.Backend, w compute.Tensor) compute.Tensor {
+// conv joins the window — the carried columns, x and trail zero columns —
+// and runs the convolution over it (nil: no output final yet).
+func (s *convState) conv(be compute.Backend, x compute.Tensor, trail int) compute.Tensor {
+	w, h := s.windowSnake(be, x, s.pad, trail, s.span, s.alpha())
 	if w == nil {
 		return nil
 	}
-	y := be.Conv1d(w, s.c.w, s.c.b, s.spec)
-	be.Free(w)
+	y := be.Conv1d(input(w, h), s.c.w, s.c.b, s.spec)
+	freeWindow(be, w, h)
 	return y
 }
 
@@ -216,27 +260,29 @@ func (s *convState) finish(be compute.Backend, x compute.Tensor) compute.Tensor 
 	if s.ended(x) {
 		return nil
 	}
-	return s.conv(be, s.window(be, x, s.pad, s.pad, s.span))
+	return s.conv(be, x, s.pad)
 }
 
-// convTState streams a transposed convolution with kernel 2·stride: each
-// output reads two consecutive inputs.
+// convTState streams a transposed convolution with kernel 2·stride (each
+// output reads two consecutive inputs), of its input's Snake when it has
+// an activation (a decoder block's first Snake).
 type convTState struct {
-	c       *conv
-	spec    compute.Conv1dSpec // stride, no padding
-	stride  int
-	pad     int
+	c      *conv
+	spec   compute.Conv1dSpec // stride, no padding
+	stride int
+	pad    int
+	activation
 	carried     // the last input (a zero column before the stream)
 	in, out int // inputs taken, outputs returned
 	skip    int // leading outputs still to drop (the padding)
 }
 
-func newConvTState(c *conv) (*convTState, error) {
+func newConvTState(c *conv, act *snake) (*convTState, error) {
 	sp := c.spec
 	if !c.transposed || sp.Dilation != 1 || sp.Groups != 1 || sp.OutPadding != 0 || c.k != 2*sp.Stride || sp.Padding > sp.Stride {
 		return nil, fmt.Errorf("dac streamer: transposed convolution kernel %d %+v is not kernel 2·stride; cannot stream it", c.k, sp)
 	}
-	s := &convTState{c: c, spec: compute.Conv1dSpec{Stride: sp.Stride}, stride: sp.Stride, pad: sp.Padding, skip: sp.Padding}
+	s := &convTState{c: c, spec: compute.Conv1dSpec{Stride: sp.Stride}, stride: sp.Stride, pad: sp.Padding, skip: sp.Padding, activation: activation{act}}
 	s.spec = s.spec.Normalized()
 	return s, nil
 }
@@ -246,16 +292,21 @@ func (s *convTState) total(n int) int { return (n+1)*s.stride - 2*s.pad }
 
 func (s *convTState) push(be compute.Backend, x compute.Tensor) compute.Tensor {
 	s.in += cols(x)
-	return s.run(be, s.window(be, x, 1, 0, 1), false)
+	return s.run(be, x, false)
 }
 
-// run transposes a window — the previous input, the new ones and, when
-// final, a zero column — and returns its outputs that are final (when
-// final, up to the one-shot length).
-func (s *convTState) run(be compute.Backend, w compute.Tensor, final bool) compute.Tensor {
+// run transposes a window — the previous input, x and, when final, a zero
+// column — and returns its outputs that are final (when final, up to the
+// one-shot length).
+func (s *convTState) run(be compute.Backend, x compute.Tensor, final bool) compute.Tensor {
+	trail := 0
+	if final {
+		trail = 1
+	}
+	w, h := s.windowSnake(be, x, 1, trail, 1, s.alpha())
 	n := cols(w)
-	raw := be.ConvTranspose1d(w, s.c.w, s.c.b, s.spec)
-	be.Free(w)
+	raw := be.ConvTranspose1d(input(w, h), s.c.w, s.c.b, s.spec)
+	freeWindow(be, w, h)
 	// Raw output r reads inputs ⌊r/s⌋ − 1 and ⌊r/s⌋ of the window: the
 	// ones in [s, n·s) read two real (or padding) columns.
 	lo, hi := s.stride, n*s.stride
@@ -282,7 +333,7 @@ func (s *convTState) finish(be compute.Backend, x compute.Tensor) compute.Tensor
 		return nil
 	}
 	s.in += cols(x)
-	return s.run(be, s.window(be, x, 1, 1, 1), true)
+	return s.run(be, x, true)
 }
 
 // resState streams a residual unit, x + conv2(snake2(conv1(snake1(x)))).
@@ -308,7 +359,7 @@ type resState struct {
 }
 
 func newResState(r *resUnit) (*resState, error) {
-	c1, err := newConvState(&r.conv1)
+	c1, err := newConvState(&r.conv1, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -333,8 +384,7 @@ func (s *resState) unit(be compute.Backend, x compute.Tensor, trail int) compute
 	// conv1's outputs are for inputs [pad, n − pad) of w, the residual's
 	// columns.
 	out := s.r.branch(be, h, s.spec1, w, s.pad)
-	be.Free(h)
-	be.Free(w)
+	freeWindow(be, w, h)
 	return out
 }
 
@@ -365,23 +415,21 @@ type decoderState struct {
 
 func (d *Decoder) newState() (*decoderState, error) {
 	st := &decoderState{}
-	add := func(c *conv) error {
-		s, err := newConvState(c)
+	add := func(c *conv, act *snake) error {
+		s, err := newConvState(c, act)
 		if err == nil {
 			st.ops = append(st.ops, s)
 		}
 		return err
 	}
-	snakeOp := func(sn *snake) pointOp {
-		return func(be compute.Backend, x compute.Tensor) compute.Tensor { return sn.forward(be, x) }
-	}
-	if err := add(&d.conv1); err != nil {
+	if err := add(&d.conv1, nil); err != nil {
 		return nil, err
 	}
+	// Each Snake before a convolution is that convolution's stage's
+	// activation (see activation).
 	for i := range d.blocks {
 		blk := &d.blocks[i]
-		st.ops = append(st.ops, snakeOp(&blk.snake1))
-		ct, err := newConvTState(&blk.convT)
+		ct, err := newConvTState(&blk.convT, &blk.snake1)
 		if err != nil {
 			return nil, err
 		}
@@ -395,8 +443,7 @@ func (d *Decoder) newState() (*decoderState, error) {
 			st.ops = append(st.ops, rs)
 		}
 	}
-	st.ops = append(st.ops, snakeOp(&d.snake1))
-	if err := add(&d.conv2); err != nil {
+	if err := add(&d.conv2, &d.snake1); err != nil {
 		return nil, err
 	}
 	st.ops = append(st.ops, pointOp(func(be compute.Backend, x compute.Tensor) compute.Tensor { return be.Tanh(x) }))
