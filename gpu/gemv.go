@@ -256,3 +256,71 @@ func (b *Backend) launchChunk(family [5]string, x, w, bias, y cu.DevicePtr, m, n
 	args := append([]any{x, w, bias, y, int32(m), int32(n), int32(k), b2i(early)}, extra...)
 	b.launchSmem(b.k[family[gemvKT(k)]], [3]int{(n + rows - 1) / rows, 1, 1}, block256, kernels.GemvChunkPieces*4096, args...)
 }
+
+// gemvNormOff (ZONOS_NORM_FOLD=0, for measurements) declines
+// AddLayerNormLinear: the norm runs as layernorm_v4 before the projection.
+// ZONOS_NORM_FOLD=noglu declines it for the MLP's up-projection only.
+var (
+	gemvNormOff   = os.Getenv("ZONOS_NORM_FOLD") == "0"
+	gemvNormNoGLU = os.Getenv("ZONOS_NORM_FOLD") == "noglu"
+)
+
+// AddLayerNormLinear is compute.NormedLinear: on Hopper, for at most two
+// rows of the 2048-wide model (K = 2048) and a BF16 weight, one
+// gemv_chunk_ln_k1 (or, glu, gemv_chunk_ln_glu_k1) launch whose blocks
+// each add the residual and normalise both rows themselves (CHUNK_LN in
+// kernels/gemv.cu), so the decode step runs no layernorm_v4 before an
+// attention layer's projections or the heads.
+func (b *Backend) AddLayerNormLinear(x, residual, normW, normB compute.Tensor, eps float32, w compute.Tensor, glu bool) (compute.Tensor, compute.Tensor, bool) {
+	xt, wt := cast(x), cast(w)
+	if gemvNormOff || (glu && (gemvNormNoGLU || gemvGLUOff)) || xt.dt != compute.F32 || wt.dt != compute.BF16 || len(wt.shape) != 2 || len(xt.shape) == 0 {
+		return nil, nil, false
+	}
+	n, k := wt.shape[0], wt.shape[1]
+	if k != 2048 || xt.shape[len(xt.shape)-1] != k || !b.useGemvChunk(k) || n == 0 || (glu && n%2 != 0) {
+		return nil, nil, false
+	}
+	m := xt.n() / k
+	if m < 1 || m > 2 {
+		return nil, nil, false
+	}
+	lw := cast(normW)
+	if lw.n() != k {
+		return nil, nil, false
+	}
+	var lb, rt *tensor
+	if normB != nil {
+		if lb = cast(normB); lb.n() != k {
+			return nil, nil, false
+		}
+	}
+	if residual != nil {
+		if rt = cast(residual); rt.dt != compute.F32 || !slices.Equal(rt.shape, xt.shape) {
+			panic(fmt.Sprintf("gpu.AddLayerNormLinear: %v + %v", xt.shape, cast(residual).shape))
+		}
+	}
+	outN, kernel, rows := n, "gemv_chunk_ln_k1", gemvChunkRows(k)
+	if glu {
+		outN, kernel, rows = n/2, "gemv_chunk_ln_glu_k1", gemvChunkRows(k)/2
+	}
+	shape := append(slices.Clone(xt.shape[:len(xt.shape)-1]), outN)
+	var out, sum *tensor
+	b.do(func() {
+		out = b.newTensor(compute.F32, shape...)
+		rp, sp, bp := nullPtr, nullPtr, nullPtr
+		if rt != nil {
+			sum = b.newTensor(compute.F32, xt.shape...)
+			rp, sp = rt.ptr(), sum.ptr()
+		}
+		if lb != nil {
+			bp = b.asF32(lb).ptr()
+		}
+		args := []any{xt.ptr(), wt.ptr(), nullPtr, out.ptr(), int32(m), int32(outN), int32(k), b2i(gemvChunkEarly),
+			rp, b.asF32(lw).ptr(), bp, sp, eps}
+		b.launchSmem(b.k[kernel], [3]int{(outN + rows - 1) / rows, 1, 1}, block256, kernels.GemvChunkPieces*4096, args...)
+	})
+	if rt == nil {
+		return out, b.Reshape(x, xt.shape...), true
+	}
+	return out, sum, true
+}

@@ -359,3 +359,83 @@ func gemvStep(t *testing.T, read float64) {
 		gb.Free(p.w)
 	}
 }
+
+// TestAddLayerNormLinear checks the norm folded into the chunk GEMV
+// (gemv_chunk_ln_k1, gemv_chunk_ln_glu_k1) against what it replaces on
+// the same backend, AddLayerNorm then Linear (or LinearSwiGLU): the
+// stream bit for bit, the projection to the float64 statistics' rounding
+// (their sums run in another order, so a rare element may differ in its
+// last bit; the test logs how many do). Shapes: the attention in_proj, the
+// heads, the MLP's gated up-projection, ragged last blocks; one and two
+// rows; with and without a residual and a norm bias. Then the shapes it
+// must decline.
+func TestAddLayerNormLinear(t *testing.T) {
+	need(t)
+	if !gb.hopper || gemvNormOff {
+		t.Skip("the norm-folding chunk GEMV needs sm_90 (and ZONOS_NORM_FOLD unset)")
+	}
+	regs, _ := gb.k["gemv_chunk_ln_glu_k1"].fn.Attribute(cu.NumRegs)
+	local, _ := gb.k["gemv_chunk_ln_glu_k1"].fn.Attribute(cu.LocalSizeBytes)
+	t.Logf("gemv_chunk_ln_glu_k1: %d registers, %d bytes of local memory per thread", regs, local)
+	const k = 2048
+	r := rand.New(rand.NewPCG(85, 86))
+	lw := gb.FromF32(randVals(r, k, 1), k)
+	lb := gb.FromF32(randVals(r, k, 0.3), k)
+	for _, s := range []struct {
+		m, n int
+		glu  bool
+	}{{2, 3072, false}, {1, 9234, false}, {2, 37, false}, {2, 16384, true}, {1, 2 * 1027, true}} {
+		w := randW(t, r, compute.BF16, 1/math.Sqrt(k), s.n, k).g
+		// An offset mean and a wide spread, as a deep residual stream has.
+		x := gb.FromF32(randVals(r, s.m*k, 3), s.m, 1, k)
+		res := gb.FromF32(randVals(r, s.m*k, 20), s.m, 1, k)
+		for _, c := range []struct{ res, bias compute.Tensor }{{res, lb}, {nil, lb}, {res, nil}} {
+			name := fmt.Sprintf("M%d N%d glu %v residual %v bias %v", s.m, s.n, s.glu, c.res != nil, c.bias != nil)
+			got, stream, ok := gb.AddLayerNormLinear(x, c.res, lw, c.bias, 1e-5, w, s.glu)
+			if !ok {
+				t.Fatalf("%s: declined", name)
+			}
+			xn, wantStream := gb.AddLayerNorm(x, c.res, lw, c.bias, 1e-5)
+			var want compute.Tensor
+			if s.glu {
+				want = gb.SwiGLU(gb.Linear(xn, w, nil))
+			} else {
+				want = gb.Linear(xn, w, nil)
+			}
+			if !slices.Equal(got.Shape(), want.Shape()) || !slices.Equal(stream.Shape(), wantStream.Shape()) {
+				t.Fatalf("%s: shapes %v, %v, want %v, %v", name, got.Shape(), stream.Shape(), want.Shape(), wantStream.Shape())
+			}
+			gs, ws := gb.ReadF32(stream), gb.ReadF32(wantStream)
+			for i := range ws {
+				if math.Float32bits(gs[i]) != math.Float32bits(ws[i]) {
+					t.Fatalf("%s: stream element %d is %g, AddLayerNorm gave %g", name, i, gs[i], ws[i])
+				}
+			}
+			g, wv := gb.ReadF32(got), gb.ReadF32(want)
+			scale, worst, differ := 0.0, 0.0, 0
+			for i := range wv {
+				scale = math.Max(scale, math.Abs(float64(wv[i])))
+				if math.Float32bits(g[i]) != math.Float32bits(wv[i]) {
+					differ++
+					worst = math.Max(worst, math.Abs(float64(g[i])-float64(wv[i])))
+				}
+			}
+			t.Logf("%s: %d of %d outputs differ from the ops' bits, at most %.3g (outputs up to %.3g)", name, differ, len(wv), worst, scale)
+			if worst > 1e-6*scale {
+				t.Errorf("%s: an output differs by %g from AddLayerNorm then the projection (outputs up to %g)", name, worst, scale)
+			}
+		}
+	}
+	w := randW(t, r, compute.BF16, 0.01, 64, 2048).g
+	for _, x := range []compute.Tensor{gb.FromF32(randVals(r, 3*2048, 1), 3, 2048)} {
+		if _, _, ok := gb.AddLayerNormLinear(x, nil, lw, nil, 1e-5, w, false); ok {
+			t.Errorf("AddLayerNormLinear took x %v", x.Shape())
+		}
+	}
+	w4 := randW(t, r, compute.BF16, 0.01, 64, 4096).g
+	x4 := gb.FromF32(randVals(r, 2*4096, 1), 2, 4096)
+	lw4 := gb.FromF32(randVals(r, 4096, 1), 4096)
+	if _, _, ok := gb.AddLayerNormLinear(x4, nil, lw4, nil, 1e-5, w4, false); ok {
+		t.Error("AddLayerNormLinear took K = 4096")
+	}
+}
