@@ -31,41 +31,18 @@ type mamba2 struct {
 // gatedMLP is fc2(y · silu(gate)) with [y | gate] = fc1(x).
 type gatedMLP struct{ fc1, fc2 compute.Tensor }
 
-// up is the MLP's gated up-projection of w [2F, K], SwiGLU(w·x): in one
-// pass where the backend has one (compute.SwiGLULinear), else Linear then
-// SwiGLU.
-func up(b compute.Backend, x, w compute.Tensor) compute.Tensor {
+// up is the MLP's gated up-projection, SwiGLU(fc1·x): in one pass where
+// the backend has one (compute.SwiGLULinear), else Linear then SwiGLU.
+func (m *gatedMLP) up(b compute.Backend, x compute.Tensor) compute.Tensor {
 	if g, ok := b.(compute.SwiGLULinear); ok {
-		if y, ok := g.LinearSwiGLU(x, w, nil); ok {
+		if y, ok := g.LinearSwiGLU(x, m.fc1, nil); ok {
 			return y
 		}
 	}
-	u := b.Linear(x, w, nil)
+	u := b.Linear(x, m.fc1, nil)
 	y := b.SwiGLU(u)
 	b.Free(u)
 	return y
-}
-
-// normProject is AddLayerNorm(hidden, residual) followed by the projection
-// w of the normalised rows (the gated up-projection when glu): one op
-// where the backend folds the norm into the projection
-// (compute.NormedLinear: no norm kernel of its own between two
-// projections on a GPU's decode step). It returns the projection and the
-// stream after the block; hidden and residual stay the caller's.
-func normProject(b compute.Backend, hidden, residual compute.Tensor, n norm, eps float32, w compute.Tensor, glu bool) (y, stream compute.Tensor) {
-	if nl, ok := b.(compute.NormedLinear); ok {
-		if y, stream, ok := nl.AddLayerNormLinear(hidden, residual, n.w, n.b, eps, w, glu); ok {
-			return y, stream
-		}
-	}
-	x, stream := b.AddLayerNorm(hidden, residual, n.w, n.b, eps)
-	if glu {
-		y = up(b, x, w)
-	} else {
-		y = b.Linear(x, w, nil)
-	}
-	b.Free(x)
-	return y, stream
 }
 
 // layer is one residual block: norm → mixer, then (attention layers only)
@@ -195,30 +172,29 @@ type position struct {
 // stream (nil before the first block) and returns the new (hidden,
 // residual) pair; the stream after the block is hidden + residual.
 func (l *layer) forward(b compute.Backend, hidden, residual compute.Tensor, st layerState, pos position, eps float32) (compute.Tensor, compute.Tensor) {
+	x, residual := b.AddLayerNorm(hidden, residual, l.norm.w, l.norm.b, eps)
 	if l.attn != nil {
-		qkv, stream := normProject(b, hidden, residual, l.norm, eps, l.attn.inProj, false)
-		hidden, residual = l.attn.attend(b, qkv, st, pos), stream
+		hidden = l.attn.forward(b, x, st, pos)
 	} else {
-		x, stream := b.AddLayerNorm(hidden, residual, l.norm.w, l.norm.b, eps)
-		hidden, residual = l.ssm.forward(b, x, st), stream
-		b.Free(x)
+		hidden = l.ssm.forward(b, x, st)
 	}
+	b.Free(x)
 	if l.mlp != nil {
 		mixed, stream := hidden, residual
-		var act compute.Tensor
-		act, residual = normProject(b, mixed, stream, l.norm2, eps, l.mlp.fc1, true)
+		x, residual = b.AddLayerNorm(mixed, stream, l.norm2.w, l.norm2.b, eps)
 		b.Free(mixed)
 		b.Free(stream)
+		act := l.mlp.up(b, x)
+		b.Free(x)
 		hidden = b.Linear(act, l.mlp.fc2, nil)
 		b.Free(act)
 	}
 	return hidden, residual
 }
 
-// attend runs the attention on qkv, the in_proj output [B, T, (H +
-// 2·Hkv)·Dh] (normProject's), which it frees, and returns out_proj of it.
-func (a *attention) attend(b compute.Backend, qkv compute.Tensor, st layerState, pos position) compute.Tensor {
+func (a *attention) forward(b compute.Backend, x compute.Tensor, st layerState, pos position) compute.Tensor {
 	s := a.spec
+	qkv := b.Linear(x, a.inProj, nil)
 	var o compute.Tensor
 	if pa, ok := b.(compute.PackedAttention); ok && pos.rows == nil {
 		o = pa.AttentionPacked(qkv, st.k, st.v, pos.host, pos.dev, s)

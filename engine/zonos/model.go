@@ -287,11 +287,12 @@ func (m *Model) backbone(st *State, hidden compute.Tensor, pos position, hook La
 	if T > 1 {
 		hidden, residual = m.b.Slice(hidden, 1, T-1, T), m.b.Slice(residual, 1, T-1, T)
 	}
-	heads, sum := normProject(m.b, hidden, residual, m.normF, m.eps, m.heads, false)
+	last, sum := m.b.AddLayerNorm(hidden, residual, m.normF.w, m.normF.b, m.eps)
 	// Rows c·n + u (conditional first) → [2, n·9, W]: guidance pairs
 	// each utterance's codebook rows.
 	rows := hidden.Shape()[0]
-	m.free(in, sum, hidden, residual)
+	heads := m.b.Linear(last, m.heads, nil)
+	m.free(in, last, sum, hidden, residual)
 	if T > 1 {
 		m.free(in, fullH, fullR)
 	}

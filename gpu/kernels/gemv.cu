@@ -64,17 +64,7 @@ struct ChunkSide {
     const double* part;
     int H;
     const float* wn;
-    float eps; // CHUNK_NORM's and CHUNK_LN's epsilon
-    // CHUNK_LN, CHUNK_LN_GLU: x is the hidden state entering a block and
-    // res (or null: the backbone's first block) the residual stream; each
-    // block adds them and normalises both rows itself (LayerNorm with
-    // weight lnw [K] and bias lnb [K] or null, float64 statistics), as
-    // layernorm_v4 computes it, element for element. Block 0 writes the
-    // sum, the stream after the block, to sum (when res is set).
-    const float* res;
-    const float* lnw;
-    const float* lnb;
-    float* sum;
+    float eps;
 };
 #define CHUNK_PLAIN 0
 #define CHUNK_CONV 1
@@ -86,78 +76,6 @@ struct ChunkSide {
 // products are the plain GEMV's and the MLP's up-projection needs no
 // kernel of its own for the gate.
 #define CHUNK_GLU 3
-// CHUNK_LN: the LayerNorm that comes before the projection done by the
-// projection's blocks, on the activation they load anyway (ChunkSide's
-// res, lnw, lnb, sum): an attention layer's first norm and in_proj, and
-// the backbone's last norm and the heads. CHUNK_LN_GLU is CHUNK_GLU with
-// it (the layer's second norm and the MLP's up-projection). Why: a
-// layernorm_v4 between two projections is a kernel of two blocks on the
-// step's dependent path; here its loads are the GEMV's own, and its two
-// block sums overlap the weight chunk, which is requested before the wait.
-#define CHUNK_LN 4
-#define CHUNK_LN_GLU 5
-
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-// chunk_layernorm normalises the block's activation slices xa (each
-// thread's 8·KT values of both rows: k = 8·(t + 256·kt) + i, the residual
-// already added) over the K = 2048·KT values of each row, as layernorm_v4:
-// float64 mean, then float64 sum of squared deviations (summed in another
-// order: the same values to float64 rounding), then
-// (float)((a − mean)·rstd)·w (+ b). lw and lb are the thread's LayerNorm
-// weight and bias slices (lb unused without a bias).
-template <int KT>
-__device__ __forceinline__ void chunk_layernorm(float (&xa)[KT][2][8], const float (&lw)[KT][8], const float (&lb)[KT][8],
-                                                bool bias, float eps) {
-    __shared__ double red[2][8][2];
-    const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
-    const double D = 2048.0 * KT;
-    double mean[2], rstd[2];
-#pragma unroll
-    for (int m = 0; m < 2; m++) {
-        double s = 0;
-#pragma unroll
-        for (int kt = 0; kt < KT; kt++)
-#pragma unroll
-            for (int i = 0; i < 8; i += 4)
-                s += ((double)xa[kt][m][i] + (double)xa[kt][m][i + 1]) + ((double)xa[kt][m][i + 2] + (double)xa[kt][m][i + 3]);
-        s = warp_sum_d(s);
-        if (lane == 0) red[0][warp][m] = s;
-    }
-    __syncthreads();
-#pragma unroll
-    for (int m = 0; m < 2; m++) {
-        double s = 0;
-        for (int w = 0; w < 8; w++) s += red[0][w][m];
-        mean[m] = s / D;
-        double ss = 0;
-#pragma unroll
-        for (int kt = 0; kt < KT; kt++)
-#pragma unroll
-            for (int i = 0; i < 8; i += 4) {
-                const double dx = (double)xa[kt][m][i] - mean[m], dy = (double)xa[kt][m][i + 1] - mean[m];
-                const double dz = (double)xa[kt][m][i + 2] - mean[m], dw = (double)xa[kt][m][i + 3] - mean[m];
-                ss += (dx * dx + dy * dy) + (dz * dz + dw * dw);
-            }
-        ss = warp_sum_d(ss);
-        if (lane == 0) red[1][warp][m] = ss;
-    }
-    __syncthreads();
-#pragma unroll
-    for (int m = 0; m < 2; m++) {
-        double ss = 0;
-        for (int w = 0; w < 8; w++) ss += red[1][w][m];
-        rstd[m] = 1.0 / sqrt(ss / D + (double)eps);
-#pragma unroll
-        for (int kt = 0; kt < KT; kt++)
-#pragma unroll
-            for (int i = 0; i < 8; i++) {
-                float y = __fmul_rn((float)(((double)xa[kt][m][i] - mean[m]) * rstd[m]), lw[kt][i]);
-                if (bias) y = __fadd_rn(y, lb[kt][i]);
-                xa[kt][m][i] = y;
-            }
-    }
-}
-#endif
 
 // flags: bit 0 requests the chunk before the wait for the predecessor.
 template <int KT, int P, int SIDE>
@@ -170,13 +88,12 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
     extern __shared__ __align__(128) uint4 chunk[]; // P·256 pieces (P·4 KiB of dynamic shared memory)
     __shared__ float part[8][V];
     __shared__ unsigned long long bar;
-    constexpr bool GLU = SIDE == CHUNK_GLU || SIDE == CHUNK_LN_GLU, LN = SIDE == CHUNK_LN || SIDE == CHUNK_LN_GLU;
-    constexpr int HALF = GLU ? RC / 2 : RC; // rows of each half (CHUNK_GLU) or of the block
+    constexpr int HALF = SIDE == CHUNK_GLU ? RC / 2 : RC; // rows of each half (CHUNK_GLU) or of the block
     const int r0 = blockIdx.x * HALF, rows = min(HALF, N - r0);
     const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
     const unsigned bytes = (unsigned)rows * (unsigned)K * 2u;
     auto request = [&]() {
-        if (GLU) {
+        if (SIDE == CHUNK_GLU) {
             mbar_expect_tx(&bar, 2 * bytes);
             bulk_g2s(chunk, w + (long long)r0 * K, bytes, &bar);
             bulk_g2s(chunk + HALF * K / 8, w + (long long)(N + r0) * K, bytes, &bar);
@@ -207,36 +124,12 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
         }
     }
     float xa[KT][2][8];
-    float lw[KT][8], lb[KT][8]; // LN only (dead code elsewhere)
 #pragma unroll
     for (int kt = 0; kt < KT; kt++) {
-        if (LN) { // the LayerNorm's weight and bias slices, with the activation
-            const float4* wm = (const float4*)side.lnw + 2 * (t + 256 * kt);
-            const float4 wa = wm[0], wb = wm[1];
-            lw[kt][0] = wa.x, lw[kt][1] = wa.y, lw[kt][2] = wa.z, lw[kt][3] = wa.w;
-            lw[kt][4] = wb.x, lw[kt][5] = wb.y, lw[kt][6] = wb.z, lw[kt][7] = wb.w;
-            if (side.lnb) {
-                const float4* bm = (const float4*)side.lnb + 2 * (t + 256 * kt);
-                const float4 ba = bm[0], bb = bm[1];
-                lb[kt][0] = ba.x, lb[kt][1] = ba.y, lb[kt][2] = ba.z, lb[kt][3] = ba.w;
-                lb[kt][4] = bb.x, lb[kt][5] = bb.y, lb[kt][6] = bb.z, lb[kt][7] = bb.w;
-            }
-        }
 #pragma unroll
         for (int m = 0; m < 2; m++) { // M = 1 multiplies row 0 twice (no branch in the loop)
-            const long long off = (long long)min(m, M - 1) * K + 8 * (t + 256 * kt);
-            const float4* xm = (const float4*)(x + off);
+            const float4* xm = (const float4*)(x + (long long)min(m, M - 1) * K) + 2 * (t + 256 * kt);
             float4 p = xm[0], q = xm[1];
-            if (LN && side.res) { // the stream after the block: hidden + residual
-                const float4* rm = (const float4*)(side.res + off);
-                const float4 rp = rm[0], rq = rm[1];
-                p.x = __fadd_rn(p.x, rp.x), p.y = __fadd_rn(p.y, rp.y), p.z = __fadd_rn(p.z, rp.z), p.w = __fadd_rn(p.w, rp.w);
-                q.x = __fadd_rn(q.x, rq.x), q.y = __fadd_rn(q.y, rq.y), q.z = __fadd_rn(q.z, rq.z), q.w = __fadd_rn(q.w, rq.w);
-                if (blockIdx.x == 0 && m < M) {
-                    float4* sm = (float4*)(side.sum + off);
-                    sm[0] = p, sm[1] = q;
-                }
-            }
             xa[kt][m][0] = p.x, xa[kt][m][1] = p.y, xa[kt][m][2] = p.z, xa[kt][m][3] = p.w;
             xa[kt][m][4] = q.x, xa[kt][m][5] = q.y, xa[kt][m][6] = q.z, xa[kt][m][7] = q.w;
             if (SIDE == CHUNK_NORM) {
@@ -248,7 +141,6 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
             }
         }
     }
-    if (LN) chunk_layernorm<KT>(xa, lw, lb, side.lnb != nullptr, side.eps);
     float acc[V];
 #pragma unroll
     for (int v = 0; v < V; v++) acc[v] = 0.f;
@@ -264,7 +156,7 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
     const float sum = reduce_scatter<V>(acc, lane);
     if (lane < V) part[warp][lane] = sum;
     __syncthreads();
-    if (GLU) {
+    if (SIDE == CHUNK_GLU) {
         const int i = t >> 1, m = t & 1;
         if (t < 2 * HALF && i < rows && m < M) {
             float sy = 0.f, sg = 0.f;
@@ -340,19 +232,3 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
 GEMV_CHUNK(1)
 GEMV_CHUNK(2)
 GEMV_CHUNK(4)
-
-// gemv_chunk_ln_k1 and gemv_chunk_ln_glu_k1: gemv_chunk_k1 and
-// gemv_chunk_glu_k1 with the LayerNorm before them (CHUNK_LN, CHUNK_LN_GLU;
-// K = 2048, the model width); ChunkSide's res, lnw, lnb, sum and eps
-// follow flags.
-#define GEMV_CHUNK_LN(NAME, SIDE)                                                                                 \
-    extern "C" __global__ void __launch_bounds__(256)                                                             \
-        NAME(const float* __restrict__ x, const unsigned short* __restrict__ w, const float* __restrict__ b,      \
-             float* __restrict__ y, int M, int N, int K, int flags, const float* res, const float* lnw,          \
-             const float* lnb, float* sum, float eps) {                                                           \
-        ChunkSide side{};                                                                                         \
-        side.res = res, side.lnw = lnw, side.lnb = lnb, side.sum = sum, side.eps = eps;                           \
-        gemv_chunk_body<1, GC_PIECES, SIDE>(x, w, b, y, M, N, K, flags, side);                                   \
-    }
-GEMV_CHUNK_LN(gemv_chunk_ln_k1, CHUNK_LN)
-GEMV_CHUNK_LN(gemv_chunk_ln_glu_k1, CHUNK_LN_GLU)
