@@ -232,3 +232,19 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
 GEMV_CHUNK(1)
 GEMV_CHUNK(2)
 GEMV_CHUNK(4)
+
+// gemv_chunk16_k1, gemv_chunk16_k4, gemv_chunk16_glu_k1: the plain and gated
+// chunk GEMVs with chunks of 16 pieces (64 KiB of dynamic shared memory,
+// twice the rows a block), for measurements (ZONOS_CHUNK16). At K = 8192
+// each block of gemv_chunk_k4 loads 64 KiB of activation for its 32 KiB of
+// weight and holds it in 80 registers a thread (three blocks an SM), so
+// the activation read from L2 is twice the weight read from memory.
+#define GEMV_CHUNK16(NAME, KT, SIDE)                                                                              \
+    extern "C" __global__ void __launch_bounds__(256)                                                             \
+        NAME(const float* __restrict__ x, const unsigned short* __restrict__ w, const float* __restrict__ b,      \
+             float* __restrict__ y, int M, int N, int K, int flags) {                                             \
+        gemv_chunk_body<KT, 2 * GC_PIECES, SIDE>(x, w, b, y, M, N, K, flags, ChunkSide{});                       \
+    }
+GEMV_CHUNK16(gemv_chunk16_k1, 1, CHUNK_PLAIN)
+GEMV_CHUNK16(gemv_chunk16_k4, 4, CHUNK_PLAIN)
+GEMV_CHUNK16(gemv_chunk16_glu_k1, 1, CHUNK_GLU)
