@@ -232,61 +232,29 @@ func (b *Backend) LinearSwiGLU(x, w, bias compute.Tensor) (compute.Tensor, bool)
 		if bt != nil {
 			bp = b.asF32(bt).ptr()
 		}
-		half, kernel, pieces := gemvChunkRows(k)/2, gemvChunkGLUKernel[gemvKT(k)], kernels.GemvChunkPieces
-		if k16 := chunk16Kernel(k, true); k16 != "" {
-			half, kernel, pieces = 2*half, k16, 2*pieces
-		}
+		half := gemvChunkRows(k) / 2
 		args := []any{xt.ptr(), wt.ptr(), bp, out.ptr(), int32(m), int32(n), int32(k), b2i(gemvChunkEarly)}
-		b.launchSmem(b.k[kernel], [3]int{(n + half - 1) / half, 1, 1}, block256, pieces*4096, args...)
+		b.launchSmem(b.k[gemvChunkGLUKernel[gemvKT(k)]], [3]int{(n + half - 1) / half, 1, 1}, block256, kernels.GemvChunkPieces*4096, args...)
 	})
 	return out, true
 }
 
-// gemvChunkRows is the weight rows one chunk GEMV block multiplies (gemvKT(k) ≠ 0).
+// gemvChunkRows is the weight rows one block of a fused chunk GEMV
+// (_glu, _conv, _norm) multiplies (gemvKT(k) ≠ 0).
 func gemvChunkRows(k int) int { return kernels.GemvChunkPieces / gemvKT(k) }
-
-// chunk16 (ZONOS_CHUNK16, for measurements: a comma-separated subset of
-// k1, k4 and glu) runs those chunk GEMVs with 16-piece chunks
-// (gemv_chunk16_*: 64 KiB of weight a block, twice the rows).
-var chunk16 = func() map[string]bool {
-	m := map[string]bool{}
-	for _, f := range strings.Split(os.Getenv("ZONOS_CHUNK16"), ",") {
-		m[strings.TrimSpace(f)] = true
-	}
-	return m
-}()
-
-// chunk16Kernel is the 16-piece variant of a plain (glu false) or gated
-// chunk GEMV for K, when ZONOS_CHUNK16 asks for it, else "".
-func chunk16Kernel(k int, glu bool) string {
-	switch {
-	case glu && k == 2048 && chunk16["glu"]:
-		return "gemv_chunk16_glu_k1"
-	case !glu && k == 2048 && chunk16["k1"]:
-		return "gemv_chunk16_k1"
-	case !glu && k == 8192 && chunk16["k4"]:
-		return "gemv_chunk16_k4"
-	}
-	return ""
-}
 
 // gemvChunk launches the chunk GEMV (owner goroutine; m ≤ 2, gemvKT(k) ≠ 0).
 func (b *Backend) gemvChunk(x, w *tensor, bias, y cu.DevicePtr, m, n, k int, early bool) {
-	if k16 := chunk16Kernel(k, false); k16 != "" {
-		rows := 2 * gemvChunkRows(k)
-		b.launchSmem(b.k[k16], [3]int{(n + rows - 1) / rows, 1, 1}, block256, 2*kernels.GemvChunkPieces*4096,
-			x.ptr(), w.ptr(), bias, y, int32(m), int32(n), int32(k), b2i(early))
-		return
-	}
-	b.launchChunk(gemvChunkKernel, x.ptr(), w.ptr(), bias, y, m, n, k, early)
+	b.launchChunk(gemvChunkKernel, kernels.GemvPlainPieces, x.ptr(), w.ptr(), bias, y, m, n, k, early)
 }
 
 // launchChunk launches the variant of a chunk GEMV kernel family for K
-// (names by gemvKT) over N output rows: its grid, block and shared memory,
-// and its leading arguments (x, w, bias, y, M, N, K, flags), then extra
-// (owner goroutine).
-func (b *Backend) launchChunk(family [5]string, x, w, bias, y cu.DevicePtr, m, n, k int, early bool, extra ...any) {
-	rows := gemvChunkRows(k)
+// (names by gemvKT) over N output rows, blocks of pieces 4 KiB pieces
+// (kernels.GemvPlainPieces for the plain family, GemvChunkPieces for the
+// fused ones): its grid, block and shared memory, and its leading
+// arguments (x, w, bias, y, M, N, K, flags), then extra (owner goroutine).
+func (b *Backend) launchChunk(family [5]string, pieces int, x, w, bias, y cu.DevicePtr, m, n, k int, early bool, extra ...any) {
+	rows := pieces / gemvKT(k)
 	args := append([]any{x, w, bias, y, int32(m), int32(n), int32(k), b2i(early)}, extra...)
-	b.launchSmem(b.k[family[gemvKT(k)]], [3]int{(n + rows - 1) / rows, 1, 1}, block256, kernels.GemvChunkPieces*4096, args...)
+	b.launchSmem(b.k[family[gemvKT(k)]], [3]int{(n + rows - 1) / rows, 1, 1}, block256, pieces*4096, args...)
 }

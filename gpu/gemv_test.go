@@ -130,35 +130,6 @@ func TestGemvChunk(t *testing.T) {
 			}
 		}
 	}
-	// The 16-piece variants (ZONOS_CHUNK16) on the shapes they serve,
-	// and the gated one against Linear then SwiGLU (same reduction tree).
-	saved := chunk16
-	defer func() { chunk16 = saved }()
-	chunk16 = map[string]bool{"k1": true, "k4": true, "glu": true}
-	for _, s := range shapes {
-		if s.k == 4096 {
-			continue
-		}
-		c := newGemvCase(t, r, s.m, s.n, s.k)
-		for _, withBias := range []bool{false, true} {
-			c.check(t, "gemv_chunk16", withBias, func(bias, y cu.DevicePtr) { gb.gemvChunk(c.x, c.w, bias, y, s.m, s.n, s.k, true) })
-		}
-	}
-	for _, s := range []struct{ m, n2 int }{{2, 16384}, {1, 2 * 1027}} {
-		w := randW(t, r, compute.BF16, 1/math.Sqrt(2048), s.n2, 2048).g
-		x := gb.FromF32(randVals(r, s.m*2048, 1), s.m, 1, 2048)
-		got, ok := gb.LinearSwiGLU(x, w, nil)
-		if !ok {
-			t.Fatal("LinearSwiGLU declined")
-		}
-		g, wv := gb.ReadF32(got), gb.ReadF32(gb.SwiGLU(gb.Linear(x, w, nil)))
-		for i := range wv {
-			if math.Float32bits(g[i]) != math.Float32bits(wv[i]) {
-				t.Fatalf("gemv_chunk16_glu_k1 M%d 2N%d: element %d is %g, Linear then SwiGLU gave %g", s.m, s.n2, i, g[i], wv[i])
-			}
-		}
-	}
-	chunk16 = saved
 	if (!gb.useGemvChunk(4096) && !gemvChunkOff) || gb.useGemvChunk(2056) {
 		t.Errorf("useGemvChunk: K 4096 %v, K 2056 %v", gb.useGemvChunk(4096), gb.useGemvChunk(2056))
 	}
@@ -299,13 +270,6 @@ func TestGemvBandwidth(t *testing.T) {
 				all = append(all, fmt.Sprintf("chunk/early %v %.0f", early, bw/1e9))
 				line += fmt.Sprintf(" | chunk early %v %6.0f GB/s (%4.1f %%)", early, bw/1e9, 100*bw/read)
 			}
-			saved := chunk16
-			chunk16 = map[string]bool{"k1": true, "k4": true}
-			if chunk16Kernel(s.k, false) != "" {
-				bw := timeIt(func(w *tensor) { gb.gemvChunk(x, w, nullPtr, y.ptr(), 2, s.n, s.k, true) })
-				line += fmt.Sprintf(" | chunk16 %6.0f GB/s (%4.1f %%)", bw/1e9, 100*bw/read)
-			}
-			chunk16 = saved
 		}
 		t.Log(line)
 		t.Logf("  all variants (GB/s): %s", strings.Join(all, ", "))

@@ -232,10 +232,10 @@ var block256 = [3]int{256, 1, 1}
 // dynamicSmem lists the kernels launched with more dynamic shared memory
 // than the default 48 KiB allows, and how much.
 var dynamicSmem = map[string]int{"mamba_run": runSmem, "mamba_run_trace": runSmem, "tc_wide": tcWideSmem, "tc_wbf": tcWbfSmem, "tc_wbf3": tcWbfSmem, "tc_wg": tcWgSmem, "conv_tcq_n32_deep": tcqDeepSmem,
-	"gemv_chunk16_k1": chunk16Smem, "gemv_chunk16_k4": chunk16Smem, "gemv_chunk16_glu_k1": chunk16Smem}
+	"gemv_chunk_k1": plainSmem, "gemv_chunk_k2": plainSmem, "gemv_chunk_k4": plainSmem}
 
-// chunk16Smem is the dynamic shared memory of the 16-piece chunk GEMVs.
-const chunk16Smem = 2 * kernels.GemvChunkPieces * 4096
+// plainSmem is the plain chunk GEMV's dynamic shared memory (64 KiB).
+const plainSmem = kernels.GemvPlainPieces * 4096
 
 // allowSmem lets k be launched with the dynamic shared memory it needs.
 func allowSmem(k *kernel) error {

@@ -11,6 +11,7 @@ import (
 	"gorgonia.org/cu"
 
 	"zonostream/engine/compute"
+	"zonostream/gpu/kernels"
 )
 
 // attnMaxHeadDim is the widest head the attention kernel holds (ATT_MAXD).
@@ -387,14 +388,14 @@ func (b *Backend) Mamba2Block(x, inProj, outProj compute.Tensor, w compute.Mamba
 		out = b.newTensor(compute.F32, B, 1, Dm)
 		zx := b.newTensor(compute.F32, B, E)
 		xbc := b.newTensor(compute.F32, B, C)
-		b.launchChunk(gemvChunkConvKernel, xt.ptr(), wi.ptr(), nullPtr, zx.ptr(), B, E, D, gemvChunkEarly,
+		b.launchChunk(gemvChunkConvKernel, kernels.GemvChunkPieces, xt.ptr(), wi.ptr(), nullPtr, zx.ptr(), B, E, D, gemvChunkEarly,
 			b.asF32(cw).ptr(), b.asF32(cb).ptr(), cst.ptr(), xbc.ptr(), int32(Di), int32(C), int32(Kc))
 		yg := b.newTensor(compute.F32, B, Di)
 		k, splits := b.mambaStepGated(P, N)
 		part := b.newTensor(compute.F32, B, H*splits, 2) // doubles, one per block
 		b.launch(k, [3]int{B * H * splits, 1, 1}, block256, zx.ptr(), xbc.ptr(), b.asF32(dtb).ptr(),
 			b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), yg.ptr(), part.ptr(), E, Di, C, H, P, N, G, b2i(mambaStepEarly))
-		b.launchChunk(gemvChunkNormKernel, yg.ptr(), wo.ptr(), nullPtr, out.ptr(), B, Dm, Di, gemvChunkEarly,
+		b.launchChunk(gemvChunkNormKernel, kernels.GemvChunkPieces, yg.ptr(), wo.ptr(), nullPtr, out.ptr(), B, Dm, Di, gemvChunkEarly,
 			part.ptr(), int32(H*splits), b.asF32(nw).ptr(), s.Eps)
 		for _, t := range []*tensor{zx, xbc, yg, part} {
 			t.h.release()

@@ -196,34 +196,39 @@ __device__ __forceinline__ void dot8(float& acc, uint4 v, const float* a) {
     acc = fmaf(__uint_as_float(v.w & 0xffff0000u), a[7], acc);
 }
 
-// RS<O, V>::run is reduce_scatter's butterfly from step O down: values i
-// and i + O of a lane's first 2·O become value i, the lane keeping the
-// half its bit O selects and adding its partner's copy of that half.
+// RS<O, V>::run is reduce_scatter's butterfly from xor distance O up to
+// V/2: the lane's first 2·n values (n = V/(2·O)) pair up, 2i with 2i + 1,
+// and become value i: the lane keeps the one its bit O selects and adds
+// its partner's copy of it.
 template <int O, int V>
 struct RS {
     static __device__ __forceinline__ void run(float (&a)[V], int lane) {
         const bool up = lane & O;
 #pragma unroll
-        for (int i = 0; i < O; i++) {
-            float send = up ? a[i] : a[i + O];
-            float keep = up ? a[i + O] : a[i];
+        for (int i = 0; i < V / (2 * O); i++) {
+            float send = up ? a[2 * i] : a[2 * i + 1];
+            float keep = up ? a[2 * i + 1] : a[2 * i];
             a[i] = keep + __shfl_xor_sync(0xffffffffu, send, O);
         }
-        RS<O / 2, V>::run(a, lane);
+        RS<2 * O, V>::run(a, lane);
     }
 };
 template <int V>
-struct RS<0, V> {
+struct RS<V, V> {
     static __device__ __forceinline__ void run(float (&)[V], int) {}
 };
 
 // reduce_scatter sums each of a lane's V values (V a power of two ≤ 32)
 // over the warp and returns value lane % V's total: log2 V butterfly
 // steps that each send half of what is left, then plain butterfly sums
-// over the lane bits above V.
+// over the lane bits above V. Every step, scattering or plain, pairs the
+// lanes at xor distance 1, 2, 4, 8, 16 in that order, so every value is
+// added up in the same tree whatever V is: GEMV blocks that take
+// different numbers of rows (the plain chunk GEMV's 16 pieces, the gated
+// one's 8) give the same bits for the same row.
 template <int V>
 __device__ __forceinline__ float reduce_scatter(float (&a)[V], int lane) {
-    RS<V / 2, V>::run(a, lane);
+    RS<1, V>::run(a, lane);
     float v = a[0];
 #pragma unroll
     for (int o = V; o < 32; o <<= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

@@ -39,7 +39,15 @@
 // so there the kernels trap, and the backend launches them only on Hopper.
 #include "common.cuh"
 
-#define GC_PIECES 8 // P: 4 KiB pieces per block (32 KiB of dynamic shared memory)
+#define GC_PIECES 8 // P: 4 KiB pieces per block (32 KiB of dynamic shared memory) of the fused variants
+// GC_PLAIN: the plain GEMV's P (64 KiB of dynamic shared memory, 16/KT rows
+// a block). Same run, H200 (docs/gpu/2026-11-30-session25, run 3), step
+// graph with 8 → 16 pieces: hybrid 1.367 → 1.356 ms, transformer backbone
+// 1.335 → 1.302 ms, most of it at K = 8192 (the MLP's fc2: each block of
+// 8 pieces loaded 64 KiB of activation from L2 for its 32 KiB of weight,
+// in 80 registers a thread, so three blocks an SM); the gated MLP
+// up-projection measured slower with 16 (1.317 against 1.304 ms).
+#define GC_PLAIN 16
 
 
 // ChunkSide is what the fused Mamba2 mixer (gpu.Mamba2Block) adds to a
@@ -198,15 +206,16 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
 #endif
 }
 
-// gemv_chunk_kKT: K = 2048·KT. Launch: grid ⌈N / (GC_PIECES/KT)⌉, 256
-// threads, GC_PIECES·4096 bytes of dynamic shared memory. The _conv and
-// _norm variants take ChunkSide's fields after flags; _glu (CHUNK_GLU)
-// takes the weight's 2N rows and has grid ⌈N / (GC_PIECES/KT/2)⌉.
+// gemv_chunk_kKT: K = 2048·KT. Launch: grid ⌈N / (GC_PLAIN/KT)⌉, 256
+// threads, GC_PLAIN·4096 bytes of dynamic shared memory. The _conv and
+// _norm variants (GC_PIECES: grid ⌈N / (GC_PIECES/KT)⌉, GC_PIECES·4096
+// bytes) take ChunkSide's fields after flags; _glu (CHUNK_GLU) takes the
+// weight's 2N rows and has grid ⌈N / (GC_PIECES/KT/2)⌉.
 #define GEMV_CHUNK(KT)                                                                                            \
     extern "C" __global__ void __launch_bounds__(256)                                                             \
         gemv_chunk_k##KT(const float* __restrict__ x, const unsigned short* __restrict__ w,                       \
                          const float* __restrict__ b, float* __restrict__ y, int M, int N, int K, int flags) {     \
-        gemv_chunk_body<KT, GC_PIECES, CHUNK_PLAIN>(x, w, b, y, M, N, K, flags, ChunkSide{});                    \
+        gemv_chunk_body<KT, GC_PLAIN, CHUNK_PLAIN>(x, w, b, y, M, N, K, flags, ChunkSide{});                    \
     }                                                                                                             \
     extern "C" __global__ void __launch_bounds__(256)                                                             \
         gemv_chunk_conv_k##KT(const float* __restrict__ x, const unsigned short* __restrict__ w,                  \
@@ -233,18 +242,3 @@ GEMV_CHUNK(1)
 GEMV_CHUNK(2)
 GEMV_CHUNK(4)
 
-// gemv_chunk16_k1, gemv_chunk16_k4, gemv_chunk16_glu_k1: the plain and gated
-// chunk GEMVs with chunks of 16 pieces (64 KiB of dynamic shared memory,
-// twice the rows a block), for measurements (ZONOS_CHUNK16). At K = 8192
-// each block of gemv_chunk_k4 loads 64 KiB of activation for its 32 KiB of
-// weight and holds it in 80 registers a thread (three blocks an SM), so
-// the activation read from L2 is twice the weight read from memory.
-#define GEMV_CHUNK16(NAME, KT, SIDE)                                                                              \
-    extern "C" __global__ void __launch_bounds__(256)                                                             \
-        NAME(const float* __restrict__ x, const unsigned short* __restrict__ w, const float* __restrict__ b,      \
-             float* __restrict__ y, int M, int N, int K, int flags) {                                             \
-        gemv_chunk_body<KT, 2 * GC_PIECES, SIDE>(x, w, b, y, M, N, K, flags, ChunkSide{});                       \
-    }
-GEMV_CHUNK16(gemv_chunk16_k1, 1, CHUNK_PLAIN)
-GEMV_CHUNK16(gemv_chunk16_k4, 4, CHUNK_PLAIN)
-GEMV_CHUNK16(gemv_chunk16_glu_k1, 1, CHUNK_GLU)

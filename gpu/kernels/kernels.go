@@ -157,8 +157,13 @@ const WbfSmem = 3*(64*36*4+128*40*2) + 3*64*40*2
 const WgSmem = 3*(2*64*128+128*128) + 1024
 
 // GemvChunkPieces is gemv.cu's GC_PIECES: the 4 KiB pieces of weight one
-// block of gemv_chunk_k* multiplies (its dynamic shared memory, in 4 KiB).
+// block of the fused chunk GEMVs (gemv_chunk_{glu,conv,norm}_k*)
+// multiplies (its dynamic shared memory, in 4 KiB).
 const GemvChunkPieces = 8
+
+// GemvPlainPieces is gemv.cu's GC_PLAIN: the same for the plain chunk GEMV
+// (gemv_chunk_k*).
+const GemvPlainPieces = 16
 
 // MambaRun are mamba2.cu's mamba_run constants the backend builds its
 // launch from: the size of its by-value MambaRunArgs parameter, its ring

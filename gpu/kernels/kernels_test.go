@@ -276,24 +276,26 @@ func TestGatherCheck(t *testing.T) {
 	t.Log(strings.TrimSpace(string(out)))
 }
 
-// TestGemvChunkDefines: the backend launches gemv_chunk_k* with the
-// shared memory and grid of gemv.cu's GC_PIECES.
+// TestGemvChunkDefines: the backend launches the chunk GEMVs with the
+// shared memory and grid of gemv.cu's GC_PIECES and GC_PLAIN.
 func TestGemvChunkDefines(t *testing.T) {
 	src, err := os.ReadFile("gemv.cu")
 	if err != nil {
 		t.Fatal(err)
 	}
-	found := false
-	for _, line := range strings.Split(string(src), "\n") {
-		if f := strings.Fields(line); len(f) >= 3 && f[0] == "#define" && f[1] == "GC_PIECES" {
-			found = true
-			if n, err := strconv.Atoi(f[2]); err != nil || n != GemvChunkPieces {
-				t.Errorf("gemv.cu GC_PIECES = %s, Go expects %d", f[2], GemvChunkPieces)
+	for name, want := range map[string]int{"GC_PIECES": GemvChunkPieces, "GC_PLAIN": GemvPlainPieces} {
+		found := false
+		for _, line := range strings.Split(string(src), "\n") {
+			if f := strings.Fields(line); len(f) >= 3 && f[0] == "#define" && f[1] == name {
+				found = true
+				if n, err := strconv.Atoi(f[2]); err != nil || n != want {
+					t.Errorf("gemv.cu %s = %s, Go expects %d", name, f[2], want)
+				}
 			}
 		}
-	}
-	if !found {
-		t.Error("gemv.cu defines no GC_PIECES")
+		if !found {
+			t.Errorf("gemv.cu defines no %s", name)
+		}
 	}
 }
 
