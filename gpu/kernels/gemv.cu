@@ -242,3 +242,11 @@ GEMV_CHUNK(1)
 GEMV_CHUNK(2)
 GEMV_CHUNK(4)
 
+// gemv_chunk_glu16_k1: gemv_chunk_glu_k1 with GC_PLAIN pieces, for
+// measurements (ZONOS_GLU_PIECES=16).
+extern "C" __global__ void __launch_bounds__(256)
+    gemv_chunk_glu16_k1(const float* __restrict__ x, const unsigned short* __restrict__ w, const float* __restrict__ b,
+                        float* __restrict__ y, int M, int N, int K, int flags) {
+    gemv_chunk_body<1, GC_PLAIN, CHUNK_GLU>(x, w, b, y, M, N, K, flags, ChunkSide{});
+}
+
