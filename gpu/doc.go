@@ -25,9 +25,10 @@
 //
 // Kernels by job (gpu/kernels/*.cu): the decode step's weight-read GEMV
 // for one or two rows — on Hopper the chunk GEMV (gemv_chunk_k*, gemv.cu:
-// one cp.async.bulk of 32 KiB of whole weight rows per block, requested
-// before the PDL wait, many blocks balanced by the block scheduler; its
-// _norm variant applies Mamba2's gated norm as it loads its input), else
+// one cp.async.bulk of 64 KiB of whole weight rows per block (32 KiB for
+// its gated and Mamba2 variants), requested before the PDL wait, many
+// blocks balanced by the block scheduler; its _norm variant applies
+// Mamba2's gated norm as it loads its input), else
 // gemv_m2_* (core.cu, per-lane cp.async) — and for up to 8 (gemv_m8: a
 // batch of up to 4 utterances); for BF16-weight Linear of 48 rows or
 // more on Hopper (prefills), tc_wg (wgmma.cu, wg.go: the activation split
@@ -106,6 +107,7 @@
 // `ZONOS_CONV_EPILOGUE=0` (Snake and the residual add as kernels of their own),
 // `ZONOS_GEMV_CHUNK=0` (the cp.async GEMV instead of the chunk GEMV),
 // `ZONOS_GEMV_CHUNK_EARLY=0` (the chunk requested after the wait),
+// `ZONOS_GLU_PIECES=16` (the gated chunk GEMV with 64 KiB chunks),
 // `ZONOS_MAMBA_BLOCK=0` (the Mamba2 mixer as in_proj, Mamba2, out_proj),
 // `ZONOS_MAMBA_RUN=0` (Mamba2 blocks one by one, not as mamba_run),
 // `ZONOS_RUN_BLOCKS=n`, `ZONOS_RUN_STAGES=n` and `ZONOS_RUN_BALANCE=0`

@@ -156,10 +156,13 @@ func (b *Backend) gemvM2(p gemvPlan, x, w *tensor, bias, y cu.DevicePtr, m, n, k
 
 // The chunk GEMV (gemv_chunk_k* in kernels/gemv.cu, Hopper only) serves
 // M ≤ 2 and K = 2048, 4096 or 8192 (every decode projection): one block per
-// 32 KiB of whole weight rows, requested with one cp.async.bulk before the
-// block waits for its predecessor. Same run, H200 (docs/gpu/2026-11-30-session12):
-// GEMV-only decode step 1.009 vs 1.230 ms for the cp.async plans, step graph
-// 1.752 vs 1.789 ms.
+// 64 KiB of whole weight rows (kernels.GemvPlainPieces; 32 KiB for the
+// gated and Mamba2 variants, GemvChunkPieces), requested with one
+// cp.async.bulk before the block waits for its predecessor. Same run, H200
+// (docs/gpu/2026-11-30-session12): GEMV-only decode step 1.009 vs 1.230 ms
+// for the cp.async plans, step graph 1.752 vs 1.789 ms; 64 KiB against 32
+// KiB chunks (docs/gpu/2026-11-30-session25, runs 3, 4 and 6): step graph
+// 1.356–1.361 vs 1.363–1.367 ms (hybrid), 1.317 vs 1.335 ms (transformer).
 //
 // Environment (for measurements; the defaults need none):
 //

@@ -45,8 +45,11 @@
 // graph with 8 → 16 pieces: hybrid 1.367 → 1.356 ms, transformer backbone
 // 1.335 → 1.302 ms, most of it at K = 8192 (the MLP's fc2: each block of
 // 8 pieces loaded 64 KiB of activation from L2 for its 32 KiB of weight,
-// in 80 registers a thread, so three blocks an SM); the gated MLP
-// up-projection measured slower with 16 (1.317 against 1.304 ms).
+// in 80 registers a thread, so three blocks an SM). Against the session's
+// start with these kernels (run 4): 1.367 → 1.357 and 1.335 → 1.317 ms.
+// The gated GEMV (_glu) keeps GC_PIECES: with 16 (ZONOS_GLU_PIECES=16) it
+// measured slower in run 3 (transformer 1.317 against 1.304 ms) and faster
+// in run 7 (1.304 against 1.314; hybrid 1.359 against 1.360).
 #define GC_PLAIN 16
 
 
