@@ -165,6 +165,7 @@ func (b *Backend) init(ordinal int) error {
 		b.desc += ", programmatic dependent launch"
 	}
 	twice := twiceKernels()
+	optin := smemOptin(b.dev)
 	for _, m := range kernels.Modules() {
 		ptx := kernels.PTX
 		if hopper {
@@ -191,7 +192,7 @@ func (b *Backend) init(ordinal int) error {
 				return fmt.Errorf("cuda: kernel %s.%s: %w", m, fn, err)
 			}
 			k := &kernel{name: fn, fn: f, pdl: waits[fn], twice: twice[fn]}
-			if err := allowSmem(k); err != nil {
+			if err := allowSmem(k, optin); err != nil {
 				return err
 			}
 			b.k[fn] = k

@@ -85,6 +85,9 @@ type kernel struct {
 	// arguments, right after the first: the step's time with and without
 	// it is what one more such kernel costs where it runs, in the graph.
 	twice bool
+	// smemRefused: the dynamic shared memory the kernel needs and this
+	// device cannot give a block (allowSmem); launchEx refuses it.
+	smemRefused int
 }
 
 // twiceKernels is ZONOS_TWICE's comma-separated kernel names.
@@ -147,6 +150,9 @@ func (b *Backend) launchCluster(k *kernel, grid, block [3]int, cluster int, args
 }
 
 func (b *Backend) launchEx(k *kernel, grid, block [3]int, smem, cluster int, args ...any) {
+	if k.smemRefused > 0 && smem > 48<<10 {
+		panic(fmt.Sprintf("gpu: kernel %s needs %d bytes of shared memory a block, more than %s allows", k.name, smem, b.desc))
+	}
 	if len(args) > maxArgs {
 		panic(fmt.Sprintf("gpu: kernel %s has %d arguments (at most %d)", k.name, len(args), maxArgs))
 	}
@@ -238,14 +244,35 @@ var dynamicSmem = map[string]int{"mamba_run": runSmem, "mamba_run_trace": runSme
 // plainSmem is the plain chunk GEMV's dynamic shared memory (64 KiB).
 const plainSmem = kernels.GemvPlainPieces * 4096
 
-// allowSmem lets k be launched with the dynamic shared memory it needs.
-func allowSmem(k *kernel) error {
+// allowSmem lets k be launched with the dynamic shared memory it needs,
+// where the device has that much: optin is its limit a block (0:
+// unknown), which the kernel's static shared memory counts against, as
+// the driver counts it. A kernel that does not fit is one of the Hopper
+// paths (mamba_run's 192 KiB ring against an Ampere's 163 KiB or an Ada's
+// 99 KiB), which the backend launches only on a Hopper GPU: it stays at
+// the default, and launchEx refuses it by name, rather than the backend
+// failing to load on a smaller GPU.
+func allowSmem(k *kernel, optin int) error {
 	bytes, ok := dynamicSmem[k.name]
 	if !ok {
+		return nil
+	}
+	if static, err := k.fn.Attribute(cu.SharedSizeBytes); err == nil && optin > 0 && bytes+static > optin {
+		k.smemRefused = bytes
 		return nil
 	}
 	if err := cuErr(C.zs_allow_smem(cuFunction(k.fn), C.int(bytes))); err != nil {
 		return fmt.Errorf("cuda: kernel %s: allowing %d bytes of shared memory: %w", k.name, bytes, err)
 	}
 	return nil
+}
+
+// smemOptin is the device's opt-in shared memory limit a block, in bytes
+// (0 if the driver does not say).
+func smemOptin(d cu.Device) int {
+	n, err := d.Attribute(cu.DeviceAttribute(C.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN))
+	if err != nil {
+		return 0
+	}
+	return n
 }
