@@ -197,13 +197,8 @@ var (
 )
 
 // gemvGLUOff (ZONOS_GLU_FOLD=0, for measurements) declines LinearSwiGLU:
-// the MLP's up-projection and its gate run as two kernels. glu16
-// (ZONOS_GLU_PIECES=16, for measurements) runs it with the plain GEMV's
-// 16 pieces a block at K = 2048 (gemv_chunk_glu16_k1).
-var (
-	gemvGLUOff = os.Getenv("ZONOS_GLU_FOLD") == "0"
-	glu16      = os.Getenv("ZONOS_GLU_PIECES") == "16"
-)
+// the MLP's up-projection and its gate run as two kernels.
+var gemvGLUOff = os.Getenv("ZONOS_GLU_FOLD") == "0"
 
 // gemvChunkGLUKernel names the gated chunk GEMV (CHUNK_GLU) by gemvKT.
 var gemvChunkGLUKernel = [5]string{1: "gemv_chunk_glu_k1", 2: "gemv_chunk_glu_k2", 4: "gemv_chunk_glu_k4"}
@@ -240,18 +235,15 @@ func (b *Backend) LinearSwiGLU(x, w, bias compute.Tensor) (compute.Tensor, bool)
 		if bt != nil {
 			bp = b.asF32(bt).ptr()
 		}
-		half, kernel, pieces := gemvChunkRows(k)/2, gemvChunkGLUKernel[gemvKT(k)], kernels.GemvChunkPieces
-		if glu16 && k == 2048 {
-			half, kernel, pieces = kernels.GemvPlainPieces/2, "gemv_chunk_glu16_k1", kernels.GemvPlainPieces
-		}
+		half := kernels.GemvPlainPieces / gemvKT(k) / 2
 		args := []any{xt.ptr(), wt.ptr(), bp, out.ptr(), int32(m), int32(n), int32(k), b2i(gemvChunkEarly)}
-		b.launchSmem(b.k[kernel], [3]int{(n + half - 1) / half, 1, 1}, block256, pieces*4096, args...)
+		b.launchSmem(b.k[gemvChunkGLUKernel[gemvKT(k)]], [3]int{(n + half - 1) / half, 1, 1}, block256, kernels.GemvPlainPieces*4096, args...)
 	})
 	return out, true
 }
 
-// gemvChunkRows is the weight rows one block of a fused chunk GEMV
-// (_glu, _conv, _norm) multiplies (gemvKT(k) ≠ 0).
+// gemvChunkRows is the weight rows one block of the Mamba2 block's fused
+// chunk GEMVs (_conv, _norm) multiplies (gemvKT(k) ≠ 0).
 func gemvChunkRows(k int) int { return kernels.GemvChunkPieces / gemvKT(k) }
 
 // gemvChunk launches the chunk GEMV (owner goroutine; m ≤ 2, gemvKT(k) ≠ 0).

@@ -146,18 +146,11 @@ func TestLinearSwiGLU(t *testing.T) {
 		t.Skip("the gated chunk GEMV needs sm_90 (and ZONOS_GLU_FOLD unset)")
 	}
 	r := rand.New(rand.NewPCG(83, 84))
-	saved := glu16
-	defer func() { glu16 = saved }()
-	for _, s := range []struct {
-		m, n2, k int
-		g16      bool // ZONOS_GLU_PIECES=16's kernel
-	}{{2, 16384, 2048, false}, {1, 16384, 2048, false}, {2, 2 * 1027, 2048, false}, {1, 2 * 3, 4096, false}, {2, 2 * 13, 8192, false},
-		{2, 16384, 2048, true}, {1, 2 * 1027, 2048, true}} {
-		glu16 = s.g16
+	for _, s := range []struct{ m, n2, k int }{{2, 16384, 2048}, {1, 16384, 2048}, {2, 2 * 1027, 2048}, {1, 2 * 3, 4096}, {2, 2 * 13, 8192}} {
 		w := randW(t, r, compute.BF16, 1/math.Sqrt(float64(s.k)), s.n2, s.k).g
 		x := gb.FromF32(randVals(r, s.m*s.k, 1), s.m, 1, s.k)
 		for _, bias := range []compute.Tensor{nil, gb.FromF32(randVals(r, s.n2, 0.1), s.n2)} {
-			name := fmt.Sprintf("LinearSwiGLU M%d 2N%d K%d bias %v 16 pieces %v", s.m, s.n2, s.k, bias != nil, s.g16)
+			name := fmt.Sprintf("LinearSwiGLU M%d 2N%d K%d bias %v", s.m, s.n2, s.k, bias != nil)
 			got, ok := gb.LinearSwiGLU(x, w, bias)
 			if !ok {
 				t.Fatalf("%s: declined", name)
@@ -174,7 +167,6 @@ func TestLinearSwiGLU(t *testing.T) {
 			}
 		}
 	}
-	glu16 = saved
 	w := randW(t, r, compute.BF16, 0.01, 64, 2048).g
 	for _, x := range []compute.Tensor{gb.FromF32(randVals(r, 3*2048, 1), 3, 2048), gb.FromF32(randVals(r, 2*1024, 1), 2, 1024)} {
 		if _, ok := gb.LinearSwiGLU(x, w, nil); ok {

@@ -45,11 +45,10 @@
 // graph with 8 → 16 pieces: hybrid 1.367 → 1.356 ms, transformer backbone
 // 1.335 → 1.302 ms, most of it at K = 8192 (the MLP's fc2: each block of
 // 8 pieces loaded 64 KiB of activation from L2 for its 32 KiB of weight,
-// in 80 registers a thread, so three blocks an SM). Against the session's
-// start with these kernels (run 4): 1.367 → 1.357 and 1.335 → 1.317 ms.
-// The gated GEMV (_glu) keeps GC_PIECES: with 16 (ZONOS_GLU_PIECES=16) it
-// measured slower in run 3 (transformer 1.317 against 1.304 ms) and faster
-// in run 7 (1.304 against 1.314; hybrid 1.359 against 1.360).
+// in 80 registers a thread, so three blocks an SM). The gated GEMV
+// (_glu) takes GC_PLAIN pieces too: transformer step graph 1.314 → 1.304
+// ms, hybrid 1.360 → 1.359 (run 7; run 3 had measured it the other way,
+// 1.317 against 1.304 ms).
 #define GC_PLAIN 16
 
 
@@ -210,10 +209,10 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
 }
 
 // gemv_chunk_kKT: K = 2048·KT. Launch: grid ⌈N / (GC_PLAIN/KT)⌉, 256
-// threads, GC_PLAIN·4096 bytes of dynamic shared memory. The _conv and
-// _norm variants (GC_PIECES: grid ⌈N / (GC_PIECES/KT)⌉, GC_PIECES·4096
-// bytes) take ChunkSide's fields after flags; _glu (CHUNK_GLU) takes the
-// weight's 2N rows and has grid ⌈N / (GC_PIECES/KT/2)⌉.
+// threads, GC_PLAIN·4096 bytes of dynamic shared memory; _glu (CHUNK_GLU)
+// takes the weight's 2N rows and has grid ⌈N / (GC_PLAIN/KT/2)⌉. The
+// _conv and _norm variants (GC_PIECES: grid ⌈N / (GC_PIECES/KT)⌉,
+// GC_PIECES·4096 bytes) take ChunkSide's fields after flags.
 #define GEMV_CHUNK(KT)                                                                                            \
     extern "C" __global__ void __launch_bounds__(256)                                                             \
         gemv_chunk_k##KT(const float* __restrict__ x, const unsigned short* __restrict__ w,                       \
@@ -239,17 +238,9 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
     extern "C" __global__ void __launch_bounds__(256)                                                             \
         gemv_chunk_glu_k##KT(const float* __restrict__ x, const unsigned short* __restrict__ w,                   \
                              const float* __restrict__ b, float* __restrict__ y, int M, int N, int K, int flags) { \
-        gemv_chunk_body<KT, GC_PIECES, CHUNK_GLU>(x, w, b, y, M, N, K, flags, ChunkSide{});                      \
+        gemv_chunk_body<KT, GC_PLAIN, CHUNK_GLU>(x, w, b, y, M, N, K, flags, ChunkSide{});                      \
     }
 GEMV_CHUNK(1)
 GEMV_CHUNK(2)
 GEMV_CHUNK(4)
-
-// gemv_chunk_glu16_k1: gemv_chunk_glu_k1 with GC_PLAIN pieces, for
-// measurements (ZONOS_GLU_PIECES=16).
-extern "C" __global__ void __launch_bounds__(256)
-    gemv_chunk_glu16_k1(const float* __restrict__ x, const unsigned short* __restrict__ w, const float* __restrict__ b,
-                        float* __restrict__ y, int M, int N, int K, int flags) {
-    gemv_chunk_body<1, GC_PLAIN, CHUNK_GLU>(x, w, b, y, M, N, K, flags, ChunkSide{});
-}
 
