@@ -143,9 +143,9 @@ fi
 [ -z "${NOTEST:-}" ] && step gpu.test ${TT:-400} gpu-test.log env ZONOS_GOLDEN_DIR=$G ./gpu.test -test.v -test.count=1 -test.timeout ${TT:-400}s ${TARGS}
 [ -z "${NOCONF:-}" ] && step conformance ${TC:-150} conformance-cuda.log env ZONOS_GOLDEN_DIR=$G ./zonos conformance --backend cuda --golden $G
 [ -z "${NOBENCH:-}" ] && step bench ${TB:-220} bench.log ./zonos bench --backend cuda --write $OUT/bench
-if [ -n "${PROF:-}" ]; then # PROF=1: ncu kernel times of one real-shape decode step (TestProfileDecodeStep) → prof.csv
+if [ -n "${PROF:-}" ]; then # PROF=1: ncu kernel times of one real-shape decode step (TestProfileDecodeStep, or the test PROFTEST names, with PROFENV's environment) → prof.csv
 	NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu | head -1)
-	(cd /tmp/zb && ZONOS_PROFILE=1 timeout 300 $NCU --clock-control none --profile-from-start off --metrics gpu__time_duration.sum --csv ./gpu.test -test.run TestProfileDecodeStep >$OUT/prof.csv 2>$OUT/prof.err; echo "profile rc=$?")
+	(cd /tmp/zb && env ZONOS_PROFILE=1 ${PROFENV:-} timeout 300 $NCU --clock-control none --profile-from-start off --metrics gpu__time_duration.sum,launch__grid_size,launch__block_size --csv ./gpu.test -test.run ${PROFTEST:-TestProfileDecodeStep} >$OUT/prof${PROFTAG:-}.csv 2>$OUT/prof${PROFTAG:-}.err; echo "profile rc=$?")
 fi
 if [ -n "${SAN:-}" ]; then # SAN='regexp of tests' runs them under compute-sanitizer memcheck (-short)
 	CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)

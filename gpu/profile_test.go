@@ -143,3 +143,50 @@ func realHybridPrompt(t *testing.T, n int) (*zonos.Model, compute.Tensor, [zonos
 	}
 	return m, prefix, mask
 }
+
+// TestProfileBatchStep runs one replayed decode step of a batch of
+// ZONOS_PROFILE_BATCH utterances (default 4) of the real-shape hybrid
+// inside a profiler range, for a kernel profile of the batched step
+// (zonos bench's "batch" rows):
+//
+//	ZONOS_PROFILE=1 ncu --clock-control none --profile-from-start off \
+//	  --metrics gpu__time_duration.sum --csv ./gpu.test -test.run TestProfileBatchStep
+//
+// Without ZONOS_PROFILE it is skipped.
+func TestProfileBatchStep(t *testing.T) {
+	need(t)
+	if os.Getenv("ZONOS_PROFILE") == "" {
+		t.Skip("set ZONOS_PROFILE=1 and run under a profiler")
+	}
+	n := envInt("ZONOS_PROFILE_BATCH", 4)
+	m, prefix, mask := realHybridPrompt(t, 60)
+	ps := make([]compute.Tensor, n)
+	for u := range ps {
+		ps[u] = prefix
+	}
+	o := zonos.GenerateOptions{CFGScale: 2, Sampling: sample.Defaults(), Seed: 1, ForbidEOS: true}
+	bt, err := m.NewBatch(ps, prefix.Shape()[1]+32, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bt.Close()
+	tok, err := bt.Prefill([][zonos.NumCodebooks]int32{mask})
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func() {
+		cols := make([][zonos.NumCodebooks]int32, n)
+		for u := range cols {
+			for k := range cols[u] {
+				cols[u][k] = min(tok[u][k], zonos.CodebookSize-1)
+			}
+		}
+		if tok, err = bt.Step(cols, make([][][]int32, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 3; i++ {
+		step()
+	}
+	gb.ProfileRange(step)
+}
