@@ -276,7 +276,9 @@ func (b *Backend) Linear(x, w, bias compute.Tensor) compute.Tensor {
 		if bt != nil {
 			bp = b.asF32(bt).ptr()
 		}
-		if useGemvM2(m, k, wt) {
+		if b.useGemvTC(m, k, wt) {
+			b.gemvTC(xt, wt, bp, out.ptr(), m, n, k)
+		} else if useGemvM2(m, k, wt) {
 			b.gemvRows(xt, wt, bp, out.ptr(), m, n, k)
 		} else if m <= gemvMaxRows {
 			b.launch(b.k["linear_gemv"], [3]int{(n + 7) / 8, 1, 1}, block256,

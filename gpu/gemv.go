@@ -261,3 +261,66 @@ func (b *Backend) launchChunk(family [5]string, pieces int, x, w, bias, y cu.Dev
 	args := append([]any{x, w, bias, y, int32(m), int32(n), int32(k), b2i(early)}, extra...)
 	b.launchSmem(b.k[family[gemvKT(k)]], [3]int{(n + rows - 1) / rows, 1, 1}, block256, pieces*4096, args...)
 }
+
+// The tensor-core GEMV (gemv_tc_m* in kernels/gemvtc.cu, Hopper only)
+// serves Linear for a batch's 3 to 32 rows (2 to 16 utterances) with a
+// BF16 weight and K % 256 == 0: blocks of 64 weight rows × 256 k, one bulk
+// copy a row requested before the wait for the predecessor, m16n8k16 BF16
+// products of the activation's three BF16 parts (about 24 bits of x), and
+// the K/256 splits summed by tc_reduce_rows in split order. It replaces
+// gemv_m8 (8 rows) and tc_wbf (more), which read the weights at 0.65–1.06
+// TB/s in the batched step (docs/gpu/2026-11-30-session26, run 1).
+//
+// ZONOS_GEMV_TC=0 (for measurements) leaves batches to gemv_m8 and tc_wbf.
+var gemvTCOff = os.Getenv("ZONOS_GEMV_TC") == "0"
+
+// gemv_tc's geometry (GT_ROWS, GT_KR, GT_LD in kernels/gemvtc.cu) and the
+// most rows it takes.
+const (
+	gemvTCBlockRows = 64
+	gemvTCSlice     = 256
+	gemvTCLd        = gemvTCSlice + 8
+	gemvTCMaxRows   = 32
+)
+
+// useGemvTC reports whether Linear gives m rows of a K-wide weight w to
+// the tensor-core GEMV.
+func (b *Backend) useGemvTC(m, k int, w *tensor) bool {
+	return b.hopper && !gemvTCOff && m > 2 && m <= gemvTCMaxRows && w.dt == compute.BF16 && k > 0 && k%gemvTCSlice == 0
+}
+
+// gemvTCKernel is the variant for m rows and the rows it is built for.
+func gemvTCKernel(m int) (string, int) {
+	switch {
+	case m <= 8:
+		return "gemv_tc_m8", 8
+	case m <= 16:
+		return "gemv_tc_m16", 16
+	}
+	return "gemv_tc_m32", 32
+}
+
+// gemvTCSmem is gemv_tc_mR's dynamic shared memory: the weight slice and
+// the activation's three BF16 planes, 528 bytes a row.
+func gemvTCSmem(r int) int { return (gemvTCBlockRows + 3*r) * gemvTCLd * 2 }
+
+// gemvTC launches the tensor-core GEMV, y[m, n] = x·wᵀ + bias, and
+// tc_reduce_rows after it to add the splits (owner goroutine; useGemvTC
+// holds).
+func (b *Backend) gemvTC(x, w *tensor, bias, y cu.DevicePtr, m, n, k int) {
+	name, r := gemvTCKernel(m)
+	splits := k / gemvTCSlice
+	work := nullPtr
+	var wk *tensor
+	if splits > 1 {
+		wk = b.newTensor(compute.F32, splits*m*n)
+		work = wk.ptr()
+	}
+	b.launchSmem(b.k[name], [3]int{(n + gemvTCBlockRows - 1) / gemvTCBlockRows, splits, 1}, block256, gemvTCSmem(r),
+		x.ptr(), w.ptr(), bias, y, work, int32(m), int32(n), int32(k), b2i(gemvEarly))
+	if wk != nil {
+		b.launch(b.k["tc_reduce_rows"], [3]int{(n + 255) / 256, m, 1}, block256,
+			append([]any{work, bias, y, m * n, splits, tcLinear, n, 0}, convEpilogue{}.args()...)...)
+		wk.h.release()
+	}
+}

@@ -59,6 +59,13 @@ func newGemvCase(t *testing.T, r *rand.Rand, m, n, k int) *gemvCase {
 // NaN, so an unwritten element fails, and compares it with the reference.
 func (c *gemvCase) check(t *testing.T, name string, withBias bool, launch func(bias, y cu.DevicePtr)) {
 	t.Helper()
+	c.checkTol(t, name, withBias, tol, launch)
+}
+
+// checkTol is check with tolerance tl (relative to the largest reference
+// value, at least 1).
+func (c *gemvCase) checkTol(t *testing.T, name string, withBias bool, tl float64, launch func(bias, y cu.DevicePtr)) {
+	t.Helper()
 	poison := make([]float32, c.m*c.n)
 	for i := range poison {
 		poison[i] = float32(math.NaN())
@@ -69,7 +76,7 @@ func (c *gemvCase) check(t *testing.T, name string, withBias bool, launch func(b
 		bp, want = c.b.ptr(), c.refB
 	}
 	gb.do(func() { launch(bp, y.ptr()) })
-	checkVals(t, fmt.Sprintf("%s M%d N%d K%d bias %v", name, c.m, c.n, c.k, withBias), want, gb.ReadF32(y), tol)
+	checkVals(t, fmt.Sprintf("%s M%d N%d K%d bias %v", name, c.m, c.n, c.k, withBias), want, gb.ReadF32(y), tl)
 }
 
 // TestGemvM2 checks every weight-read GEMV variant against a float64 host
@@ -357,5 +364,44 @@ func gemvStep(t *testing.T, read float64) {
 	fmt.Print(out.String())
 	for _, p := range ps {
 		gb.Free(p.w)
+	}
+}
+
+// TestGemvTC checks the tensor-core GEMV of a batch's rows against a
+// float64 host product on random data: each variant (8, 16 and 32 rows)
+// at the rows it is built for and fewer, decode shapes, a ragged last
+// block, one split (no tc_reduce_rows) and many, the weight requested
+// before and after the wait, with and without bias. Its three BF16 parts
+// keep about 24 bits of the activation, so it is held to a tenth of the
+// backend's tolerance. The output is poisoned first, so an unwritten
+// element fails.
+func TestGemvTC(t *testing.T) {
+	need(t)
+	if !gb.hopper {
+		t.Skip("the tensor-core GEMV needs sm_90")
+	}
+	for _, name := range []string{"gemv_tc_m8", "gemv_tc_m16", "gemv_tc_m32"} {
+		regs, _ := gb.k[name].fn.Attribute(cu.NumRegs)
+		local, _ := gb.k[name].fn.Attribute(cu.LocalSizeBytes)
+		t.Logf("%s: %d registers, %d bytes of local memory per thread", name, regs, local)
+	}
+	r := rand.New(rand.NewPCG(91, 92))
+	shapes := []struct{ m, n, k int }{
+		{8, 8512, 2048}, {3, 2048, 4096}, {6, 333, 256}, {16, 2049, 8192}, {11, 64, 512}, {32, 1000, 2048}, {17, 3072, 2048},
+		{32, 129, 8192}, {5, 1, 768},
+	}
+	for _, s := range shapes {
+		if !gb.useGemvTC(s.m, s.k, &tensor{dt: compute.BF16}) {
+			t.Fatalf("M%d K%d: Linear does not take the tensor-core GEMV", s.m, s.k)
+		}
+		c := newGemvCase(t, r, s.m, s.n, s.k)
+		for i, early := range []bool{false, true} {
+			saved := gemvEarly
+			gemvEarly = early
+			c.checkTol(t, fmt.Sprintf("gemv_tc early %v", early), i == 1, tol/10, func(bias, y cu.DevicePtr) {
+				gb.gemvTC(c.x, c.w, bias, y, s.m, s.n, s.k)
+			})
+			gemvEarly = saved
+		}
 	}
 }

@@ -1,0 +1,185 @@
+// Tensor-core GEMV for a batch's decode step on Hopper (issue 7, item 6):
+// y[m, n] = x[m, :]·w[n, :] (+ b[n]) for 3 ≤ M ≤ 32 rows (2 to 16
+// utterances, two CFG rows each) and BF16 weights with K % 256 == 0.
+//
+// Why: the batch step's projections ran on gemv_m8 (8 rows) and tc_wbf (32
+// rows) at 0.65–1.06 TB/s (docs/gpu/2026-11-30-session26, run 1, ncu:
+// 4.40 of a batch-4 step's 5.74 ms of kernels in gemv_m8, 3.64 + 0.51 of
+// batch 16's 7.38 ms in tc_wbf and its split-K sums). gemv_m8 spends eight
+// fp32 FMAs and the BF16 widening per weight element, which at 8 rows is
+// issue-bound; tc_wbf's 64 × 128 tiles and 8 KiB stages are built for the
+// prefill's many rows. Here the weight streams as the chunk GEMV's does
+// (bulk copies requested before the wait for the predecessor, many small
+// blocks) and the products are m16n8k16 BF16 mmas with the activation as
+// the 8-column operand: one mma multiplies 16 weight rows by 8 batch rows.
+//
+// Block: 64 weight rows × a 256-wide slice of k (32 KiB of weight, one
+// bulk copy a row), grid (⌈N/64⌉, K/256). The block splits its activation
+// slice into BF16 planes once (x = hi + mid + lo, each part the rounded
+// remainder of the ones before: about 24 bits of x, as tc_wbf3), so every
+// product is exact in fp32 and the mma accumulates them in fp32, smallest
+// part first. Warp w takes rows 32·(w % 2) .. + 32 (two 16-row tiles) over
+// k 64·(w / 2) .. + 64; lane (g, q) = (lane / 4, lane % 4) holds k
+// 16q .. 16q + 15 of that range for weight rows g and g + 8 and batch row
+// g, and mma step s multiplies k 16q + 4s + {0, 1} in the fragment slots
+// 2q, 2q + 1 and k 16q + 4s + {2, 3} in slots 2q + 8, 2q + 9: the same
+// permutation of k in both operands, so each 16-byte shared-memory load
+// serves four steps. The four k warps' sums are added in warp order, and
+// the splits' by tc_reduce_rows in split order (the backend launches it):
+// deterministic.
+//
+// The sm_90 PTX of this module is marked PTX ISA 8.0 by gen.sh (bulk
+// copies); the compute_80 build traps, and the backend launches these
+// kernels only on Hopper.
+#include "common.cuh"
+
+#define GT_ROWS 64        // weight rows a block multiplies
+#define GT_KR 256         // the k of one split: a block's slice
+#define GT_LD (GT_KR + 8) // halfwords a staged row takes (528 bytes: 16-byte aligned, conflict-free 16-byte loads)
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// gt_mma: c += a·b for one m16n8k16 BF16 fragment (fp32 accumulation).
+__device__ __forceinline__ void gt_mma(float* c, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0,
+                                       unsigned b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// gt_word is 32-bit word j (k 2j, 2j + 1) of a lane's 16 halfwords.
+__device__ __forceinline__ unsigned gt_word(const uint4 (&v)[2], int j) {
+    const uint4 u = v[j >> 2];
+    return (j & 3) == 0 ? u.x : (j & 3) == 1 ? u.y : (j & 3) == 2 ? u.z : u.w;
+}
+#endif
+
+// MT: 8-row tiles of the batch (M ≤ 8·MT).
+template <int MT>
+__device__ __forceinline__ void gemv_tc_body(const float* __restrict__ x, const unsigned short* __restrict__ w,
+                                             const float* __restrict__ bias, float* __restrict__ y,
+                                             float* __restrict__ work, int M, int N, int K, int flags) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    constexpr int PARTS = 3;
+    extern __shared__ __align__(128) unsigned short gt_smem[];
+    unsigned short* Ws = gt_smem;              // [GT_ROWS][GT_LD] the weight slice
+    unsigned short* Ps = Ws + GT_ROWS * GT_LD; // [PARTS][8·MT][GT_LD] the activation's planes: hi, mid, lo
+    float* red = (float*)gt_smem;              // [4][2][32][8·MT] the k warps' sums (over Ws once it is read)
+    __shared__ unsigned long long bar;
+    const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
+    const int n0 = blockIdx.x * GT_ROWS, split = blockIdx.y, k0 = split * GT_KR;
+    const int rows = min(GT_ROWS, N - n0);
+    if (t == 0) {
+        mbar_init(&bar, 1);
+        mbar_fence_init();
+        mbar_expect_tx(&bar, (unsigned)rows * GT_KR * 2u);
+    }
+    __syncthreads();
+    auto request = [&]() {
+        if (t < rows) bulk_g2s(Ws + t * GT_LD, w + (long long)(n0 + t) * K + k0, GT_KR * 2, &bar);
+    };
+    if (flags & 1) request();
+    pdl_begin();
+    if (!(flags & 1)) request();
+    // The split: thread t converts k 8·(t % 32) .. + 8 of batch rows
+    // t / 32 + 8i (zeros past M).
+#pragma unroll
+    for (int i = 0; i < MT; i++) {
+        const int m = (t >> 5) + 8 * i, kk = 8 * lane;
+        float v[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+        if (m < M) {
+            const float4* xm = (const float4*)(x + (long long)m * K + k0 + kk);
+            const float4 a = xm[0], b = xm[1];
+            v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+        }
+        unsigned part[PARTS][4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            float x0 = v[2 * j], x1 = v[2 * j + 1];
+            part[0][j] = bf16x2_rn(x0, x1);
+            x0 -= __uint_as_float(part[0][j] << 16), x1 -= __uint_as_float(part[0][j] & 0xffff0000u);
+            part[1][j] = bf16x2_rn(x0, x1);
+            x0 -= __uint_as_float(part[1][j] << 16), x1 -= __uint_as_float(part[1][j] & 0xffff0000u);
+            part[2][j] = bf16x2_rn(x0, x1);
+        }
+#pragma unroll
+        for (int p = 0; p < PARTS; p++)
+            *(uint4*)(Ps + (p * 8 * MT + m) * GT_LD + kk) = make_uint4(part[p][0], part[p][1], part[p][2], part[p][3]);
+    }
+    __syncthreads();
+    mbar_wait(&bar, 0);
+    // Rows past N (a ragged last block) hold stale shared memory; their
+    // outputs are not stored, and an mma row reaches only its own outputs.
+    const int wr = warp & 1, wk = warp >> 1, g = lane >> 2, q = lane & 3;
+    const int kb = 64 * wk + 16 * q;
+    uint4 wa[2][2][2]; // [tile][row g, g + 8][16 halfwords]
+#pragma unroll
+    for (int at = 0; at < 2; at++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const uint4* src = (const uint4*)(Ws + (32 * wr + 16 * at + 8 * h + g) * GT_LD + kb);
+            wa[at][h][0] = src[0], wa[at][h][1] = src[1];
+        }
+    float acc[2][MT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+        uint4 xb[PARTS][2];
+#pragma unroll
+        for (int p = 0; p < PARTS; p++) {
+            const uint4* src = (const uint4*)(Ps + (p * 8 * MT + 8 * mt + g) * GT_LD + kb);
+            xb[p][0] = src[0], xb[p][1] = src[1];
+        }
+#pragma unroll
+        for (int at = 0; at < 2; at++) {
+            float* c = acc[at][mt];
+            c[0] = c[1] = c[2] = c[3] = 0.f;
+#pragma unroll
+            for (int s = 0; s < 4; s++)
+#pragma unroll
+                for (int p = PARTS - 1; p >= 0; p--)
+                    gt_mma(c, gt_word(wa[at][0], 2 * s), gt_word(wa[at][1], 2 * s), gt_word(wa[at][0], 2 * s + 1),
+                           gt_word(wa[at][1], 2 * s + 1), gt_word(xb[p], 2 * s), gt_word(xb[p], 2 * s + 1));
+        }
+    }
+    __syncthreads(); // every warp has read Ws: red may reuse it
+    constexpr int V = 8 * MT; // a lane's sums: [tile][mt][4]
+#pragma unroll
+    for (int at = 0; at < 2; at++)
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) red[((wk * 2 + wr) * 32 + lane) * V + (at * MT + mt) * 4 + e] = acc[at][mt][e];
+    __syncthreads();
+    // Thread t adds 2·MT of the block's 64·V sums over the four k warps.
+    for (int i = t; i < 2 * 32 * V; i += 256) {
+        const int j = i % V, l = (i / V) % 32, r2 = i / (32 * V);
+        float s = 0.f;
+#pragma unroll
+        for (int k = 0; k < 4; k++) s += red[((k * 2 + r2) * 32 + l) * V + j];
+        const int e = j & 3, mt = (j >> 2) % MT, at = (j >> 2) / MT;
+        const int row = 32 * r2 + 16 * at + (l >> 2) + 8 * (e >> 1), m = 8 * mt + 2 * (l & 3) + (e & 1);
+        const int n = n0 + row;
+        if (row < rows && m < M) {
+            if (gridDim.y > 1) work[((long long)split * M + m) * N + n] = s;
+            else y[(long long)m * N + n] = bias ? s + bias[n] : s;
+        }
+    }
+#else
+    __trap(); // never launched below sm_90 (the backend checks)
+#endif
+}
+
+// gemv_tc_mR: M ≤ R. Launch: grid (⌈N / 64⌉, K / 256), 256 threads,
+// (64 + 3·R)·528 bytes of dynamic shared memory; with more than one split
+// it writes each split's sums to work [splits][M][N] for tc_reduce_rows,
+// else y (+ b). flags bit 0 requests the weight before the wait.
+#define GEMV_TC(R, MT)                                                                                             \
+    extern "C" __global__ void __launch_bounds__(256)                                                              \
+        gemv_tc_m##R(const float* __restrict__ x, const unsigned short* __restrict__ w, const float* __restrict__ b, \
+                     float* __restrict__ y, float* __restrict__ work, int M, int N, int K, int flags) {             \
+        gemv_tc_body<MT>(x, w, b, y, work, M, N, K, flags);                                                        \
+    }
+GEMV_TC(8, 1)
+GEMV_TC(16, 2)
+GEMV_TC(32, 4)
