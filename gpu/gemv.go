@@ -271,15 +271,25 @@ func (b *Backend) launchChunk(family [5]string, pieces int, x, w, bias, y cu.Dev
 // gemv_m8 (8 rows) and tc_wbf (more), which read the weights at 0.65–1.06
 // TB/s in the batched step (docs/gpu/2026-11-30-session26, run 1).
 //
-// ZONOS_GEMV_TC=0 (for measurements) leaves batches to gemv_m8 and tc_wbf.
-var gemvTCOff = os.Getenv("ZONOS_GEMV_TC") == "0"
+// Environment (for measurements; the defaults need none):
+//
+//	ZONOS_GEMV_TC=0      batches to gemv_m8 and tc_wbf instead
+//	ZONOS_GEMV_TC_KR=512 blocks of 64 rows × 512 k (half the splits)
+var (
+	gemvTCOff   = os.Getenv("ZONOS_GEMV_TC") == "0"
+	gemvTCSlice = 256 // the k of a block's slice: 256, or 512 (ZONOS_GEMV_TC_KR=512)
+)
 
-// gemv_tc's geometry (GT_ROWS, GT_KR, GT_LD in kernels/gemvtc.cu) and the
-// most rows it takes.
+func init() {
+	if os.Getenv("ZONOS_GEMV_TC_KR") == "512" {
+		gemvTCSlice = 512
+	}
+}
+
+// gemv_tc's geometry (GT_ROWS in kernels/gemvtc.cu) and the most rows it
+// takes.
 const (
 	gemvTCBlockRows = 64
-	gemvTCSlice     = 256
-	gemvTCLd        = gemvTCSlice + 8
 	gemvTCMaxRows   = 32
 )
 
@@ -289,26 +299,33 @@ func (b *Backend) useGemvTC(m, k int, w *tensor) bool {
 	return b.hopper && !gemvTCOff && m > 2 && m <= gemvTCMaxRows && w.dt == compute.BF16 && k > 0 && k%gemvTCSlice == 0
 }
 
-// gemvTCKernel is the variant for m rows and the rows it is built for.
-func gemvTCKernel(m int) (string, int) {
+// gemvTCKernel is the variant for m rows and slices of kr, and the rows
+// it is built for.
+func gemvTCKernel(m, kr int) (string, int) {
+	r := 32
 	switch {
 	case m <= 8:
-		return "gemv_tc_m8", 8
+		r = 8
 	case m <= 16:
-		return "gemv_tc_m16", 16
+		r = 16
 	}
-	return "gemv_tc_m32", 32
+	name := fmt.Sprintf("gemv_tc_m%d", r)
+	if kr == 512 {
+		name += "_k512"
+	}
+	return name, r
 }
 
-// gemvTCSmem is gemv_tc_mR's dynamic shared memory: the weight slice and
-// the activation's three BF16 planes, 528 bytes a row.
-func gemvTCSmem(r int) int { return (gemvTCBlockRows + 3*r) * gemvTCLd * 2 }
+// gemvTCSmem is gemv_tc_mR's dynamic shared memory for slices of kr: the
+// weight slice and the activation's three BF16 planes, kr + 8 halfwords a
+// row.
+func gemvTCSmem(r, kr int) int { return (gemvTCBlockRows + 3*r) * (kr + 8) * 2 }
 
 // gemvTC launches the tensor-core GEMV, y[m, n] = x·wᵀ + bias, and
 // tc_reduce_rows after it to add the splits (owner goroutine; useGemvTC
 // holds).
 func (b *Backend) gemvTC(x, w *tensor, bias, y cu.DevicePtr, m, n, k int) {
-	name, r := gemvTCKernel(m)
+	name, r := gemvTCKernel(m, gemvTCSlice)
 	splits := k / gemvTCSlice
 	work := nullPtr
 	var wk *tensor
@@ -316,7 +333,7 @@ func (b *Backend) gemvTC(x, w *tensor, bias, y cu.DevicePtr, m, n, k int) {
 		wk = b.newTensor(compute.F32, splits*m*n)
 		work = wk.ptr()
 	}
-	b.launchSmem(b.k[name], [3]int{(n + gemvTCBlockRows - 1) / gemvTCBlockRows, splits, 1}, block256, gemvTCSmem(r),
+	b.launchSmem(b.k[name], [3]int{(n + gemvTCBlockRows - 1) / gemvTCBlockRows, splits, 1}, block256, gemvTCSmem(r, gemvTCSlice),
 		x.ptr(), w.ptr(), bias, y, work, int32(m), int32(n), int32(k), b2i(gemvEarly))
 	if wk != nil {
 		b.launch(b.k["tc_reduce_rows"], [3]int{(n + 255) / 256, m, 1}, block256,

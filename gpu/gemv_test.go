@@ -370,17 +370,17 @@ func gemvStep(t *testing.T, read float64) {
 // TestGemvTC checks the tensor-core GEMV of a batch's rows against a
 // float64 host product on random data: each variant (8, 16 and 32 rows)
 // at the rows it is built for and fewer, decode shapes, a ragged last
-// block, one split (no tc_reduce_rows) and many, the weight requested
-// before and after the wait, with and without bias. Its three BF16 parts
-// keep about 24 bits of the activation, so it is held to a tenth of the
-// backend's tolerance. The output is poisoned first, so an unwritten
-// element fails.
+// block, one split (no tc_reduce_rows) and many, slices of 256 and 512 k,
+// the weight requested before and after the wait, with and without bias.
+// Its three BF16 parts keep about 24 bits of the activation, so it is
+// held to a tenth of the backend's tolerance. The output is poisoned
+// first, so an unwritten element fails.
 func TestGemvTC(t *testing.T) {
 	need(t)
 	if !gb.hopper {
 		t.Skip("the tensor-core GEMV needs sm_90")
 	}
-	for _, name := range []string{"gemv_tc_m8", "gemv_tc_m16", "gemv_tc_m32"} {
+	for _, name := range []string{"gemv_tc_m8", "gemv_tc_m16", "gemv_tc_m32", "gemv_tc_m8_k512", "gemv_tc_m16_k512", "gemv_tc_m32_k512"} {
 		regs, _ := gb.k[name].fn.Attribute(cu.NumRegs)
 		local, _ := gb.k[name].fn.Attribute(cu.LocalSizeBytes)
 		t.Logf("%s: %d registers, %d bytes of local memory per thread", name, regs, local)
@@ -390,18 +390,24 @@ func TestGemvTC(t *testing.T) {
 		{8, 8512, 2048}, {3, 2048, 4096}, {6, 333, 256}, {16, 2049, 8192}, {11, 64, 512}, {32, 1000, 2048}, {17, 3072, 2048},
 		{32, 129, 8192}, {5, 1, 768},
 	}
-	for _, s := range shapes {
-		if !gb.useGemvTC(s.m, s.k, &tensor{dt: compute.BF16}) {
-			t.Fatalf("M%d K%d: Linear does not take the tensor-core GEMV", s.m, s.k)
-		}
-		c := newGemvCase(t, r, s.m, s.n, s.k)
-		for i, early := range []bool{false, true} {
-			saved := gemvEarly
-			gemvEarly = early
-			c.checkTol(t, fmt.Sprintf("gemv_tc early %v", early), i == 1, tol/10, func(bias, y cu.DevicePtr) {
-				gb.gemvTC(c.x, c.w, bias, y, s.m, s.n, s.k)
-			})
-			gemvEarly = saved
+	saved, savedEarly := gemvTCSlice, gemvEarly
+	defer func() { gemvTCSlice, gemvEarly = saved, savedEarly }()
+	for _, kr := range []int{256, 512} {
+		gemvTCSlice = kr
+		for _, s := range shapes {
+			if s.k%kr != 0 {
+				continue
+			}
+			if !gb.useGemvTC(s.m, s.k, &tensor{dt: compute.BF16}) {
+				t.Fatalf("M%d K%d: Linear does not take the tensor-core GEMV", s.m, s.k)
+			}
+			c := newGemvCase(t, r, s.m, s.n, s.k)
+			for i, early := range []bool{false, true} {
+				gemvEarly = early
+				c.checkTol(t, fmt.Sprintf("gemv_tc k%d early %v", kr, early), i == 1, tol/10, func(bias, y cu.DevicePtr) {
+					gb.gemvTC(c.x, c.w, bias, y, s.m, s.n, s.k)
+				})
+			}
 		}
 	}
 }

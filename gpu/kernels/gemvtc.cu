@@ -13,7 +13,7 @@
 // blocks) and the products are m16n8k16 BF16 mmas with the activation as
 // the 8-column operand: one mma multiplies 16 weight rows by 8 batch rows.
 //
-// Block: 64 weight rows × a 256-wide slice of k (32 KiB of weight, one
+// Block: 64 weight rows × a KR-wide slice of k (KR = 256: 32 KiB of weight, one
 // bulk copy a row), grid (⌈N/64⌉, K/256). The block splits its activation
 // slice into BF16 planes once (x = hi + mid + lo, each part the rounded
 // remainder of the ones before: about 24 bits of x, as tc_wbf3), so every
@@ -33,9 +33,9 @@
 // kernels only on Hopper.
 #include "common.cuh"
 
-#define GT_ROWS 64        // weight rows a block multiplies
-#define GT_KR 256         // the k of one split: a block's slice
-#define GT_LD (GT_KR + 8) // halfwords a staged row takes (528 bytes: 16-byte aligned, conflict-free 16-byte loads)
+#define GT_ROWS 64 // weight rows a block multiplies
+// A block's slice of k is KR = 256 or 512 (the split); a staged row takes
+// KR + 8 halfwords (16-byte aligned, conflict-free 16-byte loads).
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 // gt_mma: c += a·b for one m16n8k16 BF16 fragment (fp32 accumulation).
@@ -55,38 +55,38 @@ __device__ __forceinline__ unsigned gt_word(const uint4 (&v)[2], int j) {
 }
 #endif
 
-// MT: 8-row tiles of the batch (M ≤ 8·MT).
-template <int MT>
+// MT: 8-row tiles of the batch (M ≤ 8·MT); KR: the k of a block's slice.
+template <int MT, int KR>
 __device__ __forceinline__ void gemv_tc_body(const float* __restrict__ x, const unsigned short* __restrict__ w,
                                              const float* __restrict__ bias, float* __restrict__ y,
                                              float* __restrict__ work, int M, int N, int K, int flags) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    constexpr int PARTS = 3;
+    constexpr int PARTS = 3, LD = KR + 8, GW = KR / 256; // GW: 64-wide granules a warp multiplies
     extern __shared__ __align__(128) unsigned short gt_smem[];
-    unsigned short* Ws = gt_smem;              // [GT_ROWS][GT_LD] the weight slice
-    unsigned short* Ps = Ws + GT_ROWS * GT_LD; // [PARTS][8·MT][GT_LD] the activation's planes: hi, mid, lo
-    float* red = (float*)gt_smem;              // [4][2][32][8·MT] the k warps' sums (over Ws once it is read)
+    unsigned short* Ws = gt_smem;         // [GT_ROWS][LD] the weight slice
+    unsigned short* Ps = Ws + GT_ROWS * LD; // [PARTS][8·MT][LD] the activation's planes: hi, mid, lo
+    float* red = (float*)gt_smem;         // [4][2][32][8·MT] the k warps' sums (over Ws once it is read)
     __shared__ unsigned long long bar;
     const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
-    const int n0 = blockIdx.x * GT_ROWS, split = blockIdx.y, k0 = split * GT_KR;
+    const int n0 = blockIdx.x * GT_ROWS, split = blockIdx.y, k0 = split * KR;
     const int rows = min(GT_ROWS, N - n0);
     if (t == 0) {
         mbar_init(&bar, 1);
         mbar_fence_init();
-        mbar_expect_tx(&bar, (unsigned)rows * GT_KR * 2u);
+        mbar_expect_tx(&bar, (unsigned)rows * KR * 2u);
     }
     __syncthreads();
     auto request = [&]() {
-        if (t < rows) bulk_g2s(Ws + t * GT_LD, w + (long long)(n0 + t) * K + k0, GT_KR * 2, &bar);
+        if (t < rows) bulk_g2s(Ws + t * LD, w + (long long)(n0 + t) * K + k0, KR * 2, &bar);
     };
     if (flags & 1) request();
     pdl_begin();
     if (!(flags & 1)) request();
-    // The split: thread t converts k 8·(t % 32) .. + 8 of batch rows
-    // t / 32 + 8i (zeros past M).
+    // The split: thread t converts 8 consecutive k of one batch row per
+    // round (zeros past M).
 #pragma unroll
-    for (int i = 0; i < MT; i++) {
-        const int m = (t >> 5) + 8 * i, kk = 8 * lane;
+    for (int i = 0; i < MT * GW; i++) {
+        const int c = t + 256 * i, m = c / (KR / 8), kk = 8 * (c % (KR / 8));
         float v[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
         if (m < M) {
             const float4* xm = (const float4*)(x + (long long)m * K + k0 + kk);
@@ -105,41 +105,46 @@ __device__ __forceinline__ void gemv_tc_body(const float* __restrict__ x, const 
         }
 #pragma unroll
         for (int p = 0; p < PARTS; p++)
-            *(uint4*)(Ps + (p * 8 * MT + m) * GT_LD + kk) = make_uint4(part[p][0], part[p][1], part[p][2], part[p][3]);
+            *(uint4*)(Ps + (p * 8 * MT + m) * LD + kk) = make_uint4(part[p][0], part[p][1], part[p][2], part[p][3]);
     }
     __syncthreads();
     mbar_wait(&bar, 0);
     // Rows past N (a ragged last block) hold stale shared memory; their
     // outputs are not stored, and an mma row reaches only its own outputs.
     const int wr = warp & 1, wk = warp >> 1, g = lane >> 2, q = lane & 3;
-    const int kb = 64 * wk + 16 * q;
-    uint4 wa[2][2][2]; // [tile][row g, g + 8][16 halfwords]
+    float acc[2][MT][4];
 #pragma unroll
     for (int at = 0; at < 2; at++)
 #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const uint4* src = (const uint4*)(Ws + (32 * wr + 16 * at + 8 * h + g) * GT_LD + kb);
-            wa[at][h][0] = src[0], wa[at][h][1] = src[1];
-        }
-    float acc[2][MT][4];
+        for (int mt = 0; mt < MT; mt++) acc[at][mt][0] = acc[at][mt][1] = acc[at][mt][2] = acc[at][mt][3] = 0.f;
 #pragma unroll
-    for (int mt = 0; mt < MT; mt++) {
-        uint4 xb[PARTS][2];
+    for (int gi = 0; gi < GW; gi++) {
+        const int kb = 64 * (wk * GW + gi) + 16 * q;
+        uint4 wa[2][2][2]; // [tile][row g, g + 8][16 halfwords]
 #pragma unroll
-        for (int p = 0; p < PARTS; p++) {
-            const uint4* src = (const uint4*)(Ps + (p * 8 * MT + 8 * mt + g) * GT_LD + kb);
-            xb[p][0] = src[0], xb[p][1] = src[1];
-        }
+        for (int at = 0; at < 2; at++)
 #pragma unroll
-        for (int at = 0; at < 2; at++) {
-            float* c = acc[at][mt];
-            c[0] = c[1] = c[2] = c[3] = 0.f;
+            for (int h = 0; h < 2; h++) {
+                const uint4* src = (const uint4*)(Ws + (32 * wr + 16 * at + 8 * h + g) * LD + kb);
+                wa[at][h][0] = src[0], wa[at][h][1] = src[1];
+            }
 #pragma unroll
-            for (int s = 0; s < 4; s++)
+        for (int mt = 0; mt < MT; mt++) {
+            uint4 xb[PARTS][2];
 #pragma unroll
-                for (int p = PARTS - 1; p >= 0; p--)
-                    gt_mma(c, gt_word(wa[at][0], 2 * s), gt_word(wa[at][1], 2 * s), gt_word(wa[at][0], 2 * s + 1),
-                           gt_word(wa[at][1], 2 * s + 1), gt_word(xb[p], 2 * s), gt_word(xb[p], 2 * s + 1));
+            for (int p = 0; p < PARTS; p++) {
+                const uint4* src = (const uint4*)(Ps + (p * 8 * MT + 8 * mt + g) * LD + kb);
+                xb[p][0] = src[0], xb[p][1] = src[1];
+            }
+#pragma unroll
+            for (int at = 0; at < 2; at++)
+#pragma unroll
+                for (int s = 0; s < 4; s++)
+#pragma unroll
+                    for (int p = PARTS - 1; p >= 0; p--)
+                        gt_mma(acc[at][mt], gt_word(wa[at][0], 2 * s), gt_word(wa[at][1], 2 * s),
+                               gt_word(wa[at][0], 2 * s + 1), gt_word(wa[at][1], 2 * s + 1), gt_word(xb[p], 2 * s),
+                               gt_word(xb[p], 2 * s + 1));
         }
     }
     __syncthreads(); // every warp has read Ws: red may reuse it
@@ -170,16 +175,20 @@ __device__ __forceinline__ void gemv_tc_body(const float* __restrict__ x, const 
 #endif
 }
 
-// gemv_tc_mR: M ≤ R. Launch: grid (⌈N / 64⌉, K / 256), 256 threads,
-// (64 + 3·R)·528 bytes of dynamic shared memory; with more than one split
-// it writes each split's sums to work [splits][M][N] for tc_reduce_rows,
-// else y (+ b). flags bit 0 requests the weight before the wait.
-#define GEMV_TC(R, MT)                                                                                             \
+// gemv_tc_mR (KR = 256) and gemv_tc_mR_k512: M ≤ R. Launch: grid
+// (⌈N / 64⌉, K / KR), 256 threads, (64 + 3·R)·(KR + 8)·2 bytes of dynamic
+// shared memory; with more than one split it writes each split's sums to
+// work [splits][M][N] for tc_reduce_rows, else y (+ b). flags bit 0
+// requests the weight before the wait.
+#define GEMV_TC(NAME, MT, KR)                                                                                      \
     extern "C" __global__ void __launch_bounds__(256)                                                              \
-        gemv_tc_m##R(const float* __restrict__ x, const unsigned short* __restrict__ w, const float* __restrict__ b, \
-                     float* __restrict__ y, float* __restrict__ work, int M, int N, int K, int flags) {             \
-        gemv_tc_body<MT>(x, w, b, y, work, M, N, K, flags);                                                        \
+        NAME(const float* __restrict__ x, const unsigned short* __restrict__ w, const float* __restrict__ b,         \
+             float* __restrict__ y, float* __restrict__ work, int M, int N, int K, int flags) {                     \
+        gemv_tc_body<MT, KR>(x, w, b, y, work, M, N, K, flags);                                                    \
     }
-GEMV_TC(8, 1)
-GEMV_TC(16, 2)
-GEMV_TC(32, 4)
+GEMV_TC(gemv_tc_m8, 1, 256)
+GEMV_TC(gemv_tc_m16, 2, 256)
+GEMV_TC(gemv_tc_m32, 4, 256)
+GEMV_TC(gemv_tc_m8_k512, 1, 512)
+GEMV_TC(gemv_tc_m16_k512, 2, 512)
+GEMV_TC(gemv_tc_m32_k512, 4, 512)
