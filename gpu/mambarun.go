@@ -246,18 +246,20 @@ func (b *Backend) mambaRun(hin, rin, hout, rout *tensor, blocks []compute.Mamba2
 	}
 }
 
-// allocRunSync makes the lane's two mamba_run barrier counters, zeroed
-// (the kernel leaves them zero): outside any recording, since a graph
-// may be recorded on the first decode step.
+// allocRunSync makes the lane's two mamba_run barrier counters and
+// gemv_tc's gemvTCTickets split tickets, zeroed (the kernels leave them
+// zero): outside any recording, since a graph may be recorded on the
+// first decode step.
 func (b *Backend) allocRunSync() error {
-	p, err := cu.MemAlloc(8)
+	n := 2 + gemvTCTickets
+	p, err := cu.MemAlloc(int64(4 * n))
 	if err != nil {
 		return err
 	}
-	if err := cu.MemsetD32(p, 0, 2); err != nil {
+	if err := cu.MemsetD32(p, 0, int64(n)); err != nil {
 		_ = cu.MemFree(p)
 		return err
 	}
-	b.runSync = p
+	b.runSync, b.tcTickets = p, p+8
 	return nil
 }
