@@ -25,13 +25,11 @@ type Backend struct {
 	*device
 	stream cu.Stream
 	pool   *pool
-	// runSync is the lane's two mamba_run barrier counters (mambarun.go)
-	// and tcTickets gemv_tc's split tickets (gemv.go), zero between
-	// launches, in one allocation; runTrace, when set (tests), receives
-	// mamba_run's timer stamps.
-	runSync, tcTickets, runTrace cu.DevicePtr
-	reader                       *reader // read-backs (lane.go)
-	side                         bool    // made by Lane
+	// runSync is the lane's two mamba_run barrier counters (mambarun.go);
+	// runTrace, when set (tests), receives mamba_run's timer stamps.
+	runSync, runTrace cu.DevicePtr
+	reader            *reader // read-backs (lane.go)
+	side              bool    // made by Lane
 }
 
 // device is what the lanes of one CUDA device share.

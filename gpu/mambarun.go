@@ -246,20 +246,18 @@ func (b *Backend) mambaRun(hin, rin, hout, rout *tensor, blocks []compute.Mamba2
 	}
 }
 
-// allocRunSync makes the lane's two mamba_run barrier counters and
-// gemv_tc's gemvTCTickets split tickets, zeroed (the kernels leave them
-// zero): outside any recording, since a graph may be recorded on the
-// first decode step.
+// allocRunSync makes the lane's two mamba_run barrier counters, zeroed
+// (the kernel leaves them zero): outside any recording, since a graph
+// may be recorded on the first decode step.
 func (b *Backend) allocRunSync() error {
-	n := 2 + gemvTCTickets
-	p, err := cu.MemAlloc(int64(4 * n))
+	p, err := cu.MemAlloc(8)
 	if err != nil {
 		return err
 	}
-	if err := cu.MemsetD32(p, 0, int64(n)); err != nil {
+	if err := cu.MemsetD32(p, 0, 2); err != nil {
 		_ = cu.MemFree(p)
 		return err
 	}
-	b.runSync, b.tcTickets = p, p+8
+	b.runSync = p
 	return nil
 }

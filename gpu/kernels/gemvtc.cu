@@ -13,21 +13,20 @@
 // blocks) and the products are m16n8k16 BF16 mmas with the activation as
 // the 8-column operand: one mma multiplies 16 weight rows by 8 batch rows.
 //
-// Block: 64 weight rows × a KR-wide slice of k (KR = 512: 64 KiB of
-// weight; 256 for measurements), one bulk copy a row, grid (⌈N/64⌉,
-// K/KR). The block splits its activation slice into BF16 planes once
-// (x = hi + mid + lo, each part the rounded remainder of the ones before:
-// about 24 bits of x, as tc_wbf3), so every product is exact in fp32 and
-// the mma accumulates them in fp32, smallest part first. Warp w takes
-// rows 32·(w % 2) .. + 32 (two 16-row tiles) over k KR/4·(w / 2) .. +
-// KR/4, 64 at a time; lane (g, q) = (lane / 4, lane % 4) holds k 16q ..
-// 16q + 15 of those 64 for weight rows g and g + 8 and batch row g, and
-// mma step s multiplies k 16q + 4s + {0, 1} in the fragment slots 2q,
-// 2q + 1 and k 16q + 4s + {2, 3} in slots 2q + 8, 2q + 9: the same
+// Block: 64 weight rows × a KR-wide slice of k (KR = 256: 32 KiB of weight, one
+// bulk copy a row), grid (⌈N/64⌉, K/256). The block splits its activation
+// slice into BF16 planes once (x = hi + mid + lo, each part the rounded
+// remainder of the ones before: about 24 bits of x, as tc_wbf3), so every
+// product is exact in fp32 and the mma accumulates them in fp32, smallest
+// part first. Warp w takes rows 32·(w % 2) .. + 32 (two 16-row tiles) over
+// k 64·(w / 2) .. + 64; lane (g, q) = (lane / 4, lane % 4) holds k
+// 16q .. 16q + 15 of that range for weight rows g and g + 8 and batch row
+// g, and mma step s multiplies k 16q + 4s + {0, 1} in the fragment slots
+// 2q, 2q + 1 and k 16q + 4s + {2, 3} in slots 2q + 8, 2q + 9: the same
 // permutation of k in both operands, so each 16-byte shared-memory load
 // serves four steps. The four k warps' sums are added in warp order, and
-// the splits' in split order by the last block of each column tile to
-// finish (or by tc_reduce_rows): deterministic.
+// the splits' by tc_reduce_rows in split order (the backend launches it):
+// deterministic.
 //
 // The sm_90 PTX of this module is marked PTX ISA 8.0 by gen.sh (bulk
 // copies); the compute_80 build traps, and the backend launches these
@@ -60,8 +59,7 @@ __device__ __forceinline__ unsigned gt_word(const uint4 (&v)[2], int j) {
 template <int MT, int KR>
 __device__ __forceinline__ void gemv_tc_body(const float* __restrict__ x, const unsigned short* __restrict__ w,
                                              const float* __restrict__ bias, float* __restrict__ y,
-                                             float* __restrict__ work, unsigned* count, int M, int N, int K,
-                                             int flags) {
+                                             float* __restrict__ work, int M, int N, int K, int flags) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     constexpr int PARTS = 3, LD = KR + 8, GW = KR / 256; // GW: 64-wide granules a warp multiplies
     extern __shared__ __align__(128) unsigned short gt_smem[];
@@ -69,7 +67,6 @@ __device__ __forceinline__ void gemv_tc_body(const float* __restrict__ x, const 
     unsigned short* Ps = Ws + GT_ROWS * LD; // [PARTS][8·MT][LD] the activation's planes: hi, mid, lo
     float* red = (float*)gt_smem;         // [4][2][32][8·MT] the k warps' sums (over Ws once it is read)
     __shared__ unsigned long long bar;
-    __shared__ bool last;
     const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
     const int n0 = blockIdx.x * GT_ROWS, split = blockIdx.y, k0 = split * KR;
     const int rows = min(GT_ROWS, N - n0);
@@ -173,28 +170,6 @@ __device__ __forceinline__ void gemv_tc_body(const float* __restrict__ x, const 
             else y[(long long)m * N + n] = bias ? s + bias[n] : s;
         }
     }
-    if (gridDim.y == 1 || count == nullptr) return;
-    // The last of the column tile's split blocks to finish adds the splits'
-    // sums in split order, then the bias: tc_reduce_rows' arithmetic, with
-    // no kernel of its own. It resets the tile's ticket for the next launch
-    // (launches on one stream never overlap here: a dependent kernel waits
-    // for this one to complete before it touches the tickets).
-    __threadfence(); // this block's sums are visible before its ticket
-    __syncthreads();
-    if (t == 0) last = atomicAdd(count + blockIdx.x, 1u) == gridDim.y - 1;
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
-    for (int i = t; i < M * GT_ROWS; i += 256) {
-        const int m = i / GT_ROWS, r = i % GT_ROWS, n = n0 + r;
-        if (r < rows) {
-            float v = 0.f;
-            for (int sp = 0; sp < gridDim.y; sp++) v += __ldcg(work + ((long long)sp * M + m) * N + n);
-            if (bias) v += bias[n];
-            y[(long long)m * N + n] = v;
-        }
-    }
-    if (t == 0) count[blockIdx.x] = 0;
 #else
     __trap(); // never launched below sm_90 (the backend checks)
 #endif
@@ -202,16 +177,14 @@ __device__ __forceinline__ void gemv_tc_body(const float* __restrict__ x, const 
 
 // gemv_tc_mR (KR = 256) and gemv_tc_mR_k512: M ≤ R. Launch: grid
 // (⌈N / 64⌉, K / KR), 256 threads, (64 + 3·R)·(KR + 8)·2 bytes of dynamic
-// shared memory. With more than one split it writes each split's sums to
-// work [splits][M][N], and where count holds a zero ticket per column
-// tile (gridDim.x of them) the last block of each tile adds them into y
-// (+ b); with count null tc_reduce_rows does. flags bit 0 requests the
-// weight before the wait.
+// shared memory; with more than one split it writes each split's sums to
+// work [splits][M][N] for tc_reduce_rows, else y (+ b). flags bit 0
+// requests the weight before the wait.
 #define GEMV_TC(NAME, MT, KR)                                                                                      \
     extern "C" __global__ void __launch_bounds__(256)                                                              \
         NAME(const float* __restrict__ x, const unsigned short* __restrict__ w, const float* __restrict__ b,         \
-             float* __restrict__ y, float* __restrict__ work, unsigned* count, int M, int N, int K, int flags) {   \
-        gemv_tc_body<MT, KR>(x, w, b, y, work, count, M, N, K, flags);                                             \
+             float* __restrict__ y, float* __restrict__ work, int M, int N, int K, int flags) {                     \
+        gemv_tc_body<MT, KR>(x, w, b, y, work, M, N, K, flags);                                                    \
     }
 GEMV_TC(gemv_tc_m8, 1, 256)
 GEMV_TC(gemv_tc_m16, 2, 256)
