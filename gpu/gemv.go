@@ -264,25 +264,31 @@ func (b *Backend) launchChunk(family [5]string, pieces int, x, w, bias, y cu.Dev
 
 // The tensor-core GEMV (gemv_tc_m* in kernels/gemvtc.cu, Hopper only)
 // serves Linear for a batch's 3 to 32 rows (2 to 16 utterances) with a
-// BF16 weight and K % 256 == 0: blocks of 64 weight rows × 256 k, one bulk
-// copy a row requested before the wait for the predecessor, m16n8k16 BF16
-// products of the activation's three BF16 parts (about 24 bits of x), and
-// the K/256 splits summed by tc_reduce_rows in split order. It replaces
-// gemv_m8 (8 rows) and tc_wbf (more), which read the weights at 0.65–1.06
-// TB/s in the batched step (docs/gpu/2026-11-30-session26, run 1).
+// BF16 weight and K % 256 == 0: blocks of 64 weight rows × 512 k (256
+// where 512 does not divide K), one bulk copy a row requested before the
+// wait for the predecessor, m16n8k16 BF16 products of the activation's
+// three BF16 parts (about 24 bits of x), and the splits added by
+// tc_reduce_rows in split order. It replaces gemv_m8 (8 rows) and tc_wbf
+// (more), which read the weights at 0.65–1.06 TB/s in the batched step
+// (docs/gpu/2026-11-30-session26, run 1). Same runs, batch step with
+// gemv_m8/tc_wbf → gemv_tc: batch 4 4.74–4.76 → 2.73–2.86 ms, batch 16
+// 6.76–6.79 → 6.61–6.81 ms (run 3; slices of 256 k: 2.74 and 7.03 ms).
+// Measured and dropped (run 4): the last block of each column tile adding
+// the splits (tickets, no tc_reduce_rows): batch 4 2.94–2.96 against
+// 2.74 ms, batch 16 7.59–7.66 against 6.81 ms.
 //
 // Environment (for measurements; the defaults need none):
 //
-//	ZONOS_GEMV_TC=0      batches to gemv_m8 and tc_wbf instead
-//	ZONOS_GEMV_TC_KR=512 blocks of 64 rows × 512 k (half the splits)
+//	ZONOS_GEMV_TC=0       batches to gemv_m8 and tc_wbf instead
+//	ZONOS_GEMV_TC_KR=256  blocks of 64 rows × 256 k (twice the splits)
 var (
 	gemvTCOff   = os.Getenv("ZONOS_GEMV_TC") == "0"
-	gemvTCSlice = 256 // the k of a block's slice: 256, or 512 (ZONOS_GEMV_TC_KR=512)
+	gemvTCSlice = 512 // the k of a block's slice: 512, or 256 (ZONOS_GEMV_TC_KR=256)
 )
 
 func init() {
-	if os.Getenv("ZONOS_GEMV_TC_KR") == "512" {
-		gemvTCSlice = 512
+	if os.Getenv("ZONOS_GEMV_TC_KR") == "256" {
+		gemvTCSlice = 256
 	}
 }
 
@@ -296,7 +302,7 @@ const (
 // useGemvTC reports whether Linear gives m rows of a K-wide weight w to
 // the tensor-core GEMV.
 func (b *Backend) useGemvTC(m, k int, w *tensor) bool {
-	return b.hopper && !gemvTCOff && m > 2 && m <= gemvTCMaxRows && w.dt == compute.BF16 && k > 0 && k%gemvTCSlice == 0
+	return b.hopper && !gemvTCOff && m > 2 && m <= gemvTCMaxRows && w.dt == compute.BF16 && k > 0 && k%256 == 0
 }
 
 // gemvTCKernel is the variant for m rows and slices of kr, and the rows
@@ -321,19 +327,24 @@ func gemvTCKernel(m, kr int) (string, int) {
 // row.
 func gemvTCSmem(r, kr int) int { return (gemvTCBlockRows + 3*r) * (kr + 8) * 2 }
 
-// gemvTC launches the tensor-core GEMV, y[m, n] = x·wᵀ + bias, and
+// gemvTC launches the tensor-core GEMV, y[m, n] = x·wᵀ + bias, over
+// slices of gemvTCSlice k where it divides K (else 256), and
 // tc_reduce_rows after it to add the splits (owner goroutine; useGemvTC
 // holds).
 func (b *Backend) gemvTC(x, w *tensor, bias, y cu.DevicePtr, m, n, k int) {
-	name, r := gemvTCKernel(m, gemvTCSlice)
-	splits := k / gemvTCSlice
+	kr := gemvTCSlice
+	if k%kr != 0 {
+		kr = 256
+	}
+	name, r := gemvTCKernel(m, kr)
+	splits := k / kr
 	work := nullPtr
 	var wk *tensor
 	if splits > 1 {
 		wk = b.newTensor(compute.F32, splits*m*n)
 		work = wk.ptr()
 	}
-	b.launchSmem(b.k[name], [3]int{(n + gemvTCBlockRows - 1) / gemvTCBlockRows, splits, 1}, block256, gemvTCSmem(r, gemvTCSlice),
+	b.launchSmem(b.k[name], [3]int{(n + gemvTCBlockRows - 1) / gemvTCBlockRows, splits, 1}, block256, gemvTCSmem(r, kr),
 		x.ptr(), w.ptr(), bias, y, work, int32(m), int32(n), int32(k), b2i(gemvEarly))
 	if wk != nil {
 		b.launch(b.k["tc_reduce_rows"], [3]int{(n + 255) / 256, m, 1}, block256,

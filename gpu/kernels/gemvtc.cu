@@ -13,20 +13,21 @@
 // blocks) and the products are m16n8k16 BF16 mmas with the activation as
 // the 8-column operand: one mma multiplies 16 weight rows by 8 batch rows.
 //
-// Block: 64 weight rows × a KR-wide slice of k (KR = 256: 32 KiB of weight, one
-// bulk copy a row), grid (⌈N/64⌉, K/256). The block splits its activation
-// slice into BF16 planes once (x = hi + mid + lo, each part the rounded
+// Block: 64 weight rows × a KR-wide slice of k (KR = 512: 64 KiB of
+// weight; 256 where 512 does not divide K, or for measurements), one bulk
+// copy a row, grid (⌈N/64⌉, K/KR). The block splits its activation slice
+// into BF16 planes once (x = hi + mid + lo, each part the rounded
 // remainder of the ones before: about 24 bits of x, as tc_wbf3), so every
 // product is exact in fp32 and the mma accumulates them in fp32, smallest
 // part first. Warp w takes rows 32·(w % 2) .. + 32 (two 16-row tiles) over
-// k 64·(w / 2) .. + 64; lane (g, q) = (lane / 4, lane % 4) holds k
-// 16q .. 16q + 15 of that range for weight rows g and g + 8 and batch row
-// g, and mma step s multiplies k 16q + 4s + {0, 1} in the fragment slots
-// 2q, 2q + 1 and k 16q + 4s + {2, 3} in slots 2q + 8, 2q + 9: the same
-// permutation of k in both operands, so each 16-byte shared-memory load
-// serves four steps. The four k warps' sums are added in warp order, and
-// the splits' by tc_reduce_rows in split order (the backend launches it):
-// deterministic.
+// k KR/4·(w / 2) .. + KR/4, 64 at a time; lane (g, q) = (lane / 4, lane %
+// 4) holds k 16q .. 16q + 15 of those 64 for weight rows g and g + 8 and
+// batch row g, and mma step s multiplies k 16q + 4s + {0, 1} in the
+// fragment slots 2q, 2q + 1 and k 16q + 4s + {2, 3} in slots 2q + 8,
+// 2q + 9: the same permutation of k in both operands, so each 16-byte
+// shared-memory load serves four steps. The four k warps' sums are added
+// in warp order, and the splits' by tc_reduce_rows in split order (the
+// backend launches it): deterministic.
 //
 // The sm_90 PTX of this module is marked PTX ISA 8.0 by gen.sh (bulk
 // copies); the compute_80 build traps, and the backend launches these
