@@ -68,9 +68,9 @@
 // split over blocks and the merge kernel of other GPUs, =4 or 2 smaller
 // clusters), and ZONOS_TWICE=name,… launches the named kernels twice to
 // measure what one costs inside the step graph; the Mamba2 conv and scan — one kernel for a decode step
-// (mamba_step: each block computes the conv outputs its 16 rows of a head
-// need, then scans; the gated norm that follows rolls the shared B/C
-// conv state; under Mamba2Block, mamba_step_gated scans from the conv outputs of
+// (mamba_step: a block per head computes the conv outputs it needs, then
+// scans; the gated norm that follows rolls the shared B/C conv state;
+// under Mamba2Block, mamba_step_gated scans from the conv outputs of
 // in_proj's epilogue, four blocks per head with their state requested
 // before the PDL wait, and leaves the norm's sums of squares per block),
 // and for prefill the scan in chunked form (mamba_ssd_pre_cb: per 16

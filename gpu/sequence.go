@@ -204,32 +204,9 @@ func (b *Backend) attnStepFits(H, Hk, Dh int) bool {
 const (
 	mambaMaxConv  = 16
 	mambaMaxState = 256
-	// mambaStepRows bounds the head dim the fused mixer takes (8 warps × 8
-	// rows).
+	// mambaStepRows bounds the head dim mamba_step takes (8 warps × 8 rows).
 	mambaStepRows = 64
 )
-
-// mambaStepRW8 (ZONOS_MAMBA_STEP_RW=8, for measurements) runs the unfused
-// decode step on mamba_step_r8_n256, one block a head, instead of two rows
-// a warp.
-var mambaStepRW8 = os.Getenv("ZONOS_MAMBA_STEP_RW") == "8"
-
-// mambaStep returns the unfused decode step's kernel for head dim P and
-// d_state n (mamba_step_rRW_nN), and how many blocks it spreads a head
-// over; nil where it does not take P.
-func (b *Backend) mambaStep(P, n int) (*kernel, int) {
-	if mambaStepRW8 {
-		if P > 64 {
-			return nil, 0
-		}
-		return b.k["mamba_step_r8_n256"], 1
-	}
-	k := b.k["mamba_step_r2_n256"]
-	if n <= 128 {
-		k = b.k["mamba_step_r2_n128"]
-	}
-	return k, (P + 15) / 16
-}
 
 // ssdOff (ZONOS_SCAN=seq) runs the prefill scan sequentially
 // (mamba_scan_pre_nS, bit for bit the decode step's arithmetic) instead of
@@ -297,10 +274,9 @@ func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 		v4 = v4 && Di%4 == 0 && E%4 == 0
 		roll := nullPtr
 		var xbc *tensor // the conv's output, where it is not kept in shared memory
-		stepK, stepS := b.mambaStep(P, N)
 		switch {
-		case T == 1 && v4 && !mambaStepOff && stepK != nil: // decode: conv and scan in one kernel
-			b.launch(stepK, [3]int{B * H * stepS, 1, 1}, block256, in.ptr(), b.asF32(cw).ptr(), b.asF32(cb).ptr(),
+		case T == 1 && v4 && P <= mambaStepRows && !mambaStepOff: // decode: conv and scan in one kernel
+			b.launch(b.k["mamba_step"], [3]int{B * H, 1, 1}, block256, in.ptr(), b.asF32(cw).ptr(), b.asF32(cb).ptr(),
 				cst.ptr(), b.asF32(dtb).ptr(), b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), y.ptr(), E, Di, C, H, P, N, G, Kc)
 			roll = cst.ptr()
 		case T == 1: // decode: one pass each

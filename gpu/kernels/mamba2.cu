@@ -139,60 +139,47 @@ __device__ __forceinline__ void step_operands(float dtv, float alv, const float*
     }
 }
 
-// mamba_step: the decode step's conv and scan in one kernel, for the
-// unfused path (more than two rows: a batch of utterances). A head's P
-// rows are split over S = ⌈P / (8·RW)⌉ blocks of 8 warps, RW rows per warp
-// (grid B·H·S), as in mamba_step_gated. Each block first computes the
-// conv outputs it needs — its own x channels (rows) and its group's B and
-// C channels — into shared memory (same arithmetic as mamba_conv), while
-// the state rows of the scan are already on their way, then scans as
-// mamba_scan does. It rolls the conv state of its own x channels; the B
-// and C channels are read by every block of the group, so their state is
-// rolled by the norm kernel that follows (mamba_norm_v4's roll argument),
-// after every block has read it.
-//
-// RW = 2 (mamba_step_r2_n*, the default): a batch of 4 utterances (8
-// rows) left RW = 8's one block per head with 512 blocks of 32 KiB of
-// state each, and the step at 17 µs a layer against 8.4 µs of state
-// traffic (docs/gpu/2026-11-30-session26, run 1). mamba_step_r8_n256 is
-// the one-block-a-head kernel (ZONOS_MAMBA_STEP_RW=8, for measurements).
-template <int RW, int NS>
-__device__ __forceinline__ void mamba_step_body(const float* __restrict__ in, const float* __restrict__ cw,
-                                                const float* __restrict__ cb, float* __restrict__ cst,
-                                                const float* __restrict__ dtb, const float* __restrict__ alog,
-                                                const float* __restrict__ Dw, float* __restrict__ state,
-                                                float* __restrict__ y, int E, int Di, int C, int H, int P, int N, int G,
-                                                int Kc) {
+// mamba_step: the decode step's conv and scan in one kernel, grid B·H, one
+// block per (batch row, head), 8 warps over the head's P rows. The block
+// first computes the conv outputs it needs — its head's P x channels and
+// its group's B and C channels — into shared memory (same arithmetic as
+// mamba_conv), while the state rows of the scan are already on their way,
+// then scans as mamba_scan does. It rolls the conv state of its own x
+// channels; the B and C channels are read by every head of the group, so
+// their state is rolled by the norm kernel that follows (mamba_norm_v4's
+// roll argument), after every block has read it.
+#define STEP_ROWS 8 // P ≤ 8 · SCAN_WARPS
+extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
+    mamba_step(const float* __restrict__ in, const float* __restrict__ cw, const float* __restrict__ cb,
+               float* __restrict__ cst, const float* __restrict__ dtb, const float* __restrict__ alog,
+               const float* __restrict__ Dw, float* __restrict__ state, float* __restrict__ y, int E, int Di, int C,
+               int H, int P, int N, int G, int Kc) {
     pdl_begin();
-    __shared__ float xs[SCAN_WARPS * RW], bs[SCAN_MAXN], cs[SCAN_MAXN];
-    const int S = (P + SCAN_WARPS * RW - 1) / (SCAN_WARPS * RW);
-    const int bh = blockIdx.x / S, s = blockIdx.x % S;
-    const int b = bh / H, h = bh % H;
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int g = h / (H / G);
-    const int q0 = s * SCAN_WARPS * RW; // the block's first row
-    const int nx = min(SCAN_WARPS * RW, P - q0);
+    __shared__ float xs[8 * SCAN_WARPS], bs[SCAN_MAXN], cs[SCAN_MAXN];
+    int b = blockIdx.x / H, h = blockIdx.x % H;
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    int g = h / (H / G);
     const float* row = in + (long long)b * E;
     // The head's scalars (dt, its bias, A, D) and the scan's state rows
     // first: they do not depend on the conv, so their loads and the
     // softplus overlap it instead of following the barrier.
     float dtv = row[Di + C + h] + dtb[h], alv = alog[h], dskip = Dw[h];
-    float st[RW][NS];
+    float st[STEP_ROWS][SCAN_MAXN / 32];
 #pragma unroll
-    for (int r = 0; r < RW; r++) {
-        int p = q0 + warp + SCAN_WARPS * r;
-        if (p < P) scan_state_load<NS>(st[r], state + (((long long)b * H + h) * P + p) * N, N, lane);
+    for (int r = 0; r < STEP_ROWS; r++) {
+        int p = warp + SCAN_WARPS * r;
+        if (p < P) scan_state_load(st[r], state + (((long long)b * H + h) * P + p) * N, N, lane);
     }
-    // Conv outputs: the block's nx x channels, then N B and N C channels.
-    for (int i = threadIdx.x; i < nx + 2 * N; i += blockDim.x) {
+    // Conv outputs: P x channels, then N B and N C channels.
+    for (int i = threadIdx.x; i < P + 2 * N; i += blockDim.x) {
         int c;
         float* dst;
-        if (i < nx) {
-            c = h * P + q0 + i, dst = &xs[i];
-        } else if (i < nx + N) {
-            c = Di + g * N + (i - nx), dst = &bs[i - nx];
+        if (i < P) {
+            c = h * P + i, dst = &xs[i];
+        } else if (i < P + N) {
+            c = Di + g * N + (i - P), dst = &bs[i - P];
         } else {
-            c = Di + G * N + g * N + (i - nx - N), dst = &cs[i - nx - N];
+            c = Di + G * N + g * N + (i - P - N), dst = &cs[i - P - N];
         }
         float* sp = cst + ((long long)b * C + c) * Kc;
         float acc = cb[c];
@@ -204,38 +191,24 @@ __device__ __forceinline__ void mamba_step_body(const float* __restrict__ in, co
             if (j < Kc) {
                 float v = j + 1 < Kc ? sp[j + 1] : row[Di + c];
                 acc = __fadd_rn(acc, __fmul_rn(v, cw[c * Kc + j]));
-                if (i < nx) sp[j] = v;
+                if (i < P) sp[j] = v;
             }
         }
         *dst = silu_ref(acc);
     }
-    float delta, decay, Bv[NS], Cv[NS];
-    step_operands<NS>(dtv, alv, bs, cs, N, lane, &delta, &decay, Bv, Cv);
+    float delta, decay, Bv[SCAN_MAXN / 32], Cv[SCAN_MAXN / 32];
+    step_operands(dtv, alv, bs, cs, N, lane, &delta, &decay, Bv, Cv);
 #pragma unroll
-    for (int r = 0; r < RW; r++) {
-        int p = q0 + warp + SCAN_WARPS * r;
+    for (int r = 0; r < STEP_ROWS; r++) {
+        int p = warp + SCAN_WARPS * r;
         if (p < P) {
-            float xv = xs[p - q0];
-            float acc = scan_step<NS>(st[r], decay, __fmul_rn(delta, xv), Bv, Cv, N, lane);
+            float xv = xs[p];
+            float acc = scan_step(st[r], decay, __fmul_rn(delta, xv), Bv, Cv, N, lane);
             if (lane == 0) y[(long long)b * Di + h * P + p] = acc + dskip * xv;
-            scan_state_store<NS>(st[r], state + (((long long)b * H + h) * P + p) * N, N, lane);
+            scan_state_store(st[r], state + (((long long)b * H + h) * P + p) * N, N, lane);
         }
     }
 }
-
-// mamba_step_rRW_nN: RW rows per warp, d_state ≤ N. Launch grid
-// B·H·⌈P / (8·RW)⌉, 256 threads.
-#define MAMBA_STEP(RW, NMAX)                                                                                         \
-    extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_step_r##RW##_n##NMAX(                      \
-        const float* __restrict__ in, const float* __restrict__ cw, const float* __restrict__ cb,                 \
-        float* __restrict__ cst, const float* __restrict__ dtb, const float* __restrict__ alog,                   \
-        const float* __restrict__ Dw, float* __restrict__ state, float* __restrict__ y, int E, int Di, int C,     \
-        int H, int P, int N, int G, int Kc) {                                                                      \
-        mamba_step_body<RW, NMAX / 32>(in, cw, cb, cst, dtb, alog, Dw, state, y, E, Di, C, H, P, N, G, Kc);       \
-    }
-MAMBA_STEP(2, 128)
-MAMBA_STEP(2, 256)
-MAMBA_STEP(8, 256)
 
 // mamba_step_gated: mamba_step for the fused mixer (gpu.Mamba2Block, one
 // norm group): the conv outputs come from in_proj's epilogue (xbc [B, C],
