@@ -281,8 +281,10 @@ func (b *Backend) launchChunk(family [5]string, pieces int, x, w, bias, y cu.Dev
 //
 //	ZONOS_GEMV_TC=0       batches to gemv_m8 and tc_wbf instead
 //	ZONOS_GEMV_TC_KR=256  blocks of 64 rows × 256 k (twice the splits)
+//	ZONOS_GEMV_TC_M32=p2  32 rows multiply two parts of the activation
 var (
 	gemvTCOff   = os.Getenv("ZONOS_GEMV_TC") == "0"
+	gemvTCM32P2 = os.Getenv("ZONOS_GEMV_TC_M32") == "p2"
 	gemvTCSlice = 512 // the k of a block's slice: 512, or 256 (ZONOS_GEMV_TC_KR=256)
 )
 
@@ -319,13 +321,24 @@ func gemvTCKernel(m, kr int) (string, int) {
 	if kr == 512 {
 		name += "_k512"
 	}
+	if r == 32 && gemvTCM32P2 {
+		name += "_p2"
+	}
 	return name, r
 }
 
 // gemvTCSmem is gemv_tc_mR's dynamic shared memory for slices of kr: the
-// weight slice and the activation's three BF16 planes, kr + 8 halfwords a
-// row.
-func gemvTCSmem(r, kr int) int { return (gemvTCBlockRows + 3*r) * (kr + 8) * 2 }
+// weight slice and the activation's BF16 planes (parts of them), kr + 8
+// halfwords a row.
+func gemvTCSmem(r, kr, parts int) int { return (gemvTCBlockRows + parts*r) * (kr + 8) * 2 }
+
+// gemvTCParts is how many parts of the activation gemv_tc_mR multiplies.
+func gemvTCParts(r int) int {
+	if r == 32 && gemvTCM32P2 {
+		return 2
+	}
+	return 3
+}
 
 // gemvTC launches the tensor-core GEMV, y[m, n] = x·wᵀ + bias, over
 // slices of gemvTCSlice k where it divides K (else 256), and
@@ -344,7 +357,7 @@ func (b *Backend) gemvTC(x, w *tensor, bias, y cu.DevicePtr, m, n, k int) {
 		wk = b.newTensor(compute.F32, splits*m*n)
 		work = wk.ptr()
 	}
-	b.launchSmem(b.k[name], [3]int{(n + gemvTCBlockRows - 1) / gemvTCBlockRows, splits, 1}, block256, gemvTCSmem(r, kr),
+	b.launchSmem(b.k[name], [3]int{(n + gemvTCBlockRows - 1) / gemvTCBlockRows, splits, 1}, block256, gemvTCSmem(r, kr, gemvTCParts(r)),
 		x.ptr(), w.ptr(), bias, y, work, int32(m), int32(n), int32(k), b2i(gemvEarly))
 	if wk != nil {
 		b.launch(b.k["tc_reduce_rows"], [3]int{(n + 255) / 256, m, 1}, block256,

@@ -373,14 +373,16 @@ func gemvStep(t *testing.T, read float64) {
 // block, one split (no tc_reduce_rows) and many, slices of 256 and 512 k,
 // the weight requested before and after the wait, with and without bias.
 // Its three BF16 parts keep about 24 bits of the activation, so it is
-// held to a tenth of the backend's tolerance. The output is poisoned
+// held to a tenth of the backend's tolerance (two parts, the 32-row
+// measurement switch, to the tolerance). The output is poisoned
 // first, so an unwritten element fails.
 func TestGemvTC(t *testing.T) {
 	need(t)
 	if !gb.hopper {
 		t.Skip("the tensor-core GEMV needs sm_90")
 	}
-	for _, name := range []string{"gemv_tc_m8", "gemv_tc_m16", "gemv_tc_m32", "gemv_tc_m8_k512", "gemv_tc_m16_k512", "gemv_tc_m32_k512"} {
+	for _, name := range []string{"gemv_tc_m8", "gemv_tc_m16", "gemv_tc_m32", "gemv_tc_m8_k512", "gemv_tc_m16_k512", "gemv_tc_m32_k512",
+		"gemv_tc_m32_p2", "gemv_tc_m32_k512_p2"} {
 		regs, _ := gb.k[name].fn.Attribute(cu.NumRegs)
 		local, _ := gb.k[name].fn.Attribute(cu.LocalSizeBytes)
 		t.Logf("%s: %d registers, %d bytes of local memory per thread", name, regs, local)
@@ -390,8 +392,8 @@ func TestGemvTC(t *testing.T) {
 		{8, 8512, 2048}, {3, 2048, 4096}, {6, 333, 256}, {16, 2049, 8192}, {11, 64, 512}, {32, 1000, 2048}, {17, 3072, 2048},
 		{32, 129, 8192}, {5, 1, 768},
 	}
-	saved, savedEarly := gemvTCSlice, gemvEarly
-	defer func() { gemvTCSlice, gemvEarly = saved, savedEarly }()
+	saved, savedEarly, savedP2 := gemvTCSlice, gemvEarly, gemvTCM32P2
+	defer func() { gemvTCSlice, gemvEarly, gemvTCM32P2 = saved, savedEarly, savedP2 }()
 	for _, kr := range []int{256, 512} {
 		gemvTCSlice = kr
 		for _, s := range shapes {
@@ -403,10 +405,19 @@ func TestGemvTC(t *testing.T) {
 			}
 			c := newGemvCase(t, r, s.m, s.n, s.k)
 			for i, early := range []bool{false, true} {
-				gemvEarly = early
-				c.checkTol(t, fmt.Sprintf("gemv_tc k%d early %v", kr, early), i == 1, tol/10, func(bias, y cu.DevicePtr) {
-					gb.gemvTC(c.x, c.w, bias, y, s.m, s.n, s.k)
-				})
+				for _, p2 := range []bool{false, true} {
+					if p2 && s.m <= 16 {
+						continue
+					}
+					gemvEarly, gemvTCM32P2 = early, p2
+					tl := tol / 10 // three parts
+					if p2 {
+						tl = tol
+					}
+					c.checkTol(t, fmt.Sprintf("gemv_tc k%d early %v two parts %v", kr, early, p2), i == 1, tl, func(bias, y cu.DevicePtr) {
+						gb.gemvTC(c.x, c.w, bias, y, s.m, s.n, s.k)
+					})
+				}
 			}
 		}
 	}

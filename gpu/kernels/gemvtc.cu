@@ -56,13 +56,15 @@ __device__ __forceinline__ unsigned gt_word(const uint4 (&v)[2], int j) {
 }
 #endif
 
-// MT: 8-row tiles of the batch (M ≤ 8·MT); KR: the k of a block's slice.
-template <int MT, int KR>
+// MT: 8-row tiles of the batch (M ≤ 8·MT); KR: the k of a block's slice;
+// PARTS: the activation's BF16 parts multiplied, 3 (hi, mid, lo) or 2 (hi,
+// mid: about 16 bits of x, as tc_wbf).
+template <int MT, int KR, int PARTS>
 __device__ __forceinline__ void gemv_tc_body(const float* __restrict__ x, const unsigned short* __restrict__ w,
                                              const float* __restrict__ bias, float* __restrict__ y,
                                              float* __restrict__ work, int M, int N, int K, int flags) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    constexpr int PARTS = 3, LD = KR + 8, GW = KR / 256; // GW: 64-wide granules a warp multiplies
+    constexpr int LD = KR + 8, GW = KR / 256; // GW: 64-wide granules a warp multiplies
     extern __shared__ __align__(128) unsigned short gt_smem[];
     unsigned short* Ws = gt_smem;         // [GT_ROWS][LD] the weight slice
     unsigned short* Ps = Ws + GT_ROWS * LD; // [PARTS][8·MT][LD] the activation's planes: hi, mid, lo
@@ -94,7 +96,7 @@ __device__ __forceinline__ void gemv_tc_body(const float* __restrict__ x, const 
             const float4 a = xm[0], b = xm[1];
             v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
         }
-        unsigned part[PARTS][4];
+        unsigned part[3][4];
 #pragma unroll
         for (int j = 0; j < 4; j++) {
             float x0 = v[2 * j], x1 = v[2 * j + 1];
@@ -177,19 +179,23 @@ __device__ __forceinline__ void gemv_tc_body(const float* __restrict__ x, const 
 }
 
 // gemv_tc_mR (KR = 256) and gemv_tc_mR_k512: M ≤ R. Launch: grid
-// (⌈N / 64⌉, K / KR), 256 threads, (64 + 3·R)·(KR + 8)·2 bytes of dynamic
+// (⌈N / 64⌉, K / KR), 256 threads, (64 + PARTS·R)·(KR + 8)·2 bytes of dynamic
 // shared memory; with more than one split it writes each split's sums to
 // work [splits][M][N] for tc_reduce_rows, else y (+ b). flags bit 0
 // requests the weight before the wait.
-#define GEMV_TC(NAME, MT, KR)                                                                                      \
+#define GEMV_TC(NAME, MT, KR, PARTS)                                                                                      \
     extern "C" __global__ void __launch_bounds__(256)                                                              \
         NAME(const float* __restrict__ x, const unsigned short* __restrict__ w, const float* __restrict__ b,         \
              float* __restrict__ y, float* __restrict__ work, int M, int N, int K, int flags) {                     \
-        gemv_tc_body<MT, KR>(x, w, b, y, work, M, N, K, flags);                                                    \
+        gemv_tc_body<MT, KR, PARTS>(x, w, b, y, work, M, N, K, flags);                                                    \
     }
-GEMV_TC(gemv_tc_m8, 1, 256)
-GEMV_TC(gemv_tc_m16, 2, 256)
-GEMV_TC(gemv_tc_m32, 4, 256)
-GEMV_TC(gemv_tc_m8_k512, 1, 512)
-GEMV_TC(gemv_tc_m16_k512, 2, 512)
-GEMV_TC(gemv_tc_m32_k512, 4, 512)
+GEMV_TC(gemv_tc_m8, 1, 256, 3)
+GEMV_TC(gemv_tc_m16, 2, 256, 3)
+GEMV_TC(gemv_tc_m32, 4, 256, 3)
+GEMV_TC(gemv_tc_m8_k512, 1, 512, 3)
+GEMV_TC(gemv_tc_m16_k512, 2, 512, 3)
+GEMV_TC(gemv_tc_m32_k512, 4, 512, 3)
+// Two parts at 32 rows (ZONOS_GEMV_TC_M32=p2, for measurements): a third
+// less shared memory, so more blocks an SM.
+GEMV_TC(gemv_tc_m32_p2, 4, 256, 2)
+GEMV_TC(gemv_tc_m32_k512_p2, 4, 512, 2)
