@@ -267,24 +267,27 @@ func (b *Backend) launchChunk(family [5]string, pieces int, x, w, bias, y cu.Dev
 // BF16 weight and K % 256 == 0: blocks of 64 weight rows × 512 k (256
 // where 512 does not divide K), one bulk copy a row requested before the
 // wait for the predecessor, m16n8k16 BF16 products of the activation's
-// three BF16 parts (about 24 bits of x), and the splits added by
-// tc_reduce_rows in split order. It replaces gemv_m8 (8 rows) and tc_wbf
-// (more), which read the weights at 0.65–1.06 TB/s in the batched step
-// (docs/gpu/2026-11-30-session26, run 1). Same runs, batch step with
-// gemv_m8/tc_wbf → gemv_tc: batch 4 4.74–4.76 → 2.73–2.86 ms, batch 16
-// 6.76–6.79 → 6.61–6.81 ms (run 3; slices of 256 k: 2.74 and 7.03 ms).
-// Measured and dropped (run 4): the last block of each column tile adding
-// the splits (tickets, no tc_reduce_rows): batch 4 2.94–2.96 against
-// 2.74 ms, batch 16 7.59–7.66 against 6.81 ms.
+// BF16 parts, and the splits added by tc_reduce_rows in split order. Up
+// to 16 rows it multiplies three parts (about 24 bits of x); 17 to 32
+// rows two (about 16 bits, as tc_wbf, which served them before), whose
+// smaller shared memory lets an SM hold more blocks. It replaces gemv_m8
+// (8 rows) and tc_wbf (more), which read the weights at 0.65–1.06 TB/s in
+// the batched step (docs/gpu/2026-11-30-session26, run 1). Same runs,
+// batch step with gemv_m8/tc_wbf → gemv_tc: batch 4 4.74–4.76 → 2.73–2.86
+// ms (run 3); batch 16 6.76–6.79 → 6.61–6.81 ms with three parts (run 3),
+// and 6.58–6.64 → 6.35–6.37 ms with two (run 6). Measured and dropped
+// (run 4): the last block of each column tile adding the splits (tickets,
+// no tc_reduce_rows): batch 4 2.94–2.96 against 2.74 ms, batch 16
+// 7.59–7.66 against 6.81 ms.
 //
 // Environment (for measurements; the defaults need none):
 //
 //	ZONOS_GEMV_TC=0       batches to gemv_m8 and tc_wbf instead
 //	ZONOS_GEMV_TC_KR=256  blocks of 64 rows × 256 k (twice the splits)
-//	ZONOS_GEMV_TC_M32=p2  32 rows multiply two parts of the activation
+//	ZONOS_GEMV_TC_M32=p3  17–32 rows multiply three parts too
 var (
 	gemvTCOff   = os.Getenv("ZONOS_GEMV_TC") == "0"
-	gemvTCM32P2 = os.Getenv("ZONOS_GEMV_TC_M32") == "p2"
+	gemvTCM32P2 = os.Getenv("ZONOS_GEMV_TC_M32") != "p3"
 	gemvTCSlice = 512 // the k of a block's slice: 512, or 256 (ZONOS_GEMV_TC_KR=256)
 )
 

@@ -373,8 +373,8 @@ func gemvStep(t *testing.T, read float64) {
 // block, one split (no tc_reduce_rows) and many, slices of 256 and 512 k,
 // the weight requested before and after the wait, with and without bias.
 // Its three BF16 parts keep about 24 bits of the activation, so it is
-// held to a tenth of the backend's tolerance (two parts, the 32-row
-// measurement switch, to the tolerance). The output is poisoned
+// held to a tenth of the backend's tolerance; with two (17–32 rows by
+// default), to the tolerance. The output is poisoned
 // first, so an unwritten element fails.
 func TestGemvTC(t *testing.T) {
 	need(t)

@@ -12,6 +12,7 @@
 // (bulk copies requested before the wait for the predecessor, many small
 // blocks) and the products are m16n8k16 BF16 mmas with the activation as
 // the 8-column operand: one mma multiplies 16 weight rows by 8 batch rows.
+// (Up to 16 rows three parts of the activation; 17–32 rows two, below.)
 //
 // Block: 64 weight rows × a KR-wide slice of k (KR = 512: 64 KiB of
 // weight; 256 where 512 does not divide K, or for measurements), one bulk
@@ -195,7 +196,8 @@ GEMV_TC(gemv_tc_m32, 4, 256, 3)
 GEMV_TC(gemv_tc_m8_k512, 1, 512, 3)
 GEMV_TC(gemv_tc_m16_k512, 2, 512, 3)
 GEMV_TC(gemv_tc_m32_k512, 4, 512, 3)
-// Two parts at 32 rows (ZONOS_GEMV_TC_M32=p2, for measurements): a third
-// less shared memory, so more blocks an SM.
+// Two parts at 32 rows (the backend's choice for 17–32 rows): a third
+// less shared memory, so more blocks an SM (batch 16 6.58–6.64 → 6.35–6.37
+// ms, docs/gpu/2026-11-30-session26, run 6).
 GEMV_TC(gemv_tc_m32_p2, 4, 256, 2)
 GEMV_TC(gemv_tc_m32_k512_p2, 4, 512, 2)
