@@ -26,11 +26,14 @@
 // Kernels by job (gpu/kernels/*.cu): the decode step's weight-read GEMV
 // for one or two rows — on Hopper the chunk GEMV (gemv_chunk_k*, gemv.cu:
 // one cp.async.bulk of 64 KiB of whole weight rows per block (32 KiB for
-// its gated and Mamba2 variants), requested before the PDL wait, many
-// blocks balanced by the block scheduler; its _norm variant applies
-// Mamba2's gated norm as it loads its input), else
-// gemv_m2_* (core.cu, per-lane cp.async) — and for up to 8 (gemv_m8: a
-// batch of up to 4 utterances); for BF16-weight Linear of 48 rows or
+// its Mamba2 variants), requested before the PDL wait, many blocks
+// balanced by the block scheduler; its _norm variant applies Mamba2's
+// gated norm as it loads its input), else gemv_m2_* (core.cu, per-lane
+// cp.async); for a batch's 3 to 32 rows (2 to 16 utterances) on Hopper
+// the tensor-core GEMV (gemv_tc_m*, gemvtc.cu: 64 weight rows × 512 k a
+// block by bulk copies, BF16 mmas of the activation's three BF16 parts,
+// two at 17–32 rows, split-K summed by tc_reduce_rows), elsewhere up to 8
+// rows gemv_m8; for BF16-weight Linear of 48 rows or
 // more on Hopper (prefills), tc_wg (wgmma.cu, wg.go: the activation split
 // once into two BF16 planes by bf16_parts, then 64 × 128 tiles over all of
 // k on warpgroup tensor-core instructions, wgmma, from 128-byte-swizzled
