@@ -310,38 +310,34 @@ func (b *Backend) useGemvTC(m, k int, w *tensor) bool {
 	return b.hopper && !gemvTCOff && m > 2 && m <= gemvTCMaxRows && w.dt == compute.BF16 && k > 0 && k%256 == 0
 }
 
-// gemvTCKernel is the variant for m rows and slices of kr, and the rows
-// it is built for.
-func gemvTCKernel(m, kr int) (string, int) {
-	r := 32
+// gemvTCVariant is one compiled gemv_tc kernel: the batch rows it is
+// built for (8, 16 or 32), its slice of k and the activation's parts.
+type gemvTCVariant struct{ rows, kr, parts int }
+
+// gemvTCKernels names every compiled variant (GEMV_TC in
+// kernels/gemvtc.cu); launch.go gives each its shared memory.
+var gemvTCKernels = map[gemvTCVariant]string{
+	{8, 256, 3}: "gemv_tc_m8", {16, 256, 3}: "gemv_tc_m16", {32, 256, 3}: "gemv_tc_m32",
+	{8, 512, 3}: "gemv_tc_m8_k512", {16, 512, 3}: "gemv_tc_m16_k512", {32, 512, 3}: "gemv_tc_m32_k512",
+	{32, 256, 2}: "gemv_tc_m32_p2", {32, 512, 2}: "gemv_tc_m32_k512_p2",
+}
+
+// gemvTCFor is the variant for m rows and slices of kr.
+func gemvTCFor(m, kr int) gemvTCVariant {
 	switch {
 	case m <= 8:
-		r = 8
+		return gemvTCVariant{8, kr, 3}
 	case m <= 16:
-		r = 16
+		return gemvTCVariant{16, kr, 3}
+	case gemvTCM32P2:
+		return gemvTCVariant{32, kr, 2}
 	}
-	name := fmt.Sprintf("gemv_tc_m%d", r)
-	if kr == 512 {
-		name += "_k512"
-	}
-	if r == 32 && gemvTCM32P2 {
-		name += "_p2"
-	}
-	return name, r
+	return gemvTCVariant{32, kr, 3}
 }
 
-// gemvTCSmem is gemv_tc_mR's dynamic shared memory for slices of kr: the
-// weight slice and the activation's BF16 planes (parts of them), kr + 8
-// halfwords a row.
-func gemvTCSmem(r, kr, parts int) int { return (gemvTCBlockRows + parts*r) * (kr + 8) * 2 }
-
-// gemvTCParts is how many parts of the activation gemv_tc_mR multiplies.
-func gemvTCParts(r int) int {
-	if r == 32 && gemvTCM32P2 {
-		return 2
-	}
-	return 3
-}
+// smem is the variant's dynamic shared memory: the weight slice and the
+// activation's BF16 planes (its parts of them), kr + 8 halfwords a row.
+func (v gemvTCVariant) smem() int { return (gemvTCBlockRows + v.parts*v.rows) * (v.kr + 8) * 2 }
 
 // gemvTC launches the tensor-core GEMV, y[m, n] = x·wᵀ + bias, over
 // slices of gemvTCSlice k where it divides K (else 256), and
@@ -352,7 +348,7 @@ func (b *Backend) gemvTC(x, w *tensor, bias, y cu.DevicePtr, m, n, k int) {
 	if k%kr != 0 {
 		kr = 256
 	}
-	name, r := gemvTCKernel(m, kr)
+	v := gemvTCFor(m, kr)
 	splits := k / kr
 	work := nullPtr
 	var wk *tensor
@@ -360,7 +356,7 @@ func (b *Backend) gemvTC(x, w *tensor, bias, y cu.DevicePtr, m, n, k int) {
 		wk = b.newTensor(compute.F32, splits*m*n)
 		work = wk.ptr()
 	}
-	b.launchSmem(b.k[name], [3]int{(n + gemvTCBlockRows - 1) / gemvTCBlockRows, splits, 1}, block256, gemvTCSmem(r, kr, gemvTCParts(r)),
+	b.launchSmem(b.k[gemvTCKernels[v]], [3]int{(n + gemvTCBlockRows - 1) / gemvTCBlockRows, splits, 1}, block256, v.smem(),
 		x.ptr(), w.ptr(), bias, y, work, int32(m), int32(n), int32(k), b2i(gemvEarly))
 	if wk != nil {
 		b.launch(b.k["tc_reduce_rows"], [3]int{(n + 255) / 256, m, 1}, block256,

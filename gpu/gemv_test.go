@@ -381,8 +381,12 @@ func TestGemvTC(t *testing.T) {
 	if !gb.hopper {
 		t.Skip("the tensor-core GEMV needs sm_90")
 	}
-	for _, name := range []string{"gemv_tc_m8", "gemv_tc_m16", "gemv_tc_m32", "gemv_tc_m8_k512", "gemv_tc_m16_k512", "gemv_tc_m32_k512",
-		"gemv_tc_m32_p2", "gemv_tc_m32_k512_p2"} {
+	var names []string
+	for _, name := range gemvTCKernels {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
 		regs, _ := gb.k[name].fn.Attribute(cu.NumRegs)
 		local, _ := gb.k[name].fn.Attribute(cu.LocalSizeBytes)
 		t.Logf("%s: %d registers, %d bytes of local memory per thread", name, regs, local)

@@ -239,10 +239,16 @@ var block256 = [3]int{256, 1, 1}
 // than the default 48 KiB allows, and how much.
 var dynamicSmem = map[string]int{"mamba_run": runSmem, "mamba_run_trace": runSmem, "tc_wide": tcWideSmem, "tc_wbf": tcWbfSmem, "tc_wbf3": tcWbfSmem, "tc_wg": tcWgSmem, "conv_tcq_n32_deep": tcqDeepSmem,
 	"gemv_chunk_k1": plainSmem, "gemv_chunk_k2": plainSmem, "gemv_chunk_k4": plainSmem,
-	"gemv_chunk_glu_k1": plainSmem, "gemv_chunk_glu_k2": plainSmem, "gemv_chunk_glu_k4": plainSmem,
-	"gemv_tc_m16": gemvTCSmem(16, 256, 3), "gemv_tc_m32": gemvTCSmem(32, 256, 3),
-	"gemv_tc_m8_k512": gemvTCSmem(8, 512, 3), "gemv_tc_m16_k512": gemvTCSmem(16, 512, 3), "gemv_tc_m32_k512": gemvTCSmem(32, 512, 3),
-	"gemv_tc_m32_p2": gemvTCSmem(32, 256, 2), "gemv_tc_m32_k512_p2": gemvTCSmem(32, 512, 2)}
+	"gemv_chunk_glu_k1": plainSmem, "gemv_chunk_glu_k2": plainSmem, "gemv_chunk_glu_k4": plainSmem}
+
+// The gemv_tc variants over 48 KiB (gemv.go's table).
+func init() {
+	for v, name := range gemvTCKernels {
+		if v.smem() > 48<<10 {
+			dynamicSmem[name] = v.smem()
+		}
+	}
+}
 
 // plainSmem is the plain and gated chunk GEMVs' dynamic shared memory (64 KiB).
 const plainSmem = kernels.GemvPlainPieces * 4096
