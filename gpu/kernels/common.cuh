@@ -140,6 +140,27 @@ __device__ __forceinline__ unsigned bf16x2_rn(float lo, float hi) {
     return r;
 }
 
+// bf16_split3 splits the pair (x0, x1) into three BF16 pairs: each part is
+// the remainder of the ones before rounded to BF16 (the remainders are
+// exact in fp32). tc_wbf and gemv_tc split their activations so.
+__device__ __forceinline__ void bf16_split3(float x0, float x1, unsigned& hi, unsigned& mid, unsigned& lo) {
+    hi = bf16x2_rn(x0, x1);
+    x0 -= __uint_as_float(hi << 16), x1 -= __uint_as_float(hi & 0xffff0000u);
+    mid = bf16x2_rn(x0, x1);
+    x0 -= __uint_as_float(mid << 16), x1 -= __uint_as_float(mid & 0xffff0000u);
+    lo = bf16x2_rn(x0, x1);
+}
+
+// mma_bf16: c += a·b for one m16n8k16 BF16 fragment (fp32 accumulation;
+// tc.cu's tc_wbf, gemvtc.cu's gemv_tc).
+__device__ __forceinline__ void mma_bf16(float* c, const unsigned* a, unsigned b0, unsigned b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
 // Hopper bulk copies and mbarriers (gemv.cu, mamba2.cu's mamba_run), and
 // the BF16 GEMV's dot product and warp reduce-scatter.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

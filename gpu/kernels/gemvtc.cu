@@ -40,16 +40,6 @@
 // KR + 8 halfwords (16-byte aligned, conflict-free 16-byte loads).
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-// gt_mma: c += a·b for one m16n8k16 BF16 fragment (fp32 accumulation).
-__device__ __forceinline__ void gt_mma(float* c, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0,
-                                       unsigned b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
 // gt_word is 32-bit word j (k 2j, 2j + 1) of a lane's 16 halfwords.
 __device__ __forceinline__ unsigned gt_word(const uint4 (&v)[2], int j) {
     const uint4 u = v[j >> 2];
@@ -99,14 +89,7 @@ __device__ __forceinline__ void gemv_tc_body(const float* __restrict__ x, const 
         }
         unsigned part[3][4];
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
-            float x0 = v[2 * j], x1 = v[2 * j + 1];
-            part[0][j] = bf16x2_rn(x0, x1);
-            x0 -= __uint_as_float(part[0][j] << 16), x1 -= __uint_as_float(part[0][j] & 0xffff0000u);
-            part[1][j] = bf16x2_rn(x0, x1);
-            x0 -= __uint_as_float(part[1][j] << 16), x1 -= __uint_as_float(part[1][j] & 0xffff0000u);
-            part[2][j] = bf16x2_rn(x0, x1);
-        }
+        for (int j = 0; j < 4; j++) bf16_split3(v[2 * j], v[2 * j + 1], part[0][j], part[1][j], part[2][j]);
 #pragma unroll
         for (int p = 0; p < PARTS; p++)
             *(uint4*)(Ps + (p * 8 * MT + m) * LD + kk) = make_uint4(part[p][0], part[p][1], part[p][2], part[p][3]);
@@ -145,10 +128,11 @@ __device__ __forceinline__ void gemv_tc_body(const float* __restrict__ x, const 
 #pragma unroll
                 for (int s = 0; s < 4; s++)
 #pragma unroll
-                    for (int p = PARTS - 1; p >= 0; p--)
-                        gt_mma(acc[at][mt], gt_word(wa[at][0], 2 * s), gt_word(wa[at][1], 2 * s),
-                               gt_word(wa[at][0], 2 * s + 1), gt_word(wa[at][1], 2 * s + 1), gt_word(xb[p], 2 * s),
-                               gt_word(xb[p], 2 * s + 1));
+                    for (int p = PARTS - 1; p >= 0; p--) {
+                        const unsigned a[4] = {gt_word(wa[at][0], 2 * s), gt_word(wa[at][1], 2 * s),
+                                               gt_word(wa[at][0], 2 * s + 1), gt_word(wa[at][1], 2 * s + 1)};
+                        mma_bf16(acc[at][mt], a, gt_word(xb[p], 2 * s), gt_word(xb[p], 2 * s + 1));
+                    }
         }
     }
     __syncthreads(); // every warp has read Ws: red may reuse it

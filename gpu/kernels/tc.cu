@@ -394,26 +394,6 @@ __device__ __forceinline__ void tc_wide_tile(const Problem& p, const float* __re
 #define WB_LDA 36  // fp32 words per staged activation row (144 bytes: 16-byte aligned)
 #define WB_LDP 40  // halfwords per plane row (80 bytes: ldmatrix conflict-free)
 
-// bf16_split3 splits the pair (x0, x1) into three BF16 pairs: each part is
-// the remainder of the ones before rounded to BF16 (the remainders are
-// exact in fp32).
-__device__ __forceinline__ void bf16_split3(float x0, float x1, unsigned& hi, unsigned& mid, unsigned& lo) {
-    hi = bf16x2_rn(x0, x1);
-    x0 -= __uint_as_float(hi << 16), x1 -= __uint_as_float(hi & 0xffff0000u);
-    mid = bf16x2_rn(x0, x1);
-    x0 -= __uint_as_float(mid << 16), x1 -= __uint_as_float(mid & 0xffff0000u);
-    lo = bf16x2_rn(x0, x1);
-}
-
-// mma_bf16: c += a·b for one m16n8k16 BF16 fragment (fp32 accumulation).
-__device__ __forceinline__ void mma_bf16(float* c, const unsigned* a, unsigned b0, unsigned b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
 template <int PARTS>
 __device__ __forceinline__ void tc_wbf_tile(const Problem& p, const float* __restrict__ bias, float* __restrict__ out,
                                             float* __restrict__ work, int splits, int kchunk) {
