@@ -285,10 +285,12 @@ func (b *Backend) launchChunk(family [5]string, pieces int, x, w, bias, y cu.Dev
 //	ZONOS_GEMV_TC=0       batches to gemv_m8 and tc_wbf instead
 //	ZONOS_GEMV_TC_KR=256  blocks of 64 rows × 256 k (twice the splits)
 //	ZONOS_GEMV_TC_M32=p3  17–32 rows multiply three parts too
+//	ZONOS_GEMV_TC_ROWS=128  17–32 rows (two parts) in blocks of 128 weight rows
 var (
-	gemvTCOff   = os.Getenv("ZONOS_GEMV_TC") == "0"
-	gemvTCM32P2 = os.Getenv("ZONOS_GEMV_TC_M32") != "p3"
-	gemvTCSlice = 512 // the k of a block's slice: 512, or 256 (ZONOS_GEMV_TC_KR=256)
+	gemvTCRows128 = os.Getenv("ZONOS_GEMV_TC_ROWS") == "128"
+	gemvTCOff     = os.Getenv("ZONOS_GEMV_TC") == "0"
+	gemvTCM32P2   = os.Getenv("ZONOS_GEMV_TC_M32") != "p3"
+	gemvTCSlice   = 512 // the k of a block's slice: 512, or 256 (ZONOS_GEMV_TC_KR=256)
 )
 
 func init() {
@@ -297,12 +299,8 @@ func init() {
 	}
 }
 
-// gemv_tc's geometry (GT_ROWS in kernels/gemvtc.cu) and the most rows it
-// takes.
-const (
-	gemvTCBlockRows = 64
-	gemvTCMaxRows   = 32
-)
+// gemvTCMaxRows is the most rows gemv_tc takes.
+const gemvTCMaxRows = 32
 
 // useGemvTC reports whether Linear gives m rows of a K-wide weight w to
 // the tensor-core GEMV.
@@ -311,33 +309,37 @@ func (b *Backend) useGemvTC(m, k int, w *tensor) bool {
 }
 
 // gemvTCVariant is one compiled gemv_tc kernel: the batch rows it is
-// built for (8, 16 or 32), its slice of k and the activation's parts.
-type gemvTCVariant struct{ rows, kr, parts int }
+// built for (8, 16 or 32), its slice of k, the activation's parts and the
+// weight rows a block multiplies.
+type gemvTCVariant struct{ rows, kr, parts, block int }
 
 // gemvTCKernels names every compiled variant (GEMV_TC in
 // kernels/gemvtc.cu); launch.go gives each its shared memory.
 var gemvTCKernels = map[gemvTCVariant]string{
-	{8, 256, 3}: "gemv_tc_m8", {16, 256, 3}: "gemv_tc_m16", {32, 256, 3}: "gemv_tc_m32",
-	{8, 512, 3}: "gemv_tc_m8_k512", {16, 512, 3}: "gemv_tc_m16_k512", {32, 512, 3}: "gemv_tc_m32_k512",
-	{32, 256, 2}: "gemv_tc_m32_p2", {32, 512, 2}: "gemv_tc_m32_k512_p2",
+	{8, 256, 3, 64}: "gemv_tc_m8", {16, 256, 3, 64}: "gemv_tc_m16", {32, 256, 3, 64}: "gemv_tc_m32",
+	{8, 512, 3, 64}: "gemv_tc_m8_k512", {16, 512, 3, 64}: "gemv_tc_m16_k512", {32, 512, 3, 64}: "gemv_tc_m32_k512",
+	{32, 256, 2, 64}: "gemv_tc_m32_p2", {32, 512, 2, 64}: "gemv_tc_m32_k512_p2",
+	{32, 256, 2, 128}: "gemv_tc_m32_r128_p2", {32, 512, 2, 128}: "gemv_tc_m32_r128_k512_p2",
 }
 
 // gemvTCFor is the variant for m rows and slices of kr.
 func gemvTCFor(m, kr int) gemvTCVariant {
 	switch {
 	case m <= 8:
-		return gemvTCVariant{8, kr, 3}
+		return gemvTCVariant{8, kr, 3, 64}
 	case m <= 16:
-		return gemvTCVariant{16, kr, 3}
+		return gemvTCVariant{16, kr, 3, 64}
+	case gemvTCM32P2 && gemvTCRows128:
+		return gemvTCVariant{32, kr, 2, 128}
 	case gemvTCM32P2:
-		return gemvTCVariant{32, kr, 2}
+		return gemvTCVariant{32, kr, 2, 64}
 	}
-	return gemvTCVariant{32, kr, 3}
+	return gemvTCVariant{32, kr, 3, 64}
 }
 
 // smem is the variant's dynamic shared memory: the weight slice and the
 // activation's BF16 planes (its parts of them), kr + 8 halfwords a row.
-func (v gemvTCVariant) smem() int { return (gemvTCBlockRows + v.parts*v.rows) * (v.kr + 8) * 2 }
+func (v gemvTCVariant) smem() int { return (v.block + v.parts*v.rows) * (v.kr + 8) * 2 }
 
 // gemvTC launches the tensor-core GEMV, y[m, n] = x·wᵀ + bias, over
 // slices of gemvTCSlice k where it divides K (else 256), and
@@ -356,7 +358,7 @@ func (b *Backend) gemvTC(x, w *tensor, bias, y cu.DevicePtr, m, n, k int) {
 		wk = b.newTensor(compute.F32, splits*m*n)
 		work = wk.ptr()
 	}
-	b.launchSmem(b.k[gemvTCKernels[v]], [3]int{(n + gemvTCBlockRows - 1) / gemvTCBlockRows, splits, 1}, block256, v.smem(),
+	b.launchSmem(b.k[gemvTCKernels[v]], [3]int{(n + v.block - 1) / v.block, splits, 1}, block256, v.smem(),
 		x.ptr(), w.ptr(), bias, y, work, int32(m), int32(n), int32(k), b2i(gemvEarly))
 	if wk != nil {
 		b.launch(b.k["tc_reduce_rows"], [3]int{(n + 255) / 256, m, 1}, block256,

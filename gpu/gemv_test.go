@@ -374,7 +374,7 @@ func gemvStep(t *testing.T, read float64) {
 // the weight requested before and after the wait, with and without bias.
 // Its three BF16 parts keep about 24 bits of the activation, so it is
 // held to a tenth of the backend's tolerance; with two (17–32 rows by
-// default), to the tolerance. The output is poisoned
+// default, in blocks of 64 or 128 weight rows), to the tolerance. The output is poisoned
 // first, so an unwritten element fails.
 func TestGemvTC(t *testing.T) {
 	need(t)
@@ -396,8 +396,8 @@ func TestGemvTC(t *testing.T) {
 		{8, 8512, 2048}, {3, 2048, 4096}, {6, 333, 256}, {16, 2049, 8192}, {11, 64, 512}, {32, 1000, 2048}, {17, 3072, 2048},
 		{32, 129, 8192}, {5, 1, 768},
 	}
-	saved, savedEarly, savedP2 := gemvTCSlice, gemvEarly, gemvTCM32P2
-	defer func() { gemvTCSlice, gemvEarly, gemvTCM32P2 = saved, savedEarly, savedP2 }()
+	saved, savedEarly, savedP2, savedR128 := gemvTCSlice, gemvEarly, gemvTCM32P2, gemvTCRows128
+	defer func() { gemvTCSlice, gemvEarly, gemvTCM32P2, gemvTCRows128 = saved, savedEarly, savedP2, savedR128 }()
 	for _, kr := range []int{256, 512} {
 		gemvTCSlice = kr
 		for _, s := range shapes {
@@ -409,16 +409,18 @@ func TestGemvTC(t *testing.T) {
 			}
 			c := newGemvCase(t, r, s.m, s.n, s.k)
 			for i, early := range []bool{false, true} {
-				for _, p2 := range []bool{false, true} {
+				for v, p2 := range []bool{false, true, true} {
 					if p2 && s.m <= 16 {
 						continue
 					}
-					gemvEarly, gemvTCM32P2 = early, p2
+					r128 := v == 2
+					gemvEarly, gemvTCM32P2, gemvTCRows128 = early, p2, r128
 					tl := tol / 10 // three parts
 					if p2 {
 						tl = tol
 					}
-					c.checkTol(t, fmt.Sprintf("gemv_tc k%d early %v two parts %v", kr, early, p2), i == 1, tl, func(bias, y cu.DevicePtr) {
+					name := fmt.Sprintf("gemv_tc k%d early %v two parts %v 128-row blocks %v", kr, early, p2, r128)
+					c.checkTol(t, name, i == 1, tl, func(bias, y cu.DevicePtr) {
 						gb.gemvTC(c.x, c.w, bias, y, s.m, s.n, s.k)
 					})
 				}

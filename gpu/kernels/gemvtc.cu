@@ -35,9 +35,9 @@
 // kernels only on Hopper.
 #include "common.cuh"
 
-#define GT_ROWS 64 // weight rows a block multiplies
-// A block's slice of k is KR = 256 or 512 (the split); a staged row takes
-// KR + 8 halfwords (16-byte aligned, conflict-free 16-byte loads).
+// A block multiplies ROWS = 64 (or 128) weight rows over its slice of k,
+// KR = 256 or 512 (the split); a staged row takes KR + 8 halfwords
+// (16-byte aligned, conflict-free 16-byte loads).
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 // gt_word is 32-bit word j (k 2j, 2j + 1) of a lane's 16 halfwords.
@@ -49,21 +49,24 @@ __device__ __forceinline__ unsigned gt_word(const uint4 (&v)[2], int j) {
 
 // MT: 8-row tiles of the batch (M ≤ 8·MT); KR: the k of a block's slice;
 // PARTS: the activation's BF16 parts multiplied, 3 (hi, mid, lo) or 2 (hi,
-// mid: about 16 bits of x, as tc_wbf).
-template <int MT, int KR, int PARTS>
+// mid: about 16 bits of x, as tc_wbf); ROWS: weight rows a block
+// multiplies, 64 (two warps of 32 rows over four k ranges) or 128 (four
+// over two: the activation planes shared by twice the rows).
+template <int MT, int KR, int PARTS, int ROWS>
 __device__ __forceinline__ void gemv_tc_body(const float* __restrict__ x, const unsigned short* __restrict__ w,
                                              const float* __restrict__ bias, float* __restrict__ y,
                                              float* __restrict__ work, int M, int N, int K, int flags) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    constexpr int LD = KR + 8, GW = KR / 256; // GW: 64-wide granules a warp multiplies
+    constexpr int LD = KR + 8, WR = ROWS / 32, WK = 8 / WR; // WR × WK warps: 32 rows × KR/WK k each
+    constexpr int GW = KR / (64 * WK);                      // 64-wide granules a warp multiplies
     extern __shared__ __align__(128) unsigned short gt_smem[];
-    unsigned short* Ws = gt_smem;         // [GT_ROWS][LD] the weight slice
-    unsigned short* Ps = Ws + GT_ROWS * LD; // [PARTS][8·MT][LD] the activation's planes: hi, mid, lo
-    float* red = (float*)gt_smem;         // [4][2][32][8·MT] the k warps' sums (over Ws once it is read)
+    unsigned short* Ws = gt_smem;        // [ROWS][LD] the weight slice
+    unsigned short* Ps = Ws + ROWS * LD; // [PARTS][8·MT][LD] the activation's planes: hi, mid, lo
+    float* red = (float*)gt_smem;        // [WK][WR][32][8·MT] the k warps' sums (over Ws once it is read)
     __shared__ unsigned long long bar;
     const int t = threadIdx.x, warp = t >> 5, lane = t & 31;
-    const int n0 = blockIdx.x * GT_ROWS, split = blockIdx.y, k0 = split * KR;
-    const int rows = min(GT_ROWS, N - n0);
+    const int n0 = blockIdx.x * ROWS, split = blockIdx.y, k0 = split * KR;
+    const int rows = min(ROWS, N - n0);
     if (t == 0) {
         mbar_init(&bar, 1);
         mbar_fence_init();
@@ -98,7 +101,7 @@ __device__ __forceinline__ void gemv_tc_body(const float* __restrict__ x, const 
     mbar_wait(&bar, 0);
     // Rows past N (a ragged last block) hold stale shared memory; their
     // outputs are not stored, and an mma row reaches only its own outputs.
-    const int wr = warp & 1, wk = warp >> 1, g = lane >> 2, q = lane & 3;
+    const int wr = warp % WR, wk = warp / WR, g = lane >> 2, q = lane & 3;
     float acc[2][MT][4];
 #pragma unroll
     for (int at = 0; at < 2; at++)
@@ -142,14 +145,14 @@ __device__ __forceinline__ void gemv_tc_body(const float* __restrict__ x, const 
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) red[((wk * 2 + wr) * 32 + lane) * V + (at * MT + mt) * 4 + e] = acc[at][mt][e];
+            for (int e = 0; e < 4; e++) red[((wk * WR + wr) * 32 + lane) * V + (at * MT + mt) * 4 + e] = acc[at][mt][e];
     __syncthreads();
-    // Thread t adds 2·MT of the block's 64·V sums over the four k warps.
-    for (int i = t; i < 2 * 32 * V; i += 256) {
+    // Thread t adds WR·MT of the block's WR·32·V sums over the WK k warps.
+    for (int i = t; i < WR * 32 * V; i += 256) {
         const int j = i % V, l = (i / V) % 32, r2 = i / (32 * V);
         float s = 0.f;
 #pragma unroll
-        for (int k = 0; k < 4; k++) s += red[((k * 2 + r2) * 32 + l) * V + j];
+        for (int k = 0; k < WK; k++) s += red[((k * WR + r2) * 32 + l) * V + j];
         const int e = j & 3, mt = (j >> 2) % MT, at = (j >> 2) / MT;
         const int row = 32 * r2 + 16 * at + (l >> 2) + 8 * (e >> 1), m = 8 * mt + 2 * (l & 3) + (e & 1);
         const int n = n0 + row;
@@ -164,24 +167,29 @@ __device__ __forceinline__ void gemv_tc_body(const float* __restrict__ x, const 
 }
 
 // gemv_tc_mR (KR = 256) and gemv_tc_mR_k512: M ≤ R. Launch: grid
-// (⌈N / 64⌉, K / KR), 256 threads, (64 + PARTS·R)·(KR + 8)·2 bytes of dynamic
+// (⌈N / ROWS⌉, K / KR), 256 threads, (ROWS + PARTS·R)·(KR + 8)·2 bytes of dynamic
 // shared memory; with more than one split it writes each split's sums to
 // work [splits][M][N] for tc_reduce_rows, else y (+ b). flags bit 0
 // requests the weight before the wait.
-#define GEMV_TC(NAME, MT, KR, PARTS)                                                                                      \
+#define GEMV_TC(NAME, MT, KR, PARTS, ROWS)                                                                                      \
     extern "C" __global__ void __launch_bounds__(256)                                                              \
         NAME(const float* __restrict__ x, const unsigned short* __restrict__ w, const float* __restrict__ b,         \
              float* __restrict__ y, float* __restrict__ work, int M, int N, int K, int flags) {                     \
-        gemv_tc_body<MT, KR, PARTS>(x, w, b, y, work, M, N, K, flags);                                                    \
+        gemv_tc_body<MT, KR, PARTS, ROWS>(x, w, b, y, work, M, N, K, flags);                                                    \
     }
-GEMV_TC(gemv_tc_m8, 1, 256, 3)
-GEMV_TC(gemv_tc_m16, 2, 256, 3)
-GEMV_TC(gemv_tc_m32, 4, 256, 3)
-GEMV_TC(gemv_tc_m8_k512, 1, 512, 3)
-GEMV_TC(gemv_tc_m16_k512, 2, 512, 3)
-GEMV_TC(gemv_tc_m32_k512, 4, 512, 3)
+GEMV_TC(gemv_tc_m8, 1, 256, 3, 64)
+GEMV_TC(gemv_tc_m16, 2, 256, 3, 64)
+GEMV_TC(gemv_tc_m32, 4, 256, 3, 64)
+GEMV_TC(gemv_tc_m8_k512, 1, 512, 3, 64)
+GEMV_TC(gemv_tc_m16_k512, 2, 512, 3, 64)
+GEMV_TC(gemv_tc_m32_k512, 4, 512, 3, 64)
 // Two parts at 32 rows (the backend's choice for 17–32 rows): a third
 // less shared memory, so more blocks an SM (batch 16 6.58–6.64 → 6.35–6.37
 // ms, docs/gpu/2026-11-30-session26, run 6).
-GEMV_TC(gemv_tc_m32_p2, 4, 256, 2)
-GEMV_TC(gemv_tc_m32_k512_p2, 4, 512, 2)
+GEMV_TC(gemv_tc_m32_p2, 4, 256, 2, 64)
+GEMV_TC(gemv_tc_m32_k512_p2, 4, 512, 2, 64)
+// 128 weight rows a block at 32 rows (ZONOS_GEMV_TC_ROWS=128, for
+// measurements): the activation planes, as large as the weight slice at
+// 64 rows, serve twice the rows.
+GEMV_TC(gemv_tc_m32_r128_p2, 4, 256, 2, 128)
+GEMV_TC(gemv_tc_m32_r128_k512_p2, 4, 512, 2, 128)
