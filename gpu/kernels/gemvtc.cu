@@ -82,7 +82,7 @@ __device__ __forceinline__ void gemv_tc_body(const float* __restrict__ x, const 
     // The split: thread t converts 8 consecutive k of one batch row per
     // round (zeros past M).
 #pragma unroll
-    for (int i = 0; i < MT * GW; i++) {
+    for (int i = 0; i < MT * KR / 256; i++) { // 8·MT rows × KR/8 groups of 8 k
         const int c = t + 256 * i, m = c / (KR / 8), kk = 8 * (c % (KR / 8));
         float v[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
         if (m < M) {
