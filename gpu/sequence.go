@@ -148,7 +148,7 @@ func (b *Backend) attention(op qkvOperands, kCache, vCache compute.Tensor, pos i
 		kp := op.k.ptr() + cu.DevicePtr(4*op.kOff)
 		vp := op.v.ptr() + cu.DevicePtr(4*op.vOff)
 		if T == 1 && b.attnStepFits(H, Hk, Dh) { // decode: one kernel, a cluster per (row, KV head)
-			b.launchCluster(b.k[attnStepKernel()], [3]int{B * Hk * attnStepCluster, 1, 1}, [3]int{attnStepThreads, 1, 1}, attnStepCluster,
+			b.launchCluster(b.k[attnStepKernels[attnStepCluster]], [3]int{B * Hk * attnStepCluster, 1, 1}, [3]int{attnStepThreads, 1, 1}, attnStepCluster,
 				qp, kp, vp, kc.ptr(), vc.ptr(), out.ptr(), H, Hk, Dh, maxT, pos, pp, npos, dr, inter, a.RotaryBase, scale, op.ldq, op.ldkv)
 			return
 		}
@@ -178,18 +178,6 @@ const (
 
 // attnStepKernels are attn_step's builds by cluster size.
 var attnStepKernels = map[int]string{8: "attn_step", 4: "attn_step_s4", 2: "attn_step_s2"}
-
-// attnStepNoPre (ZONOS_ATTN_PRE=0) runs attn_step_np, which loads no cached
-// row before its wait (clusters of 8; for before/after measurements).
-var attnStepNoPre = os.Getenv("ZONOS_ATTN_PRE") == "0"
-
-// attnStepKernel is the attn_step build a decode step launches.
-func attnStepKernel() string {
-	if attnStepNoPre && attnStepCluster == 8 {
-		return "attn_step_np"
-	}
-	return attnStepKernels[attnStepCluster]
-}
 
 // attnStepCluster is attn_step's cluster size: 8, or ZONOS_ATTN_STEP=4 or
 // 2 (measurements).

@@ -243,14 +243,6 @@ extern "C" __global__ void attn_merge(const float* __restrict__ part, float* __r
 // the softmax merges in the same (max, sum) form as attn_split/attn_merge,
 // in another order. Dh ≤ 128, Dh % 4 = 0, G ≤ ATS_G (the backend checks).
 //
-// The cached rows a warp walks first (its first PRE positions before p)
-// are loaded before the wait too: only this layer's attn_step (of earlier
-// steps) and the prefill write them, and both completed before the
-// projection this kernel waits for began. So after the wait the walk
-// costs only its arithmetic for contexts up to ATS_S·ATS_W·PRE positions,
-// not an L2 or memory round trip (the same values in the same order:
-// bit-identical to PRE = 0).
-//
 // Launch: grid B·Hk·S, cluster S (ATS_S), ATS_W·32 threads; row b of the
 // batch at posp[b mod npos] when posp is set, else at pos.
 #define ATS_W 16
@@ -290,7 +282,7 @@ __device__ __forceinline__ float rot_apply(const float* v, int d, int dr, int in
 }
 #endif
 
-template <int ATS_S, int PRE>
+template <int ATS_S>
 __device__ __forceinline__ void attn_step_body(const float* __restrict__ q, const float* __restrict__ k,
                                 const float* __restrict__ v, float* kc, float* vc, float* __restrict__ out,
                                 int H, int Hk, int Dh, int maxT, int pos, const int* __restrict__ posp, int npos,
@@ -310,19 +302,6 @@ __device__ __forceinline__ void attn_step_body(const float* __restrict__ q, cons
     const int d = t % Dh;
     float c = 1.f, s = 0.f;
     if (d < dr) rot_angle(p, interleaved ? d >> 1 : (d < dr / 2 ? d : d - dr / 2), dr, base, &c, &s);
-    const bool on = 4 * lane < Dh;
-    const int j0 = rank * ATS_W + warp, stride = ATS_S * ATS_W;
-    float4 pk[PRE > 0 ? PRE : 1], pv[PRE > 0 ? PRE : 1];
-#pragma unroll
-    for (int i = 0; i < PRE; i++) { // the cached rows walked first, before the wait
-        const int j = j0 + i * stride;
-        pk[i] = pv[i] = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (on && j < p) {
-            const long long row = (((long long)b * maxT + j) * Hk + kh) * Dh;
-            pk[i] = __ldcg((const float4*)(kc + row) + lane);
-            pv[i] = __ldcg((const float4*)(vc + row) + lane);
-        }
-    }
     pdl_wait();
     pdl_trigger();
     if (t < G * Dh) qs[t] = rot_apply(q + (long long)b * ldq + (long long)(kh * G + t / Dh) * Dh, d, dr, interleaved, c, s);
@@ -338,6 +317,7 @@ __device__ __forceinline__ void attn_step_body(const float* __restrict__ q, cons
         }
     }
     __syncthreads();
+    const bool on = 4 * lane < Dh;
     float4 qr[ATS_G];
 #pragma unroll
     for (int g = 0; g < ATS_G; g++)
@@ -347,9 +327,18 @@ __device__ __forceinline__ void attn_step_body(const float* __restrict__ q, cons
 #pragma unroll
     for (int g = 0; g < ATS_G; g++) m[g] = -INFINITY, l[g] = 0.f, o[g] = make_float4(0.f, 0.f, 0.f, 0.f);
     const int n = p + 1;
-    // walk adds position j's key kk and value vv to the warp's running
-    // (max, sum, output) for each query head.
-    auto walk = [&](float4 kk, float4 vv) {
+    for (int j = rank * ATS_W + warp; j < n; j += ATS_S * ATS_W) {
+        float4 kk = make_float4(0.f, 0.f, 0.f, 0.f), vv = kk;
+        if (on) {
+            if (j == p) {
+                kk = ((const float4*)ks)[lane];
+                vv = ((const float4*)vs)[lane];
+            } else {
+                const long long row = (((long long)b * maxT + j) * Hk + kh) * Dh;
+                kk = __ldcg((const float4*)(kc + row) + lane);
+                vv = __ldcg((const float4*)(vc + row) + lane);
+            }
+        }
         float sc[ATS_G];
 #pragma unroll
         for (int g = 0; g < ATS_G; g++)
@@ -373,29 +362,6 @@ __device__ __forceinline__ void attn_step_body(const float* __restrict__ q, cons
                 m[g] = mn;
             }
         }
-    };
-    const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-    for (int i = 0; i < PRE; i++) { // j is the same for the whole warp
-        const int j = j0 + i * stride;
-        if (j < n) {
-            if (j == p) walk(on ? ((const float4*)ks)[lane] : zero, on ? ((const float4*)vs)[lane] : zero);
-            else walk(pk[i], pv[i]);
-        }
-    }
-    for (int j = j0 + PRE * stride; j < n; j += stride) {
-        float4 kk = zero, vv = zero;
-        if (on) {
-            if (j == p) {
-                kk = ((const float4*)ks)[lane];
-                vv = ((const float4*)vs)[lane];
-            } else {
-                const long long row = (((long long)b * maxT + j) * Hk + kh) * Dh;
-                kk = __ldcg((const float4*)(kc + row) + lane);
-                vv = __ldcg((const float4*)(vc + row) + lane);
-            }
-        }
-        walk(kk, vv);
     }
 #pragma unroll
     for (int g = 0; g < ATS_G; g++) {
@@ -447,21 +413,18 @@ __device__ __forceinline__ void attn_step_body(const float* __restrict__ q, cons
 #endif
 }
 
-// attn_step: clusters of 8 blocks (the default), the first 3 cached rows
-// of each warp loaded before the wait (contexts to 384 positions);
-// attn_step_s4 and attn_step_s2 are the same kernel over clusters of 4 and
-// 2 blocks (ZONOS_ATTN_STEP=4 or 2), attn_step_np without the early loads
-// (ZONOS_ATTN_PRE=0): for measurements.
-#define ATTN_STEP(NAME, S, PRE)                                                                                        \
+// attn_step: clusters of 8 blocks (the default); attn_step_s4 and
+// attn_step_s2 are the same kernel over clusters of 4 and 2 blocks
+// (ZONOS_ATTN_STEP=4 or 2, for measurements).
+#define ATTN_STEP(NAME, S)                                                                                             \
     extern "C" __global__ void __launch_bounds__(ATS_W * 32)                                                           \
         NAME(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v, float* kc,        \
              float* vc, float* __restrict__ out, int H, int Hk, int Dh, int maxT, int pos,                            \
              const int* __restrict__ posp, int npos, int dr, int interleaved, double base, float scale, int ldq,     \
              int ldkv) {                                                                                              \
-        attn_step_body<S, PRE>(q, k, v, kc, vc, out, H, Hk, Dh, maxT, pos, posp, npos, dr, interleaved, base, scale,  \
-                               ldq, ldkv);                                                                            \
+        attn_step_body<S>(q, k, v, kc, vc, out, H, Hk, Dh, maxT, pos, posp, npos, dr, interleaved, base, scale, ldq, \
+                          ldkv);                                                                                      \
     }
-ATTN_STEP(attn_step, 8, 3)
-ATTN_STEP(attn_step_np, 8, 0)
-ATTN_STEP(attn_step_s4, 4, 3)
-ATTN_STEP(attn_step_s2, 2, 3)
+ATTN_STEP(attn_step, 8)
+ATTN_STEP(attn_step_s4, 4)
+ATTN_STEP(attn_step_s2, 2)

@@ -130,10 +130,7 @@ func TestPDLWaitFirst(t *testing.T) {
 			// attn_step reads the step's position (written by the
 			// feedback kernel, which completed before its predecessor
 			// waited) and computes its rotary angle first: the float64
-			// trig's calls, stack and coefficient tables. It also loads
-			// the first cached key and value rows its warps walk
-			// (ld.global.cg): only this layer's attn_step of earlier
-			// steps and the prefill write rows before the position.
+			// trig's calls, stack and coefficient tables.
 			angleFirst := strings.HasPrefix(name, "attn_step")
 			checked++
 			for _, line := range strings.Split(bodies[name], "\n") {
@@ -146,7 +143,7 @@ func TestPDLWaitFirst(t *testing.T) {
 				}
 				for _, op := range []string{"ld.", "ldu.", "st.", "cp.", "atom.", "red.", "tex.", "tld4.", "suld.", "sust."} {
 					if strings.HasPrefix(ins, op) && !strings.HasPrefix(ins, "ld.param") && !(early && strings.HasPrefix(ins, "cp.async")) &&
-						!(stateFirst && strings.HasPrefix(ins, "ld.global.f32")) && !(angleFirst && (angleLoad(ins) || strings.HasPrefix(ins, "ld.global.cg.v4.f32"))) &&
+						!(stateFirst && strings.HasPrefix(ins, "ld.global.f32")) && !(angleFirst && angleLoad(ins)) &&
 						!(run && (strings.HasPrefix(ins, "ld.global.") || strings.HasPrefix(ins, "st.shared."))) {
 						t.Errorf("%s.%s: %q before griddepcontrol.wait", mod, name, ins)
 					}
