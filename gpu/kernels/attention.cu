@@ -136,6 +136,130 @@ extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32) attn(const float* _
            out + (((long long)b * T + t) * H + h) * Dh, true, &M, &L);
 }
 
+// attn_pre is attn for a prefill (T > 1; the backend's choice when Dh ≤ 128,
+// Dh % 4 = 0 and at most ATP_G query heads share a KV head). Why: attn's
+// block per (b, t, h) walked its positions one warp round trip at a time
+// from L2 and rotated its query with float64 trig per element: 34 µs a
+// layer for a 71-position prompt (session 27, run 2's ncu profile), 12 of
+// them in the prefill on the time to first audio.
+//
+// Block (b, KV head, tile of ATP_Q query positions): warp w takes position
+// t0 + w with all G query heads of the KV head (each cached row read once
+// for all G), rotated once into registers (lane: 4 consecutive dims);
+// the block brings cached keys and values into shared memory ATP_J
+// positions at a time, and each warp walks the tile's positions up to its
+// own (causal) in the online (max, sum) form of attn_step's walk. Each
+// query is normalised by its own sum. Same rotation arithmetic as
+// rotated(); the softmax adds in position order.
+//
+// Launch: grid B·Hk·⌈T / ATP_Q⌉, ATP_Q·32 threads.
+#define ATP_Q 8
+#define ATP_J 32
+#define ATP_G 4
+#define ATP_D 128
+extern "C" __global__ void __launch_bounds__(ATP_Q * 32) attn_pre(const float* __restrict__ q, const float* __restrict__ kc,
+                                const float* __restrict__ vc, float* __restrict__ out,
+                                int T, int H, int Hk, int Dh, int maxT, int pos, int dr, int interleaved, double base,
+                                float scale, int ldq) {
+    __shared__ __align__(16) float ks[ATP_J * ATP_D];
+    __shared__ __align__(16) float vs[ATP_J * ATP_D];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int tiles = (T + ATP_Q - 1) / ATP_Q;
+    const int tile = blockIdx.x % tiles, pair = blockIdx.x / tiles;
+    const int kh = pair % Hk, b = pair / Hk, G = H / Hk;
+    const int t0 = tile * ATP_Q, tq = t0 + warp, D4 = Dh / 4;
+    const bool live = tq < T, on = lane < D4;
+    const int p = pos + tq;                                  // this warp's query position
+    const int last = pos + min(T, t0 + ATP_Q) - 1;           // the block's last query position
+    // The rotary angles of this lane's four dims (the position is known
+    // before the wait: a prefill's comes from the host).
+    float c[4] = {1.f, 1.f, 1.f, 1.f}, sn[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        const int d = 4 * lane + e;
+        if (live && on && d < dr)
+            rot_angle(p, interleaved ? d >> 1 : (d < dr / 2 ? d : d - dr / 2), dr, base, &c[e], &sn[e]);
+    }
+    pdl_begin();
+    float4 qr[ATP_G];
+#pragma unroll
+    for (int g = 0; g < ATP_G; g++) {
+        qr[g] = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (live && on && g < G) {
+            const float* qv = q + ((long long)b * T + tq) * ldq + (long long)(kh * G + g) * Dh;
+            float r[4];
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int d = 4 * lane + e;
+                if (d >= dr) { r[e] = qv[d]; continue; }
+                const int half = dr / 2;
+                int ia, ib;
+                if (interleaved) { ia = d & ~1; ib = ia + 1; }
+                else { const int i = d < half ? d : d - half; ia = i; ib = i + half; }
+                const float x1 = qv[ia], x2 = qv[ib];
+                r[e] = d == ia ? __fsub_rn(__fmul_rn(x1, c[e]), __fmul_rn(x2, sn[e]))
+                               : __fadd_rn(__fmul_rn(x2, c[e]), __fmul_rn(x1, sn[e]));
+            }
+            qr[g] = make_float4(r[0], r[1], r[2], r[3]);
+        }
+    }
+    float m[ATP_G], l[ATP_G];
+    float4 o[ATP_G];
+#pragma unroll
+    for (int g = 0; g < ATP_G; g++) m[g] = -INFINITY, l[g] = 0.f, o[g] = make_float4(0.f, 0.f, 0.f, 0.f);
+    const long long rowStride = (long long)Hk * Dh;
+    const float* kbase = kc + ((long long)b * maxT * Hk + kh) * Dh;
+    const float* vbase = vc + ((long long)b * maxT * Hk + kh) * Dh;
+    for (int j0 = 0; j0 <= last; j0 += ATP_J) {
+        const int jn = min(ATP_J, last + 1 - j0);
+        __syncthreads(); // the previous tile is walked by every warp
+        for (int e = threadIdx.x; e < jn * D4; e += blockDim.x) {
+            const int j = e / D4, d4 = e % D4;
+            ((float4*)ks)[j * (ATP_D / 4) + d4] = __ldcg((const float4*)(kbase + (j0 + j) * rowStride) + d4);
+            ((float4*)vs)[j * (ATP_D / 4) + d4] = __ldcg((const float4*)(vbase + (j0 + j) * rowStride) + d4);
+        }
+        __syncthreads();
+        const int jend = live ? min(jn, p + 1 - j0) : 0; // warp-uniform
+        for (int j = 0; j < jend; j++) {
+            const float4 kk = on ? ((const float4*)ks)[j * (ATP_D / 4) + lane] : make_float4(0.f, 0.f, 0.f, 0.f);
+            const float4 vv = on ? ((const float4*)vs)[j * (ATP_D / 4) + lane] : make_float4(0.f, 0.f, 0.f, 0.f);
+            float sc[ATP_G];
+#pragma unroll
+            for (int g = 0; g < ATP_G; g++)
+                sc[g] = ((qr[g].x * kk.x + qr[g].y * kk.y) + (qr[g].z * kk.z + qr[g].w * kk.w));
+#pragma unroll
+            for (int off = 16; off > 0; off >>= 1) {
+#pragma unroll
+                for (int g = 0; g < ATP_G; g++) sc[g] += __shfl_xor_sync(0xffffffffu, sc[g], off);
+            }
+#pragma unroll
+            for (int g = 0; g < ATP_G; g++) {
+                if (g < G) {
+                    const float sg = sc[g] * scale;
+                    const float mn = fmaxf(m[g], sg);
+                    const float corr = expf(m[g] - mn), ex = expf(sg - mn);
+                    l[g] = l[g] * corr + ex;
+                    o[g].x = o[g].x * corr + ex * vv.x;
+                    o[g].y = o[g].y * corr + ex * vv.y;
+                    o[g].z = o[g].z * corr + ex * vv.z;
+                    o[g].w = o[g].w * corr + ex * vv.w;
+                    m[g] = mn;
+                }
+            }
+        }
+    }
+    if (!live || !on) return;
+#pragma unroll
+    for (int g = 0; g < ATP_G; g++) {
+        if (g < G) {
+            const float inv = l[g];
+            float4 r = o[g];
+            r.x = r.x / inv, r.y = r.y / inv, r.z = r.z / inv, r.w = r.w / inv;
+            ((float4*)(out + (((long long)b * T + tq) * H + kh * G + g) * Dh))[lane] = r;
+        }
+    }
+}
+
 // attn_split is attn for one query position per (b, h) spread over S
 // blocks (flash-decoding): block (r, s) takes a contiguous share of the
 // cache positions [0, n) and writes its unnormalised partial — o[Dh], then
