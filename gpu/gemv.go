@@ -285,9 +285,9 @@ func (b *Backend) launchChunk(family [5]string, pieces int, x, w, bias, y cu.Dev
 //	ZONOS_GEMV_TC=0       batches to gemv_m8 and tc_wbf instead
 //	ZONOS_GEMV_TC_KR=256  blocks of 64 rows × 256 k (twice the splits)
 //	ZONOS_GEMV_TC_M32=p3  17–32 rows multiply three parts too
-//	ZONOS_GEMV_TC_ROWS=128  17–32 rows (two parts) in blocks of 128 weight rows
+//	ZONOS_GEMV_TC_ROWS=64  17–32 rows (two parts) in blocks of 64 weight rows, not 128
 var (
-	gemvTCRows128 = os.Getenv("ZONOS_GEMV_TC_ROWS") == "128"
+	gemvTCRows128 = os.Getenv("ZONOS_GEMV_TC_ROWS") != "64"
 	gemvTCOff     = os.Getenv("ZONOS_GEMV_TC") == "0"
 	gemvTCM32P2   = os.Getenv("ZONOS_GEMV_TC_M32") != "p3"
 	gemvTCSlice   = 512 // the k of a block's slice: 512, or 256 (ZONOS_GEMV_TC_KR=256)
