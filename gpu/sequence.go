@@ -276,8 +276,9 @@ func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 		var xbc *tensor // the conv's output, where it is not kept in shared memory
 		switch {
 		case T == 1 && v4 && P <= mambaStepRows && !mambaStepOff: // decode: conv and scan in one kernel
-			b.launch(b.k["mamba_step"], [3]int{B * H, 1, 1}, block256, in.ptr(), b.asF32(cw).ptr(), b.asF32(cb).ptr(),
-				cst.ptr(), b.asF32(dtb).ptr(), b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), y.ptr(), E, Di, C, H, P, N, G, Kc)
+			b.launch(b.mambaStepKernel(N), [3]int{B * H, 1, 1}, block256, in.ptr(), b.asF32(cw).ptr(), b.asF32(cb).ptr(),
+				cst.ptr(), b.asF32(dtb).ptr(), b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), y.ptr(), E, Di, C, H, P, N, G, Kc,
+				b2i(mambaStepEarly))
 			roll = cst.ptr()
 		case T == 1: // decode: one pass each
 			xbc = b.newTensor(compute.F32, B, T, C)
@@ -337,9 +338,22 @@ func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 var mambaBlockOff = os.Getenv("ZONOS_MAMBA_BLOCK") == "0"
 
 // mambaStepEarly (off with ZONOS_MAMBA_STEP_EARLY=0, for measurements)
-// has mamba_step_gated request its state rows before it waits for
-// in_proj.
+// has mamba_step_gated and mamba_step request their state rows before they
+// wait for in_proj.
 var mambaStepEarly = os.Getenv("ZONOS_MAMBA_STEP_EARLY") != "0"
+
+// mambaStepWide (ZONOS_MAMBA_STEP_NS=8, for measurements) runs mamba_step
+// with 8 state slots a lane whatever d_state is.
+var mambaStepWide = os.Getenv("ZONOS_MAMBA_STEP_NS") == "8"
+
+// mambaStepKernel returns the mamba_step variant for d_state n: four
+// state slots a lane up to 128, else eight.
+func (b *Backend) mambaStepKernel(n int) *kernel {
+	if n <= 128 && !mambaStepWide {
+		return b.k["mamba_step_n128"]
+	}
+	return b.k["mamba_step"]
+}
 
 // mambaStepGated returns the mamba_step_gated variant for d_state n (two
 // rows per warp) and how many blocks it spreads a head of P rows over.

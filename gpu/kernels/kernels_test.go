@@ -115,10 +115,10 @@ func TestPDLWaitFirst(t *testing.T) {
 			// cp.async.bulk) before waiting: weights are never written
 			// while kernels run.
 			early := strings.HasPrefix(name, "gemv_")
-			// mamba_step_gated may load its SSM state rows first (flags
-			// bit 0): only it writes them, once per step, so the kernel
-			// still running before it never does.
-			stateFirst := strings.HasPrefix(name, "mamba_step_gated_")
+			// mamba_step_gated and mamba_step may load their SSM state
+			// rows first (flags bit 0): only they write them, once per
+			// step, so the kernel still running before them never does.
+			stateFirst := strings.HasPrefix(name, "mamba_step")
 			// mamba_run's producer warp streams weight rows and SSM state
 			// rows (bulk copies) without waiting, and its consumers load
 			// the first layer's conv state and small weights into shared

@@ -148,28 +148,41 @@ __device__ __forceinline__ void step_operands(float dtv, float alv, const float*
 // channels; the B and C channels are read by every head of the group, so
 // their state is rolled by the norm kernel that follows (mamba_norm_v4's
 // roll argument), after every block has read it.
+//
+// NS: state slots per lane (d_state ≤ 32·NS): 4 for Zonos' 128 halves the
+// state's registers, so an SM holds more blocks (batches run this kernel
+// over B·64 blocks). flags bit 0: the state rows are requested before the
+// wait for in_proj, as mamba_step_gated's are (only this kernel of one
+// layer writes them, once per step; the kernel before in_proj has
+// finished when this one starts).
 #define STEP_ROWS 8 // P ≤ 8 · SCAN_WARPS
-extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
-    mamba_step(const float* __restrict__ in, const float* __restrict__ cw, const float* __restrict__ cb,
-               float* __restrict__ cst, const float* __restrict__ dtb, const float* __restrict__ alog,
-               const float* __restrict__ Dw, float* __restrict__ state, float* __restrict__ y, int E, int Di, int C,
-               int H, int P, int N, int G, int Kc) {
-    pdl_begin();
+template <int NS>
+__device__ __forceinline__ void mamba_step_body(const float* __restrict__ in, const float* __restrict__ cw,
+                                                const float* __restrict__ cb, float* __restrict__ cst,
+                                                const float* __restrict__ dtb, const float* __restrict__ alog,
+                                                const float* __restrict__ Dw, float* __restrict__ state,
+                                                float* __restrict__ y, int E, int Di, int C, int H, int P, int N, int G,
+                                                int Kc, int flags) {
     __shared__ float xs[8 * SCAN_WARPS], bs[SCAN_MAXN], cs[SCAN_MAXN];
     int b = blockIdx.x / H, h = blockIdx.x % H;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     int g = h / (H / G);
     const float* row = in + (long long)b * E;
+    float st[STEP_ROWS][NS];
+    auto load_state = [&]() {
+#pragma unroll
+        for (int r = 0; r < STEP_ROWS; r++) {
+            int p = warp + SCAN_WARPS * r;
+            if (p < P) scan_state_load<NS>(st[r], state + (((long long)b * H + h) * P + p) * N, N, lane);
+        }
+    };
+    if (flags & 1) load_state();
+    pdl_begin();
     // The head's scalars (dt, its bias, A, D) and the scan's state rows
     // first: they do not depend on the conv, so their loads and the
     // softplus overlap it instead of following the barrier.
     float dtv = row[Di + C + h] + dtb[h], alv = alog[h], dskip = Dw[h];
-    float st[STEP_ROWS][SCAN_MAXN / 32];
-#pragma unroll
-    for (int r = 0; r < STEP_ROWS; r++) {
-        int p = warp + SCAN_WARPS * r;
-        if (p < P) scan_state_load(st[r], state + (((long long)b * H + h) * P + p) * N, N, lane);
-    }
+    if (!(flags & 1)) load_state();
     // Conv outputs: P x channels, then N B and N C channels.
     for (int i = threadIdx.x; i < P + 2 * N; i += blockDim.x) {
         int c;
@@ -196,19 +209,32 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)
         }
         *dst = silu_ref(acc);
     }
-    float delta, decay, Bv[SCAN_MAXN / 32], Cv[SCAN_MAXN / 32];
-    step_operands(dtv, alv, bs, cs, N, lane, &delta, &decay, Bv, Cv);
+    float delta, decay, Bv[NS], Cv[NS];
+    step_operands<NS>(dtv, alv, bs, cs, N, lane, &delta, &decay, Bv, Cv);
 #pragma unroll
     for (int r = 0; r < STEP_ROWS; r++) {
         int p = warp + SCAN_WARPS * r;
         if (p < P) {
             float xv = xs[p];
-            float acc = scan_step(st[r], decay, __fmul_rn(delta, xv), Bv, Cv, N, lane);
+            float acc = scan_step<NS>(st[r], decay, __fmul_rn(delta, xv), Bv, Cv, N, lane);
             if (lane == 0) y[(long long)b * Di + h * P + p] = acc + dskip * xv;
-            scan_state_store(st[r], state + (((long long)b * H + h) * P + p) * N, N, lane);
+            scan_state_store<NS>(st[r], state + (((long long)b * H + h) * P + p) * N, N, lane);
         }
     }
 }
+
+// mamba_step (d_state ≤ 256) and mamba_step_n128 (≤ 128). Launch grid B·H,
+// 256 threads.
+#define MAMBA_STEP(NAME, NMAX)                                                                                      \
+    extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)                                                   \
+        NAME(const float* __restrict__ in, const float* __restrict__ cw, const float* __restrict__ cb,             \
+             float* __restrict__ cst, const float* __restrict__ dtb, const float* __restrict__ alog,               \
+             const float* __restrict__ Dw, float* __restrict__ state, float* __restrict__ y, int E, int Di, int C, \
+             int H, int P, int N, int G, int Kc, int flags) {                                                      \
+        mamba_step_body<NMAX / 32>(in, cw, cb, cst, dtb, alog, Dw, state, y, E, Di, C, H, P, N, G, Kc, flags);     \
+    }
+MAMBA_STEP(mamba_step, 256)
+MAMBA_STEP(mamba_step_n128, 128)
 
 // mamba_step_gated: mamba_step for the fused mixer (gpu.Mamba2Block, one
 // norm group): the conv outputs come from in_proj's epilogue (xbc [B, C],
