@@ -495,7 +495,9 @@ func TestMamba2(t *testing.T) {
 		{DInner: 4096, Heads: 64, HeadDim: 64, DState: 128, Groups: 1, DConv: 4, Eps: 1e-5}, // real hybrid
 		{DInner: 96, Heads: 6, HeadDim: 16, DState: 20, Groups: 2, DConv: 3, Eps: 1e-5},     // odd
 		{DInner: 128, Heads: 4, HeadDim: 32, DState: 40, Groups: 2, DConv: 3, Eps: 1e-5},    // odd, through mamba_step
+		{DInner: 128, Heads: 4, HeadDim: 32, DState: 200, Groups: 1, DConv: 4, Eps: 1e-5},   // mamba_step's 8 slots a lane
 	}
+	defer func(wide bool) { mambaStepWide = wide }(mambaStepWide)
 	for i, s := range specs {
 		const B = 2
 		dt := compute.BF16
@@ -511,11 +513,22 @@ func TestMamba2(t *testing.T) {
 		for _, T := range []int{300, 1, 1, 2, 1, 7} {
 			in := randF32(r, 1, B, T, E)
 			oc := cb.Mamba2(in.c, wc, conv.c, ssm.c, s)
+			convW, ssmW := gb.Scale(conv.g, 1), gb.Scale(ssm.g, 1) // the states before, for the wide build
 			og := gb.Mamba2(in.g, wg, conv.g, ssm.g, s)
 			name := fmt.Sprintf("Mamba2 Di%d H%d N%d G%d Kc%d pos %d T %d", s.DInner, s.Heads, s.DState, s.Groups, s.DConv, pos, T)
 			check(t, name, pair{oc, og}, tol)
 			check(t, name+" conv state", conv, 0)
 			check(t, name+" ssm state", ssm, tol)
+			if T == 1 && s.DState <= 128 { // mamba_step_n128 against mamba_step's 8 slots: the same sums, bit for bit
+				mambaStepWide = true
+				ow := gb.Mamba2(in.g, wg, convW, ssmW, s)
+				mambaStepWide = false
+				checkVals(t, name+" 8 slots a lane", gb.ReadF32(og), gb.ReadF32(ow), 0)
+				checkVals(t, name+" 8 slots a lane, ssm state", gb.ReadF32(ssm.g), gb.ReadF32(ssmW), 0)
+				checkVals(t, name+" 8 slots a lane, conv state", gb.ReadF32(conv.g), gb.ReadF32(convW), 0)
+			}
+			gb.Free(convW)
+			gb.Free(ssmW)
 			pos += T
 		}
 	}
