@@ -72,7 +72,9 @@
 // clusters), and ZONOS_TWICE=name,… launches the named kernels twice to
 // measure what one costs inside the step graph; the Mamba2 conv and scan — one kernel for a decode step
 // (mamba_step: a block per head computes the conv outputs it needs, then
-// scans; the gated norm that follows rolls the shared B/C conv state;
+// scans, its state requested before the PDL wait and held in 4 slots a
+// lane for d_state ≤ 128; the gated norm that follows rolls the shared
+// B/C conv state;
 // under Mamba2Block, mamba_step_gated scans from the conv outputs of
 // in_proj's epilogue, four blocks per head with their state requested
 // before the PDL wait, and leaves the norm's sums of squares per block),
@@ -116,8 +118,11 @@
 // `ZONOS_RUN_BLOCKS=n`, `ZONOS_RUN_STAGES=n` and `ZONOS_RUN_BALANCE=0`
 // (mamba_run's block count, ring depth and row split),
 // `ZONOS_LANE_PRIORITY=decode|vocoder|equal` (which lane's stream is served first),
-// `ZONOS_MAMBA_STEP_EARLY=0` (mamba_step_gated requests its state after
-// the wait), `ZONOS_SCAN=seq` (the sequential prefill scan),
+// `ZONOS_MAMBA_STEP_EARLY=0` (mamba_step_gated and mamba_step request
+// their state after the wait), `ZONOS_MAMBA_STEP_NS=8` (mamba_step with 8
+// state slots a lane), `ZONOS_GEMV_TC_ROWS=64` (batches of 9–16 utterances
+// on gemv_tc blocks of 64 weight rows, not 128), `ZONOS_SCAN=seq` (the
+// sequential prefill scan),
 // `ZONOS_TC_PARTS=3` (tc_wbf3), `ZONOS_TC_WG=0` (prefill projections on
 // tc_wbf instead of tc_wg),
 // `ZONOS_GEMV=old` and `ZONOS_CUDA_RUNNER=0` switch the newer paths off for
