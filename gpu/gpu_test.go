@@ -382,31 +382,45 @@ func TestShapeOps(t *testing.T) {
 	checkVals(t, "Reshape view after Free", cb.ReadF32(x.c), gb.ReadF32(v), 0)
 }
 
+// TestAttention: prefills (300 positions, continuations of 5 and 9) and
+// decode steps agree with the CPU's attention and cache writes, with the
+// prefill on attn_pre (cached rows through shared memory) and on attn.
 func TestAttention(t *testing.T) {
 	need(t)
 	r := rand.New(rand.NewPCG(11, 12))
 	specs := []compute.AttentionSpec{
 		{Heads: 16, KVHeads: 4, HeadDim: 128, RotaryDim: 128, Rotary: compute.RotaryHalves, RotaryBase: 10000},
 		{Heads: 16, KVHeads: 4, HeadDim: 128, RotaryDim: 128, Rotary: compute.RotaryInterleaved, RotaryBase: 10000},
+		{Heads: 16, KVHeads: 4, HeadDim: 128, RotaryDim: 64, Rotary: compute.RotaryHalves, RotaryBase: 10000}, // real hybrid
 		{Heads: 4, KVHeads: 2, HeadDim: 64, RotaryDim: 32, Rotary: compute.RotaryHalves, RotaryBase: 10000},
 		{Heads: 3, KVHeads: 1, HeadDim: 40, RotaryDim: 40, Rotary: compute.RotaryInterleaved, RotaryBase: 10000},
+		{Heads: 4, KVHeads: 2, HeadDim: 64, RotaryDim: 0, RotaryBase: 10000},
+		{Heads: 8, KVHeads: 1, HeadDim: 32, RotaryDim: 32, Rotary: compute.RotaryHalves, RotaryBase: 10000}, // one query position a block
 	}
-	for _, a := range specs {
-		const B, maxT = 2, 400
-		kc := pair{cb.Zeros(B, maxT, a.KVHeads, a.HeadDim), gb.Zeros(B, maxT, a.KVHeads, a.HeadDim)}
-		vc := pair{cb.Zeros(B, maxT, a.KVHeads, a.HeadDim), gb.Zeros(B, maxT, a.KVHeads, a.HeadDim)}
-		pos := 0
-		for _, T := range []int{300, 1, 1, 5, 1} { // prefill longer than a 256 chunk, decode, continuation
-			q := randF32(r, 1, B, T, a.Heads*a.HeadDim)
-			k := randF32(r, 1, B, T, a.KVHeads*a.HeadDim)
-			v := randF32(r, 1, B, T, a.KVHeads*a.HeadDim)
-			oc := cb.Attention(q.c, k.c, v.c, kc.c, vc.c, pos, a)
-			og := gb.Attention(q.g, k.g, v.g, kc.g, vc.g, pos, a)
-			name := fmt.Sprintf("Attention H%d/%d Dh%d rot%d %v pos %d T %d", a.Heads, a.KVHeads, a.HeadDim, a.RotaryDim, a.Rotary, pos, T)
-			check(t, name, pair{oc, og}, tol)
-			check(t, name+" kcache", kc, 1e-5)
-			check(t, name+" vcache", vc, 0)
-			pos += T
+	defer func(off bool) { attnPreOff = off }(attnPreOff)
+	for _, preOff := range []bool{false, true} { // prefills on attn_pre, then on attn
+		attnPreOff = preOff
+		for _, a := range specs {
+			const B, maxT = 2, 400
+			kc := pair{cb.Zeros(B, maxT, a.KVHeads, a.HeadDim), gb.Zeros(B, maxT, a.KVHeads, a.HeadDim)}
+			vc := pair{cb.Zeros(B, maxT, a.KVHeads, a.HeadDim), gb.Zeros(B, maxT, a.KVHeads, a.HeadDim)}
+			pos := 0
+			for _, T := range []int{300, 1, 1, 5, 1, 9} { // prefill longer than a 256 chunk, decode, continuations
+				q := randF32(r, 1, B, T, a.Heads*a.HeadDim)
+				k := randF32(r, 1, B, T, a.KVHeads*a.HeadDim)
+				v := randF32(r, 1, B, T, a.KVHeads*a.HeadDim)
+				oc := cb.Attention(q.c, k.c, v.c, kc.c, vc.c, pos, a)
+				before := gb.k["attn_pre"].launches
+				og := gb.Attention(q.g, k.g, v.g, kc.g, vc.g, pos, a)
+				if ran, want := gb.k["attn_pre"].launches > before, T > 1 && !preOff; ran != want {
+					t.Fatalf("T %d: attn_pre ran %v with ZONOS_ATTN_PRE off %v", T, ran, preOff)
+				}
+				name := fmt.Sprintf("Attention H%d/%d Dh%d rot%d %v pos %d T %d attn_pre %v", a.Heads, a.KVHeads, a.HeadDim, a.RotaryDim, a.Rotary, pos, T, !preOff)
+				check(t, name, pair{oc, og}, tol)
+				check(t, name+" kcache", kc, 1e-5)
+				check(t, name+" vcache", vc, 0)
+				pos += T
+			}
 		}
 	}
 }

@@ -162,6 +162,13 @@ func (b *Backend) attention(op qkvOperands, kCache, vCache compute.Tensor, pos i
 		}
 		b.launch(b.k["attn_cache"], grid1(B*T*Hk*Dh), block256, kp, vp, kc.ptr(), vc.ptr(),
 			B, T, Hk, Dh, maxT, pos, pp, dr, inter, a.RotaryBase, op.ldkv)
+		if T > 1 && pt == nil && attnPreFits(H, Hk, Dh) { // prefill: the cached rows through shared memory, scored a lane each
+			Q := attnPreWarps / (H / Hk) // query positions a block
+			tiles := (T + Q - 1) / Q
+			b.launch(b.k["attn_pre"], [3]int{B * Hk * tiles, 1, 1}, [3]int{32 * attnPreWarps, 1, 1}, qp, kc.ptr(), vc.ptr(), out.ptr(),
+				T, H, Hk, Dh, maxT, pos, dr, inter, a.RotaryBase, scale, op.ldq, Q)
+			return
+		}
 		b.launch(b.k["attn"], [3]int{B * T * H, 1, 1}, [3]int{128, 1, 1}, qp, kc.ptr(), vc.ptr(), out.ptr(),
 			T, H, Hk, Dh, maxT, pos, pp, dr, inter, a.RotaryBase, scale, op.ldq)
 	})
@@ -198,6 +205,23 @@ var attnStepOff = os.Getenv("ZONOS_ATTN_STEP") == "0"
 // float4s, at most 4 query heads per KV head.
 func (b *Backend) attnStepFits(H, Hk, Dh int) bool {
 	return !attnStepOff && b.hopper && Dh%4 == 0 && Dh <= attnStepMaxDim && H/Hk <= attnStepGroup
+}
+
+// attn_pre's geometry (ATP_W, ATP_D in kernels/attention.cu): warps a
+// block (each a query position and head), widest head.
+const (
+	attnPreWarps  = 8
+	attnPreMaxDim = 128
+)
+
+// attnPreOff (ZONOS_ATTN_PRE=0) runs a prefill's attention on attn, a
+// block per query position and head (for before/after measurements).
+var attnPreOff = os.Getenv("ZONOS_ATTN_PRE") == "0"
+
+// attnPreFits reports whether attn_pre takes a prefill of H query heads
+// over Hk KV heads of dimension Dh.
+func attnPreFits(H, Hk, Dh int) bool {
+	return !attnPreOff && Dh%4 == 0 && Dh <= attnPreMaxDim && H/Hk <= attnPreWarps
 }
 
 // Mamba2 limits of the kernels (CONV_MAXK, SCAN_MAXN).

@@ -136,6 +136,128 @@ extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32) attn(const float* _
            out + (((long long)b * T + t) * H + h) * Dh, true, &M, &L);
 }
 
+// attn_pre is attn for a prefill (T > 1, Dh ≤ 128, Dh % 4 = 0, G = H/Hk
+// ≤ 8 query heads per KV head; the backend's choice there). Why: attn's
+// block per (b, t, h) walks its positions a warp at a time, one L2 round
+// trip and one dependent shuffle reduction per position, and rotates its
+// query with float64 trig per element: 34 µs a layer for a 71-position
+// prompt (ncu, session 27 run 2), 12 such layers on the time to first
+// audio. A first attn_pre, one warp per query position walking its
+// positions one by one, was slower still (session 27 run 3): the walk is
+// a chain of dependent shuffles and exps.
+//
+// Here block (b, KV head, Q = 8/G query positions) has warp w take query
+// head g = w mod G of position t0 + w / G. The block brings ATP_J cached
+// positions at a time into shared memory (keys padded to Dh + 1 floats a
+// row, so lane j reading row j is conflict-free); each warp scores the
+// tile's positions a lane each (a dot product over Dh from shared memory,
+// no shuffles), takes the tile's max and sum in one reduction each, and
+// adds the values weighted by the lanes' exps (broadcast by shuffle) into
+// its output dims (4 a lane). Rotation as rotated(), angles computed
+// before the PDL wait (prefill positions come from the host).
+//
+// Launch: grid B·Hk·⌈T / Q⌉, 256 threads; Q = 8 / G.
+#define ATP_W 8
+#define ATP_J 32
+#define ATP_D 128
+extern "C" __global__ void __launch_bounds__(ATP_W * 32) attn_pre(const float* __restrict__ q, const float* __restrict__ kc,
+                                const float* __restrict__ vc, float* __restrict__ out,
+                                int T, int H, int Hk, int Dh, int maxT, int pos, int dr, int interleaved, double base,
+                                float scale, int ldq, int Q) {
+    __shared__ float ks[ATP_J * (ATP_D + 1)];
+    __shared__ __align__(16) float vs[ATP_J * ATP_D];
+    __shared__ float qs[ATP_W][ATP_D];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int G = H / Hk, tiles = (T + Q - 1) / Q;
+    const int tile = blockIdx.x % tiles, pair = blockIdx.x / tiles;
+    const int kh = pair % Hk, b = pair / Hk;
+    const int t0 = tile * Q, tq = t0 + warp / G, g = warp % G;
+    const bool live = warp < Q * G && tq < T; // warp-uniform
+    const int p = pos + tq;                     // this warp's query position
+    const int last = pos + min(T, t0 + Q) - 1;  // the block's last query position
+    // The rotary angles of this lane's dims d = lane + 32·i.
+    float c[ATP_D / 32], sn[ATP_D / 32];
+#pragma unroll
+    for (int i = 0; i < ATP_D / 32; i++) {
+        const int d = lane + 32 * i;
+        c[i] = 1.f, sn[i] = 0.f;
+        if (live && d < dr) rot_angle(p, interleaved ? d >> 1 : (d < dr / 2 ? d : d - dr / 2), dr, base, &c[i], &sn[i]);
+    }
+    pdl_begin();
+    if (live) {
+        const float* qv = q + ((long long)b * T + tq) * ldq + (long long)(kh * G + g) * Dh;
+#pragma unroll
+        for (int i = 0; i < ATP_D / 32; i++) {
+            const int d = lane + 32 * i;
+            if (d >= Dh) continue;
+            float r = qv[d];
+            if (d < dr) {
+                const int half = dr / 2;
+                int ia, ib;
+                if (interleaved) { ia = d & ~1; ib = ia + 1; }
+                else { const int j = d < half ? d : d - half; ia = j; ib = j + half; }
+                const float x1 = qv[ia], x2 = qv[ib];
+                r = d == ia ? __fsub_rn(__fmul_rn(x1, c[i]), __fmul_rn(x2, sn[i]))
+                            : __fadd_rn(__fmul_rn(x2, c[i]), __fmul_rn(x1, sn[i]));
+            }
+            qs[warp][d] = r;
+        }
+    }
+    __syncwarp();
+    const int D4 = Dh / 4;
+    const bool on = 4 * lane < Dh;
+    float m = -INFINITY, l = 0.f;
+    float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
+    const long long rowStride = (long long)Hk * Dh;
+    const float* kbase = kc + ((long long)b * maxT * Hk + kh) * Dh;
+    const float* vbase = vc + ((long long)b * maxT * Hk + kh) * Dh;
+    for (int j0 = 0; j0 <= last; j0 += ATP_J) {
+        const int jn = min(ATP_J, last + 1 - j0);
+        __syncthreads(); // every warp is done with the previous tile
+        for (int e = threadIdx.x; e < jn * D4; e += blockDim.x) {
+            const int j = e / D4, d = 4 * (e % D4);
+            const float4 kv = __ldcg((const float4*)(kbase + (j0 + j) * rowStride + d));
+            float* kr = ks + j * (ATP_D + 1) + d;
+            kr[0] = kv.x, kr[1] = kv.y, kr[2] = kv.z, kr[3] = kv.w;
+            *(float4*)(vs + j * ATP_D + d) = __ldcg((const float4*)(vbase + (j0 + j) * rowStride + d));
+        }
+        __syncthreads();
+        const int jc = live ? min(jn, p + 1 - j0) : 0; // positions of this tile the query sees (warp-uniform)
+        if (jc <= 0) continue;
+        float sc = -INFINITY;
+        if (lane < jc) {
+            const float* kr = ks + lane * (ATP_D + 1);
+            float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;
+            for (int d = 0; d < Dh; d += 4) {
+                a0 += qs[warp][d] * kr[d];
+                a1 += qs[warp][d + 1] * kr[d + 1];
+                a2 += qs[warp][d + 2] * kr[d + 2];
+                a3 += qs[warp][d + 3] * kr[d + 3];
+            }
+            sc = ((a0 + a1) + (a2 + a3)) * scale;
+        }
+        float mt = sc;
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, off));
+        const float mn = fmaxf(m, mt);
+        const float corr = expf(m - mn);
+        const float ex = lane < jc ? expf(sc - mn) : 0.f;
+        l = l * corr + warp_sum(ex);
+        o.x *= corr, o.y *= corr, o.z *= corr, o.w *= corr;
+        for (int j = 0; j < jc; j++) {
+            const float ej = __shfl_sync(0xffffffffu, ex, j);
+            if (on) {
+                const float4 vv = *(const float4*)(vs + j * ATP_D + 4 * lane);
+                o.x += ej * vv.x, o.y += ej * vv.y, o.z += ej * vv.z, o.w += ej * vv.w;
+            }
+        }
+        m = mn;
+    }
+    if (!live || !on) return;
+    o.x = o.x / l, o.y = o.y / l, o.z = o.z / l, o.w = o.w / l;
+    *(float4*)(out + (((long long)b * T + tq) * H + kh * G + g) * Dh + 4 * lane) = o;
+}
+
 // attn_split is attn for one query position per (b, h) spread over S
 // blocks (flash-decoding): block (r, s) takes a contiguous share of the
 // cache positions [0, n) and writes its unnormalised partial — o[Dh], then

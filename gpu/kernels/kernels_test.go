@@ -131,7 +131,9 @@ func TestPDLWaitFirst(t *testing.T) {
 			// feedback kernel, which completed before its predecessor
 			// waited) and computes its rotary angle first: the float64
 			// trig's calls, stack and coefficient tables.
-			angleFirst := strings.HasPrefix(name, "attn_step")
+			// attn_pre does the same for its query positions (from the
+			// host).
+			angleFirst := strings.HasPrefix(name, "attn_step") || name == "attn_pre"
 			checked++
 			for _, line := range strings.Split(bodies[name], "\n") {
 				ins := strings.TrimSpace(line)
