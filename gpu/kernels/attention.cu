@@ -27,6 +27,18 @@ __device__ __forceinline__ float rotated(const float* v, int d, int p, int dr, i
     return __fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, s));
 }
 
+// rot_apply is rotated() with the angle's cos c and sin s already known.
+__device__ __forceinline__ float rot_apply(const float* v, int d, int dr, int interleaved, float c, float s) {
+    if (d >= dr) return v[d];
+    int half = dr / 2;
+    int ia, ib;
+    if (interleaved) { ia = d & ~1; ib = ia + 1; }
+    else { int i = d < half ? d : d - half; ia = i; ib = i + half; }
+    float x1 = v[ia], x2 = v[ib];
+    if (d == ia) return __fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s));
+    return __fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, s));
+}
+
 // attn_cache writes rotated k and plain v for positions pos…pos+T−1 into the
 // caches [B, maxT, Hk, Dh]; k, v are [B, T, Hk·Dh] with rows ldkv floats
 // apart (Hk·Dh, or the packed qkv width). When posp is not null
@@ -189,18 +201,7 @@ extern "C" __global__ void __launch_bounds__(ATP_W * 32) attn_pre(const float* _
 #pragma unroll
         for (int i = 0; i < ATP_D / 32; i++) {
             const int d = lane + 32 * i;
-            if (d >= Dh) continue;
-            float r = qv[d];
-            if (d < dr) {
-                const int half = dr / 2;
-                int ia, ib;
-                if (interleaved) { ia = d & ~1; ib = ia + 1; }
-                else { const int j = d < half ? d : d - half; ia = j; ib = j + half; }
-                const float x1 = qv[ia], x2 = qv[ib];
-                r = d == ia ? __fsub_rn(__fmul_rn(x1, c[i]), __fmul_rn(x2, sn[i]))
-                            : __fadd_rn(__fmul_rn(x2, c[i]), __fmul_rn(x1, sn[i]));
-            }
-            qs[warp][d] = r;
+            if (d < Dh) qs[warp][d] = rot_apply(qv, d, dr, interleaved, c[i], sn[i]);
         }
     }
     __syncwarp();
@@ -391,17 +392,6 @@ __device__ __forceinline__ void ats_cluster_sync() {
     asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
 }
 
-// rot_apply is rotated() with the angle's cos c and sin s already known.
-__device__ __forceinline__ float rot_apply(const float* v, int d, int dr, int interleaved, float c, float s) {
-    if (d >= dr) return v[d];
-    int half = dr / 2;
-    int ia, ib;
-    if (interleaved) { ia = d & ~1; ib = ia + 1; }
-    else { int i = d < half ? d : d - half; ia = i; ib = i + half; }
-    float x1 = v[ia], x2 = v[ib];
-    if (d == ia) return __fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s));
-    return __fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, s));
-}
 #endif
 
 template <int ATS_S>

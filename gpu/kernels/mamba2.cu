@@ -179,8 +179,9 @@ __device__ __forceinline__ void mamba_step_body(const float* __restrict__ in, co
     if (flags & 1) load_state();
     pdl_begin();
     // The head's scalars (dt, its bias, A, D) and the scan's state rows
-    // first: they do not depend on the conv, so their loads and the
-    // softplus overlap it instead of following the barrier.
+    // (unless requested before the wait) first: they do not depend on the
+    // conv, so their loads and the softplus overlap it instead of following
+    // the barrier.
     float dtv = row[Di + C + h] + dtb[h], alv = alog[h], dskip = Dw[h];
     if (!(flags & 1)) load_state();
     // Conv outputs: P x channels, then N B and N C channels.
