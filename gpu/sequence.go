@@ -162,7 +162,7 @@ func (b *Backend) attention(op qkvOperands, kCache, vCache compute.Tensor, pos i
 		}
 		b.launch(b.k["attn_cache"], grid1(B*T*Hk*Dh), block256, kp, vp, kc.ptr(), vc.ptr(),
 			B, T, Hk, Dh, maxT, pos, pp, dr, inter, a.RotaryBase, op.ldkv)
-		if T > 1 && pt == nil && attnPreFits(H, Hk, Dh) { // prefill: the cached rows through shared memory, scored a lane each
+		if attnPreFits(H, Hk, Dh) { // prefill (T > 1 here): the cached rows through shared memory, scored a lane each
 			Q := attnPreWarps / (H / Hk) // query positions a block
 			tiles := (T + Q - 1) / Q
 			b.launch(b.k["attn_pre"], [3]int{B * Hk * tiles, 1, 1}, [3]int{32 * attnPreWarps, 1, 1}, qp, kc.ptr(), vc.ptr(), out.ptr(),
