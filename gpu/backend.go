@@ -28,8 +28,9 @@ type Backend struct {
 	// runSync is the lane's two mamba_run barrier counters (mambarun.go);
 	// runTrace, when set (tests), receives mamba_run's timer stamps.
 	runSync, runTrace cu.DevicePtr
-	reader            *reader // read-backs (lane.go)
-	side              bool    // made by Lane
+	reader            *reader   // read-backs (lane.go)
+	side              bool      // made by Lane
+	rot               *rotTable // the last prefill's rotary angles (sequence.go; owner goroutine)
 }
 
 // device is what the lanes of one CUDA device share.

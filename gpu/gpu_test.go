@@ -384,7 +384,9 @@ func TestShapeOps(t *testing.T) {
 
 // TestAttention: prefills (300 positions, continuations of 5 and 9) and
 // decode steps agree with the CPU's attention and cache writes, with the
-// prefill on attn_pre (cached rows through shared memory) and on attn.
+// prefill on attn_pre (cached rows through shared memory) and on attn; a
+// prefill's cache writes from rot_table's angles match those computed per
+// element bit for bit.
 func TestAttention(t *testing.T) {
 	need(t)
 	r := rand.New(rand.NewPCG(11, 12))
@@ -397,7 +399,7 @@ func TestAttention(t *testing.T) {
 		{Heads: 4, KVHeads: 2, HeadDim: 64, RotaryDim: 0, RotaryBase: 10000},
 		{Heads: 8, KVHeads: 1, HeadDim: 32, RotaryDim: 32, Rotary: compute.RotaryHalves, RotaryBase: 10000}, // one query position a block
 	}
-	defer func(off bool) { attnPreOff = off }(attnPreOff)
+	defer func(off, rotOff bool) { attnPreOff, rotTableOff = off, rotOff }(attnPreOff, rotTableOff)
 	for _, preOff := range []bool{false, true} { // prefills on attn_pre, then on attn
 		attnPreOff = preOff
 		for _, a := range specs {
@@ -410,6 +412,7 @@ func TestAttention(t *testing.T) {
 				k := randF32(r, 1, B, T, a.KVHeads*a.HeadDim)
 				v := randF32(r, 1, B, T, a.KVHeads*a.HeadDim)
 				oc := cb.Attention(q.c, k.c, v.c, kc.c, vc.c, pos, a)
+				kc2, vc2 := gb.Scale(kc.g, 1), gb.Scale(vc.g, 1) // the caches before, for the angles computed per element
 				before := gb.k["attn_pre"].launches
 				og := gb.Attention(q.g, k.g, v.g, kc.g, vc.g, pos, a)
 				if ran, want := gb.k["attn_pre"].launches > before, T > 1 && !preOff; ran != want {
@@ -419,6 +422,16 @@ func TestAttention(t *testing.T) {
 				check(t, name, pair{oc, og}, tol)
 				check(t, name+" kcache", kc, 1e-5)
 				check(t, name+" vcache", vc, 0)
+				if T > 1 { // rot_table's angles are rot_angle's: the cache writes agree bit for bit
+					rotTableOff = true
+					og2 := gb.Attention(q.g, k.g, v.g, kc2, vc2, pos, a)
+					rotTableOff = false
+					checkVals(t, name+" kcache, angles per element", gb.ReadF32(kc.g), gb.ReadF32(kc2), 0)
+					check(t, name+" on attn, angles per element", pair{oc, og2}, tol)
+					gb.Free(og2)
+				}
+				gb.Free(kc2)
+				gb.Free(vc2)
 				pos += T
 			}
 		}

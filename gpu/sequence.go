@@ -160,13 +160,17 @@ func (b *Backend) attention(op qkvOperands, kCache, vCache compute.Tensor, pos i
 			part.h.release()
 			return
 		}
+		tab := nullPtr // the prefill's rotary angles
+		if dr > 0 && !rotTableOff {
+			tab = b.rotaryTable(pos, T, dr, a.RotaryBase)
+		}
 		b.launch(b.k["attn_cache"], grid1(B*T*Hk*Dh), block256, kp, vp, kc.ptr(), vc.ptr(),
-			B, T, Hk, Dh, maxT, pos, pp, dr, inter, a.RotaryBase, op.ldkv)
-		if attnPreFits(H, Hk, Dh) { // prefill (T > 1 here): the cached rows through shared memory, scored a lane each
+			B, T, Hk, Dh, maxT, pos, pp, dr, inter, a.RotaryBase, op.ldkv, tab)
+		if attnPreFits(H, Hk, Dh) && (dr == 0 || tab != nullPtr) { // prefill (T > 1 here): the cached rows through shared memory, scored a lane each
 			Q := attnPreWarps / (H / Hk) // query positions a block
 			tiles := (T + Q - 1) / Q
 			b.launch(b.k["attn_pre"], [3]int{B * Hk * tiles, 1, 1}, [3]int{32 * attnPreWarps, 1, 1}, qp, kc.ptr(), vc.ptr(), out.ptr(),
-				T, H, Hk, Dh, maxT, pos, dr, inter, a.RotaryBase, scale, op.ldq, Q)
+				T, H, Hk, Dh, maxT, pos, dr, inter, scale, op.ldq, Q, tab)
 			return
 		}
 		b.launch(b.k["attn"], [3]int{B * T * H, 1, 1}, [3]int{128, 1, 1}, qp, kc.ptr(), vc.ptr(), out.ptr(),
@@ -205,6 +209,37 @@ var attnStepOff = os.Getenv("ZONOS_ATTN_STEP") == "0"
 // float4s, at most 4 query heads per KV head.
 func (b *Backend) attnStepFits(H, Hk, Dh int) bool {
 	return !attnStepOff && b.hopper && Dh%4 == 0 && Dh <= attnStepMaxDim && H/Hk <= attnStepGroup
+}
+
+// rotTableOff (ZONOS_ROT_TABLE=0) has a prefill's cache writes compute
+// their rotary angles themselves (and its attention run on attn), for
+// before/after measurements.
+var rotTableOff = os.Getenv("ZONOS_ROT_TABLE") == "0"
+
+// rotTable is rot_table's (cos, sin) of positions [pos, pos+T) at dr/2
+// frequencies: a prefill's attention layers all rotate the same positions,
+// so the lane keeps the last table and the next layer reuses it.
+type rotTable struct {
+	pos, T, dr int
+	base       float64
+	t          *tensor
+}
+
+// rotaryTable returns the table for positions [pos, pos+T) (owner
+// goroutine), made by rot_table unless the last one is for the same
+// positions. A replaced table goes back to the pool in stream order, after
+// the kernels that read it.
+func (b *Backend) rotaryTable(pos, T, dr int, base float64) cu.DevicePtr {
+	if r := b.rot; r != nil && r.pos == pos && r.T == T && r.dr == dr && r.base == base {
+		return r.t.ptr()
+	}
+	if b.rot != nil {
+		b.rot.t.h.release()
+	}
+	t := b.newTensor(compute.F32, T, dr) // [T][dr/2] float2
+	b.launch(b.k["rot_table"], grid1(T*dr/2), block256, t.ptr(), pos, T, dr, base)
+	b.rot = &rotTable{pos: pos, T: T, dr: dr, base: base, t: t}
+	return t.ptr()
 }
 
 // attn_pre's geometry (ATP_W, ATP_D in kernels/attention.cu): warps a

@@ -39,15 +39,40 @@ __device__ __forceinline__ float rot_apply(const float* v, int d, int dr, int in
     return __fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, s));
 }
 
+// rot_table: tab[t, i] = (cos, sin) of position pos + t at frequency index i
+// < dr/2, as rot_angle computes them: a prefill's 12 attention layers share
+// one table (the backend keeps it for the positions it was made for)
+// instead of each cache write and each query rotation evaluating float64
+// pow, cos and sin per element.
+extern "C" __global__ void rot_table(float2* __restrict__ tab, int pos, int T, int dr, double base) {
+    pdl_begin();
+    const int half = dr / 2;
+    for (int e = blockIdx.x * blockDim.x + threadIdx.x; e < T * half; e += gridDim.x * blockDim.x) {
+        float c, s;
+        rot_angle(pos + e / half, e % half, dr, base, &c, &s);
+        tab[e] = make_float2(c, s);
+    }
+}
+
+// rot_tab_apply is element d of head vector v of position row t of the
+// table after rotary (rot_apply with the table's angle).
+__device__ __forceinline__ float rot_tab_apply(const float* v, int d, int dr, int interleaved, const float2* tab, int t) {
+    if (d >= dr) return v[d];
+    const int half = dr / 2;
+    const float2 cs = tab[t * half + (interleaved ? d >> 1 : (d < half ? d : d - half))];
+    return rot_apply(v, d, dr, interleaved, cs.x, cs.y);
+}
+
 // attn_cache writes rotated k and plain v for positions pos…pos+T−1 into the
 // caches [B, maxT, Hk, Dh]; k, v are [B, T, Hk·Dh] with rows ldkv floats
 // apart (Hk·Dh, or the packed qkv width). When posp is not null
 // the first position is read from it instead (a decode step replayed as a
-// CUDA graph keeps its position on the device).
+// CUDA graph keeps its position on the device). tab, when not null, is
+// rot_table's for these positions.
 extern "C" __global__ void attn_cache(const float* __restrict__ k, const float* __restrict__ v,
                                       float* __restrict__ kc, float* __restrict__ vc,
                                       int B, int T, int Hk, int Dh, int maxT, int pos, const int* __restrict__ posp,
-                                      int dr, int interleaved, double base, int ldkv) {
+                                      int dr, int interleaved, double base, int ldkv, const float2* __restrict__ tab) {
     pdl_begin();
     if (posp) pos = *posp;
     long long total = (long long)B * T * Hk * Dh;
@@ -61,7 +86,7 @@ extern "C" __global__ void attn_cache(const float* __restrict__ k, const float* 
         long long bt = r / Hk;  // k and v rows are ldkv floats apart (packed qkv)
         const float* kv = k + bt * ldkv + (long long)h * Dh;
         long long dst = (((long long)b * maxT + pos + t) * Hk + h) * Dh + d;
-        kc[dst] = rotated(kv, d, pos + t, dr, interleaved, base);
+        kc[dst] = tab ? rot_tab_apply(kv, d, dr, interleaved, tab, t) : rotated(kv, d, pos + t, dr, interleaved, base);
         vc[dst] = v[bt * ldkv + (long long)h * Dh + d];
     }
 }
@@ -165,8 +190,8 @@ extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32) attn(const float* _
 // tile's positions a lane each (a dot product over Dh from shared memory,
 // no shuffles), takes the tile's max and sum in one reduction each, and
 // adds the values weighted by the lanes' exps (broadcast by shuffle) into
-// its output dims (4 a lane). Rotation as rotated(), angles computed
-// before the PDL wait (prefill positions come from the host).
+// its output dims (4 a lane). Rotation by rot_table's angles (tab, for
+// positions pos…pos+T−1; unused when dr = 0).
 //
 // Launch: grid B·Hk·⌈T / Q⌉, 256 threads; Q = 8 / G.
 #define ATP_W 8
@@ -174,8 +199,8 @@ extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32) attn(const float* _
 #define ATP_D 128
 extern "C" __global__ void __launch_bounds__(ATP_W * 32) attn_pre(const float* __restrict__ q, const float* __restrict__ kc,
                                 const float* __restrict__ vc, float* __restrict__ out,
-                                int T, int H, int Hk, int Dh, int maxT, int pos, int dr, int interleaved, double base,
-                                float scale, int ldq, int Q) {
+                                int T, int H, int Hk, int Dh, int maxT, int pos, int dr, int interleaved,
+                                float scale, int ldq, int Q, const float2* __restrict__ tab) {
     __shared__ float ks[ATP_J * (ATP_D + 1)];
     __shared__ __align__(16) float vs[ATP_J * ATP_D];
     __shared__ float qs[ATP_W][ATP_D];
@@ -187,21 +212,13 @@ extern "C" __global__ void __launch_bounds__(ATP_W * 32) attn_pre(const float* _
     const bool live = warp < Q * G && tq < T; // warp-uniform
     const int p = pos + tq;                     // this warp's query position
     const int last = pos + min(T, t0 + Q) - 1;  // the block's last query position
-    // The rotary angles of this lane's dims d = lane + 32·i.
-    float c[ATP_D / 32], sn[ATP_D / 32];
-#pragma unroll
-    for (int i = 0; i < ATP_D / 32; i++) {
-        const int d = lane + 32 * i;
-        c[i] = 1.f, sn[i] = 0.f;
-        if (live && d < dr) rot_angle(p, interleaved ? d >> 1 : (d < dr / 2 ? d : d - dr / 2), dr, base, &c[i], &sn[i]);
-    }
     pdl_begin();
     if (live) {
         const float* qv = q + ((long long)b * T + tq) * ldq + (long long)(kh * G + g) * Dh;
 #pragma unroll
         for (int i = 0; i < ATP_D / 32; i++) {
             const int d = lane + 32 * i;
-            if (d < Dh) qs[warp][d] = rot_apply(qv, d, dr, interleaved, c[i], sn[i]);
+            if (d < Dh) qs[warp][d] = rot_tab_apply(qv, d, dr, interleaved, tab, tq);
         }
     }
     __syncwarp();

@@ -131,9 +131,7 @@ func TestPDLWaitFirst(t *testing.T) {
 			// feedback kernel, which completed before its predecessor
 			// waited) and computes its rotary angle first: the float64
 			// trig's calls, stack and coefficient tables.
-			// attn_pre does the same for its query positions (from the
-			// host).
-			angleFirst := strings.HasPrefix(name, "attn_step") || name == "attn_pre"
+			angleFirst := strings.HasPrefix(name, "attn_step")
 			checked++
 			for _, line := range strings.Split(bodies[name], "\n") {
 				ins := strings.TrimSpace(line)
