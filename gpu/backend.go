@@ -31,9 +31,6 @@ type Backend struct {
 	reader            *reader   // read-backs (lane.go)
 	side              bool      // made by Lane
 	rot               *rotTable // the last prefill's rotary angles (sequence.go; owner goroutine)
-	// prefetch is PrefetchNext's hint for the lane's next mamba_run or
-	// attn_step (prefetch.go; owner goroutine).
-	prefetch [2]pfRegion
 }
 
 // device is what the lanes of one CUDA device share.

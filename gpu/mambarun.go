@@ -144,18 +144,14 @@ func (b *Backend) runFits(s compute.Mamba2Spec, d, B int) bool {
 // runMaxL layers. It declines (ok false) off Hopper, for prefill, for more
 // than one utterance, and for shapes the kernel is not compiled for.
 func (b *Backend) Mamba2Run(hidden, residual compute.Tensor, blocks []compute.Mamba2RunBlock, eps float32) (compute.Tensor, compute.Tensor, bool) {
-	decline := func() (compute.Tensor, compute.Tensor, bool) {
-		b.dropPrefetch() // PrefetchNext's hint was for this run
-		return nil, nil, false
-	}
 	ht := f32Of(hidden, "Mamba2Run")
 	if len(ht.shape) != 3 || ht.shape[1] != 1 || len(blocks) == 0 {
-		return decline()
+		return nil, nil, false
 	}
 	B, d := ht.shape[0], ht.shape[2]
 	s := blocks[0].Spec
 	if !b.runFits(s, d, B) {
-		return decline()
+		return nil, nil, false
 	}
 	for _, bl := range blocks {
 		wi, wo := cast(bl.InProj), cast(bl.OutProj)
@@ -165,14 +161,14 @@ func (b *Backend) Mamba2Run(hidden, residual compute.Tensor, blocks []compute.Ma
 			wi.shape[0] != E || wi.shape[1] != d || wo.shape[0] != d || wo.shape[1] != s.DInner ||
 			cast(bl.ConvState).n() != B*C*s.DConv || cast(bl.SSMState).n() != B*s.Heads*s.HeadDim*s.DState ||
 			cast(bl.NormW).n() != d || (bl.NormB != nil && cast(bl.NormB).n() != d) {
-			return decline()
+			return nil, nil, false
 		}
 	}
 	var rt *tensor
 	if residual != nil {
 		rt = f32Of(residual, "Mamba2Run")
 		if rt.n() != ht.n() {
-			return decline()
+			return nil, nil, false
 		}
 	}
 	var hout, rout *tensor
@@ -182,7 +178,7 @@ func (b *Backend) Mamba2Run(hidden, residual compute.Tensor, blocks []compute.Ma
 			n := min(len(blocks), runMaxL)
 			hout = b.newTensor(compute.F32, B, 1, d)
 			rout = b.newTensor(compute.F32, B, 1, d)
-			b.mambaRun(in, res, hout, rout, blocks[:n], s, B, eps, n == len(blocks))
+			b.mambaRun(in, res, hout, rout, blocks[:n], s, B, eps)
 			if in != ht {
 				in.h.release()
 				res.h.release()
@@ -193,9 +189,8 @@ func (b *Backend) Mamba2Run(hidden, residual compute.Tensor, blocks []compute.Ma
 	return hout, rout, true
 }
 
-// mambaRun launches mamba_run over up to runMaxL blocks (owner goroutine);
-// the run's last launch takes PrefetchNext's hint.
-func (b *Backend) mambaRun(hin, rin, hout, rout *tensor, blocks []compute.Mamba2RunBlock, s compute.Mamba2Spec, B int, eps float32, last bool) {
+// mambaRun launches mamba_run over up to runMaxL blocks (owner goroutine).
+func (b *Backend) mambaRun(hin, rin, hout, rout *tensor, blocks []compute.Mamba2RunBlock, s compute.Mamba2Spec, B int, eps float32) {
 	Di, H, P, N, Kc := s.DInner, s.Heads, s.HeadDim, s.DState, s.DConv
 	C := Di + 2*N
 	E := Di + C + H
@@ -241,15 +236,6 @@ func (b *Backend) mambaRun(hin, rin, hout, rout *tensor, blocks []compute.Mamba2
 	binary.LittleEndian.PutUint32(args[o+12:], uint32(b2i(!runStageSplit)))
 	binary.LittleEndian.PutUint32(args[o+16:], uint32(runInflight()))
 	binary.LittleEndian.PutUint32(args[o+20:], uint32(runInflight2()))
-	o += 28 // MambaRunArgs.pf, .pfn (after inflight2, 8-byte aligned)
-	var pf [2]pfRegion
-	if last {
-		pf = b.takePrefetch()
-	}
-	for i, r := range pf {
-		put(o+8*i, r.p)
-		binary.LittleEndian.PutUint64(args[o+16+8*i:], uint64(r.n))
-	}
 	kernel := "mamba_run"
 	if b.runTrace != 0 {
 		kernel = "mamba_run_trace" // the same kernel with the trace's stamps compiled in

@@ -147,11 +147,9 @@ func (b *Backend) attention(op qkvOperands, kCache, vCache compute.Tensor, pos i
 		qp := op.q.ptr()
 		kp := op.k.ptr() + cu.DevicePtr(4*op.kOff)
 		vp := op.v.ptr() + cu.DevicePtr(4*op.vOff)
-		pf := b.takePrefetch()
 		if T == 1 && b.attnStepFits(H, Hk, Dh) { // decode: one kernel, a cluster per (row, KV head)
 			b.launchCluster(b.k[attnStepKernels[attnStepCluster]], [3]int{B * Hk * attnStepCluster, 1, 1}, [3]int{attnStepThreads, 1, 1}, attnStepCluster,
-				qp, kp, vp, kc.ptr(), vc.ptr(), out.ptr(), H, Hk, Dh, maxT, pos, pp, npos, dr, inter, a.RotaryBase, scale, op.ldq, op.ldkv,
-				pf[0].p, pf[0].n, pf[1].p, pf[1].n)
+				qp, kp, vp, kc.ptr(), vc.ptr(), out.ptr(), H, Hk, Dh, maxT, pos, pp, npos, dr, inter, a.RotaryBase, scale, op.ldq, op.ldkv)
 			return
 		}
 		if T == 1 { // decode: spread the cache over attnSplits blocks per head (which also write the new row)

@@ -106,26 +106,6 @@ type Mamba2RunBlock struct {
 	Spec                Mamba2Spec
 }
 
-// CachePrefetch is an optional Backend extension for a decode step: a
-// hint, never needed for correctness. PrefetchNext names weight rows that
-// ops soon after the next Mamba2Run, or the next single-position
-// attention, read first; the backend may have that op ask the device's
-// cache for them while its own work leaves the memory idle (a decode
-// step's projections are pure weight streams, and the memory idles at
-// their boundaries). The next such op takes the hint, or drops it where
-// it has no use for it; the backend bounds how many bytes it fetches.
-type CachePrefetch interface {
-	PrefetchNext(regions ...CacheRegion)
-}
-
-// CacheRegion is rows [Lo, Hi) of a 2-D weight. Regions read side by side
-// (a gated MLP's two halves) are named in one PrefetchNext call, each from
-// the row its first reader takes.
-type CacheRegion struct {
-	W      Tensor
-	Lo, Hi int
-}
-
 // PackedAttention is an optional SequenceOps extension: Attention reading
 // q, k and v straight out of the fused in_proj output qkv [B, T,
 // (H + 2·Hkv)·Dh] (q first, then k, then v) instead of three sliced

@@ -174,12 +174,6 @@ type position struct {
 func (l *layer) forward(b compute.Backend, hidden, residual compute.Tensor, st layerState, pos position, eps float32) (compute.Tensor, compute.Tensor) {
 	x, residual := b.AddLayerNorm(hidden, residual, l.norm.w, l.norm.b, eps)
 	if l.attn != nil {
-		if pf, ok := b.(compute.CachePrefetch); ok && l.mlp != nil && x.Shape()[1] == 1 {
-			// A decode step's MLP reads its fc1's two halves side by side,
-			// each from its first row, after the attention.
-			h := l.mlp.fc1.Shape()[0] / 2
-			pf.PrefetchNext(compute.CacheRegion{W: l.mlp.fc1, Hi: h}, compute.CacheRegion{W: l.mlp.fc1, Lo: h, Hi: 2 * h})
-		}
 		hidden = l.attn.forward(b, x, st, pos)
 	} else {
 		hidden = l.ssm.forward(b, x, st)

@@ -264,10 +264,6 @@ func (m *Model) backbone(st *State, hidden compute.Tensor, pos position, hook La
 		// whole where it can take it (one pass, no stop between layers);
 		// a declined run goes block by block.
 		if n := runLength(m.layers[i:]); run != nil && T == 1 && hook == nil && n > 0 && declined == 0 {
-			if pf, ok := m.b.(compute.CachePrefetch); ok && i+n < len(m.layers) && m.layers[i+n].attn != nil {
-				// The attention layer after the run reads its fused qkv projection first.
-				pf.PrefetchNext(compute.CacheRegion{W: m.layers[i+n].attn.inProj, Hi: m.layers[i+n].attn.inProj.Shape()[0]})
-			}
 			if h, r, ok := run.Mamba2Run(hidden, residual, runBlocks(m.layers[i:i+n], st.layers[i:i+n]), m.eps); ok {
 				m.free(in, hidden, residual)
 				hidden, residual = h, r

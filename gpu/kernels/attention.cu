@@ -415,8 +415,7 @@ template <int ATS_S>
 __device__ __forceinline__ void attn_step_body(const float* __restrict__ q, const float* __restrict__ k,
                                 const float* __restrict__ v, float* kc, float* vc, float* __restrict__ out,
                                 int H, int Hk, int Dh, int maxT, int pos, const int* __restrict__ posp, int npos,
-                                int dr, int interleaved, double base, float scale, int ldq, int ldkv,
-                                const char* pf0, long long pfn0, const char* pf1, long long pfn1) {
+                                int dr, int interleaved, double base, float scale, int ldq, int ldkv) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     __shared__ __align__(16) float qs[ATS_G * ATS_D];
     __shared__ __align__(16) float ks[ATS_D];
@@ -434,14 +433,6 @@ __device__ __forceinline__ void attn_step_body(const float* __restrict__ q, cons
     if (d < dr) rot_angle(p, interleaved ? d >> 1 : (d < dr / 2 ? d : d - dr / 2), dr, base, &c, &s);
     pdl_wait();
     pdl_trigger();
-    // The regions the kernels after this one read first (the MLP's fc1
-    // rows its first blocks take; null/0: none), asked of the L2 while
-    // this kernel reads only the cache: l2_prefetch_share.
-    {
-        const int i = blockIdx.x * blockDim.x + t, n = gridDim.x * blockDim.x;
-        if (pfn0 > 0) l2_prefetch_share(pf0, pfn0, i, n);
-        if (pfn1 > 0) l2_prefetch_share(pf1, pfn1, i, n);
-    }
     if (t < G * Dh) qs[t] = rot_apply(q + (long long)b * ldq + (long long)(kh * G + t / Dh) * Dh, d, dr, interleaved, c, s);
     if (t < Dh) {
         const long long src = (long long)b * ldkv + (long long)kh * Dh;
@@ -559,9 +550,9 @@ __device__ __forceinline__ void attn_step_body(const float* __restrict__ q, cons
         NAME(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v, float* kc,        \
              float* vc, float* __restrict__ out, int H, int Hk, int Dh, int maxT, int pos,                            \
              const int* __restrict__ posp, int npos, int dr, int interleaved, double base, float scale, int ldq,     \
-             int ldkv, const char* pf0, long long pfn0, const char* pf1, long long pfn1) {                          \
+             int ldkv) {                                                                                              \
         attn_step_body<S>(q, k, v, kc, vc, out, H, Hk, Dh, maxT, pos, posp, npos, dr, interleaved, base, scale, ldq, \
-                          ldkv, pf0, pfn0, pf1, pfn1);                                                                \
+                          ldkv);                                                                                      \
     }
 ATTN_STEP(attn_step, 8)
 ATTN_STEP(attn_step_s4, 4)

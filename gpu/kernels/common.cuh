@@ -197,20 +197,6 @@ __device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned pari
     } while (!done);
 }
 
-// l2_prefetch_share asks the L2 for its share of [p, p + bytes) without
-// waiting for it: thread i of n issues a prefetch for lines i, i + n, … of
-// 128 bytes. Why: at a decode step's kernel boundaries the memory idles
-// while the next kernel's blocks become resident; a kernel whose own work
-// leaves it idle (mamba_run's last phases, attn_step) brings the next
-// projection's weights into the L2 instead (gpu.PrefetchNext). The copy
-// engine's bulk prefetch (cp.async.bulk.prefetch.L2) was far slower: 16
-// MB in 16 KiB requests held each kernel about 30 µs (session 28, run 2).
-__device__ __forceinline__ void l2_prefetch_share(const char* p, long long bytes, int i, int n) {
-#pragma unroll 1
-    for (long long o = (long long)i * 128; o < bytes; o += (long long)n * 128)
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(p + o));
-}
-
 // bulk_g2s copies bytes (a multiple of 16, both addresses 16-byte aligned)
 // from global to shared memory and counts them on bar when they land.
 __device__ __forceinline__ void bulk_g2s(void* dst, const void* src, unsigned bytes, unsigned long long* bar) {

@@ -171,7 +171,7 @@ const GemvPlainPieces = 16
 // the bounds MR_MAXL, MR_MAXROWS and MR_TRACE, and the shape it is compiled
 // for: conv width MR_KC, head dim MR_P, d_state MR_N (TestMambaRunDefines).
 const (
-	MambaRunArgBytes = 944
+	MambaRunArgBytes = 912
 	MambaRunStages   = 6
 	MambaRunStage    = 32768
 	MambaRunMaxL     = 8

@@ -962,13 +962,6 @@ struct MambaRunArgs {
     int balanced; // split the projections' rows evenly over the blocks (else whole stages)
     int inflight;  // the producer's stages requested and not yet arrived, at most (0: up to the ring)
     int inflight2; // the same for the in_proj stages past the ring's depth (0: inflight)
-    // pf[i], pfn[i]: regions (bytes, 16-byte multiples; null/0: none) the
-    // kernels after this one read first (the next attention layer's qkv
-    // weight). Each block's producer asks the L2 for its share once its
-    // own stream is requested, while the last layer's row work and
-    // barriers leave the memory idle (l2_prefetch_share).
-    const char* pf[2];
-    long long pfn[2];
 };
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -1203,10 +1196,6 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
             mbar_expect_tx(&full[slot], bytes);
             bulk_g2s(ring + slot * 2048, src, bytes, &full[slot]);
             if (++slot == a.stages) slot = 0, ph ^= 1;
-        }
-        for (int r = 0; r < 2; r++) {
-            const long long lo = (a.pfn[r] / 16 * j / G) * 16, hi = (a.pfn[r] / 16 * (j + 1) / G) * 16;
-            if (hi > lo) l2_prefetch_share(a.pf[r] + lo, hi - lo, 0, 1);
         }
         return;
     }
