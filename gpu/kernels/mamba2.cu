@@ -675,34 +675,6 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_ssd_cb(const
     cb[(long long)blockIdx.x * SSD_L * SSD_L + threadIdx.x] = (s2 <= t && t < tc) ? ssd_cb(sB, sC, t, s2, N) : 0.f;
 }
 
-// ssd_prefetch_l1 asks the SM's L1 for chunk t0's operands (its B and C
-// rows, x columns, deltas and C·Bᵀ cells: the lines the block loads at the
-// chunk's top) while the block computes the chunk before, so that the
-// chunk's loads hit the L1 instead of each chunk waiting an L2 round trip
-// before its arithmetic (a 5-chunk prefill of the real shape took 33.5 µs
-// a layer in ncu, session 27 run 2). Prefetches hold no registers: the
-// same loads into registers a chunk ahead needed 182 of them, one block an
-// SM instead of two. Nothing changes but where the loads find their lines.
-__device__ __forceinline__ void l1_prefetch(const void* p) { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
-
-__device__ __forceinline__ void ssd_prefetch_l1(const float* xbc, const float* dd, const float* cbg, int b, int t0, int T,
-                                                int Di, int C, int H, int h, int P, int p0, int N, int G, int g) {
-    const int tc = min(SSD_L, T - t0), i = threadIdx.x;
-    const float* x0 = xbc + ((long long)b * T + t0) * C;
-    // One line (32 floats) a thread: B rows, then C rows (N/32 lines each a
-    // position), x columns (one line a position), deltas, C·Bᵀ.
-    const int lb = N / 32;
-    if (i < 2 * tc * lb) {
-        const int t = i / lb % tc, part = i / (tc * lb);
-        l1_prefetch(x0 + (long long)t * C + Di + part * G * N + g * N + (i % lb) * 32);
-    }
-    if (i < tc) {
-        l1_prefetch(x0 + (long long)i * C + h * P + p0);
-        l1_prefetch(dd + 2 * (((long long)b * T + t0 + i) * H + h));
-    }
-    if (cbg && i < SSD_L * SSD_L / 32) l1_prefetch(cbg + (t0 / SSD_L) * SSD_L * SSD_L + 32 * i);
-}
-
 // ssd_pre_body: CB says the chunks' C·Bᵀ comes from mamba_ssd_cb (cbAll)
 // instead of each block computing it.
 template <int NS, bool CB>
@@ -760,7 +732,6 @@ __device__ __forceinline__ void ssd_pre_body(const float* __restrict__ dd, const
             }
             if (lane < SSD_L) sLc[lane] = a;
         }
-        if (t0 + SSD_L < T) ssd_prefetch_l1(xbc, dd, cbg, b, t0 + SSD_L, T, Di, C, H, h, P, p0, N, G, g);
         __syncthreads();
         // C_t·h over the warp's state rows, for every position of the chunk.
 #pragma unroll 2
