@@ -75,20 +75,17 @@ extern "C" __global__ void attn_cache(const float* __restrict__ k, const float* 
                                       int dr, int interleaved, double base, int ldkv, const float2* __restrict__ tab) {
     pdl_begin();
     if (posp) pos = *posp;
-    long long total = (long long)B * T * Hk * Dh;
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
-         i += (long long)gridDim.x * blockDim.x) {
-        int d = (int)(i % Dh);
-        long long r = i / Dh;  // (b, t, h)
-        int h = (int)(r % Hk);
-        int t = (int)((r / Hk) % T);
-        int b = (int)(r / ((long long)Hk * T));
-        long long bt = r / Hk;  // k and v rows are ldkv floats apart (packed qkv)
-        const float* kv = k + bt * ldkv + (long long)h * Dh;
+    grid_loop((long long)B * T * Hk * Dh, [&](auto i) {
+        const int d = (int)(i % (unsigned)Dh);
+        const auto r = i / (unsigned)Dh; // (b, t, h)
+        const int h = (int)(r % (unsigned)Hk);
+        const auto bt = r / (unsigned)Hk; // k and v rows are ldkv floats apart (packed qkv)
+        const int t = (int)(bt % (unsigned)T), b = (int)(bt / (unsigned)T);
+        const float* kv = k + (long long)bt * ldkv + (long long)h * Dh;
         long long dst = (((long long)b * maxT + pos + t) * Hk + h) * Dh + d;
         kc[dst] = tab ? rot_tab_apply(kv, d, dr, interleaved, tab, t) : rotated(kv, d, pos + t, dr, interleaved, base);
-        vc[dst] = v[bt * ldkv + (long long)h * Dh + d];
-    }
+        vc[dst] = v[(long long)bt * ldkv + (long long)h * Dh + d];
+    });
 }
 
 #define ATT_WARPS 4

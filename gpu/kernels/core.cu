@@ -193,12 +193,11 @@ extern "C" __global__ void cossin(const float* __restrict__ x, float* __restrict
 // swiglu: x [rows, 2d] = [y | gate] → y·silu(gate) [rows, d].
 extern "C" __global__ void swiglu(const float* __restrict__ x, float* __restrict__ out, long long total, int d) {
     pdl_begin();
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
-         i += (long long)gridDim.x * blockDim.x) {
-        long long r = i / d;
-        int j = (int)(i % d);
+    grid_loop(total, [&](auto i) {
+        const long long r = i / (unsigned)d;
+        const int j = (int)(i % (unsigned)d);
         out[i] = x[r * 2 * d + j] * silu_ref(x[r * 2 * d + d + j]);
-    }
+    });
 }
 
 // snake: x + sin²(αx)/(α + 1e-9) with α per channel of x [B, C, T].

@@ -441,12 +441,10 @@ extern "C" __global__ void mamba_conv_par(const float* __restrict__ in, const fl
                                           const float* __restrict__ cb, const float* __restrict__ state,
                                           float* __restrict__ xbc, int B, int T, int E, int Di, int C, int Kc) {
     pdl_begin();
-    long long total = (long long)B * T * C;
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
-         i += (long long)gridDim.x * blockDim.x) {
-        int c = (int)(i % C);
-        long long bt = i / C;
-        int t = (int)(bt % T), b = (int)(bt / T);
+    grid_loop((long long)B * T * C, [&](auto i) {
+        const int c = (int)(i % (unsigned)C);
+        const auto bt = i / (unsigned)C;
+        const int t = (int)(bt % (unsigned)T), b = (int)(bt / (unsigned)T);
         float acc = cb[c];
         for (int j = 0; j < Kc; j++) {
             int src = t - (Kc - 1) + j;
@@ -454,7 +452,7 @@ extern "C" __global__ void mamba_conv_par(const float* __restrict__ in, const fl
             acc = __fadd_rn(acc, __fmul_rn(v, cw[c * Kc + j]));
         }
         xbc[i] = silu_ref(acc);
-    }
+    });
 }
 
 extern "C" __global__ void mamba_conv_state(const float* __restrict__ in, float* __restrict__ state,
@@ -476,14 +474,12 @@ extern "C" __global__ void mamba_dt(const float* __restrict__ in, const float* _
                                     const float* __restrict__ alog, float* __restrict__ dd,
                                     int B, int T, int E, int Di, int C, int H) {
     pdl_begin();
-    long long total = (long long)B * T * H;
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
-         i += (long long)gridDim.x * blockDim.x) {
-        int h = (int)(i % H);
-        long long row = i / H;
+    grid_loop((long long)B * T * H, [&](auto i) {
+        const int h = (int)(i % (unsigned)H);
+        const long long row = i / (unsigned)H;
         float A = -(float)exp((double)alog[h]);
-        softplus_decay(in[row * E + Di + C + h] + dtb[h], A, &dd[2 * i], &dd[2 * i + 1]);
-    }
+        softplus_decay(in[row * E + Di + C + h] + dtb[h], A, &dd[2 * (long long)i], &dd[2 * (long long)i + 1]);
+    });
 }
 
 // mamba_scan_pre_nS is mamba_scan over precomputed (delta, decay), for
