@@ -89,7 +89,10 @@
 // programmatic dependent launch (launch.go): each waits for its
 // predecessor in pdl_begin (kernels/common.cuh), so its blocks are resident
 // and the GEMV's first weight copies in flight before the previous kernel
-// ends. `ZONOS_CUDA_GRAPH=0` (op by op), `ZONOS_PDL=0`,
+// ends. Asking the L2 for the next kernels' weights beyond that made the
+// step slower with every byte asked for (docs/gpu/2026-11-30-session28):
+// the step is bound by its chain of dependent latencies, which extra
+// bytes in flight lengthen. `ZONOS_CUDA_GRAPH=0` (op by op), `ZONOS_PDL=0`,
 // `ZONOS_GEMV_EARLY=0`, `ZONOS_TC=0` (the older GEMM kernels),
 // `ZONOS_TC_SPLITS=old` (tc_wide split by tcSplits' fixed rule; `waves`,
 // another rule), `ZONOS_TC_BF16=0` (BF16 weights on tc_wide),
