@@ -453,9 +453,16 @@ func (b *Backend) layerNorm(x, res, w, bias, out, sum *tensor, eps float32) {
 // the norm's sum, so every mamba_norm_v4 launch takes this rule: a
 // prefill and the same positions stepped agree bit for bit
 // (TestMambaPrefillMatchesSteps).
+// ZONOS_NORM_V4_WIDE=1 gives the old one float4 a thread (measurements).
 func normV4Threads(d int) int {
+	if normV4Wide {
+		th, _ := v4Threads(d)
+		return th
+	}
 	return min(1024, ((d/4+3)/4+31)/32*32)
 }
+
+var normV4Wide = os.Getenv("ZONOS_NORM_V4_WIDE") == "1"
 
 // v4Threads is the block size of the register-resident row kernels
 // (layernorm_v4, mamba_norm_v4: up to 4 float4s per thread) for rows of
