@@ -444,26 +444,6 @@ func (b *Backend) layerNorm(x, res, w, bias, out, sum *tensor, eps float32) {
 	b.launch(b.k["layernorm"], [3]int{rows, 1, 1}, block256, x.ptr(), rp, b.asF32(w).ptr(), bp, out.ptr(), sp, d, eps)
 }
 
-// normV4Threads is mamba_norm_v4's block size for rows of d floats (d
-// as v4Threads takes it): each thread takes up to 4 float4s, the most it
-// holds, so that several rows' blocks fit an SM. At v4Threads' one float4
-// a thread, a 4096-wide row took a block of 1024 threads at 64 registers,
-// one block an SM, and a prefill's 142–160 rows ran in two waves on 132
-// SMs (docs/gpu/2026-11-30-session28). The block size sets the order of
-// the norm's sum, so every mamba_norm_v4 launch takes this rule: a
-// prefill and the same positions stepped agree bit for bit
-// (TestMambaPrefillMatchesSteps).
-// ZONOS_NORM_V4_WIDE=1 gives the old one float4 a thread (measurements).
-func normV4Threads(d int) int {
-	if normV4Wide {
-		th, _ := v4Threads(d)
-		return th
-	}
-	return min(1024, ((d/4+3)/4+31)/32*32)
-}
-
-var normV4Wide = os.Getenv("ZONOS_NORM_V4_WIDE") == "1"
-
 // v4Threads is the block size of the register-resident row kernels
 // (layernorm_v4, mamba_norm_v4: up to 4 float4s per thread) for rows of
 // d floats, and whether they apply (d a multiple of 4, at most 16384).

@@ -329,7 +329,7 @@ func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 			return
 		}
 		y := b.newTensor(compute.F32, B, T, Di)
-		_, v4 := v4Threads(Di / G)
+		th, v4 := v4Threads(Di / G)
 		v4 = v4 && Di%4 == 0 && E%4 == 0
 		roll := nullPtr
 		var xbc *tensor // the conv's output, where it is not kept in shared memory
@@ -378,7 +378,7 @@ func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 			dt.h.release()
 		}
 		if v4 {
-			b.launch(b.k["mamba_norm_v4"], [3]int{B * T * G, 1, 1}, [3]int{normV4Threads(Di / G), 1, 1}, y.ptr(), in.ptr(), b.asF32(nw).ptr(), out.ptr(),
+			b.launch(b.k["mamba_norm_v4"], [3]int{B * T * G, 1, 1}, [3]int{th, 1, 1}, y.ptr(), in.ptr(), b.asF32(nw).ptr(), out.ptr(),
 				Di, G, E, s.Eps, roll, C, Kc)
 		} else {
 			b.launch(b.k["mamba_norm"], [3]int{B * T * G, 1, 1}, block256, y.ptr(), in.ptr(), b.asF32(nw).ptr(), out.ptr(),
