@@ -105,8 +105,13 @@ type Player struct {
 	head   atomic.Pointer[Utterance] // the first utterance, until the callback takes it
 
 	// Shared counters (callback writes, anyone reads).
-	callbacks  atomic.Int64
-	played     atomic.Int64 // samples taken from the ring and played
+	callbacks atomic.Int64
+	played    atomic.Int64 // samples taken from the ring and played
+	// settled is the ring position up to which the callback has finished
+	// its bookkeeping (played counts, utterance credits): Done reads it
+	// rather than the ring's Consumed, which moves inside Read, before the
+	// callback has credited what it read.
+	settled    atomic.Uint64
 	underruns  atomic.Int64
 	lastFrames atomic.Uint32
 
@@ -202,6 +207,12 @@ func (p *Player) Config() PlayerConfig { return p.cfg }
 // locks.
 func (p *Player) onData(out, _ []byte, frames uint32) {
 	buf := unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(out))), len(out)/4)
+	p.fill(buf, frames)
+	p.settled.Store(p.ring.Consumed()) // after every count the period changed
+}
+
+// fill is onData's work on the period's samples.
+func (p *Player) fill(buf []float32, frames uint32) {
 	p.callbacks.Add(1)
 	p.lastFrames.Store(frames)
 	latest := p.latest.Load()
@@ -462,9 +473,10 @@ func (u *Utterance) Played() int64 { return u.played.Load() }
 func (u *Utterance) Underruns() int64 { return u.underruns.Load() }
 
 // Done reports whether the utterance has ended and all of it was played
-// (or dropped by Cancel).
+// (or dropped by Cancel), with the callback's counts (Played, Finished)
+// already including its last samples.
 func (u *Utterance) Done() bool {
-	return u.ended.Load() && u.p.ring.Consumed() >= u.end.Load()
+	return u.ended.Load() && u.p.settled.Load() >= u.end.Load()
 }
 
 // Finished is when the last sample was handed to the device, and false

@@ -47,6 +47,36 @@ func ramp(from, n int) []float32 {
 	return s
 }
 
+// TestDoneWaitsForTheCallbacksCounts: an utterance is Done only once the
+// callback has counted its last samples, so Wait never returns with Played
+// short of what was written. (The ring's Consumed moves inside Read, before
+// the callback credits what it read; CI once saw Wait return in between,
+// with Played one period short.)
+func TestDoneWaitsForTheCallbacksCounts(t *testing.T) {
+	p := fakePlayer(t, 0)
+	u := p.BeginUtterance()
+	p.Write(ramp(0, 100))
+	p.EndUtterance()
+	period(p, 50)
+	if u.Done() {
+		t.Fatal("Done with 50 of 100 samples played")
+	}
+	p.ring.Read(make([]float32, 50)) // the callback's Read, before its bookkeeping
+	if u.Done() {
+		t.Fatalf("Done while the callback had not yet counted the last 50 samples (Played %d of 100)", u.Played())
+	}
+
+	p = fakePlayer(t, 0)
+	u = p.BeginUtterance()
+	p.Write(ramp(0, 100))
+	p.EndUtterance()
+	period(p, 64)
+	period(p, 64)
+	if !u.Done() || u.Played() != 100 || p.Played() != 100 {
+		t.Fatalf("after two periods: Done %v, played %d (player %d), want true and 100", u.Done(), u.Played(), p.Played())
+	}
+}
+
 func TestCallbackPreRollAndEnd(t *testing.T) {
 	p := fakePlayer(t, 100)
 	u := p.BeginUtterance()
