@@ -74,13 +74,25 @@ type device struct {
 
 var _ compute.Backend = (*Backend)(nil)
 
-// New opens CUDA device ordinal, creates its stream and loads every kernel.
-// It fails with a clear error when there is no device or the driver is too
-// old for the embedded PTX.
-func New(ordinal int) (*Backend, error) {
+// Options are the choices a caller may make when opening the backend.
+type Options struct {
+	// Generic uses the generic plan (compute_80 kernels, no Hopper-only
+	// instructions or launches) even on a Hopper device: tests and
+	// `--gpu-plan generic` run the portable path on the machine at hand.
+	Generic bool
+}
+
+// New opens CUDA device ordinal with the plan its compute capability
+// allows, creates its stream and loads every kernel. It fails with a clear
+// error when there is no device or the driver is too old for the embedded
+// PTX.
+func New(ordinal int) (*Backend, error) { return NewWith(ordinal, Options{}) }
+
+// NewWith is New with options.
+func NewWith(ordinal int, o Options) (*Backend, error) {
 	b := &Backend{device: &device{work: make(chan func()), quit: make(chan struct{}), k: map[string]*kernel{}}}
 	ready := make(chan error)
-	go b.own(ordinal, ready)
+	go b.own(ordinal, o, ready)
 	if err := <-ready; err != nil {
 		return nil, err
 	}
@@ -89,11 +101,11 @@ func New(ordinal int) (*Backend, error) {
 
 // own is the goroutine that owns the context: it initialises the device,
 // then runs closures from b.work until Close.
-func (b *Backend) own(ordinal int, ready chan<- error) {
+func (b *Backend) own(ordinal int, o Options, ready chan<- error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	b.ownerTID = syscall.Gettid()
-	if err := b.init(ordinal); err != nil {
+	if err := b.init(ordinal, o); err != nil {
 		b.release()
 		ready <- err
 		return
@@ -110,7 +122,7 @@ func (b *Backend) own(ordinal int, ready chan<- error) {
 	}
 }
 
-func (b *Backend) init(ordinal int) error {
+func (b *Backend) init(ordinal int, o Options) error {
 	if err := driverInit(); err != nil {
 		return err
 	}
@@ -148,7 +160,7 @@ func (b *Backend) init(ordinal int) error {
 
 	// Hopper and newer load the compute_90 modules, whose kernels can
 	// overlap their predecessor's tail (programmatic dependent launch).
-	hopper := major >= 9
+	hopper := major >= 9 && !o.Generic
 	b.hopper = hopper
 	// Which lane's kernels the block scheduler serves first depends on
 	// whether decode steps run mamba_run (streamPriority, lane.go).
@@ -327,4 +339,12 @@ func (b *Backend) Synchronize() { b.do(func() { b.sync("synchronize") }) }
 func (b *Backend) MemInfo() (free, total int64) {
 	b.do(func() { free, total, _ = cu.MemInfo() })
 	return
+}
+
+// Plan says which kernels this backend chose when it opened (compute.Planner).
+func (b *Backend) Plan() string {
+	if b.hopper {
+		return "hopper (sm_90 modules: persistent Mamba2 runs, chunk GEMV, wgmma prefill, clustered attention, programmatic dependent launch)"
+	}
+	return "generic (compute_80 modules: per-op kernels every GPU from Ampere on runs)"
 }

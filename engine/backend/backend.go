@@ -16,9 +16,17 @@ import (
 // Auto picks the fastest backend that works on this machine.
 const Auto = "auto"
 
+// Options are the choices a caller may make when opening a backend.
+type Options struct {
+	// GenericGPU makes the CUDA backend use its generic plan (the kernels
+	// every NVIDIA GPU from Ampere on runs) even on a Hopper device, so that
+	// the portable path is tested and measured on the machine at hand.
+	GenericGPU bool
+}
+
 // constructors maps a name to its constructor; cuda.go adds "cuda".
-var constructors = map[string]func() (compute.Backend, error){
-	"cpu": func() (compute.Backend, error) { return cpu.New(0), nil },
+var constructors = map[string]func(Options) (compute.Backend, error){
+	"cpu": func(Options) (compute.Backend, error) { return cpu.New(0), nil },
 }
 
 // Names lists the backends built into this binary, plus "auto".
@@ -34,19 +42,24 @@ func Names() []string {
 // Built reports whether a backend is compiled in.
 func Built(name string) bool { _, ok := constructors[name]; return ok }
 
-// Open creates the named backend. For "auto" the note says what was chosen
-// (and why CUDA was not, when it is built in but failed).
+// Open creates the named backend with default options. For "auto" the note
+// says what was chosen (and why CUDA was not, when it is built in but failed).
 func Open(name string) (b compute.Backend, note string, err error) {
+	return OpenWith(name, Options{})
+}
+
+// OpenWith is Open with options.
+func OpenWith(name string, o Options) (b compute.Backend, note string, err error) {
 	if name == Auto || name == "" {
 		if mk, ok := constructors["cuda"]; ok {
-			b, err := mk()
+			b, err := mk(o)
 			if err == nil {
 				return b, "using the CUDA backend on " + b.Device(), nil
 			}
-			cb, _ := constructors["cpu"]()
+			cb, _ := constructors["cpu"](o)
 			return cb, fmt.Sprintf("CUDA unavailable (%v); using the CPU backend", err), nil
 		}
-		b, err := constructors["cpu"]()
+		b, err := constructors["cpu"](o)
 		return b, "", err
 	}
 	mk, ok := constructors[name]
@@ -56,6 +69,6 @@ func Open(name string) (b compute.Backend, note string, err error) {
 		}
 		return nil, "", fmt.Errorf("unknown backend %q (available: %s)", name, strings.Join(Names(), ", "))
 	}
-	b, err = mk()
+	b, err = mk(o)
 	return b, "", err
 }

@@ -8,8 +8,8 @@ import (
 )
 
 func init() {
-	constructors["cuda"] = func() (compute.Backend, error) {
-		b, err := gpu.New(0)
+	constructors["cuda"] = func(o Options) (compute.Backend, error) {
+		b, err := gpu.NewWith(0, gpu.Options{Generic: o.GenericGPU})
 		if err != nil {
 			return nil, err // never a typed nil inside the interface
 		}

@@ -188,3 +188,6 @@ func (b *Backend) Free(t compute.Tensor) {
 	ct := cast(t)
 	ct.f32, ct.u16, ct.i32 = nil, nil, nil
 }
+
+// Plan implements compute.Planner: the CPU backend has one way to run each op.
+func (b *Backend) Plan() string { return fmt.Sprintf("pure-Go reference ops on %d threads", b.workers) }
