@@ -44,8 +44,8 @@ type device struct {
 	k    map[string]*kernel
 	sms  int // multiprocessors (GEMV plans)
 
-	// plan is the kernels chosen for this device when it opened (makePlan);
-	// its fields are read as b.hopper, b.pdl, … everywhere.
+	// plan is the choice of kernels made for this device when it opened
+	// (makePlan, plan.go); ops read its fields as b.hopper, b.pdl, ….
 	plan
 	args *unsafe.Pointer // C-allocated kernel parameter slots (launch.go)
 	blob unsafe.Pointer  // C-allocated copy of a struct parameter (launch.go)

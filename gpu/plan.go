@@ -68,8 +68,9 @@ func makePlan(major int, o Options) plan {
 // the last to become resident (lane.go).
 func (p plan) decodeFirst() bool { return p.persistentMamba }
 
-// String is the plan in one line: its name, then each choice.
-func (p plan) String() string {
+// line is the plan as one line: its name, then each choice (not String:
+// the plan is embedded in the device, and Backend is no fmt.Stringer).
+func (p plan) line() string {
 	name, parts := "generic", []string{"compute_80 modules"}
 	if p.hopper {
 		name, parts = "hopper", []string{"sm_90 modules"}
@@ -95,4 +96,4 @@ func (p plan) String() string {
 // Plan says which kernels this backend chose when it opened
 // (compute.Planner), e.g. "hopper: sm_90 modules; persistent Mamba2 runs;
 // …" or "generic: compute_80 modules; …".
-func (b *Backend) Plan() string { return b.plan.String() }
+func (b *Backend) Plan() string { return b.plan.line() }

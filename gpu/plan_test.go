@@ -30,11 +30,11 @@ func TestMakePlan(t *testing.T) {
 		if p != c.want {
 			t.Errorf("compute capability %d, generic %v: plan %+v, want %+v", c.major, c.generic, p, c.want)
 		}
-		if !strings.HasPrefix(p.String(), c.name+": ") {
-			t.Errorf("compute capability %d, generic %v: plan %q, want it to start %q", c.major, c.generic, p, c.name+": ")
+		if !strings.HasPrefix(p.line(), c.name+": ") {
+			t.Errorf("compute capability %d, generic %v: plan %q, want it to start %q", c.major, c.generic, p.line(), c.name+": ")
 		}
 	}
-	if s := all.String(); !strings.Contains(s, "clustered attention step (8)") || !strings.Contains(s, "persistent Mamba2 runs") {
+	if s := all.line(); !strings.Contains(s, "clustered attention step (8)") || !strings.Contains(s, "persistent Mamba2 runs") {
 		t.Errorf("the Hopper plan reads %q", s)
 	}
 }

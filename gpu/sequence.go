@@ -320,11 +320,11 @@ func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 				B, T, E, Di, C, H)
 			if useSSD(P, N) { // the chunked scan, C·Bᵀ of every chunk computed once per group
 				chunks := (T + ssdChunk - 1) / ssdChunk
-				cb := b.newTensor(compute.F32, B*G*chunks*ssdChunk*ssdChunk)
-				b.launch(b.k["mamba_ssd_cb"], [3]int{B * G * chunks, 1, 1}, block256, xbc.ptr(), cb.ptr(), T, Di, C, N, G)
+				cbt := b.newTensor(compute.F32, B*G*chunks*ssdChunk*ssdChunk)
+				b.launch(b.k["mamba_ssd_cb"], [3]int{B * G * chunks, 1, 1}, block256, xbc.ptr(), cbt.ptr(), T, Di, C, N, G)
 				b.launch(b.k[fmt.Sprintf("mamba_ssd_pre_cb_n%d", N)], [3]int{B * H * P / 32, 1, 1}, block256, dt.ptr(), xbc.ptr(),
-					b.asF32(alog).ptr(), b.asF32(dd).ptr(), cb.ptr(), sst.ptr(), y.ptr(), T, Di, C, H, P, N, G)
-				cb.h.release()
+					b.asF32(alog).ptr(), b.asF32(dd).ptr(), cbt.ptr(), sst.ptr(), y.ptr(), T, Di, C, H, P, N, G)
+				cbt.h.release()
 			} else { // the sequential scan
 				b.launch(b.k[scanPreKernel(N)], [3]int{B * H, (P + 7) / 8, 1}, block256, dt.ptr(), xbc.ptr(),
 					b.asF32(dd).ptr(), sst.ptr(), y.ptr(), T, Di, C, H, P, N, G)
