@@ -36,8 +36,9 @@ func (h *heldBackend) Conv1d(x, w, b compute.Tensor, c compute.Conv1dSpec) compu
 
 func (h *heldBackend) open() { h.release.Do(func() { close(h.gate) }) }
 
-// heldUtterance starts req with firstEmissionAlone on and the tiny DAC on
-// a heldBackend, reads its events up to the hold — FrameDone n−1, n the
+// heldUtterance starts req on an engine whose backend has a side lane (so
+// it holds for the first emission, as the CUDA backend does) with the
+// tiny DAC on a heldBackend, reads its events up to the hold — FrameDone n−1, n the
 // frames the vocoder's first emission needs — and checks that the
 // decoder then waits: no event for 200 ms while the vocoder is held.
 // The caller opens the gate.
@@ -47,9 +48,6 @@ func heldUtterance(t *testing.T, req Request, fail bool) (s *Stream, h *heldBack
 	h = &heldBackend{Backend: cpu.New(0), fail: fail, reached: make(chan struct{}), gate: make(chan struct{})}
 	t.Cleanup(h.open) // a failed test leaves no vocoder held
 	codec := tinyCodecOn(t, h)
-	was := firstEmissionAlone
-	firstEmissionAlone = "1"
-	t.Cleanup(func() { firstEmissionAlone = was })
 	norm := req
 	if err := norm.normalise(); err != nil {
 		t.Fatal(err)
@@ -58,7 +56,7 @@ func heldUtterance(t *testing.T, req Request, fail bool) (s *Stream, h *heldBack
 	if n+5 > req.FixedFrames {
 		t.Fatalf("the first emission needs %d frames: make the utterance longer", n)
 	}
-	s, err := New(e.backend, e.model, codec).Synthesize(context.Background(), req)
+	s, err := New(lanedCPU{e.backend}, e.model, codec).Synthesize(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +83,7 @@ func heldUtterance(t *testing.T, req Request, fail bool) (s *Stream, h *heldBack
 	}
 }
 
-// TestFirstEmissionAlone: with the switch on, decoding waits after the
+// TestFirstEmissionAlone: on a laned backend, decoding waits after the
 // frame that completes the vocoder's first emission; released, the first
 // Audio event comes before any later FrameDone, and the utterance
 // completes with the PCM of one-shot decoding.
@@ -213,22 +211,16 @@ type lanedCPU struct{ compute.Backend }
 
 func (l lanedCPU) Lane() compute.Backend { return l.Backend }
 
-// TestHoldFirstEmissionDefault: by default only a backend with a side lane
-// holds for the first emission; ZONOS_FIRST_EMISSION_ALONE overrides it
-// both ways.
-func TestHoldFirstEmissionDefault(t *testing.T) {
-	was := firstEmissionAlone
-	t.Cleanup(func() { firstEmissionAlone = was })
-	plain, laned := cpu.New(1), lanedCPU{cpu.New(1)}
+// TestHoldFirstEmission: only a backend with a side lane holds for the
+// first emission.
+func TestHoldFirstEmission(t *testing.T) {
 	for _, c := range []struct {
-		env          string
-		b            compute.Backend
-		want         bool
-		backendLabel string
-	}{{"", plain, false, "cpu"}, {"", laned, true, "laned"}, {"0", laned, false, "laned"}, {"1", plain, true, "cpu"}} {
-		firstEmissionAlone = c.env
+		b     compute.Backend
+		want  bool
+		label string
+	}{{cpu.New(1), false, "cpu"}, {lanedCPU{cpu.New(1)}, true, "laned"}} {
 		if got := holdFirstEmission(c.b); got != c.want {
-			t.Errorf("ZONOS_FIRST_EMISSION_ALONE=%q on the %s backend: hold %v, want %v", c.env, c.backendLabel, got, c.want)
+			t.Errorf("on the %s backend: hold %v, want %v", c.label, got, c.want)
 		}
 	}
 }

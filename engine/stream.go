@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"sync"
 	"time"
 
@@ -163,31 +162,20 @@ func truncate(s string, n int) string {
 	return s
 }
 
-// firstEmissionAlone is ZONOS_FIRST_EMISSION_ALONE: "1" on, "0" off,
-// unset the default of holdFirstEmission. On, the decoder pauses once per
-// utterance, after the frame that completes the vocoder's first emission,
-// until that first audio is committed, queueing no decode step behind it
-// (zonos.GenerateOptions Hold), so the first emission runs alone on the
-// device. Off, decoding never waits for the vocoder
-// (TestDecodingDoesNotWaitForVocoder). Only the first piece of a long
-// text holds; tests set it directly.
-var firstEmissionAlone = os.Getenv("ZONOS_FIRST_EMISSION_ALONE")
-
 // holdFirstEmission reports whether utterances on backend b hold for
-// their first emission: by default where the vocoder has a side lane of
-// the same device (compute.Laned, the CUDA backend), whose decode steps
-// would otherwise run beside the first emission. On the H200 the first
-// emission took 1.12–1.20 ms alone against 2.38–2.45 ms beside them, and
-// request → first sample less the prefill 25.7–25.8 against 26.9–27.1 ms
-// (docs/gpu/2026-11-30-session21, run 9). The CPU backend was not
-// measured, so it keeps decoding.
+// their first emission: the decoder pauses once per utterance, after the
+// frame that completes the vocoder's first emission, until that first
+// audio is committed, queueing no decode step behind it
+// (zonos.GenerateOptions Hold), so the first emission runs alone on the
+// device.
+// Only the first piece of a long text holds. That is where the vocoder has
+// a side lane of the same device (compute.Laned, the CUDA backend), whose
+// decode steps would otherwise run beside the first emission: on an H200
+// (2026-11-30) the first emission took 1.12–1.20 ms alone against
+// 2.38–2.45 ms beside them, and request → first sample less the prefill
+// 25.7–25.8 against 26.9–27.1 ms. Elsewhere (the CPU backend) decoding
+// never waits for the vocoder (TestDecodingDoesNotWaitForVocoder).
 func holdFirstEmission(b compute.Backend) bool {
-	switch firstEmissionAlone {
-	case "1":
-		return true
-	case "0":
-		return false
-	}
 	_, laned := b.(compute.Laned)
 	return laned
 }

@@ -23,8 +23,7 @@ const vocoderQueue = 1024
 // side lane (compute.Laned) the codec was loaded on that lane, so its
 // kernels also run beside the decode steps on the GPU. The one exception
 // is the first emission on such a backend (holdFirstEmission in
-// stream.go; ZONOS_FIRST_EMISSION_ALONE overrides it): the decoder waits
-// for it (awaitFirstAudio).
+// stream.go): the decoder waits for it (awaitFirstAudio).
 type vocoder struct {
 	r      *run
 	s      *dac.Streamer

@@ -1,7 +1,7 @@
 #!/bin/bash
 # ab-summary.sh AB_LOG: the same-run A/B table of a device run (run.sh with
 # AB set, gpu/devrun.sh). The log holds rounds of `zonos bench` output,
-# each after a line "== arm LABEL commit C env E". For every measurement
+# each after a line "== arm LABEL commit C". For every measurement
 # it prints each arm's p50 per round in log order, the median of those,
 # and the second arm's median ÷ the first's (above 1: the second arm takes
 # longer, or for the real-time factors, runs faster). awk only: the device

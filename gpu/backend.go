@@ -5,7 +5,6 @@ package gpu
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"sync"
 	"syscall"
@@ -45,15 +44,11 @@ type device struct {
 	k    map[string]*kernel
 	sms  int // multiprocessors (GEMV plans)
 
-	// pdl: launch the kernels that wait for their predecessor with
-	// programmatic dependent launch (Hopper modules loaded, ZONOS_PDL≠0).
-	pdl bool
-	// hopper: the sm_90 modules are loaded (chunk GEMV, PDL).
-	hopper bool
-	// decodeFirst: the main lane's stream has the higher priority (lane.go).
-	decodeFirst bool
-	args        *unsafe.Pointer // C-allocated kernel parameter slots (launch.go)
-	blob        unsafe.Pointer  // C-allocated copy of a struct parameter (launch.go)
+	// plan is the choice of kernels made for this device when it opened
+	// (makePlan, plan.go); ops read its fields as b.hopper, b.pdl, ….
+	plan
+	args *unsafe.Pointer // C-allocated kernel parameter slots (launch.go)
+	blob unsafe.Pointer  // C-allocated copy of a struct parameter (launch.go)
 
 	// ownerTID is the OS thread the owner goroutine is locked to: do runs
 	// a closure directly when called on it (inside Run).
@@ -158,30 +153,17 @@ func (b *Backend) init(ordinal int, o Options) error {
 	drv := cu.Version()
 	b.desc = fmt.Sprintf("%s (%.1f GiB, sm_%d%d, driver CUDA %d.%d)", name, float64(total)/(1<<30), major, minor, drv/1000, drv%1000/10)
 
-	// Hopper and newer load the compute_90 modules, whose kernels can
-	// overlap their predecessor's tail (programmatic dependent launch).
-	hopper := major >= 9 && !o.Generic
-	b.hopper = hopper
-	// Which lane's kernels the block scheduler serves first depends on
-	// whether decode steps run mamba_run (streamPriority, lane.go).
-	b.decodeFirst = decodeFirst(hopper)
-	if b.stream, err = cu.MakeStreamWithPriority(streamPriority(false, b.decodeFirst), cu.NonBlocking); err != nil {
+	// The plan, then the modules it names: the compute_90 ones on the
+	// Hopper plan, whose kernels that call pdl_begin may overlap their
+	// predecessor's tail (programmatic dependent launch).
+	b.plan = makePlan(major, o)
+	if b.stream, err = cu.MakeStreamWithPriority(streamPriority(false, b.decodeFirst()), cu.NonBlocking); err != nil {
 		return fmt.Errorf("cuda: creating a stream: %w", err)
 	}
-	b.pdl = hopper && pdlWanted()
-	if b.hopper && !mambaRunOff {
-		b.desc += ", persistent Mamba2 runs"
-	}
-	if hopper && !b.pdl {
-		b.desc += ", programmatic dependent launch off"
-	} else if b.pdl {
-		b.desc += ", programmatic dependent launch"
-	}
-	twice := twiceKernels()
 	optin := smemOptin(b.dev)
 	for _, m := range kernels.Modules() {
 		ptx := kernels.PTX
-		if hopper {
+		if b.hopper {
 			ptx = kernels.HopperPTX
 		}
 		src, err := ptx(m)
@@ -189,7 +171,7 @@ func (b *Backend) init(ordinal int, o Options) error {
 			return err
 		}
 		waits := map[string]bool{}
-		if hopper {
+		if b.hopper {
 			for _, fn := range kernels.PDLEntries(m) {
 				waits[fn] = true
 			}
@@ -204,7 +186,7 @@ func (b *Backend) init(ordinal int, o Options) error {
 			if err != nil {
 				return fmt.Errorf("cuda: kernel %s.%s: %w", m, fn, err)
 			}
-			k := &kernel{name: fn, fn: f, pdl: waits[fn], twice: twice[fn]}
+			k := &kernel{name: fn, fn: f, pdl: waits[fn]}
 			if err := allowSmem(k, optin); err != nil {
 				return err
 			}
@@ -212,7 +194,7 @@ func (b *Backend) init(ordinal int, o Options) error {
 		}
 	}
 	b.pool = newPool(b)
-	if hopper {
+	if b.persistentMamba {
 		if err := b.allocRunSync(); err != nil {
 			return fmt.Errorf("cuda: allocating barrier counters: %w", err)
 		}
@@ -282,24 +264,19 @@ func (b *Backend) do(f func()) {
 
 var _ compute.Runner = (*Backend)(nil)
 
-// runnerOff (ZONOS_CUDA_RUNNER=0) makes Run a plain call, so each op hands
-// itself to the owner goroutine as before (for before/after measurements).
-var runnerOff = os.Getenv("ZONOS_CUDA_RUNNER") == "0"
-
 // Run implements compute.Runner: f runs on the owner goroutine in one
 // hand-off, and every backend op it calls runs directly there (no channel
 // round trip, no cross-thread wake-ups). Other goroutines' ops wait until
 // f returns. A panic in f is re-raised in the caller. f must not wait for
 // another goroutine that uses this backend.
 func (b *Backend) Run(f func()) {
-	if runnerOff {
-		f()
-		return
-	}
 	b.do(func() { b.inScope(f) })
 }
 
-func (b *Backend) Name() string   { return "cuda" }
+func (b *Backend) Name() string { return "cuda" }
+
+// Device describes the hardware: name, memory, compute capability and the
+// driver's CUDA version (Plan says which kernels run on it).
 func (b *Backend) Device() string { return b.desc }
 
 // Close waits for queued work, frees all device memory and the context.
@@ -339,12 +316,4 @@ func (b *Backend) Synchronize() { b.do(func() { b.sync("synchronize") }) }
 func (b *Backend) MemInfo() (free, total int64) {
 	b.do(func() { free, total, _ = cu.MemInfo() })
 	return
-}
-
-// Plan says which kernels this backend chose when it opened (compute.Planner).
-func (b *Backend) Plan() string {
-	if b.hopper {
-		return "hopper (sm_90 modules: persistent Mamba2 runs, chunk GEMV, wgmma prefill, clustered attention, programmatic dependent launch)"
-	}
-	return "generic (compute_80 modules: per-op kernels every GPU from Ampere on runs)"
 }

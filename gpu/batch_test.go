@@ -22,9 +22,11 @@ import (
 // utterances at different positions — prompts of different lengths, a slot
 // left and joined again mid-way — where the graph reads one position per
 // utterance on the device and the eager step takes them from the host
-// (compute.RaggedAttention).
-func TestBatchOnGPU(t *testing.T) {
-	need(t)
+// (compute.RaggedAttention). Under each plan: batches run on gemv_tc on
+// Hopper, on gemv_m8 and the tiled GEMM elsewhere.
+func TestBatchOnGPU(t *testing.T) { forEachPlan(t, testBatchOnGPU) }
+
+func testBatchOnGPU(t *testing.T) {
 	for _, pack := range []string{"zonos-hybrid-tiny", "zonos-transformer-tiny"} {
 		t.Run(pack+"/lockstep", func(t *testing.T) { checkBatchOnGPU(t, pack, []int{4, 4, 4, 4, 4}, false) })
 		t.Run(pack+"/ragged", func(t *testing.T) { checkBatchOnGPU(t, pack, []int{3, 7, 5, 4}, true) })

@@ -10,24 +10,21 @@
 # device tool:
 #   run  command: bash .devbin/run.sh
 #        carry:   [".devbin"]
-# Logs come back in $OUT: env.txt, conformance-cuda.log, gpu-test.log,
-# bench.log and bench/<date>-<gpu>.md (memcheck.log when SAN is set,
-# ab.log and ab-summary.txt when AB is set).
+# Logs come back in $OUT: env.txt, gpu-test.log (gpu.test runs its
+# exactness tests under both GPU plans), conformance-cuda.log and
+# conformance-cuda-generic.log (every golden pack on the device's plan,
+# then on the generic plan), bench.log and bench/<date>-<gpu>.md
+# (memcheck.log when SAN is set, ab.log and ab-summary.txt when AB is set).
 #
-# Same-run A/B (machines differ by up to 10 ms of TTFA between calls, so a
-# change is measured against its baseline in one call):
+# Same-run A/B between the binaries of two or more commits (machines
+# differ by up to 10 ms of TTFA between calls, so a change is measured
+# against its baseline in one call):
 #   BASE=<rev> gpu/devrun.sh   also builds zonos at <rev> (.devbin/base.tar.xz);
 #   AB=<rounds> on the device  then benches HEAD and BASE alternately
 #                              (new, base, base, new, …) before the other steps;
-#   BASES='<rev> <rev> …'      builds zonos at each rev instead (base-<rev>.tar.xz,
+#   BASES='<rev> <rev> …'      builds zonos at each rev (base-<rev>.tar.xz,
 #                              3–4 MB each): AB benches HEAD and every rev,
 #                              the order rotated each round;
-#   ABENV='ZONOS_X=old'        benches HEAD with and without that environment
-#                              instead (a switch in one binary; no BASE needed);
-#   ABARMS='a:ZONOS_X=1;b:ZONOS_X=2 ZONOS_Y=0'
-#                              adds an arm per entry (label:environment, HEAD's
-#                              binary) to HEAD and the BASES arms, or to HEAD
-#                              alone: several switches in one call.
 #   ABARGS                     the bench flags of each A/B round (default
 #                              --runs 3 --steps 60 --batch 0).
 # WORKTREE=1 builds the working tree as it is instead of HEAD.
@@ -96,8 +93,10 @@ testbin=gpu.test
 (cd .devbin && tar cJf bundle.tar.xz $testbin zonos lib espeak-ng-data commit && rm -rf gpu.test zonos lib espeak-ng-data)
 cat >.devbin/run.sh <<'RUN'
 #!/bin/bash
-# device run: unpack; GPU tests; conformance over every golden pack on the
-# cuda backend; zonos bench --backend cuda. Each step under its own timeout.
+# device run: unpack; the bench A/B when AB is set; GPU tests; conformance
+# over every golden pack on the cuda backend, on the device's plan and on
+# the generic plan; zonos bench --backend cuda. Each step under its own
+# timeout.
 cd "$(dirname "$0")"
 mkdir -p /tmp/zb && tar xJf bundle.tar.xz -C /tmp/zb
 [ -f golden.tar.xz ] && tar xJf golden.tar.xz
@@ -110,38 +109,30 @@ step() { # step NAME SECONDS LOG CMD…: run CMD in /tmp/zb, log with its comman
 	(cd /tmp/zb && echo "command: $*" && echo "date: $(date -u)" && timeout $secs "$@") 2>&1 | tee $OUT/$log | grep -v "^=== RUN" | grep -v " ok$" | tail -${TAILN:-40}
 	echo "$name rc=$?"
 }
-if [ -n "${AB:-}" ]; then # same-run A/B of the bench, alternating arms (see devrun.sh)
-	[ -f base.tar.xz ] && mkdir -p /tmp/zbase && tar xJf base.tar.xz -C /tmp/zbase
-	bases=(base-*.tar.xz)
-	if [ -n "${ABENV:-}" ]; then arms=("new:/tmp/zb:" "switch:/tmp/zb:$ABENV")
-	elif [ -f "${bases[0]}" ]; then
-		arms=("new:/tmp/zb:")
-		for t in "${bases[@]}"; do
-			c=${t#base-}; c=${c%.tar.xz}
-			mkdir -p /tmp/zbase-$c && tar xJf "$t" -C /tmp/zbase-$c && arms+=("$c:/tmp/zbase-$c:")
-		done
-	elif [ -f /tmp/zbase/zonos ]; then arms=("new:/tmp/zb:" "base:/tmp/zbase:")
-	elif [ -z "${ABARMS:-}" ]; then echo "AB needs BASE=<rev> or BASES at build time, ABENV or ABARMS"; arms=()
-	else arms=("new:/tmp/zb:"); fi
-	if [ -n "${ABARMS:-}" ] && [ -z "${ABENV:-}" ]; then
-		IFS=';' read -ra extra <<<"$ABARMS"
-		for e in "${extra[@]}"; do arms+=("${e%%:*}:/tmp/zb:${e#*:}"); done
-	fi
+if [ -n "${AB:-}" ]; then # same-run A/B of the bench between binaries, alternating arms (see devrun.sh)
+	arms=("new:/tmp/zb")
+	if [ -f base.tar.xz ]; then mkdir -p /tmp/zbase && tar xJf base.tar.xz -C /tmp/zbase && arms+=("base:/tmp/zbase"); fi
+	for t in base-*.tar.xz; do
+		[ -f "$t" ] || continue
+		c=${t#base-}; c=${c%.tar.xz}
+		mkdir -p /tmp/zbase-$c && tar xJf "$t" -C /tmp/zbase-$c && arms+=("$c:/tmp/zbase-$c")
+	done
 	n=${#arms[@]}
-	for ((i = 0; i < n * AB; i++)); do
+	if [ $n -lt 2 ]; then echo "AB needs BASE=<rev> or BASES='<rev> …' when gpu/devrun.sh builds the bundle"; fi
+	for ((i = 0; n > 1 && i < n * AB; i++)); do
 		# two arms: new, base, base, new, new, base, …; more: each round
 		# rotated by one: over n rounds each arm comes first as often.
 		r=$((i / n)) j=$((i % n))
 		if [ $n = 2 ]; then [ $((r % 2)) = 1 ] && j=$((1 - j)); else j=$(((j + r) % n)); fi
-		IFS=: read -r label dir envs <<<"${arms[$j]}"
-		c=$(cat $dir/commit)
-		echo "== arm $label commit $c env ${envs:-none}" | tee -a $OUT/ab.log
-		(cd $dir && env $envs timeout ${TAB:-90} ./zonos bench --backend cuda ${ABARGS:---runs 3 --steps 60 --batch 0} 2>&1) >>$OUT/ab.log
+		IFS=: read -r label dir <<<"${arms[$j]}"
+		echo "== arm $label commit $(cat $dir/commit)" | tee -a $OUT/ab.log
+		(cd $dir && timeout ${TAB:-90} ./zonos bench --backend cuda ${ABARGS:---runs 3 --steps 60 --batch 0} 2>&1) >>$OUT/ab.log
 	done
-	[ ${#arms[@]} -gt 0 ] && bash ab-summary.sh $OUT/ab.log | tee $OUT/ab-summary.txt
+	[ $n -gt 1 ] && bash ab-summary.sh $OUT/ab.log | tee $OUT/ab-summary.txt
 fi
 [ -z "${NOTEST:-}" ] && step gpu.test ${TT:-400} gpu-test.log env ZONOS_GOLDEN_DIR=$G ./gpu.test -test.v -test.count=1 -test.timeout ${TT:-400}s ${TARGS}
 [ -z "${NOCONF:-}" ] && step conformance ${TC:-150} conformance-cuda.log env ZONOS_GOLDEN_DIR=$G ./zonos conformance --backend cuda --golden $G
+[ -z "${NOCONF:-}" ] && step conformance-generic ${TC:-150} conformance-cuda-generic.log env ZONOS_GOLDEN_DIR=$G ./zonos conformance --backend cuda --gpu-plan generic --golden $G
 [ -z "${NOBENCH:-}" ] && step bench ${TB:-220} bench.log ./zonos bench --backend cuda --write $OUT/bench
 if [ -n "${PROF:-}" ]; then # PROF=1: ncu kernel times of one real-shape decode step (TestProfileDecodeStep, or the test PROFTEST names, with PROFENV's environment) → prof.csv
 	NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu | head -1)

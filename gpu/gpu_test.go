@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -31,6 +32,7 @@ func TestMain(m *testing.M) {
 	gb, noGPU = New(0)
 	if noGPU == nil {
 		fmt.Println("device:", gb.Device())
+		fmt.Println("plan:", gb.Plan())
 	}
 	code := m.Run()
 	if gb != nil {
@@ -39,7 +41,60 @@ func TestMain(m *testing.M) {
 			st.Reserved>>20, st.Peak>>20, st.DriverAllocs, st.GCs)
 		gb.Close()
 	}
+	if generic.b != nil {
+		generic.b.Close()
+	}
 	os.Exit(code)
+}
+
+// generic is the device opened a second time on the generic plan
+// (genericBackend), where New chose the Hopper plan.
+var generic struct {
+	once sync.Once
+	b    *Backend
+	err  error
+}
+
+// genericBackend returns the device on the generic plan: gb itself where
+// that is its plan, else a second backend opened with Options{Generic:
+// true} on first use.
+func genericBackend(t *testing.T) *Backend {
+	t.Helper()
+	need(t)
+	if !gb.hopper {
+		return gb
+	}
+	generic.once.Do(func() {
+		generic.b, generic.err = NewWith(0, Options{Generic: true})
+		if generic.err == nil {
+			fmt.Println("plan:", generic.b.Plan())
+		}
+	})
+	if generic.err != nil {
+		t.Fatalf("opening the generic plan: %v", generic.err)
+	}
+	return generic.b
+}
+
+// forEachPlan runs f as a subtest under each plan the device runs (gb is
+// that plan's backend while f runs): the one New chose, named "hopper" or
+// "generic", and on a Hopper GPU also the generic plan. The exactness
+// tests of the ops whose kernels the plan chooses run under it, so a
+// Hopper machine checks both plans against engine/cpu.
+func forEachPlan(t *testing.T, f func(t *testing.T)) {
+	t.Helper()
+	need(t)
+	backends := []*Backend{gb}
+	if gb.hopper {
+		backends = append(backends, genericBackend(t))
+	}
+	main := gb
+	defer func() { gb = main }()
+	for _, b := range backends {
+		gb = b
+		name, _, _ := strings.Cut(b.Plan(), ":")
+		t.Run(name, f)
+	}
 }
 
 func need(t *testing.T) {
@@ -383,12 +438,15 @@ func TestShapeOps(t *testing.T) {
 }
 
 // TestAttention: prefills (300 positions, continuations of 5 and 9) and
-// decode steps agree with the CPU's attention and cache writes, with the
-// prefill on attn_pre (cached rows through shared memory) and on attn; a
-// prefill's cache writes from rot_table's angles match those computed per
-// element bit for bit.
-func TestAttention(t *testing.T) {
-	need(t)
+// decode steps agree with the CPU's attention and cache writes, under
+// each plan: prefills on attn_pre (cached rows through shared memory)
+// where the head fits it, else on attn (head dim past 128 or not a
+// multiple of 4, more than 8 query heads per KV head). A prefill's cache
+// writes, from rot_table's angles, equal bit for bit those of the same
+// positions written one decode step at a time (angles per element).
+func TestAttention(t *testing.T) { forEachPlan(t, testAttention) }
+
+func testAttention(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	specs := []compute.AttentionSpec{
 		{Heads: 16, KVHeads: 4, HeadDim: 128, RotaryDim: 128, Rotary: compute.RotaryHalves, RotaryBase: 10000},
@@ -397,60 +455,57 @@ func TestAttention(t *testing.T) {
 		{Heads: 4, KVHeads: 2, HeadDim: 64, RotaryDim: 32, Rotary: compute.RotaryHalves, RotaryBase: 10000},
 		{Heads: 3, KVHeads: 1, HeadDim: 40, RotaryDim: 40, Rotary: compute.RotaryInterleaved, RotaryBase: 10000},
 		{Heads: 4, KVHeads: 2, HeadDim: 64, RotaryDim: 0, RotaryBase: 10000},
-		{Heads: 8, KVHeads: 1, HeadDim: 32, RotaryDim: 32, Rotary: compute.RotaryHalves, RotaryBase: 10000}, // one query position a block
+		{Heads: 8, KVHeads: 1, HeadDim: 32, RotaryDim: 32, Rotary: compute.RotaryHalves, RotaryBase: 10000},      // one query position a block
+		{Heads: 4, KVHeads: 2, HeadDim: 192, RotaryDim: 192, Rotary: compute.RotaryHalves, RotaryBase: 10000},    // attn: head past 128
+		{Heads: 2, KVHeads: 1, HeadDim: 30, RotaryDim: 30, Rotary: compute.RotaryInterleaved, RotaryBase: 10000}, // attn: not float4s
+		{Heads: 16, KVHeads: 1, HeadDim: 32, RotaryDim: 16, Rotary: compute.RotaryHalves, RotaryBase: 10000},     // attn: 16 query heads a KV head
 	}
-	defer func(off, rotOff bool) { attnPreOff, rotTableOff = off, rotOff }(attnPreOff, rotTableOff)
-	for _, preOff := range []bool{false, true} { // prefills on attn_pre, then on attn
-		attnPreOff = preOff
-		for _, a := range specs {
-			const B, maxT = 2, 400
-			kc := pair{cb.Zeros(B, maxT, a.KVHeads, a.HeadDim), gb.Zeros(B, maxT, a.KVHeads, a.HeadDim)}
-			vc := pair{cb.Zeros(B, maxT, a.KVHeads, a.HeadDim), gb.Zeros(B, maxT, a.KVHeads, a.HeadDim)}
-			pos := 0
-			for _, T := range []int{300, 1, 1, 5, 1, 9} { // prefill longer than a 256 chunk, decode, continuations
-				q := randF32(r, 1, B, T, a.Heads*a.HeadDim)
-				k := randF32(r, 1, B, T, a.KVHeads*a.HeadDim)
-				v := randF32(r, 1, B, T, a.KVHeads*a.HeadDim)
-				oc := cb.Attention(q.c, k.c, v.c, kc.c, vc.c, pos, a)
-				kc2, vc2 := gb.Scale(kc.g, 1), gb.Scale(vc.g, 1) // the caches before, for the angles computed per element
-				before := gb.k["attn_pre"].launches
-				og := gb.Attention(q.g, k.g, v.g, kc.g, vc.g, pos, a)
-				if ran, want := gb.k["attn_pre"].launches > before, T > 1 && !preOff; ran != want {
-					t.Fatalf("T %d: attn_pre ran %v with ZONOS_ATTN_PRE off %v", T, ran, preOff)
-				}
-				name := fmt.Sprintf("Attention H%d/%d Dh%d rot%d %v pos %d T %d attn_pre %v", a.Heads, a.KVHeads, a.HeadDim, a.RotaryDim, a.Rotary, pos, T, !preOff)
-				check(t, name, pair{oc, og}, tol)
-				check(t, name+" kcache", kc, 1e-5)
-				check(t, name+" vcache", vc, 0)
-				if T > 1 { // rot_table's angles are rot_angle's: the cache writes agree bit for bit
-					rotTableOff = true
-					og2 := gb.Attention(q.g, k.g, v.g, kc2, vc2, pos, a)
-					rotTableOff = false
-					checkVals(t, name+" kcache, angles per element", gb.ReadF32(kc.g), gb.ReadF32(kc2), 0)
-					check(t, name+" on attn, angles per element", pair{oc, og2}, tol)
-					gb.Free(og2)
-				}
-				gb.Free(kc2)
-				gb.Free(vc2)
-				pos += T
+	for _, a := range specs {
+		const B, maxT = 2, 400
+		kc := pair{cb.Zeros(B, maxT, a.KVHeads, a.HeadDim), gb.Zeros(B, maxT, a.KVHeads, a.HeadDim)}
+		vc := pair{cb.Zeros(B, maxT, a.KVHeads, a.HeadDim), gb.Zeros(B, maxT, a.KVHeads, a.HeadDim)}
+		pre := attnPreFits(a.Heads, a.KVHeads, a.HeadDim)
+		pos := 0
+		for _, T := range []int{300, 1, 1, 5, 1, 9} { // prefill longer than a 256 chunk, decode, continuations
+			q := randF32(r, 1, B, T, a.Heads*a.HeadDim)
+			k := randF32(r, 1, B, T, a.KVHeads*a.HeadDim)
+			v := randF32(r, 1, B, T, a.KVHeads*a.HeadDim)
+			oc := cb.Attention(q.c, k.c, v.c, kc.c, vc.c, pos, a)
+			kc2, vc2 := gb.Scale(kc.g, 1), gb.Scale(vc.g, 1) // the caches before, for the positions one step at a time
+			before := gb.k["attn_pre"].launches
+			og := gb.Attention(q.g, k.g, v.g, kc.g, vc.g, pos, a)
+			if ran, want := gb.k["attn_pre"].launches > before, T > 1 && pre; ran != want {
+				t.Fatalf("T %d: attn_pre ran %v, want %v", T, ran, want)
 			}
+			name := fmt.Sprintf("Attention H%d/%d Dh%d rot%d %v pos %d T %d attn_pre %v", a.Heads, a.KVHeads, a.HeadDim, a.RotaryDim, a.Rotary, pos, T, pre)
+			check(t, name, pair{oc, og}, tol)
+			check(t, name+" kcache", kc, 1e-5)
+			check(t, name+" vcache", vc, 0)
+			if T > 1 { // rot_table's angles are rot_angle's: the cache writes agree bit for bit
+				for p := 0; p < T; p++ {
+					at := func(x compute.Tensor) compute.Tensor { return gb.Slice(x, 1, p, p+1) }
+					gb.Free(gb.Attention(at(q.g), at(k.g), at(v.g), kc2, vc2, pos+p, a))
+				}
+				checkVals(t, name+" kcache, written step by step", gb.ReadF32(kc.g), gb.ReadF32(kc2), 0)
+				checkVals(t, name+" vcache, written step by step", gb.ReadF32(vc.g), gb.ReadF32(vc2), 0)
+			}
+			gb.Free(kc2)
+			gb.Free(vc2)
+			pos += T
 		}
 	}
 }
 
-// TestAttnStep: a decode step's attention through attn_step (clusters of
-// 8 blocks × 16 warps, so 128 warps share a (row, KV head)) and through
-// attn_split/attn_merge agrees with the CPU's, over cached contexts of 1
-// to 4000 positions (a warp walking none, one or 31 of them; clusters of
-// 8, 4 and 2 blocks), 1 to 4
-// query heads per KV head, head dims 16 to 128, both rotary conventions,
-// and rows at different positions (AttentionRagged). The new key and
-// value land in the cache either way.
-func TestAttnStep(t *testing.T) {
-	need(t)
-	if !gb.hopper {
-		t.Skip("attn_step needs clusters (Hopper)")
-	}
+// TestAttnStep: a decode step's attention under each plan — attn_step on
+// Hopper (clusters of 8 blocks × 16 warps, so 128 warps share a (row, KV
+// head)), attn_split and attn_merge on the generic plan — agrees with the
+// CPU's, over cached contexts of 1 to 4000 positions (a warp walking
+// none, one or 31 of them), 1 to 4 query heads per KV head, head dims 16
+// to 128, both rotary conventions, and rows at different positions
+// (AttentionRagged). The new key and value land in the cache.
+func TestAttnStep(t *testing.T) { forEachPlan(t, testAttnStep) }
+
+func testAttnStep(t *testing.T) {
 	r := rand.New(rand.NewPCG(41, 42))
 	specs := []compute.AttentionSpec{
 		{Heads: 16, KVHeads: 4, HeadDim: 128, RotaryDim: 64, Rotary: compute.RotaryHalves, RotaryBase: 10000}, // real hybrid
@@ -459,7 +514,10 @@ func TestAttnStep(t *testing.T) {
 		{Heads: 3, KVHeads: 1, HeadDim: 40, RotaryDim: 40, Rotary: compute.RotaryInterleaved, RotaryBase: 10000},
 		{Heads: 4, KVHeads: 2, HeadDim: 64, RotaryDim: 0, RotaryBase: 10000},
 	}
-	defer func(off bool, cluster int) { attnStepOff, attnStepCluster = off, cluster }(attnStepOff, attnStepCluster)
+	kernel := "attn_split"
+	if gb.clusterAttention {
+		kernel = "attn_step"
+	}
 	for _, a := range specs {
 		const B, maxT = 2, 4000
 		kc0 := randF32(r, 1, B, maxT, a.KVHeads, a.HeadDim)
@@ -470,18 +528,16 @@ func TestAttnStep(t *testing.T) {
 			v := randF32(r, 1, B, 1, a.KVHeads*a.HeadDim)
 			kc, vc := cb.Scale(kc0.c, 1), cb.Scale(vc0.c, 1)
 			want := cb.Attention(q.c, k.c, v.c, kc, vc, pos, a)
-			for _, way := range []struct {
-				off     bool
-				cluster int
-			}{{false, 8}, {false, 4}, {false, 2}, {true, 8}} {
-				attnStepOff, attnStepCluster = way.off, way.cluster
-				kg, vg := gb.Scale(kc0.g, 1), gb.Scale(vc0.g, 1)
-				got := gb.Attention(q.g, k.g, v.g, kg, vg, pos, a)
-				name := fmt.Sprintf("H%d/%d Dh%d rot%d %v pos %d split %v cluster %d", a.Heads, a.KVHeads, a.HeadDim, a.RotaryDim, a.Rotary, pos, way.off, way.cluster)
-				check(t, name, pair{want, got}, tol)
-				check(t, name+" kcache", pair{kc, kg}, 1e-5)
-				check(t, name+" vcache", pair{vc, vg}, 0)
+			kg, vg := gb.Scale(kc0.g, 1), gb.Scale(vc0.g, 1)
+			before := gb.k[kernel].launches
+			got := gb.Attention(q.g, k.g, v.g, kg, vg, pos, a)
+			if gb.k[kernel].launches == before {
+				t.Fatalf("%s did not run", kernel)
 			}
+			name := fmt.Sprintf("H%d/%d Dh%d rot%d %v pos %d %s", a.Heads, a.KVHeads, a.HeadDim, a.RotaryDim, a.Rotary, pos, kernel)
+			check(t, name, pair{want, got}, tol)
+			check(t, name+" kcache", pair{kc, kg}, 1e-5)
+			check(t, name+" vcache", pair{vc, vg}, 0)
 		}
 		// Rows at different positions: row b at pos[b mod 2].
 		pos := []int{3, 2500}
@@ -490,10 +546,9 @@ func TestAttnStep(t *testing.T) {
 		v := randF32(r, 1, B, 1, a.KVHeads*a.HeadDim)
 		kc, vc := cb.Scale(kc0.c, 1), cb.Scale(vc0.c, 1)
 		want := cb.AttentionRagged(q.c, k.c, v.c, kc, vc, pos, a)
-		attnStepOff, attnStepCluster = false, 8
 		kg, vg := gb.Scale(kc0.g, 1), gb.Scale(vc0.g, 1)
 		got := gb.AttentionRagged(q.g, k.g, v.g, kg, vg, pos, a)
-		name := fmt.Sprintf("H%d/%d Dh%d ragged %v", a.Heads, a.KVHeads, a.HeadDim, pos)
+		name := fmt.Sprintf("H%d/%d Dh%d ragged %v %s", a.Heads, a.KVHeads, a.HeadDim, pos, kernel)
 		check(t, name, pair{want, got}, tol)
 		check(t, name+" kcache", pair{kc, kg}, 1e-5)
 	}
@@ -515,16 +570,20 @@ func mambaWeights(t *testing.T, r *rand.Rand, s compute.Mamba2Spec, dt compute.D
 		compute.Mamba2Weights{ConvWeight: cw.g, ConvBias: cbias.g, DtBias: dtb.g, ALog: alog.g, D: d.g, NormWeight: nw.g}
 }
 
-func TestMamba2(t *testing.T) {
-	need(t)
+// TestMamba2: the Mamba2 op (prefill and decode steps, both states)
+// agrees with the CPU's under each plan, on the real hybrid's shape and
+// odd ones: the decode step on mamba_step (4 or 8 state slots a lane) or,
+// where its input rows are not float4s, on mamba_conv and mamba_scan.
+func TestMamba2(t *testing.T) { forEachPlan(t, testMamba2) }
+
+func testMamba2(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
 	specs := []compute.Mamba2Spec{
 		{DInner: 4096, Heads: 64, HeadDim: 64, DState: 128, Groups: 1, DConv: 4, Eps: 1e-5}, // real hybrid
-		{DInner: 96, Heads: 6, HeadDim: 16, DState: 20, Groups: 2, DConv: 3, Eps: 1e-5},     // odd
+		{DInner: 96, Heads: 6, HeadDim: 16, DState: 20, Groups: 2, DConv: 3, Eps: 1e-5},     // odd, through mamba_conv and mamba_scan
 		{DInner: 128, Heads: 4, HeadDim: 32, DState: 40, Groups: 2, DConv: 3, Eps: 1e-5},    // odd, through mamba_step
 		{DInner: 128, Heads: 4, HeadDim: 32, DState: 200, Groups: 1, DConv: 4, Eps: 1e-5},   // mamba_step's 8 slots a lane
 	}
-	defer func(wide bool) { mambaStepWide = wide }(mambaStepWide)
 	for i, s := range specs {
 		const B = 2
 		dt := compute.BF16
@@ -540,22 +599,11 @@ func TestMamba2(t *testing.T) {
 		for _, T := range []int{300, 1, 1, 2, 1, 7} {
 			in := randF32(r, 1, B, T, E)
 			oc := cb.Mamba2(in.c, wc, conv.c, ssm.c, s)
-			convW, ssmW := gb.Scale(conv.g, 1), gb.Scale(ssm.g, 1) // the states before, for the wide build
 			og := gb.Mamba2(in.g, wg, conv.g, ssm.g, s)
 			name := fmt.Sprintf("Mamba2 Di%d H%d N%d G%d Kc%d pos %d T %d", s.DInner, s.Heads, s.DState, s.Groups, s.DConv, pos, T)
 			check(t, name, pair{oc, og}, tol)
 			check(t, name+" conv state", conv, 0)
 			check(t, name+" ssm state", ssm, tol)
-			if T == 1 && s.DState <= 128 { // mamba_step_n128 against mamba_step's 8 slots: the same sums, bit for bit
-				mambaStepWide = true
-				ow := gb.Mamba2(in.g, wg, convW, ssmW, s)
-				mambaStepWide = false
-				checkVals(t, name+" 8 slots a lane", gb.ReadF32(og), gb.ReadF32(ow), 0)
-				checkVals(t, name+" 8 slots a lane, ssm state", gb.ReadF32(ssm.g), gb.ReadF32(ssmW), 0)
-				checkVals(t, name+" 8 slots a lane, conv state", gb.ReadF32(conv.g), gb.ReadF32(convW), 0)
-			}
-			gb.Free(convW)
-			gb.Free(ssmW)
 			pos += T
 		}
 	}
@@ -1040,82 +1088,51 @@ func TestScanPreKernels(t *testing.T) {
 	}
 }
 
-// TestMambaPrefillMatchesSteps: the prefill path (mamba_conv_par,
-// mamba_dt, mamba_scan_pre_nS with its chunked reduction) gives the same
-// bits as feeding the same positions one at a time through the decode
-// path (mamba_step), for the output and both states: the two scans do the
-// same arithmetic in the same order. 37 positions cross two 16-position
-// chunks and end inside a third.
+// TestMambaPrefillMatchesSteps: the prefill path of the shapes the chunked
+// scan does not take (mamba_conv_par, mamba_dt, mamba_scan_pre_nS with
+// its chunked reduction) gives the same bits as feeding the same positions
+// one at a time through the decode path (mamba_step), for the output and
+// both states: the two scans do the same arithmetic in the same order. 37
+// positions cross two 16-position chunks and end inside a third.
 func TestMambaPrefillMatchesSteps(t *testing.T) {
 	need(t)
-	defer func(v bool) { ssdOff = v }(ssdOff)
-	ssdOff = true
-	testMambaPrefillSteps(t, 37, 0)
+	testMambaPrefillSteps(t, 37, 0, []compute.Mamba2Spec{
+		{DInner: 128, Heads: 4, HeadDim: 32, DState: 40, Groups: 2, DConv: 3, Eps: 1e-5},
+		{DInner: 768, Heads: 16, HeadDim: 48, DState: 128, Groups: 1, DConv: 4, Eps: 1e-5}, // head dim not a multiple of 32
+	})
 }
 
-// TestMambaChunkedScan: the chunked prefill scan (mamba_ssd_pre) agrees
-// with the same positions fed one at a time through the decode path to
-// rounding, for the output and the SSM state (the conv state, which it
-// does not touch, bit for bit), over lengths within one chunk, across
-// chunks and ending inside one.
+// TestMambaChunkedScan: the chunked prefill scan (mamba_ssd_cb, then
+// mamba_ssd_pre_cb) agrees with the same positions fed one at a time
+// through the decode path to rounding, for the output and the SSM state
+// (the conv state bit for bit), over lengths within one chunk, across
+// chunks and ending inside one, d_state 128 (the real hybrid's) and 64
+// with two groups.
 func TestMambaChunkedScan(t *testing.T) {
 	need(t)
-	if ssdOff {
-		t.Skip("ZONOS_SCAN=seq")
-	}
-	for _, T := range []int{5, 37, 80} {
-		testMambaPrefillSteps(t, T, 2e-5)
-	}
-}
-
-// TestMambaSSDCB: mamba_ssd_pre reading the chunks' C·Bᵀ from
-// mamba_ssd_cb gives the same bits as computing it in every block
-// (ZONOS_SSD_CB=0), output and SSM state, for one and two groups, lengths
-// within one chunk and ending inside one, d_state 64 and 128.
-func TestMambaSSDCB(t *testing.T) {
-	need(t)
-	if ssdOff {
-		t.Skip("ZONOS_SCAN=seq")
-	}
-	defer func(v bool) { ssdCBOff = v }(ssdCBOff)
-	r := rand.New(rand.NewPCG(16, 17))
-	for _, s := range []compute.Mamba2Spec{
+	specs := []compute.Mamba2Spec{
 		{DInner: 4096, Heads: 64, HeadDim: 64, DState: 128, Groups: 1, DConv: 4, Eps: 1e-5},
 		{DInner: 256, Heads: 8, HeadDim: 32, DState: 64, Groups: 2, DConv: 4, Eps: 1e-5},
-	} {
+	}
+	for _, s := range specs {
 		if !useSSD(s.HeadDim, s.DState) {
 			t.Fatalf("%+v does not take the chunked scan", s)
 		}
-		_, wg := mambaWeights(t, r, s, compute.BF16)
-		C := s.DInner + 2*s.Groups*s.DState
-		E := 2*s.DInner + 2*s.Groups*s.DState + s.Heads
-		for _, T := range []int{5, 16, 37, 80} {
-			const B = 2
-			vals := randVals(r, B*T*E, 1)
-			ssm0 := randVals(r, B*s.Heads*s.HeadDim*s.DState, 0.5)
-			run := func(off bool) ([]float32, []float32) {
-				ssdCBOff = off
-				conv, ssm := gb.Zeros(B, C, s.DConv), gb.FromF32(ssm0, B, s.Heads, s.HeadDim, s.DState)
-				out := gb.ReadF32(gb.Mamba2(gb.FromF32(vals, B, T, E), wg, conv, ssm, s))
-				return out, gb.ReadF32(ssm)
-			}
-			outA, ssmA := run(false)
-			outB, ssmB := run(true)
-			name := fmt.Sprintf("Di%d N%d G%d T%d", s.DInner, s.DState, s.Groups, T)
-			checkVals(t, name+" output", outB, outA, 0)
-			checkVals(t, name+" ssm state", ssmB, ssmA, 0)
-		}
+	}
+	for _, T := range []int{5, 16, 37, 80} {
+		testMambaPrefillSteps(t, T, 2e-5, specs)
 	}
 }
 
 // testMambaPrefillSteps compares a T-position prefill through Mamba2 with
-// T single steps, the output and the SSM state to tol (0: bit for bit).
-func testMambaPrefillSteps(t *testing.T, T int, tol float64) {
+// T single steps for each spec, the output and the SSM state to tol (0:
+// bit for bit).
+func testMambaPrefillSteps(t *testing.T, T int, tol float64, specs []compute.Mamba2Spec) {
 	r := rand.New(rand.NewPCG(15, uint64(T)))
-	for _, s := range []compute.Mamba2Spec{
-		{DInner: 4096, Heads: 64, HeadDim: 64, DState: 128, Groups: 1, DConv: 4, Eps: 1e-5},
-		{DInner: 128, Heads: 4, HeadDim: 32, DState: 40, Groups: 2, DConv: 3, Eps: 1e-5},
-	} {
+	for _, s := range specs {
+		if useSSD(s.HeadDim, s.DState) != (tol != 0) {
+			t.Fatalf("%+v: chunked scan %v with tolerance %g", s, useSSD(s.HeadDim, s.DState), tol)
+		}
 		const B = 2
 		_, wg := mambaWeights(t, r, s, compute.BF16)
 		C := s.DInner + 2*s.Groups*s.DState
@@ -1168,8 +1185,8 @@ func TestWideSplits(t *testing.T) {
 // declined, and leave the states untouched.
 func TestMamba2Block(t *testing.T) {
 	need(t)
-	if !gb.hopper || gemvChunkOff || mambaBlockOff {
-		t.Skip("the fused Mamba2 mixer needs sm_90 and the chunk GEMV")
+	if !gb.fusedMamba {
+		t.Skip("the fused Mamba2 mixer is the Hopper plan's")
 	}
 	r := rand.New(rand.NewPCG(17, 18))
 	cases := []struct {
@@ -1181,19 +1198,15 @@ func TestMamba2Block(t *testing.T) {
 		{4096, compute.Mamba2Spec{DInner: 2048, Heads: 32, HeadDim: 64, DState: 64, Groups: 1, DConv: 3, Eps: 1e-5}, []int{2}},     // other K, d_conv
 		{2048, compute.Mamba2Spec{DInner: 2048, Heads: 32, HeadDim: 64, DState: 256, Groups: 1, DConv: 4, Eps: 1e-5}, []int{2}},    // 8 state slots per lane
 	}
-	defer func(early bool) { mambaStepEarly = early }(mambaStepEarly)
-	for _, early := range []bool{true, false} {
-		mambaStepEarly = early
-		for _, c := range cases {
-			testMamba2BlockCase(t, r, c.d, c.s, c.bs, fmt.Sprintf("state requested early %v", early))
-		}
+	for _, c := range cases {
+		testMamba2BlockCase(t, r, c.d, c.s, c.bs)
 	}
 	testMamba2BlockDeclines(t, r, cases[0].s)
 }
 
 // testMamba2BlockCase runs Mamba2Block and the three ops side by side for
 // three steps of batches bs.
-func testMamba2BlockCase(t *testing.T, r *rand.Rand, d int, s compute.Mamba2Spec, bs []int, variant string) {
+func testMamba2BlockCase(t *testing.T, r *rand.Rand, d int, s compute.Mamba2Spec, bs []int) {
 	_, w := mambaWeights(t, r, s, compute.BF16)
 	C := s.DInner + 2*s.Groups*s.DState
 	E := 2*s.DInner + 2*s.Groups*s.DState + s.Heads
@@ -1210,7 +1223,7 @@ func testMamba2BlockCase(t *testing.T, r *rand.Rand, d int, s compute.Mamba2Spec
 				t.Fatalf("Mamba2Block declined D%d Di%d B%d", d, s.DInner, B)
 			}
 			y2 := gb.Linear(gb.Mamba2(gb.Linear(x, wi, nil), w, conv2, ssm2, s), wo, nil)
-			name := fmt.Sprintf("Mamba2Block D%d Di%d N%d B%d step %d (%s)", d, s.DInner, s.DState, B, step, variant)
+			name := fmt.Sprintf("Mamba2Block D%d Di%d N%d B%d step %d", d, s.DInner, s.DState, B, step)
 			checkVals(t, name, gb.ReadF32(y2), gb.ReadF32(y1), 1e-5)
 			checkVals(t, name+" conv state", gb.ReadF32(conv2), gb.ReadF32(conv1), 0)
 			checkVals(t, name+" ssm state", gb.ReadF32(ssm2), gb.ReadF32(ssm1), 0)

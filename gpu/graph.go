@@ -35,11 +35,12 @@ import (
 )
 
 // Graph is a captured sequence of kernels on the backend's stream, replayed
-// with one launch (1.2 µs per kernel instead of 4.8 µs eager, GPU.md). The
-// tensors allocated while capturing are pinned until Destroy, so their
-// device addresses stay valid for every replay; inputs are fed by writing
-// into tensors made before the capture (CopyInto), and outputs read from
-// the tensors the captured ops returned.
+// with one launch (on an H200, 1.2 µs per tiny kernel replayed against 4.8
+// µs launched eagerly from Go). The tensors allocated while capturing are
+// pinned until Destroy, so their device addresses stay valid for every
+// replay; inputs are fed by writing into tensors made before the capture
+// (CopyInto, WriteI32, WriteF32), and outputs read from the tensors the
+// captured ops returned.
 type Graph struct {
 	b      *Backend
 	g      C.CUgraph

@@ -13,7 +13,6 @@ import "C"
 
 import (
 	"fmt"
-	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -46,45 +45,27 @@ import (
 
 var _ compute.Laned = (*Backend)(nil)
 
-// Stream priorities. Where decode steps run mamba_run (Hopper), the main
-// lane (decoding) gets the highest priority and the side lane (the
-// vocoder) the lowest: mamba_run's blocks each fill an SM and all wait at
-// its barriers for the last to become resident, so a vocoder kernel served
-// first holds the whole step up. Same run (docs/gpu/2026-11-30-session17,
-// run 8): steady frame 1.582 against 1.681 ms with the vocoder first,
-// generation 6.74× against 6.29×, TTFA 35.77 against 35.91 ms.
+// Stream priorities (plan.decodeFirst). Where decode steps run mamba_run
+// (the Hopper plan), the main lane (decoding) gets the highest priority
+// and the side lane (the vocoder) the lowest: mamba_run's blocks each fill
+// an SM and all wait at its barriers for the last to become resident, so a
+// vocoder kernel served first holds the whole step up. Measured on an
+// H200, 2026-11-30: steady frame 1.582 against 1.681 ms with the vocoder
+// first, generation 6.74× against 6.29× real time.
 //
 // Otherwise the side lane gets the highest, so the block scheduler serves
 // a vocoder kernel's blocks as soon as a decode kernel's blocks leave an
 // SM. The vocoder's kernels are a chain of a few hundred small ones, each
-// waiting for the last; behind the decode step's GEMVs each waited for a
-// free SM. With that order the first emission took 1.34 ms instead of
-// 1.67 (TTFA 36.98 against 37.31 ms), the decode step the same
-// (docs/gpu/2026-11-30-session15, run 7).
-//
-// ZONOS_LANE_PRIORITY=decode or =vocoder picks an order, =equal gives both
-// the highest (measurements).
-var lanePriority = os.Getenv("ZONOS_LANE_PRIORITY")
-
-// decodeFirst reports whether the main lane gets the higher priority.
-func decodeFirst(hopper bool) bool {
-	switch lanePriority {
-	case "decode":
-		return true
-	case "vocoder", "equal":
-		return false
-	}
-	return hopper && !mambaRunOff
-}
+// waiting for the last; behind the decode step's GEMVs each would wait for
+// a free SM. Measured on an H200 without mamba_run, 2026-11-30: the first
+// emission 1.34 ms against 1.67 ms with decoding first, the decode step
+// the same.
 
 // streamPriority is the priority of the main lane's stream (side false)
 // or the side lane's.
 func streamPriority(side, decodeFirst bool) int {
 	least, greatest, _ := cu.StreamPriorityRange()
-	switch {
-	case lanePriority == "equal":
-		return greatest
-	case side == decodeFirst:
+	if side == decodeFirst {
 		return least
 	}
 	return greatest
@@ -106,12 +87,12 @@ func (b *Backend) Lane() compute.Backend {
 			l = b.lanes[1]
 			return
 		}
-		s, err := cu.MakeStreamWithPriority(streamPriority(true, b.decodeFirst), cu.NonBlocking)
+		s, err := cu.MakeStreamWithPriority(streamPriority(true, b.decodeFirst()), cu.NonBlocking)
 		if err != nil {
 			panic(fmt.Sprintf("gpu: creating the side lane's stream: %v", err))
 		}
 		l = &Backend{device: b.device, stream: s, side: true}
-		if b.hopper {
+		if b.persistentMamba {
 			if err := l.allocRunSync(); err != nil {
 				panic(fmt.Sprintf("gpu: the side lane's barrier counters: %v", err))
 			}

@@ -65,9 +65,11 @@ func TestLaneRunsBesideMain(t *testing.T) {
 
 // TestEngineVocoderOnLane: the engine loads the DAC on the side lane and
 // vocodes beside decoding; the streamed PCM equals one-shot decoding of
-// the generated codes, sample for sample.
-func TestEngineVocoderOnLane(t *testing.T) {
-	need(t)
+// the generated codes, sample for sample, under each plan (whose lane
+// priorities differ).
+func TestEngineVocoderOnLane(t *testing.T) { forEachPlan(t, testEngineVocoderOnLane) }
+
+func testEngineVocoderOnLane(t *testing.T) {
 	e, err := engine.Load(gb, engine.PathsFromDirs(golden.Pack(t, "zonos-hybrid-tiny"), golden.Pack(t, "dac-tiny")))
 	if err != nil {
 		t.Fatal(err)

@@ -63,8 +63,6 @@ import "C"
 import (
 	"fmt"
 	"math"
-	"os"
-	"strings"
 	"unsafe"
 
 	"gorgonia.org/cu"
@@ -74,31 +72,16 @@ import (
 
 // kernel is a loaded function and its name (for errors). pdl: the kernel
 // waits for its predecessor itself (its sm_90 body calls pdl_begin), so it
-// is launched with programmatic dependent launch when the backend uses it.
+// is launched with programmatic dependent launch where the plan uses it
+// (plan.pdl).
 type kernel struct {
 	name     string
 	fn       cu.Function
 	pdl      bool
 	launches int // launched so far (owner goroutine; tests check which path ran)
-	// twice (ZONOS_TWICE names the kernel; a measurement switch, results
-	// are wrong) launches the kernel a second time, with the same
-	// arguments, right after the first: the step's time with and without
-	// it is what one more such kernel costs where it runs, in the graph.
-	twice bool
 	// smemRefused: the dynamic shared memory the kernel needs and this
 	// device cannot give a block (allowSmem); launchEx refuses it.
 	smemRefused int
-}
-
-// twiceKernels is ZONOS_TWICE's comma-separated kernel names.
-func twiceKernels() map[string]bool {
-	m := map[string]bool{}
-	for _, n := range strings.Split(os.Getenv("ZONOS_TWICE"), ",") {
-		if n = strings.TrimSpace(n); n != "" {
-			m[n] = true
-		}
-	}
-	return m
 }
 
 // maxBlob bounds a struct parameter's size (the driver's 4 KiB limit on
@@ -121,10 +104,6 @@ func init() {
 		panic("gpu: gorgonia.org/cu Function is no longer a single handle; update cuFunction")
 	}
 }
-
-// pdlWanted reports whether programmatic dependent launch is allowed by the
-// environment (ZONOS_PDL=0 turns it off, for measurements).
-func pdlWanted() bool { return os.Getenv("ZONOS_PDL") != "0" }
 
 // launch runs k on the backend's stream (owner goroutine only). Each
 // argument travels in an 8-byte slot: device pointers, int (as int64),
@@ -203,10 +182,6 @@ func (b *Backend) launchEx(k *kernel, grid, block [3]int, smem, cluster int, arg
 	}
 	r := C.zs_launch(cuFunction(k.fn), C.uint(grid[0]), C.uint(grid[1]), C.uint(grid[2]),
 		C.uint(block[0]), C.uint(block[1]), C.uint(block[2]), C.uint(smem), unsafe.Pointer(b.stream.C()), b.args, pdl, C.uint(cluster))
-	if r == C.CUDA_SUCCESS && k.twice {
-		r = C.zs_launch(cuFunction(k.fn), C.uint(grid[0]), C.uint(grid[1]), C.uint(grid[2]),
-			C.uint(block[0]), C.uint(block[1]), C.uint(block[2]), C.uint(smem), unsafe.Pointer(b.stream.C()), b.args, pdl, C.uint(cluster))
-	}
 	if err := cuErr(r); err != nil {
 		panic(fmt.Sprintf("gpu: CUDA kernel launch failed: %s (grid %v, block %v): %v", k.name, grid, block, err))
 	}

@@ -5,8 +5,6 @@ package gpu
 import (
 	"encoding/binary"
 	"math"
-	"os"
-	"strconv"
 
 	"gorgonia.org/cu"
 
@@ -35,81 +33,24 @@ const (
 	runLayerPtr = 12 // pointers in a MambaRunLayer
 )
 
-// mambaRunOff (ZONOS_MAMBA_RUN=0) declines Mamba2Run: the blocks run one
-// by one (for measurements).
-var mambaRunOff = os.Getenv("ZONOS_MAMBA_RUN") == "0"
-
-// runBlocksEnv (ZONOS_RUN_BLOCKS=n, for measurements) launches mamba_run
-// on n blocks (at most one per SM).
-var runBlocksEnv, _ = strconv.Atoi(os.Getenv("ZONOS_RUN_BLOCKS"))
-
-// runStagesEnv (ZONOS_RUN_STAGES=n, for measurements) gives mamba_run's
-// ring n stages (at most runStages): less shared memory for more room
-// beside it.
-var runStagesEnv, _ = strconv.Atoi(os.Getenv("ZONOS_RUN_STAGES"))
-
-// runDefaultStages and runDefaultInflight are the ring's default depth
-// and the producer's default cap on stages in flight: all 6 stages, one
-// in flight. Uncapped, every block put its whole free ring in flight as
-// each phase began (16–24 MB at once), and the latency-bound parts of the
-// layer (the norm's loads, the barriers, the scan's operands) waited in
-// the queues behind it: a deeper ring was slower (session 17, run 6: a
-// 3-block run alone 94.6 µs with 4 stages, 96.4 with 6). With one stage
-// of 32 KiB in flight a block (4 MB in all) the stream still keeps up,
-// and the ring can be deep (docs/gpu/2026-11-30-session20, runs 1–2: a
-// 3-block run 87.0 against 93.3 µs; step graph 1.446 against 1.524 ms).
+// runRing and runInflight are the ring's depth and the producer's cap on
+// stages requested and not yet arrived: all 6 stages, one in flight.
+// Uncapped, every block put its whole free ring in flight as each phase
+// began (16–24 MB at once), and the latency-bound parts of the layer (the
+// norm's loads, the barriers, the scan's operands) waited in the memory
+// queues behind it, so a deeper ring was slower. With one 32 KiB stage in
+// flight a block (4 MB in all) the stream still keeps up and the ring can
+// be deep. Measured on an H200, 2026-11-30: mamba_run over 3 blocks 87.0
+// µs against 93.3 uncapped; the step graph 1.446 against 1.524 ms.
 //
-// The in_proj stages past the ring's depth stream while the consumers
-// wait for them: for those two in flight (runDefaultInflight2; same run,
-// step graph 1.425 against 1.441 ms with one, 1.430 with three:
-// docs/gpu/2026-11-30-session20, run 6).
+// The in_proj stages past the ring's depth stream while the consumers wait
+// for them: for those, two in flight (runInflight2; the step graph 1.425
+// ms against 1.441 with one and 1.430 with three, same machine and day).
 const (
-	runDefaultStages    = 6
-	runDefaultInflight  = 1
-	runDefaultInflight2 = 2
+	runRing      = 6
+	runInflight  = 1
+	runInflight2 = 2
 )
-
-// runRing is the ring's stage count.
-func runRing() int {
-	if runStagesEnv >= 2 {
-		return min(runStagesEnv, runStages)
-	}
-	return runDefaultStages
-}
-
-// runInflightEnv (ZONOS_RUN_INFLIGHT=n, for measurements) lets
-// mamba_run's producer have at most n stages requested and not yet
-// arrived (negative, or n at least the ring's depth: as many as the ring
-// has free; 0: the default).
-var runInflightEnv, _ = strconv.Atoi(os.Getenv("ZONOS_RUN_INFLIGHT"))
-
-// runInflight2Env (ZONOS_RUN_INFLIGHT2=n, for measurements) caps the
-// producer at n stages in flight for the in_proj stages past the ring's
-// depth only (negative, or n at least the ring's depth: runInflight's
-// cap; 0: the default).
-var runInflight2Env, _ = strconv.Atoi(os.Getenv("ZONOS_RUN_INFLIGHT2"))
-
-// runInflight and runInflight2 are the producer's caps on stages in
-// flight, as the kernel takes them (0: none of its own).
-func runInflight() int  { return envCap(runInflightEnv, runDefaultInflight) }
-func runInflight2() int { return envCap(runInflight2Env, runDefaultInflight2) }
-
-// envCap is a measurement switch's cap: def when unset (0), none (0) when
-// negative.
-func envCap(env, def int) int {
-	if env != 0 {
-		return max(env, 0)
-	}
-	return def
-}
-
-// runStageSplit (ZONOS_RUN_BALANCE=0, for measurements) splits the
-// projections over the blocks in whole stages (8 in_proj rows), as first
-// written, instead of an even share of rows: 8512 rows on 128 blocks gave
-// 40 blocks 9 stages and the rest 8, and every barrier waits for the last.
-// In the step the two measured the same (docs/gpu/2026-11-30-session17,
-// run 10: step graph 1.510 ms even, 1.513 ms whole stages).
-var runStageSplit = os.Getenv("ZONOS_RUN_BALANCE") == "0"
 
 // runSpareSMs are the SMs mamba_run leaves to other kernels (the
 // vocoder's lane): its blocks fill an SM's shared memory, and every block
@@ -117,12 +58,7 @@ var runStageSplit = os.Getenv("ZONOS_RUN_BALANCE") == "0"
 const runSpareSMs = 4
 
 // runGrid is mamba_run's block count.
-func (b *Backend) runGrid() int {
-	if runBlocksEnv > 0 {
-		return min(runBlocksEnv, b.sms)
-	}
-	return max(1, b.sms-runSpareSMs)
-}
+func (b *Backend) runGrid() int { return max(1, b.sms-runSpareSMs) }
 
 var _ compute.Mamba2Run = (*Backend)(nil)
 
@@ -131,11 +67,8 @@ var _ compute.Mamba2Run = (*Backend)(nil)
 func (b *Backend) runFits(s compute.Mamba2Spec, d, B int) bool {
 	E := 2*s.DInner + 2*s.Groups*s.DState + s.Heads
 	G := b.runGrid()
-	rows := (E + G - 1) / G // in_proj rows a block holds conv operands for
-	if runStageSplit {
-		rows = 8 * (((E+7)/8 + G - 1) / G)
-	}
-	return b.hopper && !mambaRunOff && b.runSync != 0 && d == runModel && s.DInner == 4096 && s.Groups == 1 &&
+	rows := (E + G - 1) / G // in_proj rows a block holds conv operands for: an even share
+	return b.persistentMamba && b.runSync != 0 && d == runModel && s.DInner == 4096 && s.Groups == 1 &&
 		s.Heads*s.HeadDim == s.DInner && s.HeadDim == runHeadDim && s.DState == runDState &&
 		s.DConv == runKc && B >= 1 && B <= 2 && rows <= runMaxRows
 }
@@ -231,16 +164,15 @@ func (b *Backend) mambaRun(hin, rin, hout, rout *tensor, blocks []compute.Mamba2
 	o += 9 * 4
 	binary.LittleEndian.PutUint32(args[o:], math.Float32bits(eps))
 	binary.LittleEndian.PutUint32(args[o+4:], math.Float32bits(s.Eps))
-	stages := runRing()
-	binary.LittleEndian.PutUint32(args[o+8:], uint32(stages))
-	binary.LittleEndian.PutUint32(args[o+12:], uint32(b2i(!runStageSplit)))
-	binary.LittleEndian.PutUint32(args[o+16:], uint32(runInflight()))
-	binary.LittleEndian.PutUint32(args[o+20:], uint32(runInflight2()))
+	binary.LittleEndian.PutUint32(args[o+8:], runRing)
+	binary.LittleEndian.PutUint32(args[o+12:], 1) // balance: each block an even share of the projections' rows
+	binary.LittleEndian.PutUint32(args[o+16:], runInflight)
+	binary.LittleEndian.PutUint32(args[o+20:], runInflight2)
 	kernel := "mamba_run"
 	if b.runTrace != 0 {
 		kernel = "mamba_run_trace" // the same kernel with the trace's stamps compiled in
 	}
-	b.launchSmem(b.k[kernel], [3]int{b.runGrid(), 1, 1}, [3]int{runThreads, 1, 1}, stages*runStage, args)
+	b.launchSmem(b.k[kernel], [3]int{b.runGrid(), 1, 1}, [3]int{runThreads, 1, 1}, runRing*runStage, args)
 	for _, t := range []*tensor{zx, xbc, yg, part} {
 		t.h.release()
 	}

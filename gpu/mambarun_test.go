@@ -56,22 +56,10 @@ func TestMamba2Run(t *testing.T) {
 		}
 		ws = append(ws, bw)
 	}
-	defer func(n int, split bool, st, f, f2 int) {
-		runBlocksEnv, runStageSplit, runStagesEnv, runInflightEnv, runInflight2Env = n, split, st, f, f2
-	}(runBlocksEnv, runStageSplit, runStagesEnv, runInflightEnv, runInflight2Env)
 	for _, c := range []struct {
 		L, B     int
 		residual bool
-		blocks   int  // ZONOS_RUN_BLOCKS (0: the default)
-		split    bool // ZONOS_RUN_BALANCE=0
-		stages   int  // ZONOS_RUN_STAGES (0: the default)
-		inflight int  // ZONOS_RUN_INFLIGHT
-		k2       int  // ZONOS_RUN_INFLIGHT2
-	}{{3, 2, true, 0, false, 0, 0, 0}, {3, 2, false, 0, false, 0, 0, 0}, {1, 2, true, 0, false, 0, 0, 0},
-		{9, 2, true, 0, false, 0, 0, 0}, {3, 1, true, 0, false, 0, 0, 0}, {3, 2, true, 132, false, 0, 0, 0},
-		{3, 2, true, 124, false, 0, 0, 0}, {3, 2, true, 0, true, 0, 0, 0}, {9, 2, true, 0, false, 4, -1, -1},
-		{3, 2, true, 0, false, 6, 2, 0}, {3, 1, true, 0, false, 5, 3, 0}, {9, 2, true, 0, false, 0, 0, 3}} {
-		runBlocksEnv, runStageSplit, runStagesEnv, runInflightEnv, runInflight2Env = c.blocks, c.split, c.stages, c.inflight, c.k2
+	}{{3, 2, true}, {3, 2, false}, {1, 2, true}, {9, 2, true}, {3, 1, true}, {9, 1, false}} {
 		var convs, ssms [2][]compute.Tensor
 		for i := 0; i < c.L; i++ {
 			cv, sv := randVals(r, c.B*C*s.DConv, 1), randVals(r, c.B*s.Heads*s.HeadDim*s.DState, 0.5)
@@ -104,7 +92,7 @@ func TestMamba2Run(t *testing.T) {
 				}
 				h2, r2 = y, rr
 			}
-			name := fmt.Sprintf("Mamba2Run L%d B%d residual %v blocks %d split %v stages %d in flight %d/%d step %d", c.L, c.B, c.residual, gb.runGrid(), c.split, runRing(), c.inflight, c.k2, step)
+			name := fmt.Sprintf("Mamba2Run L%d B%d residual %v step %d", c.L, c.B, c.residual, step)
 			checkVals(t, name+" hidden", gb.ReadF32(h2), gb.ReadF32(h1), 1e-4)
 			checkVals(t, name+" residual", gb.ReadF32(r2), gb.ReadF32(r1), 1e-4)
 			for i := 0; i < c.L; i++ {
@@ -116,7 +104,6 @@ func TestMamba2Run(t *testing.T) {
 			}
 		}
 	}
-	runBlocksEnv, runStageSplit, runStagesEnv, runInflightEnv, runInflight2Env = 0, false, 0, 0, 0
 	// Declined: three rows, two positions, another model width.
 	conv, ssm := gb.Zeros(3, C, s.DConv), gb.Zeros(3, s.Heads, s.HeadDim, s.DState)
 	bl := []compute.Mamba2RunBlock{{NormW: ws[0].nw, InProj: ws[0].wi, OutProj: ws[0].wo, W: ws[0].w, ConvState: conv, SSMState: ssm, Spec: s}}
@@ -166,21 +153,10 @@ func TestMamba2RunTrace(t *testing.T) {
 		}
 	}
 	weights := float64(L) * 2 * float64(E*d+d*s.DInner)
-	// The trace runs under the environment's switches.
-	envBlocks, envStages, envInflight, envK2 := runBlocksEnv, runStagesEnv, runInflightEnv, runInflight2Env
-	restore := func() {
-		runBlocksEnv, runStagesEnv, runInflightEnv, runInflight2Env = envBlocks, envStages, envInflight, envK2
-	}
-	defer restore()
 	for _, c := range []struct {
-		name                         string
-		fn                           func()
-		blocks, stages, inflight, k2 int
-	}{{"mamba_run", byRun, 0, 0, 0, 0}, {"one by one", oneByOne, 0, 0, 0, 0}, {"mamba_run", byRun, 0, 0, 0, 0}, {"one by one", oneByOne, 0, 0, 0, 0},
-		{"mamba_run", byRun, 132, 0, 0, 0}, {"mamba_run", byRun, 0, 4, -1, 0}, {"mamba_run", byRun, 0, 6, -1, 0},
-		{"mamba_run", byRun, 0, 6, 2, 0}, {"mamba_run", byRun, 0, 5, 1, 0},
-		{"mamba_run", byRun, 0, 0, 0, -1}, {"mamba_run", byRun, 0, 0, 0, 3}, {"mamba_run", byRun, 0, 0, 0, 0}} {
-		runBlocksEnv, runStagesEnv, runInflightEnv, runInflight2Env = c.blocks, c.stages, c.inflight, c.k2
+		name string
+		fn   func()
+	}{{"mamba_run", byRun}, {"one by one", oneByOne}, {"mamba_run", byRun}, {"one by one", oneByOne}} {
 		g, err := gb.Capture(c.fn)
 		if err != nil {
 			t.Fatal(err)
@@ -189,11 +165,9 @@ func TestMamba2RunTrace(t *testing.T) {
 		d := gb.Time(func() { _ = g.Launch() })
 		g.Destroy()
 		per := d.Seconds() / reps
-		t.Logf("3 Mamba2 blocks, %-10s (%d blocks, %d stages, in flight %d, in flight past the ring %d): %.1f µs a run (%.0f GB/s of weights)",
-			c.name, gb.runGrid(), runRing(), runInflight(), runInflight2(), per*1e6, weights/per/1e9)
+		t.Logf("3 Mamba2 blocks, %-10s: %.1f µs a run (%.0f GB/s of weights)", c.name, per*1e6, weights/per/1e9)
 	}
-	restore()
-	t.Logf("trace: %d blocks, %d stages, in flight %d, in flight past the ring %d", gb.runGrid(), runRing(), runInflight(), runInflight2())
+	t.Logf("trace: %d blocks, %d stages, in flight %d, in flight past the ring %d", gb.runGrid(), runRing, runInflight, runInflight2)
 	trace := gb.Zeros(gb.sms*runStamps, 2) // uint64 stamps
 	gb.runTrace = cast(trace).ptr()
 	gb.Mamba2Run(h, res, blocks, 1e-5)

@@ -2,8 +2,6 @@
 
 package gpu
 
-import "os"
-
 // Scopes: tensor bookkeeping deferred to the end of a Run.
 //
 // Every tensor the collector may have to release carries a cleanup and a
@@ -18,10 +16,6 @@ import "os"
 // pool.collect), so nothing a collection could have found is hidden from
 // it.
 
-// scopeOff (ZONOS_RUN_SCOPE=0) tracks every tensor as it is made, as
-// before scopes (for before/after measurements).
-var scopeOff = os.Getenv("ZONOS_RUN_SCOPE") == "0"
-
 // runScope is the tensors made inside the Run in progress (owner
 // goroutine only).
 type runScope struct {
@@ -32,7 +26,7 @@ type runScope struct {
 // a Run), and hands the scope's survivors to the collector afterwards,
 // also when f panics (owner goroutine).
 func (b *Backend) inScope(f func()) {
-	if b.scope != nil || scopeOff {
+	if b.scope != nil {
 		f()
 		return
 	}

@@ -25,9 +25,6 @@ func onBooks(h *handle) bool {
 // it releases any other unreachable tensor.
 func TestRunScope(t *testing.T) {
 	need(t)
-	if scopeOff {
-		t.Skip("ZONOS_RUN_SCOPE=0")
-	}
 	var kept compute.Tensor
 	var freed, dropped *handle
 	gb.Run(func() {

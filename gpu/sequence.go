@@ -5,7 +5,6 @@ package gpu
 import (
 	"fmt"
 	"math"
-	"os"
 	"slices"
 
 	"gorgonia.org/cu"
@@ -148,7 +147,7 @@ func (b *Backend) attention(op qkvOperands, kCache, vCache compute.Tensor, pos i
 		kp := op.k.ptr() + cu.DevicePtr(4*op.kOff)
 		vp := op.v.ptr() + cu.DevicePtr(4*op.vOff)
 		if T == 1 && b.attnStepFits(H, Hk, Dh) { // decode: one kernel, a cluster per (row, KV head)
-			b.launchCluster(b.k[attnStepKernels[attnStepCluster]], [3]int{B * Hk * attnStepCluster, 1, 1}, [3]int{attnStepThreads, 1, 1}, attnStepCluster,
+			b.launchCluster(b.k["attn_step"], [3]int{B * Hk * attnStepCluster, 1, 1}, [3]int{attnStepThreads, 1, 1}, attnStepCluster,
 				qp, kp, vp, kc.ptr(), vc.ptr(), out.ptr(), H, Hk, Dh, maxT, pos, pp, npos, dr, inter, a.RotaryBase, scale, op.ldq, op.ldkv)
 			return
 		}
@@ -161,12 +160,12 @@ func (b *Backend) attention(op qkvOperands, kCache, vCache compute.Tensor, pos i
 			return
 		}
 		tab := nullPtr // the prefill's rotary angles
-		if dr > 0 && !rotTableOff {
+		if dr > 0 {
 			tab = b.rotaryTable(pos, T, dr, a.RotaryBase)
 		}
 		b.launch(b.k["attn_cache"], grid1(B*T*Hk*Dh), block256, kp, vp, kc.ptr(), vc.ptr(),
 			B, T, Hk, Dh, maxT, pos, pp, dr, inter, a.RotaryBase, op.ldkv, tab)
-		if attnPreFits(H, Hk, Dh) && (dr == 0 || tab != nullPtr) { // prefill (T > 1 here): the cached rows through shared memory, scored a lane each
+		if attnPreFits(H, Hk, Dh) { // prefill (T > 1 here): the cached rows through shared memory, scored a lane each
 			Q := attnPreWarps / (H / Hk) // query positions a block
 			tiles := (T + Q - 1) / Q
 			b.launch(b.k["attn_pre"], [3]int{B * Hk * tiles, 1, 1}, [3]int{32 * attnPreWarps, 1, 1}, qp, kc.ptr(), vc.ptr(), out.ptr(),
@@ -187,34 +186,17 @@ const (
 	attnStepMaxDim  = 128
 )
 
-// attnStepKernels are attn_step's builds by cluster size.
-var attnStepKernels = map[int]string{8: "attn_step", 4: "attn_step_s4", 2: "attn_step_s2"}
-
-// attnStepCluster is attn_step's cluster size: 8, or ZONOS_ATTN_STEP=4 or
-// 2 (measurements).
-var attnStepCluster = func() int {
-	if n := envInt("ZONOS_ATTN_STEP", 8); attnStepKernels[n] != "" {
-		return n
-	}
-	return 8
-}()
-
-// attnStepOff (ZONOS_ATTN_STEP=0) runs a decode step's attention as
-// attn_split and attn_merge (for before/after measurements, and GPUs
-// without clusters take that path anyway).
-var attnStepOff = os.Getenv("ZONOS_ATTN_STEP") == "0"
+// attnStepCluster is attn_step's cluster size (ATS_S): 8 blocks share a
+// (row, KV head), 128 warps walking its cached positions.
+const attnStepCluster = 8
 
 // attnStepFits reports whether attn_step takes a decode step of H query
-// heads over Hk KV heads of dimension Dh: clusters (Hopper), Dh ≤ 128 in
-// float4s, at most 4 query heads per KV head.
+// heads over Hk KV heads of dimension Dh: clusters (the plan's
+// clusterAttention), Dh ≤ 128 in float4s, at most 4 query heads per KV
+// head.
 func (b *Backend) attnStepFits(H, Hk, Dh int) bool {
-	return !attnStepOff && b.hopper && Dh%4 == 0 && Dh <= attnStepMaxDim && H/Hk <= attnStepGroup
+	return b.clusterAttention && Dh%4 == 0 && Dh <= attnStepMaxDim && H/Hk <= attnStepGroup
 }
-
-// rotTableOff (ZONOS_ROT_TABLE=0) has a prefill's cache writes compute
-// their rotary angles themselves (and its attention run on attn), for
-// before/after measurements.
-var rotTableOff = os.Getenv("ZONOS_ROT_TABLE") == "0"
 
 // rotTable is rot_table's (cos, sin) of positions [pos, pos+T) at dr/2
 // frequencies: a prefill's attention layers all rotate the same positions,
@@ -249,14 +231,10 @@ const (
 	attnPreMaxDim = 128
 )
 
-// attnPreOff (ZONOS_ATTN_PRE=0) runs a prefill's attention on attn, a
-// block per query position and head (for before/after measurements).
-var attnPreOff = os.Getenv("ZONOS_ATTN_PRE") == "0"
-
 // attnPreFits reports whether attn_pre takes a prefill of H query heads
 // over Hk KV heads of dimension Dh.
 func attnPreFits(H, Hk, Dh int) bool {
-	return !attnPreOff && Dh%4 == 0 && Dh <= attnPreMaxDim && H/Hk <= attnPreWarps
+	return Dh%4 == 0 && Dh <= attnPreMaxDim && H/Hk <= attnPreWarps
 }
 
 // Mamba2 limits of the kernels (CONV_MAXK, SCAN_MAXN).
@@ -267,23 +245,14 @@ const (
 	mambaStepRows = 64
 )
 
-// ssdOff (ZONOS_SCAN=seq) runs the prefill scan sequentially
-// (mamba_scan_pre_nS, bit for bit the decode step's arithmetic) instead of
-// in chunked form (mamba_ssd_pre).
-var ssdOff = os.Getenv("ZONOS_SCAN") == "seq"
-
 // ssdChunk is mamba_ssd_pre's chunk of positions (SSD_L in
 // kernels/mamba2.cu).
 const ssdChunk = 16
 
-// ssdCBOff (ZONOS_SSD_CB=0) lets every mamba_ssd_pre block compute the
-// chunks' C·Bᵀ itself instead of reading mamba_ssd_cb's (the same bits; for
-// before/after measurements).
-var ssdCBOff = os.Getenv("ZONOS_SSD_CB") == "0"
-
-// useSSD reports whether mamba_ssd_pre_n64 or _n128 takes a prefill of
-// head dim P and d_state n (SSD_PB in kernels/mamba2.cu).
-func useSSD(P, n int) bool { return !ssdOff && P%32 == 0 && (n == 64 || n == 128) }
+// useSSD reports whether the chunked scan (mamba_ssd_cb, then
+// mamba_ssd_pre_cb_n64 or _n128) takes a prefill of head dim P and d_state
+// n (SSD_PB in kernels/mamba2.cu); other shapes take the sequential scan.
+func useSSD(P, n int) bool { return P%32 == 0 && (n == 64 || n == 128) }
 
 // scanPreKernel is the prefill scan compiled for d_state n: the fewest
 // slots per lane (mamba_scan_pre_nS, S·32 ≥ n) of S ∈ {1, 2, 4, 8}.
@@ -294,10 +263,6 @@ func scanPreKernel(n int) string {
 	}
 	return fmt.Sprintf("mamba_scan_pre_n%d", s)
 }
-
-// mambaStepOff (ZONOS_MAMBA_STEP=0) runs the decode step's conv and scan as
-// two kernels (mamba_conv, mamba_scan), for measurements.
-var mambaStepOff = os.Getenv("ZONOS_MAMBA_STEP") == "0"
 
 func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convState, ssmState compute.Tensor, s compute.Mamba2Spec) compute.Tensor {
 	in := f32Of(zxbcdt, "Mamba2")
@@ -334,12 +299,12 @@ func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 		roll := nullPtr
 		var xbc *tensor // the conv's output, where it is not kept in shared memory
 		switch {
-		case T == 1 && v4 && P <= mambaStepRows && !mambaStepOff: // decode: conv and scan in one kernel
+		case T == 1 && v4 && P <= mambaStepRows: // decode: conv and scan in one kernel
 			b.launch(b.mambaStepKernel(N), [3]int{B * H, 1, 1}, block256, in.ptr(), b.asF32(cw).ptr(), b.asF32(cb).ptr(),
 				cst.ptr(), b.asF32(dtb).ptr(), b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), y.ptr(), E, Di, C, H, P, N, G, Kc,
-				b2i(mambaStepEarly))
+				stateEarly)
 			roll = cst.ptr()
-		case T == 1: // decode: one pass each
+		case T == 1: // decode, shapes mamba_step does not take: the conv, then the scan
 			xbc = b.newTensor(compute.F32, B, T, C)
 			b.launch(b.k["mamba_conv"], grid1(B*C), block256, in.ptr(), b.asF32(cw).ptr(), b.asF32(cb).ptr(),
 				cst.ptr(), xbc.ptr(), B, T, E, Di, C, Kc)
@@ -353,25 +318,14 @@ func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 			dt := b.newTensor(compute.F32, B, T, H, 2)
 			b.launch(b.k["mamba_dt"], grid1(B*T*H), block256, in.ptr(), b.asF32(dtb).ptr(), b.asF32(alog).ptr(), dt.ptr(),
 				B, T, E, Di, C, H)
-			if useSSD(P, N) {
-				name := fmt.Sprintf("mamba_ssd_pre_n%d", N)
-				cbp := nullPtr
-				var cb *tensor
-				if !ssdCBOff {
-					// C·Bᵀ of every chunk, once per group (mamba_ssd_cb).
-					chunks := (T + ssdChunk - 1) / ssdChunk
-					cb = b.newTensor(compute.F32, B*G*chunks*ssdChunk*ssdChunk)
-					b.launch(b.k["mamba_ssd_cb"], [3]int{B * G * chunks, 1, 1}, block256, xbc.ptr(), cb.ptr(), T, Di, C, N, G)
-					cbp = cb.ptr()
-					name = fmt.Sprintf("mamba_ssd_pre_cb_n%d", N)
-				}
-				k := b.k[name]
-				b.launch(k, [3]int{B * H * P / 32, 1, 1}, block256, dt.ptr(), xbc.ptr(),
-					b.asF32(alog).ptr(), b.asF32(dd).ptr(), cbp, sst.ptr(), y.ptr(), T, Di, C, H, P, N, G)
-				if cb != nil {
-					cb.h.release()
-				}
-			} else {
+			if useSSD(P, N) { // the chunked scan, C·Bᵀ of every chunk computed once per group
+				chunks := (T + ssdChunk - 1) / ssdChunk
+				cbt := b.newTensor(compute.F32, B*G*chunks*ssdChunk*ssdChunk)
+				b.launch(b.k["mamba_ssd_cb"], [3]int{B * G * chunks, 1, 1}, block256, xbc.ptr(), cbt.ptr(), T, Di, C, N, G)
+				b.launch(b.k[fmt.Sprintf("mamba_ssd_pre_cb_n%d", N)], [3]int{B * H * P / 32, 1, 1}, block256, dt.ptr(), xbc.ptr(),
+					b.asF32(alog).ptr(), b.asF32(dd).ptr(), cbt.ptr(), sst.ptr(), y.ptr(), T, Di, C, H, P, N, G)
+				cbt.h.release()
+			} else { // the sequential scan
 				b.launch(b.k[scanPreKernel(N)], [3]int{B * H, (P + 7) / 8, 1}, block256, dt.ptr(), xbc.ptr(),
 					b.asF32(dd).ptr(), sst.ptr(), y.ptr(), T, Di, C, H, P, N, G)
 			}
@@ -392,23 +346,15 @@ func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 	return out
 }
 
-// mambaBlockOff (ZONOS_MAMBA_BLOCK=0) declines Mamba2Block: the three ops
-// run instead (for measurements).
-var mambaBlockOff = os.Getenv("ZONOS_MAMBA_BLOCK") == "0"
-
-// mambaStepEarly (off with ZONOS_MAMBA_STEP_EARLY=0, for measurements)
-// has mamba_step_gated and mamba_step request their state rows before they
-// wait for in_proj.
-var mambaStepEarly = os.Getenv("ZONOS_MAMBA_STEP_EARLY") != "0"
-
-// mambaStepWide (ZONOS_MAMBA_STEP_NS=8, for measurements) runs mamba_step
-// with 8 state slots a lane whatever d_state is.
-var mambaStepWide = os.Getenv("ZONOS_MAMBA_STEP_NS") == "8"
+// stateEarly is mamba_step's and mamba_step_gated's early argument: 1,
+// each block requests its state rows before it waits for its predecessor
+// (the projection), so they arrive while it waits.
+const stateEarly int32 = 1
 
 // mambaStepKernel returns the mamba_step variant for d_state n: four
 // state slots a lane up to 128, else eight.
 func (b *Backend) mambaStepKernel(n int) *kernel {
-	if n <= 128 && !mambaStepWide {
+	if n <= 128 {
 		return b.k["mamba_step_n128"]
 	}
 	return b.k["mamba_step"]
@@ -434,7 +380,7 @@ func (b *Backend) mambaStepGated(P, n int) (*kernel, int) {
 // more than one norm group, and shapes the chunk GEMV or mamba_step do not
 // take.
 func (b *Backend) Mamba2Block(x, inProj, outProj compute.Tensor, w compute.Mamba2Weights, convState, ssmState compute.Tensor, s compute.Mamba2Spec) (compute.Tensor, bool) {
-	if mambaBlockOff || !b.hopper || gemvChunkOff {
+	if !b.fusedMamba {
 		return nil, false
 	}
 	xt, wi, wo := f32Of(x, "Mamba2Block"), cast(inProj), cast(outProj)
@@ -467,7 +413,7 @@ func (b *Backend) Mamba2Block(x, inProj, outProj compute.Tensor, w compute.Mamba
 		k, splits := b.mambaStepGated(P, N)
 		part := b.newTensor(compute.F32, B, H*splits, 2) // doubles, one per block
 		b.launch(k, [3]int{B * H * splits, 1, 1}, block256, zx.ptr(), xbc.ptr(), b.asF32(dtb).ptr(),
-			b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), yg.ptr(), part.ptr(), E, Di, C, H, P, N, G, b2i(mambaStepEarly))
+			b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), yg.ptr(), part.ptr(), E, Di, C, H, P, N, G, stateEarly)
 		b.launchChunk(gemvChunkNormKernel, kernels.GemvChunkPieces, yg.ptr(), wo.ptr(), nullPtr, out.ptr(), B, Dm, Di, gemvChunkEarly,
 			part.ptr(), int32(H*splits), b.asF32(nw).ptr(), s.Eps)
 		for _, t := range []*tensor{zx, xbc, yg, part} {

@@ -21,9 +21,10 @@ import (
 // (GenerateOptions.EagerSteps), over utterances of different lengths,
 // sampler knobs (repetition window, greedy, no penalty, and the whole-
 // history window that rules graphs out) and guidance scales, so the
-// state pool's reuse and re-recording are covered too.
-func TestStepGraphMatchesEager(t *testing.T) {
-	need(t)
+// state pool's reuse and re-recording are covered too; under each plan.
+func TestStepGraphMatchesEager(t *testing.T) { forEachPlan(t, testStepGraphMatchesEager) }
+
+func testStepGraphMatchesEager(t *testing.T) {
 	for _, pack := range []string{"zonos-hybrid-tiny", "zonos-transformer-tiny"} {
 		t.Run(pack, func(t *testing.T) {
 			p := golden.Pack(t, pack)

@@ -2,7 +2,6 @@ package zonos
 
 import (
 	"fmt"
-	"os"
 	"time"
 
 	"zonostream/engine/compute"
@@ -66,15 +65,11 @@ func inHist(n int) int { return (NumCodebooks+1)*n + 4 }
 // inState is where the loop state starts for n utterances and window w.
 func inState(n, w int) int { return inHist(n) + NumCodebooks*n*w }
 
-// graphsOff is ZONOS_CUDA_GRAPH=0: every decode step op by op (for
-// before/after measurements and bisecting).
-var graphsOff = os.Getenv("ZONOS_CUDA_GRAPH") == "0"
-
 // graphable reports whether a decode step with these sampler knobs can be
 // replayed: the repetition window must have a fixed width (window 0 means
 // the whole, growing history).
 func graphable(spec compute.SampleSpec) bool {
-	return !graphsOff && (spec.Penalty == 1 || spec.Window > 0)
+	return spec.Penalty == 1 || spec.Window > 0
 }
 
 // histWidth is the width of the recorded repetition window (0: none).

@@ -175,10 +175,9 @@ extern "C" __global__ void __launch_bounds__(ATT_WARPS * 32) attn(const float* _
 // block per (b, t, h) walks its positions a warp at a time, one L2 round
 // trip and one dependent shuffle reduction per position, and rotates its
 // query with float64 trig per element: 34 µs a layer for a 71-position
-// prompt (ncu, session 27 run 2), 12 such layers on the time to first
-// audio. A first attn_pre, one warp per query position walking its
-// positions one by one, was slower still (session 27 run 3): the walk is
-// a chain of dependent shuffles and exps.
+// prompt (ncu, H200, 2026-11-30), 12 such layers on the time to first
+// audio. One warp per query position walking its positions one by one was
+// slower still: the walk is a chain of dependent shuffles and exps.
 //
 // Here block (b, KV head, Q = 8/G query positions) has warp w take query
 // head g = w mod G of position t0 + w / G. The block brings ATP_J cached
@@ -357,11 +356,11 @@ extern "C" __global__ void attn_merge(const float* __restrict__ part, float* __r
     }
 }
 
-// attn_step is a decode step's attention (T = 1) in one kernel, for the
-// short contexts of streaming (ZONOS_ATTN_STEP=0 runs attn_split and
-// attn_merge instead). Why: the split and merge pair cost 11.9 µs a layer
-// inside the step graph (session 16, run 3: launched twice, the graph took
-// 142 µs more over 12 layers) for about 100 positions: two kernel
+// attn_step is a decode step's attention (T = 1) in one kernel on the
+// Hopper plan, for the short contexts of streaming; the generic plan runs
+// attn_split and attn_merge. Why: the split and merge pair cost 11.9 µs a
+// layer inside the step graph (H200, 2026-11-30: launched twice, the graph
+// took 142 µs more over 12 layers) for about 100 positions: two kernel
 // boundaries, 1024 blocks that each rotate their query with float64 pow,
 // cos and sin after the wait, and partials that go through global memory.
 //
@@ -380,8 +379,10 @@ extern "C" __global__ void attn_merge(const float* __restrict__ part, float* __r
 // the softmax merges in the same (max, sum) form as attn_split/attn_merge,
 // in another order. Dh ≤ 128, Dh % 4 = 0, G ≤ ATS_G (the backend checks).
 //
-// Launch: grid B·Hk·S, cluster S (ATS_S), ATS_W·32 threads; row b of the
+// Launch: grid B·Hk·ATS_S, clusters of ATS_S = 8 blocks (16 warps each:
+// 128 warps walk a (row, KV head)'s cache), ATS_W·32 threads; row b of the
 // batch at posp[b mod npos] when posp is set, else at pos.
+#define ATS_S 8
 #define ATS_W 16
 #define ATS_G 4
 #define ATS_D 128
@@ -408,8 +409,7 @@ __device__ __forceinline__ void ats_cluster_sync() {
 
 #endif
 
-template <int ATS_S>
-__device__ __forceinline__ void attn_step_body(const float* __restrict__ q, const float* __restrict__ k,
+extern "C" __global__ void __launch_bounds__(ATS_W * 32) attn_step(const float* __restrict__ q, const float* __restrict__ k,
                                 const float* __restrict__ v, float* kc, float* vc, float* __restrict__ out,
                                 int H, int Hk, int Dh, int maxT, int pos, const int* __restrict__ posp, int npos,
                                 int dr, int interleaved, double base, float scale, int ldq, int ldkv) {
@@ -538,19 +538,3 @@ __device__ __forceinline__ void attn_step_body(const float* __restrict__ q, cons
     __trap(); // clusters are Hopper's; the backend launches this only there
 #endif
 }
-
-// attn_step: clusters of 8 blocks (the default); attn_step_s4 and
-// attn_step_s2 are the same kernel over clusters of 4 and 2 blocks
-// (ZONOS_ATTN_STEP=4 or 2, for measurements).
-#define ATTN_STEP(NAME, S)                                                                                             \
-    extern "C" __global__ void __launch_bounds__(ATS_W * 32)                                                           \
-        NAME(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v, float* kc,        \
-             float* vc, float* __restrict__ out, int H, int Hk, int Dh, int maxT, int pos,                            \
-             const int* __restrict__ posp, int npos, int dr, int interleaved, double base, float scale, int ldq,     \
-             int ldkv) {                                                                                              \
-        attn_step_body<S>(q, k, v, kc, vc, out, H, Hk, Dh, maxT, pos, posp, npos, dr, interleaved, base, scale, ldq, \
-                          ldkv);                                                                                      \
-    }
-ATTN_STEP(attn_step, 8)
-ATTN_STEP(attn_step_s4, 4)
-ATTN_STEP(attn_step_s2, 2)

@@ -249,9 +249,9 @@ MAMBA_STEP(mamba_step_n128, 128)
 // 128 blocks of a decode step on 132 SMs, each waiting on its 32 KiB of
 // state; smaller RW puts more state loads in flight on each SM. Every
 // block computes its head's decay and loads B and C itself (a few hundred
-// bytes from L2). Same run (docs/gpu/2026-11-30-session13, run 1), step
-// graph: RW = 8 1.684 ms, RW = 2 1.611 ms, RW = 1 (two waves) 1.708 ms;
-// RW = 2 with the state requested after the wait 1.631 ms.
+// bytes from L2). Measured on an H200 (2026-11-30), step graph: RW = 8
+// 1.684 ms, RW = 2 1.611 ms, RW = 1 (two waves) 1.708 ms; RW = 2 with the
+// state requested after the wait 1.631 ms.
 //
 // flags bit 0: the block requests its state rows before waiting for the
 // previous kernel. The SSM state is read and written by this kernel only
@@ -603,8 +603,9 @@ __device__ __forceinline__ void scan_pre_body(const float* __restrict__ dd, cons
         if (live && on[i]) sp[lane + 32 * i] = st[i];
 }
 
-// mamba_ssd_pre_nN: the prefill scan in chunked ("state space dual")
-// form, for d_state N = 64 or 128 and head dim P a multiple of 32. Grid
+// mamba_ssd_pre_cb_nN: the prefill scan in chunked ("state space dual")
+// form, for d_state N = 64 or 128 and head dim P a multiple of 32 (other
+// shapes take the sequential scan, mamba_scan_pre_nS). Grid
 // B·H·(P/32), 256 threads: warp w holds the state rows n ∈ [w·NS,
 // (w+1)·NS) (NS = N/8) of the block's 32 head-dim columns p, one per
 // lane, in registers.
@@ -616,8 +617,8 @@ __device__ __forceinline__ void scan_pre_body(const float* __restrict__ dd, cons
 //   h   ← e^{Lc_L}·h + Σ_s e^{Lc_L − Lc_s}·dx_s·B_sᵀ
 // with dx_s = delta_s·x_s and h the state before the chunk: no reduction
 // per position, and C·B once per chunk, shared by the 32 columns (ncu,
-// H200, docs/gpu/2026-11-30-session13 run 7: 58 µs for 80 positions of the
-// real shape, about half the sequential kernel's time). Same quantities as
+// H200, 2026-11-30: 58 µs for 80 positions of the real shape, about half
+// the sequential kernel's time). Same quantities as
 // the sequential scan, the decays multiplied as sums of logs (summed by a
 // warp scan): outputs and states agree with it to rounding, not bit for
 // bit (TestMambaChunkedScan).
@@ -640,8 +641,7 @@ __device__ __forceinline__ void ssd_load_bc(float (*sB)[SSD_NMAX + 4], float (*s
 }
 
 // ssd_cb is C_t·B_s for one pair of a chunk's positions, summed in one
-// fixed order: mamba_ssd_cb and mamba_ssd_pre's own fallback run this same
-// code, so either gives the same bits.
+// fixed order (mamba_ssd_cb).
 __device__ __forceinline__ float ssd_cb(const float (*sB)[SSD_NMAX + 4], const float (*sC)[SSD_NMAX + 4], int t, int s2, int N) {
     float a = 0.f;
     for (int n = 0; n < N; n += 4) {
@@ -654,9 +654,9 @@ __device__ __forceinline__ float ssd_cb(const float (*sB)[SSD_NMAX + 4], const f
 // mamba_ssd_cb: C_t·B_s for every pair s ≤ t of every chunk of 16
 // positions, once per (batch row, group), into cb[((b·G + g)·chunks + c)·256
 // + t·16 + s] (0 for s > t and past the sequence). Every head of a group
-// shares it: mamba_ssd_pre's blocks (B·H·P/32 of them) each computed it
-// again, and it was most of their shared-memory traffic. Grid B·G·chunks,
-// 256 threads.
+// shares it: computed in each of mamba_ssd_pre_cb's blocks (B·H·P/32 of
+// them) it was most of their shared-memory traffic. Grid B·G·chunks, 256
+// threads.
 extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_ssd_cb(const float* __restrict__ xbc, float* __restrict__ cb,
                                                                           int T, int Di, int C, int N, int G) {
     __shared__ __align__(16) float sB[SSD_L][SSD_NMAX + 4], sC[SSD_L][SSD_NMAX + 4];
@@ -671,9 +671,8 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_ssd_cb(const
     cb[(long long)blockIdx.x * SSD_L * SSD_L + threadIdx.x] = (s2 <= t && t < tc) ? ssd_cb(sB, sC, t, s2, N) : 0.f;
 }
 
-// ssd_pre_body: CB says the chunks' C·Bᵀ comes from mamba_ssd_cb (cbAll)
-// instead of each block computing it.
-template <int NS, bool CB>
+// ssd_pre_body: the chunks' C·Bᵀ comes from mamba_ssd_cb (cbAll).
+template <int NS>
 __device__ __forceinline__ void ssd_pre_body(const float* __restrict__ dd, const float* __restrict__ xbc, const float* __restrict__ alog,
                   const float* __restrict__ Dw, const float* __restrict__ cbAll, float* __restrict__ state,
                   float* __restrict__ y, int T, int Di, int C, int H, int P, int N, int G) {
@@ -701,14 +700,14 @@ __device__ __forceinline__ void ssd_pre_body(const float* __restrict__ dd, const
     float st[NS];
 #pragma unroll
     for (int i = 0; i < NS; i++) st[i] = sS(lane, n0 + i);
-    const float* cbg = CB ? cbAll + (long long)(b * G + g) * ((T + SSD_L - 1) / SSD_L) * SSD_L * SSD_L : nullptr;
+    const float* cbg = cbAll + (long long)(b * G + g) * ((T + SSD_L - 1) / SSD_L) * SSD_L * SSD_L;
     for (int t0 = 0; t0 < T; t0 += SSD_L) {
         const int tc = min(SSD_L, T - t0);
         const float* x0 = xbc + ((long long)b * T + t0) * C;
         __syncthreads(); // the previous chunk's shared values are no longer read
-        // This thread's C_t·B_s, from mamba_ssd_cb when it ran, parked in
-        // its own cell of sW with the chunk's other loads.
-        if (CB) sW[threadIdx.x / SSD_L][threadIdx.x % SSD_L] = cbg[(t0 / SSD_L) * SSD_L * SSD_L + threadIdx.x];
+        // This thread's C_t·B_s from mamba_ssd_cb, parked in its own cell
+        // of sW with the chunk's other loads.
+        sW[threadIdx.x / SSD_L][threadIdx.x % SSD_L] = cbg[(t0 / SSD_L) * SSD_L * SSD_L + threadIdx.x];
         ssd_load_bc(sB, sC, x0, tc, N, Di, G, g, C);
 #pragma unroll
         for (int k = 0; k < SSD_L * SSD_PB / (SCAN_WARPS * 32); k++) {
@@ -748,7 +747,7 @@ __device__ __forceinline__ void ssd_pre_body(const float* __restrict__ dd, const
         {
             const int t = threadIdx.x / SSD_L, s2 = threadIdx.x % SSD_L;
             float wv = 0.f;
-            if (s2 <= t && t < tc) wv = (CB ? sW[t][s2] : ssd_cb(sB, sC, t, s2, N)) * expf(sLc[t] - sLc[s2]);
+            if (s2 <= t && t < tc) wv = sW[t][s2] * expf(sLc[t] - sLc[s2]);
             sW[t][s2] = wv;
             if (threadIdx.x < SSD_L) sE[threadIdx.x] = threadIdx.x < tc ? expf(sLc[tc - 1] - sLc[threadIdx.x]) : 0.f;
         }
@@ -790,20 +789,17 @@ __device__ __forceinline__ void ssd_pre_body(const float* __restrict__ dd, const
     for (int e = threadIdx.x; e < SSD_PB * N; e += blockDim.x) sp[e] = sS(e / N, e % N);
 }
 
-// mamba_ssd_pre_nN: d_state N = 8·NS exactly (64 or 128), each block
-// computing the chunks' C·Bᵀ; mamba_ssd_pre_cb_nN reads it from
-// mamba_ssd_cb (cb). The same bits either way.
-#define SSD_PRE(NMAX, NAME, USECB)                                                                            \
+// mamba_ssd_pre_cb_nN: d_state N = 8·NS exactly (64 or 128), the chunks'
+// C·Bᵀ read from mamba_ssd_cb (cb).
+#define SSD_PRE(NMAX, NAME)                                                                                   \
     extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32)                                              \
         NAME(const float* __restrict__ dd, const float* __restrict__ xbc, const float* __restrict__ alog,     \
              const float* __restrict__ Dw, const float* __restrict__ cb, float* __restrict__ state,            \
              float* __restrict__ y, int T, int Di, int C, int H, int P, int N, int G) {                        \
-        ssd_pre_body<NMAX / SCAN_WARPS, USECB>(dd, xbc, alog, Dw, cb, state, y, T, Di, C, H, P, N, G);        \
+        ssd_pre_body<NMAX / SCAN_WARPS>(dd, xbc, alog, Dw, cb, state, y, T, Di, C, H, P, N, G);               \
     }
-SSD_PRE(64, mamba_ssd_pre_n64, false)
-SSD_PRE(128, mamba_ssd_pre_n128, false)
-SSD_PRE(64, mamba_ssd_pre_cb_n64, true)
-SSD_PRE(128, mamba_ssd_pre_cb_n128, true)
+SSD_PRE(64, mamba_ssd_pre_cb_n64)
+SSD_PRE(128, mamba_ssd_pre_cb_n128)
 
 #define SCAN_PRE(S)                                                                                          \
     extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32, 3)                                         \
@@ -821,7 +817,7 @@ SCAN_PRE(8)
 // mamba_run: a decode step's run of consecutive Mamba2 blocks (add-norm and
 // mixer, no MLP; in the hybrid the three between two attention layers) in
 // one persistent kernel, so the weights stream without stopping at the
-// kernel boundaries (issue 7's remaining lever: docs/gpu/2026-11-30-session17).
+// kernel boundaries.
 //
 // Why: as separate kernels (layernorm_v4, gemv_chunk_conv,
 // mamba_step_gated, gemv_chunk_norm) a layer's row work is a chain of
@@ -840,8 +836,8 @@ SCAN_PRE(8)
 // as it frees, every block put up to the whole ring in flight as each
 // phase began (16–24 MB at once), and the latency-bound steps of the
 // layer (the norm's loads, the barriers, the scan's operands) queued
-// behind it. Capped, the ring can be deep and still quiet
-// (docs/gpu/2026-11-30-session20: a 3-block run 94.6 → 87–88 µs).
+// behind it. Capped, the ring can be deep and still quiet (H200,
+// 2026-11-30: mamba_run over 3 blocks 94.6 → 87–88 µs).
 //
 // The 8 consumer warps run each layer in three phases separated by grid
 // barriers (a counter in global memory):
@@ -865,46 +861,21 @@ SCAN_PRE(8)
 // sums of floats: TestMamba2Run found no difference, but none is promised).
 //
 // Every block must be resident at once (grid barriers): one block per SM
-// (the ring's stages of 32 KiB, 4 by default, and 16 KB more), at most as
+// (the ring's 6 stages of 32 KiB and 16 KB more), at most as
 // many blocks as SMs (128 of 132 by default: gpu.runGrid). Blocks that are
 // not yet resident wait only for kernels that do not wait on this one, so
 // they become resident; a barrier that waits over 2 s traps (an error, not
 // a hang).
 //
-// Measured in the step and dropped (docs/gpu/2026-11-30-session18): L2
-// hints keeping each block's stream 128–512 KiB past its ring, blocks
-// handing each other flagged words instead of meeting at barriers, and the
-// barrier polled by a thread without loads with the conv operands by
-// cp.async. Each put more in flight or moved the poll, and each made the
-// step graph slower (1.54–1.95 against 1.51–1.52 ms).
-// Also dropped (docs/gpu/2026-11-30-session19): each block computing the
-// in_proj rows of the scan unit it owns (a head's 32 rows, both CFG
-// rows), led by a share of B and C after which it arrives at barrier 1,
-// so that the scan reads only B and C past that barrier (step graph 1.589
-// against 1.520 ms: the early arrival's release stalled warp 0, and with
-// it the ring, in the middle of in_proj); with a signal warp keeping the
-// barriers for the consumers (bar.arrive / bar.sync hand-offs) it was
-// slower still (1.629–1.694 ms).
-// And session 18's mamba_run_ll (flagged words, no barriers) with a
-// relaxed counter telling the blocks when to read them, so that they no
-// longer polled every word: correct, step graph 1.804 against 1.526 ms.
-// And session 21's mamba_run_tc (4e22f02 … 4540a35): the projections'
-// stages on tensor cores (weight rows padded in the ring, ldmatrix and
-// mma.m16n8k16 on the activation's two BF16 parts, 4 accumulators). The
-// trace had shown a GEMV stage already in the ring taking about 0.5 µs
-// (950 SM cycles for ~280 instructions a warp, 2 warps a scheduler);
-// on tensor cores in_proj's stages took about 0.3 µs, but the kernel
-// needed 25 KB of static shared memory and spilled at the 168 registers
-// a thread may have, and its barriers and out_proj were slower: a 3-block
-// run 94–99 against 86 µs, step graph 1.542 against 1.442 ms with
-// tensor cores for in_proj only (1.579 against 1.428 for both).
-// And session 22's pipelined GEMV stages (1c1b99e): each stage's
-// reduction overlapping the next stage's loads and products, with the
-// rows lane-permuted so that the butterfly needs no selects. The stages
-// were no faster (0.5 µs), the kernel 46 % larger, and the step graph
-// 1.529 against 1.437 ms: the layer's code is walked once a layer, and
-// ncu's instruction-fetch stalls doubled. Keep the per-layer code small
-// (mamba_run_body's note).
+// Alternatives measured in the step graph on an H200 (2026-11-30) and
+// dropped, all slower than this kernel (docs/performance.md has the
+// figures): L2 hints keeping each block's stream past its ring; blocks
+// handing each other flagged words instead of meeting at barriers; each
+// block computing the in_proj rows of the scan unit it owns and arriving
+// early at barrier 1; the projections' stages on tensor cores (spilled at
+// 168 registers, slower barriers); and pipelined GEMV stages (a 46 %
+// larger kernel whose instruction-fetch stalls doubled: the layer's code
+// is walked once a layer, so it must stay small, mamba_run_body's note).
 #define MR_WARPS 8
 #define MR_THREADS (MR_WARPS * 32 + 32)
 #define MR_STAGE 32768
@@ -971,8 +942,7 @@ __device__ __forceinline__ void mr_stamp(unsigned long long* trace, int i) {
 }
 
 // With a trace, each block also checks every grid barrier directly (the
-// blocks' global timers disagree by more than a barrier takes: session 18,
-// run 2): before arriving at barrier n its thread 0 marks slot MR_TRACE−3
+// blocks' global timers disagree by more than a barrier takes): before arriving at barrier n its thread 0 marks slot MR_TRACE−3
 // with n; after the wait thread i reads block i's mark and counts it into
 // the block's slot MR_TRACE−1 if it is still below n (zero if the barrier
 // holds); slot MR_TRACE−2 gets the block's SM.
@@ -1099,7 +1069,7 @@ __device__ __forceinline__ void mr_gemv_stage(const uint4* stage, unsigned long 
 // stalled on instruction fetch, and a variant 46 % larger twice that and
 // a 6 % slower step graph; the shape made compile-time and the code made
 // smaller (4032 instructions) took the step graph from 1.431 to 1.359 ms
-// (docs/gpu/2026-11-30-session22). Prefer one copy of rarely-hot code
+// (H200, 2026-11-30). Prefer one copy of rarely-hot code
 // (lane parity for the two rows' float64 norms) and single passes over
 // loops the compiler unrolls.
 template <bool TRACE>
@@ -1118,8 +1088,7 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
     // The shape is compile-time (gpu.runFits launches no other): the scan's
     // rows, state slots and conv taps need no bounds checks. As runtime
     // values the scan was 1476 SASS instructions a (row, head), most of
-    // them predicates and branches, and bound by their issue
-    // (docs/gpu/2026-11-30-session22, run 6).
+    // them predicates and branches, and bound by their issue.
     constexpr int Di = 4096, P = MR_P, N = MR_N, Kc = MR_KC, H = Di / P, C = Di + 2 * N, E = Di + C + H;
     if (a.E != E || a.Di != Di || a.C != C || a.H != H || a.P != P || a.N != N || a.Kc != Kc) __trap();
     // The block's rows of in_proj [rlo, rhi) and of out_proj [olo, ohi),
