@@ -12,14 +12,15 @@ import (
 // field (b.hopper, b.clusterAttention, …) rather than the compute
 // capability. There are two plans:
 //
-//   - hopper (compute capability 9.0 or newer): the compute_90 modules,
+//   - hopper (compute capability 9.x): the compute_90 modules,
 //     and the kernels built on what only Hopper has — bulk copies with
 //     mbarrier transaction counts, thread-block clusters with distributed
 //     shared memory, wgmma, 227 KiB of shared memory a block, and
 //     programmatic dependent launch.
-//   - generic (Ampere and Ada, e.g. an A100, A10G or RTX 4090; or any GPU
-//     when Options.Generic is set): the compute_80 modules and per-op
-//     kernels that need nothing past sm_80.
+//   - generic (Ampere and Ada, e.g. an A100, A10G or RTX 4090; GPUs after
+//     Hopper, which cannot run wgmma.cu's sm_90a-only PTX; or any GPU when
+//     Options.Generic is set): the compute_80 modules and per-op kernels
+//     that need nothing past sm_80.
 //
 // Both plans compute every op to engine/cpu's tolerances; the test suite
 // runs its exactness tests under both on a Hopper GPU (forEachPlan).
@@ -58,7 +59,7 @@ type plan struct {
 // makePlan is the plan for a device of compute capability major.x opened
 // with o.
 func makePlan(major int, o Options) plan {
-	h := major >= 9 && !o.Generic
+	h := major == 9 && !o.Generic // wgmma is sm_90a: it does not JIT to later GPUs
 	return plan{hopper: h, pdl: h, persistentMamba: h, fusedMamba: h, clusterAttention: h, chunkGemv: h, tcGemv: h, wgmmaPrefill: h}
 }
 

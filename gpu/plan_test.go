@@ -25,7 +25,7 @@ func TestMakePlan(t *testing.T) {
 		generic bool
 		want    plan
 		name    string
-	}{{8, false, plan{}, "generic"}, {8, true, plan{}, "generic"}, {9, false, all, "hopper"}, {9, true, plan{}, "generic"}, {10, false, all, "hopper"}} {
+	}{{8, false, plan{}, "generic"}, {8, true, plan{}, "generic"}, {9, false, all, "hopper"}, {9, true, plan{}, "generic"}, {10, false, plan{}, "generic"}} {
 		p := makePlan(c.major, Options{Generic: c.generic})
 		if p != c.want {
 			t.Errorf("compute capability %d, generic %v: plan %+v, want %+v", c.major, c.generic, p, c.want)
