@@ -122,7 +122,7 @@ func Run(ctx context.Context, b compute.Backend, o Options, progress func(string
 	}
 	timer, ok := b.(compute.Timer)
 	if !ok {
-		return nil, fmt.Errorf("backend %s cannot time its work (no compute.Timer)", b.Name())
+		return nil, fmt.Errorf("the %s backend cannot time its work, so it cannot be benchmarked", b.Name())
 	}
 	if o.Runs < 1 || o.DecodeSteps < 1 || o.Frames < 9 || o.PrefixLen < 12 ||
 		o.Runs > 1000 || o.DecodeSteps > zonos.MaxFrames || o.Frames > zonos.MaxFrames || o.PrefixLen > 4096 {

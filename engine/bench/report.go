@@ -82,7 +82,7 @@ func (r *Report) Markdown(w io.Writer) {
 			r.TTFAStarted.P50, r.TTFACond.P50, r.TTFAPrefill.P50, r.TTFACompute.P50, r.TTFAFrame.P50, r.TTFA.P50, r.TTFAVocode.P50)
 	}
 	if r.FirstTTFAMs > 0 {
-		fmt.Fprintf(w, "\nFirst utterance of the freshly built engine, everything cold (text front end, step recording, allocator, vocoder): TTFA %.1f ms against the p50 of %.1f ms above; engine.Warmup pays the difference before an app's first utterance.\n",
+		fmt.Fprintf(w, "\nFirst utterance of the freshly built engine, everything cold (text front end, step recording, allocator, vocoder): TTFA %.1f ms against the p50 of %.1f ms above; the warm-up an app runs when it loads the model pays the difference before its first utterance.\n",
 			r.FirstTTFAMs, r.TTFA.P50)
 	}
 	fmt.Fprintf(w, "\nWeight-read floor: %.3f GB ÷ %.0f GB/s read bandwidth (measured in this run; copy %.0f GB/s) = %.3f ms; the decode step p50 reaches **%.1f %%** of it.\n",
@@ -97,7 +97,7 @@ func (r *Report) Markdown(w io.Writer) {
 	}
 	fmt.Fprintf(w, "Memory in use: %.2f GB. Model build: %.1f s.\n", r.MemoryGB, r.LoadSeconds)
 	if len(r.Batches) > 0 {
-		fmt.Fprintln(w, "\nDecode step of several utterances at once (zonos.Batch: one backbone pass and one step graph for all, lockstep positions; guidance, sampling and tokens to the host included):")
+		fmt.Fprintln(w, "\nDecode step of several utterances at once (batched decoding: one backbone pass and one step graph for all, lockstep positions; guidance, sampling and tokens to the host included):")
 		fmt.Fprintln(w, "\n| utterances | step p50 | step p90 | n | per utterance | audio generated per second of decoding | first step |")
 		fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- |")
 		for _, b := range r.Batches {
