@@ -22,20 +22,44 @@ func init() {
 
 func runBench(args []string) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), `usage: zonos bench [flags]
+
+Measures the engine's speed on a randomly initialised model of the real
+shapes (Zonos hybrid or transformer and the 44 kHz DAC), built in memory, so
+no download is needed: decode step against the weight-read floor, prefill,
+time to first audio, steady per-frame latency, generation and vocoder
+real-time factors, batched decode steps and memory, each as p50 / p90.
+
+On a GPU it builds the whole model. On the CPU the default is --quick: the
+real widths with 2 of the backbone's layers, one short run, which finishes
+in about a minute on 2 cores; its figures are for that reduced backbone (the
+report says so), not the model's. --quick=false builds the whole model,
+which takes many minutes on a CPU.
+
+flags:`)
+		fs.PrintDefaults()
+	}
 	o := bench.DefaultOptions()
-	backend := fs.String("backend", "auto", "compute backend: auto (CUDA when built in and present, else CPU), cpu or cuda")
+	backend := addBackendFlags(fs, "auto")
 	variant := fs.String("model", "hybrid", "backbone: hybrid or transformer")
-	fs.IntVar(&o.Runs, "runs", 0, "repetitions of prefill, TTFA and vocoder (default 10 on cuda, 2 on cpu)")
-	fs.IntVar(&o.DecodeSteps, "steps", 0, "decode steps timed (default 200 on cuda, 5 on cpu)")
-	fs.IntVar(&o.Frames, "frames", 0, "frames per fixed-length rollout (default 172 on cuda, 24 on cpu)")
+	quick := fs.Bool("quick", false, "real widths, 2 backbone layers, one short run: a check that finishes in about a minute on a CPU (default true on cpu)")
+	var runs, steps, frames int
+	fs.IntVar(&runs, "runs", 0, "repetitions of prefill, TTFA and vocoder (default 10 on cuda, 2 on cpu, 1 with --quick)")
+	fs.IntVar(&steps, "steps", 0, "decode steps timed (default 200 on cuda, 5 on cpu, 3 with --quick)")
+	fs.IntVar(&frames, "frames", 0, "frames per fixed-length rollout (default 172 on cuda, 24 on cpu, 9 with --quick)")
 	fs.IntVar(&o.PrefixLen, "prefix", o.PrefixLen, "prefill positions")
 	fs.IntVar(&o.FirstChunk, "first-chunk", o.FirstChunk, "vocoder first chunk, frames")
 	fs.IntVar(&o.Chunk, "chunk", o.Chunk, "vocoder steady chunk, frames")
-	batches := fs.String("batch", "", "batch sizes whose decode step is timed, comma-separated, 0 for none (default 1,4,16 on cuda, 1,2 on cpu)")
+	batches := fs.String("batch", "", "batch sizes whose decode step is timed, comma-separated, 0 for none (default 1,4,16 on cuda, 1,2 on cpu, none with --quick)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	write := fs.String("write", "", "also write the markdown report into this directory (e.g. docs/bench)")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the measurements to this file (host-side costs)")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "zonos bench: unexpected argument %q (bench takes flags only)\n", fs.Arg(0))
 		return 2
 	}
 	switch zonos.Variant(*variant) {
@@ -51,21 +75,24 @@ func runBench(args []string) int {
 		return 2
 	}
 	defer b.Close()
-	small := b.Name() == "cpu"
-	def := func(p *int, gpu, cpu int) {
-		if *p == 0 {
-			*p = gpu
-			if small {
-				*p = cpu
-			}
-		}
+	onCPU := b.Name() == "cpu"
+	if !flagSet(fs, "quick") {
+		*quick = onCPU
 	}
-	def(&o.Runs, 10, 2)
-	def(&o.DecodeSteps, 200, 5)
-	def(&o.Frames, 172, 24)
-	if small {
-		o.BandwidthMB = 512
-		o.Batches = []int{1, 2}
+	switch {
+	case *quick:
+		q := bench.QuickOptions()
+		o.Layers, o.Runs, o.DecodeSteps, o.Frames, o.BandwidthMB, o.Batches = q.Layers, q.Runs, q.DecodeSteps, q.Frames, q.BandwidthMB, q.Batches
+	case onCPU:
+		o.Runs, o.DecodeSteps, o.Frames, o.BandwidthMB, o.Batches = 2, 5, 24, 512, []int{1, 2}
+	}
+	for _, f := range []struct {
+		p *int
+		v int
+	}{{&o.Runs, runs}, {&o.DecodeSteps, steps}, {&o.Frames, frames}} {
+		if f.v != 0 {
+			*f.p = f.v
+		}
 	}
 	if *batches != "" {
 		o.Batches = nil
@@ -79,6 +106,9 @@ func runBench(args []string) int {
 				o.Batches = append(o.Batches, n)
 			}
 		}
+	}
+	if testShapes != nil {
+		testShapes(&o)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -126,4 +156,15 @@ func runBench(args []string) int {
 		fmt.Fprintln(os.Stderr, "wrote", p)
 	}
 	return 0
+}
+
+// testShapes, when set, replaces the real shapes (the tests build the tiny
+// golden models instead).
+var testShapes func(*bench.Options)
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

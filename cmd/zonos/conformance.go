@@ -24,7 +24,7 @@ func init() {
 func runConformance(args []string) int {
 	fs := flag.NewFlagSet("conformance", flag.ContinueOnError)
 	dir := fs.String("golden", defaultGolden(), "directory of golden packs (zonos-*, sampling, dac-*, speaker-*, resample, text)")
-	backend := fs.String("backend", "cpu", "compute backend: cpu or cuda")
+	backend := addBackendFlags(fs, "cpu")
 	only := fs.String("only", "", "comma-separated pack name prefixes to run (default: all recognised)")
 	if err := fs.Parse(args); err != nil {
 		return 2

@@ -42,7 +42,7 @@ func runEmbed(args []string) int {
 	out := fs.String("o", "", "write the vector here: .npy (float32 [128]) or .safetensors (tensor \"speaker\" [1, 128])")
 	wpath := fs.String("weights", "", "speaker ResNet checkpoint (default: "+speaker.WeightsFile+" of "+weights.SpeakerRepo+" in the Hugging Face cache)")
 	lpath := fs.String("lda", "", "speaker LDA checkpoint (default: "+speaker.LDAFile+" next to the ResNet checkpoint or in the cache)")
-	backend := fs.String("backend", "auto", "compute backend: auto (CUDA when built in and present, else CPU), cpu or cuda")
+	backend := addBackendFlags(fs, "auto")
 	maxSec := fs.Float64("max-seconds", audio.DefaultClipSeconds, "use at most this many seconds of the clip")
 	noCache := fs.Bool("no-cache", false, "do not read or write the embedding cache")
 	cacheDir := fs.String("cache-dir", "", "embedding cache directory (default: the user cache dir's zonos-stream/speaker)")
@@ -77,7 +77,7 @@ func runEmbed(args []string) int {
 		fmt.Fprintln(os.Stderr, "zonos embed:", err)
 		return 1
 	}
-	wp, lp, err := speakerFiles(*wpath, *lpath)
+	wp, lp, err := speakerFiles(*wpath, *lpath, "pass --weights and --lda")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "zonos embed:", err)
 		return 1
@@ -152,8 +152,10 @@ func runEmbed(args []string) int {
 }
 
 // speakerFiles resolves the checkpoint paths: explicit flags, the LDA next
-// to an explicit ResNet checkpoint, else the Hugging Face cache.
-func speakerFiles(wp, lp string) (string, string, error) {
+// to an explicit ResNet checkpoint, else the Hugging Face cache. flags is
+// how the calling command takes the files instead, for the message when
+// the cache lacks them.
+func speakerFiles(wp, lp, flags string) (string, string, error) {
 	if wp != "" && lp == "" {
 		lp = filepath.Join(filepath.Dir(wp), speaker.LDAFile)
 	}
@@ -175,7 +177,8 @@ func speakerFiles(wp, lp string) (string, string, error) {
 			return "", "", err
 		}
 		if !ok {
-			return "", "", fmt.Errorf("%s/%s is not in the Hugging Face cache %s: run 'zonos pull' or pass --weights and --lda", weights.SpeakerRepo, name, c.Dir)
+			return "", "", fmt.Errorf("the speaker model %s/%s is not in the Hugging Face cache %s: run 'zonos pull' (it downloads only the files missing) or %s",
+				weights.SpeakerRepo, name, c.Dir, flags)
 		}
 		paths[i] = e.Path
 	}

@@ -182,7 +182,7 @@ func lastLine(s string) string {
 	return s[strings.LastIndexByte(s, '\n')+1:]
 }
 
-// TestMalformedFlags: every flag of say, bench, embed, conformance and pull
+// TestMalformedFlags: every flag of say, bench, embed, conformance, pull and doctor
 // given malformed or out-of-range input exits non-zero with a message and
 // never panics (a panic fails the whole test binary). Values that are in
 // range after clamping are accepted with a notice.
@@ -298,6 +298,7 @@ func TestMalformedFlags(t *testing.T) {
 		{"say", w("--repetition-penalty", "nan", "hi"), 2, "repetition_penalty"},
 		{"say", w("--repetition-window", "-1", "hi"), 2, "window"},
 		{"say", w("--no-such-flag", "hi"), 2, "no-such-flag"},
+		{"say", w("--gpu-plan", "fast", "hi"), 2, "want auto or generic"},
 		// bench: every flag (each refused before a real-size model is built)
 		{"bench", []string{"--model", "tiny"}, 2, "tiny"},
 		{"bench", []string{"--backend", "tpu"}, 2, "tpu"},
@@ -315,6 +316,9 @@ func TestMalformedFlags(t *testing.T) {
 		{"bench", []string{"--chunk", "100000"}, 1, "chunk"},
 		{"bench", []string{"--json=2"}, 2, "json"},
 		{"bench", []string{"--write"}, 2, "write"},
+		{"bench", []string{"--gpu-plan", "hopper"}, 2, "want auto or generic"},
+		{"bench", []string{"--quick=often"}, 2, "quick"},
+		{"bench", []string{"stray"}, 2, "stray"},
 		// embed: every flag
 		{"embed", nil, 2, "usage"},
 		{"embed", []string{clip, clip}, 2, "usage"},
@@ -332,6 +336,7 @@ func TestMalformedFlags(t *testing.T) {
 		{"embed", []string{"--weights", filepath.Join(speakerDir, "ResNet293_SimAM_ASP_base.pt"), "--backend", "tpu", clip}, 2, "tpu"},
 		{"embed", []string{"--weights", filepath.Join(speakerDir, "ResNet293_SimAM_ASP_base.pt"), "--no-cache", "-o", nowhere + ".npy", clip}, 1, "no such"},
 		{"embed", []string{"--print=yes", clip}, 2, "print"},
+		{"embed", []string{"--gpu-plan", "", clip}, 2, "want auto or generic"},
 		// conformance: every flag
 		{"conformance", []string{"--golden", filepath.Join(dir, "absent")}, 2, "absent"},
 		{"conformance", []string{"--golden", clip}, 2, "voice.wav"},
@@ -339,6 +344,13 @@ func TestMalformedFlags(t *testing.T) {
 		{"conformance", []string{"--golden", golden.Dir(), "--only", "nomatch"}, 2, "no recognised packs"},
 		{"conformance", []string{"--golden", golden.Dir(), "--backend", "tpu"}, 2, "tpu"},
 		{"conformance", []string{"--bogus"}, 2, "bogus"},
+		{"conformance", []string{"--gpu-plan", "Generic"}, 2, "want auto or generic"},
+		// doctor: every flag
+		{"doctor", []string{"--gpu-plan", "sm90"}, 2, "want auto or generic"},
+		{"doctor", []string{"--json=maybe"}, 2, "json"},
+		{"doctor", []string{"--verify=often"}, 2, "verify"},
+		{"doctor", []string{"now"}, 2, "usage"},
+		{"doctor", []string{"--backend", "tpu"}, 2, "tpu"},
 		// pull (offline, empty cache: nothing is fetched)
 		{"pull", []string{"tiny"}, 2, "tiny"},
 		{"pull", []string{"hybrid", "transformer"}, 2, "usage"},
@@ -347,7 +359,7 @@ func TestMalformedFlags(t *testing.T) {
 		{"pull", []string{"--cache", filepath.Join(dir, "hub2"), "hybrid"}, 1, "offline"},
 	}
 	os.MkdirAll(filepath.Join(dir, "cache"), 0o755)
-	runs := map[string]func([]string) int{"say": runSay, "bench": runBench, "embed": runEmbed, "conformance": runConformance, "pull": runPull}
+	runs := map[string]func([]string) int{"say": runSay, "bench": runBench, "embed": runEmbed, "conformance": runConformance, "pull": runPull, "doctor": runDoctor}
 	for _, c := range cases {
 		var code int
 		msg := captureStderr(t, func() { code = runs[c.cmd](c.args) })

@@ -16,7 +16,7 @@ type modelFlags struct {
 	variant  string
 	modelDir string
 	dacDir   string
-	backend  string
+	backend  *backendFlags
 }
 
 func addModelFlags(fs *flag.FlagSet) *modelFlags {
@@ -25,7 +25,7 @@ func addModelFlags(fs *flag.FlagSet) *modelFlags {
 	fs.StringVar(&mf.modelDir, "zonos-dir", "", "directory with a Zonos config.json and model.safetensors (overrides --model)")
 	fs.StringVar(&mf.modelDir, "model-dir", "", "same as --zonos-dir")
 	fs.StringVar(&mf.dacDir, "dac-dir", "", "directory with the DAC config.json and model.safetensors (with --zonos-dir)")
-	fs.StringVar(&mf.backend, "backend", "auto", "compute backend: auto (CUDA when built in and present, else CPU), cpu or cuda")
+	mf.backend = addBackendFlags(fs, "auto")
 	return mf
 }
 
@@ -58,7 +58,7 @@ func (mf *modelFlags) load(quiet bool) (*engine.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := openBackend(mf.backend)
+	b, err := openBackend(*mf.backend)
 	if err != nil {
 		return nil, err
 	}

@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
 	"time"
 
 	"zonostream/audio"
 	"zonostream/engine"
 	"zonostream/engine/dac"
+	"zonostream/engine/text"
 )
 
 func init() {
@@ -108,9 +108,33 @@ func runSay(args []string) int {
 	}
 	req := engine.Request{Text: text, Language: f.lang, Knobs: knobs, Seed: seed, MaxSeconds: f.maxSeconds,
 		FirstChunk: f.firstChunk, Chunk: f.chunk}
+	logf := func(format string, a ...any) {
+		if !f.quiet {
+			fmt.Fprintf(os.Stderr, format+"\n", a...)
+		}
+	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
+	// The inputs are checked before the model loads, which takes seconds
+	// to minutes: a typo is reported at once.
+	if err := checkText(text, f.lang); err != nil {
+		fmt.Fprintln(os.Stderr, "zonos say:", err)
+		return 2
+	}
+	var v *voice
+	if f.speakerPath != "" {
+		if v, err = readVoice(f.speakerPath, f.speakerDir, logf); err != nil {
+			fmt.Fprintln(os.Stderr, "zonos say: speaker:", err)
+			return 1
+		}
+	}
+	var prefix *audio.Clip
+	if f.prefix != "" {
+		if prefix, err = readPrefix(f.prefix, logf); err != nil {
+			fmt.Fprintln(os.Stderr, "zonos say: prefix:", err)
+			return 1
+		}
+	}
+
 	e, err := mf.load(f.quiet)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "zonos say:", err)
@@ -121,24 +145,41 @@ func runSay(args []string) int {
 		return 1
 	}
 	defer e.Backend().Close()
-	logf := func(format string, a ...any) {
-		if !f.quiet {
-			fmt.Fprintf(os.Stderr, format+"\n", a...)
-		}
-	}
-	if f.speakerPath != "" {
-		if req.Speaker, err = speakerVector(ctx, e.Backend(), f.speakerPath, f.speakerDir, logf); err != nil {
+	sig := catchStopSignals()
+	defer sig.stop()
+	if v != nil {
+		if req.Speaker, err = v.embed(sig.ctx, e.Backend(), logf); err != nil {
 			fmt.Fprintln(os.Stderr, "zonos say: speaker:", err)
+			if c := sig.exitCode(); c != 0 {
+				return c
+			}
 			return 1
 		}
 	}
-	if f.prefix != "" {
-		if req.AudioPrefix, err = prefixCodes(e, f.prefix, logf); err != nil {
+	if prefix != nil {
+		if req.AudioPrefix, err = prefixCodes(e, prefix); err != nil {
 			fmt.Fprintln(os.Stderr, "zonos say: prefix:", err)
 			return 1
 		}
 	}
-	return speak(ctx, e, req, f, format)
+	code := speak(sig.ctx, e, req, f, format)
+	if c := sig.exitCode(); c != 0 && code == 130 {
+		return c // 143 after SIGTERM; the WAV was finalized all the same
+	}
+	return code
+}
+
+// checkText refuses what the engine would refuse in the text alone — too
+// long, an unsupported language, nothing to pronounce — without a model.
+func checkText(s, lang string) error {
+	if len(s) > engine.MaxTextBytes {
+		return fmt.Errorf("text of %d bytes exceeds the %d-byte limit; split it into several requests", len(s), engine.MaxTextBytes)
+	}
+	if err := text.CheckLanguage(lang); err != nil {
+		return fmt.Errorf("--lang: %w", err)
+	}
+	_, _, err := text.Prepare(s, lang)
+	return err
 }
 
 // sayText picks the text from the arguments, --text or --file.

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -227,4 +228,64 @@ func writeTone(t *testing.T, path string, rate, n int) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestSayChecksInputsBeforeLoading: a bad speaker path, an unreadable
+// speaker or prefix clip, a missing speaker model, an unsupported language
+// and text with nothing to say are reported before the model loads (which
+// takes minutes for the full model). The model folders here hold no model:
+// loading would fail with "config.json", so an input error in its place
+// shows that nothing was loaded first.
+func TestSayChecksInputsBeforeLoading(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("HF_HUB_CACHE", filepath.Join(dir, "hub"))
+	t.Setenv("HF_HUB_OFFLINE", "1")
+	clip := filepath.Join(dir, "voice.wav")
+	writeTone(t, clip, 16000, 16000)
+	garbage := filepath.Join(dir, "garbage.wav")
+	if err := os.WriteFile(garbage, []byte("RIFF\x10\x00\x00\x00WAVEjunkjunk"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	noModel := t.TempDir()
+	base := []string{"--zonos-dir", noModel, "--dac-dir", noModel, "--play", "false", "--out", filepath.Join(dir, "o.wav")}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--speaker", filepath.Join(dir, "absent.wav"), "Hi."}, "absent.wav"},
+		{[]string{"--speaker", garbage, "Hi."}, "garbage.wav"},
+		{[]string{"--speaker", clip, "Hi."}, "speaker model"}, // the cache has no speaker model
+		{[]string{"--speaker", clip, "--speaker-dir", dir, "Hi."}, "ResNet293_SimAM_ASP_base.pt"},
+		{[]string{"--speaker", filepath.Join(dir, "absent.npy"), "Hi."}, "absent.npy"},
+		{[]string{"--prefix", garbage, "Hi."}, "garbage.wav"},
+		{[]string{"--lang", "xx", "Hi."}, "xx"},
+		{[]string{"   "}, "empty"},
+		{[]string{"?!"}, "nothing to pronounce"},
+	}
+	for _, c := range cases {
+		var code int
+		msg := captureStderr(t, func() { code = runSay(append(append([]string(nil), base...), c.args...)) })
+		if code == 0 || !strings.Contains(msg, c.want) || strings.Contains(msg, "config.json") || strings.Contains(msg, "loading ") {
+			t.Errorf("say %q: exit %d, stderr %q; want the input error (%q) before any model is loaded", c.args, code, msg, c.want)
+		}
+	}
+}
+
+// TestSaySpeakerModelMissing: `zonos say --speaker clip.wav` with no
+// speaker model in the cache says what say itself takes (zonos pull, or
+// --speaker-dir), not embed's --weights and --lda.
+func TestSaySpeakerModelMissing(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("HF_HUB_CACHE", filepath.Join(dir, "hub"))
+	t.Setenv("HF_HUB_OFFLINE", "1")
+	clip := filepath.Join(dir, "voice.wav")
+	writeTone(t, clip, 16000, 16000)
+	var code int
+	msg := captureStderr(t, func() {
+		code = runSay(append(tinyArgs(t), "--speaker", clip, "--play", "false", "--out", filepath.Join(dir, "o.wav"), "Hi."))
+	})
+	if code != 1 || !strings.Contains(msg, "zonos pull") || !strings.Contains(msg, "--speaker-dir") || strings.Contains(msg, "--weights") || strings.Contains(msg, "--lda") {
+		t.Fatalf("exit %d, stderr:\n%s\nwant 'zonos pull' and --speaker-dir, flags say has", code, msg)
+	}
+	t.Logf("told: %s", strings.TrimSpace(msg))
 }

@@ -19,29 +19,27 @@ import (
 	"zonostream/engine/zonos"
 )
 
-// speakerVector turns --speaker into a 128-d voice: a saved vector (.npy
-// from `zonos embed -o`, or .safetensors) is read as is; any other file is
-// a clip, embedded with the speaker model (cached by clip and model hash).
-// The speaker model runs on b when b implements its ops, else on the CPU:
-// it runs once per clip.
-func speakerVector(ctx context.Context, b compute.Backend, path, dir string, logf func(string, ...any)) ([]float32, error) {
+// voice is --speaker read and checked before the model loads: a saved
+// vector, or a decoded clip with the speaker model's files found.
+type voice struct {
+	vector       []float32
+	path         string
+	clip         *audio.Clip
+	weights, lda string
+}
+
+// readVoice reads --speaker: a saved vector (.npy from `zonos embed -o`,
+// or .safetensors) as is; any other file is a clip, decoded and checked
+// here and embedded later by embed. dir is --speaker-dir ("" for the
+// Hugging Face cache).
+func readVoice(path, dir string, logf func(string, ...any)) (*voice, error) {
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".npy":
-		return readNpyVector(path)
+		v, err := readNpyVector(path)
+		return &voice{vector: v, path: path}, err
 	case ".safetensors":
-		f, err := weights.Open(path)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		t, err := f.Tensor("speaker")
-		if err != nil {
-			return nil, err
-		}
-		if t.NumElements() != 128 {
-			return nil, fmt.Errorf("%s: speaker vector has %d values, want 128", path, t.NumElements())
-		}
-		return t.Float32s()
+		v, err := readSafetensorsVector(path)
+		return &voice{vector: v, path: path}, err
 	}
 	clip, err := audio.LoadClip(path, audio.ClipOptions{MaxSeconds: audio.DefaultClipSeconds, Rate: speaker.SampleRate})
 	if err != nil {
@@ -56,16 +54,50 @@ func speakerVector(ctx context.Context, b compute.Backend, path, dir string, log
 	wp, lp := "", ""
 	if dir != "" {
 		wp, lp = filepath.Join(dir, speaker.WeightsFile), filepath.Join(dir, speaker.LDAFile)
+		for _, p := range []string{wp, lp} {
+			if _, err := os.Stat(p); err != nil {
+				return nil, fmt.Errorf("the speaker model: %w; --speaker-dir must hold %s and %s", err, speaker.WeightsFile, speaker.LDAFile)
+			}
+		}
 	}
-	wp, lp, err = speakerFiles(wp, lp)
+	wp, lp, err = speakerFiles(wp, lp, "pass --speaker-dir with the folder that holds "+speaker.WeightsFile+" and "+speaker.LDAFile)
 	if err != nil {
 		return nil, err
+	}
+	return &voice{path: path, clip: clip, weights: wp, lda: lp}, nil
+}
+
+// readSafetensorsVector reads the 128-value tensor "speaker" of a
+// .safetensors file.
+func readSafetensorsVector(path string) ([]float32, error) {
+	f, err := weights.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	t, err := f.Tensor("speaker")
+	if err != nil {
+		return nil, err
+	}
+	if t.NumElements() != 128 {
+		return nil, fmt.Errorf("%s: speaker vector has %d values, want 128", path, t.NumElements())
+	}
+	return t.Float32s()
+}
+
+// embed is the voice's 128-d vector: the saved one, or the clip embedded
+// with the speaker model (cached by clip and model hash). The speaker
+// model runs on b when b implements its ops, else on the CPU: it runs once
+// per clip.
+func (v *voice) embed(ctx context.Context, b compute.Backend, logf func(string, ...any)) ([]float32, error) {
+	if v.clip == nil {
+		return v.vector, nil
 	}
 	sb, ok := b.(compute.SpeakerBackend)
 	if !ok {
 		sb = cpu.New(0)
 	}
-	m, err := speaker.Load(wp, lp, sb)
+	m, err := speaker.Load(v.weights, v.lda, sb)
 	if err != nil {
 		return nil, err
 	}
@@ -75,9 +107,9 @@ func speakerVector(ctx context.Context, b compute.Backend, path, dir string, log
 		logf("warning: %v (embedding without a cache)", err)
 		cache = nil
 	}
-	logf("embedding the voice of %s (%.1f s)…", path, clip.Seconds())
-	v, _, err := m.EmbedCached(ctx, cache, clip.Samples)
-	return v, err
+	logf("embedding the voice of %s (%.1f s)…", v.path, v.clip.Seconds())
+	vec, _, err := m.EmbedCached(ctx, cache, v.clip.Samples)
+	return vec, err
 }
 
 // readNpyVector reads a float32 vector of 128 values from a .npy file.
@@ -125,9 +157,8 @@ func readNpyVector(path string) ([]float32, error) {
 	return v, nil
 }
 
-// prefixCodes encodes an audio clip with the engine's DAC: Zonos continues
-// speech from these frames (the reference's audio_prefix_codes).
-func prefixCodes(e *engine.Engine, path string, logf func(string, ...any)) ([][zonos.NumCodebooks]int32, error) {
+// readPrefix decodes --prefix at the DAC's rate, before the model loads.
+func readPrefix(path string, logf func(string, ...any)) (*audio.Clip, error) {
 	clip, err := audio.LoadClip(path, audio.ClipOptions{MaxSeconds: audio.DefaultClipSeconds, Rate: engine.SampleRate})
 	if err != nil {
 		return nil, err
@@ -135,6 +166,12 @@ func prefixCodes(e *engine.Engine, path string, logf func(string, ...any)) ([][z
 	if clip.Notice != "" {
 		logf("note: %s", clip.Notice)
 	}
+	return clip, nil
+}
+
+// prefixCodes encodes an audio clip with the engine's DAC: Zonos continues
+// speech from these frames (the reference's audio_prefix_codes).
+func prefixCodes(e *engine.Engine, clip *audio.Clip) ([][zonos.NumCodebooks]int32, error) {
 	enc, err := e.Codec().Encode(clip.Samples)
 	if err != nil {
 		return nil, err

@@ -35,9 +35,24 @@ type Options struct {
 	// Batches are the batch sizes (utterances decoded at once, zonos.Batch)
 	// whose decode step is timed; none skips the measurement.
 	Batches []int
+	// Layers, when > 0, keeps only the first Layers layers of the real
+	// backbone (widths, heads and the attention pattern unchanged), so that
+	// a slow machine finishes: the per-layer costs are the real model's, the
+	// totals are not.
+	Layers int
 	// Model and DAC override the real shapes (tests use tiny ones).
 	Model *zonos.Config
 	DAC   *dac.Config
+}
+
+// QuickOptions measure in about a minute on a 2-core CPU: the real widths
+// with 2 of the backbone's layers (one attention and one Mamba2 for the
+// hybrid), one repetition of short rollouts, no batches. What they report
+// is each figure for that reduced backbone, not the full model's.
+func QuickOptions() Options {
+	o := DefaultOptions()
+	o.Layers, o.Runs, o.DecodeSteps, o.Frames, o.BandwidthMB, o.Batches = 2, 1, 3, 9, 256, nil
+	return o
 }
 
 // DefaultOptions suit a GPU; CPUs want fewer runs and frames.
@@ -53,6 +68,9 @@ type Report struct {
 	Backend       string      `json:"backend"`
 	Device        string      `json:"device"`
 	Variant       string      `json:"variant"`
+	Plan          string      `json:"plan,omitempty"` // the backend's plan (compute.PlanOf)
+	Layers        int         `json:"layers"`         // backbone layers built
+	ModelLayers   int         `json:"model_layers"`   // the layers of the model measured (Layers < ModelLayers: a reduced backbone)
 	GoVersion     string      `json:"go"`
 	StepGB        float64     `json:"weights_read_per_step_gb"`
 	CopyGBs       float64     `json:"copy_bandwidth_gbs"`
@@ -104,7 +122,7 @@ func Run(ctx context.Context, b compute.Backend, o Options, progress func(string
 	}
 	timer, ok := b.(compute.Timer)
 	if !ok {
-		return nil, fmt.Errorf("backend %s cannot time its work (no compute.Timer)", b.Name())
+		return nil, fmt.Errorf("the %s backend cannot time its work, so it cannot be benchmarked", b.Name())
 	}
 	if o.Runs < 1 || o.DecodeSteps < 1 || o.Frames < 9 || o.PrefixLen < 12 ||
 		o.Runs > 1000 || o.DecodeSteps > zonos.MaxFrames || o.Frames > zonos.MaxFrames || o.PrefixLen > 4096 {
@@ -119,15 +137,27 @@ func Run(ctx context.Context, b compute.Backend, o Options, progress func(string
 	if o.FirstChunk < 1 || o.Chunk < 1 || o.FirstChunk > 512 || o.Chunk > 512 {
 		return nil, fmt.Errorf("bench: vocoder chunk sizes %d/%d frames must be in [1, 512]", o.FirstChunk, o.Chunk)
 	}
-	r := &Report{Date: time.Now().Format("2006-01-02"), Backend: b.Name(), Device: b.Device(), Variant: string(o.Variant),
-		GoVersion: runtime.Version(), PrefixLen: o.PrefixLen, Frames: o.Frames, Chunk: o.Chunk, BudgetMs: float64(engine.FrameBudget) / 1e6}
-
-	progress(fmt.Sprintf("building a random %s model of the real shapes on %s", o.Variant, b.Device()))
-	t0 := time.Now()
 	cfg := zonos.RealConfig(o.Variant)
 	if o.Model != nil {
 		cfg = o.Model
 	}
+	r := &Report{Date: time.Now().Format("2006-01-02"), Backend: b.Name(), Device: b.Device(), Plan: compute.PlanOf(b), Variant: string(o.Variant),
+		GoVersion: runtime.Version(), PrefixLen: o.PrefixLen, Frames: o.Frames, Chunk: o.Chunk, BudgetMs: float64(engine.FrameBudget) / 1e6,
+		Layers: cfg.Backbone.NLayer, ModelLayers: cfg.Backbone.NLayer}
+	what := "of the real shapes"
+	if o.Layers > 0 && o.Layers < cfg.Backbone.NLayer {
+		var err error
+		if cfg, err = firstLayers(cfg, o.Layers); err != nil {
+			return nil, err
+		}
+		r.Layers = o.Layers
+		what = fmt.Sprintf("of the real widths with %d of its %d layers", r.Layers, r.ModelLayers)
+	} else if o.Layers < 0 {
+		return nil, fmt.Errorf("bench: layers %d must be ≥ 0", o.Layers)
+	}
+
+	progress(fmt.Sprintf("building a random %s model %s on %s", o.Variant, what, b.Device()))
+	t0 := time.Now()
 	zf, err := zonos.RandomWeights(cfg, o.Seed)
 	if err != nil {
 		return nil, err
@@ -180,6 +210,24 @@ func Run(ctx context.Context, b compute.Backend, o Options, progress func(string
 		r.MemoryBatchGB = float64(timer.MemoryInUse()) / 1e9
 	}
 	return r, nil
+}
+
+// firstLayers is cfg with only its first n backbone layers, attention where
+// cfg has it among them.
+func firstLayers(cfg *zonos.Config, n int) (*zonos.Config, error) {
+	c := *cfg
+	c.Backbone.NLayer = n
+	c.Backbone.AttnLayerIdx = nil
+	for _, i := range cfg.Backbone.AttnLayerIdx {
+		if i < n {
+			c.Backbone.AttnLayerIdx = append(c.Backbone.AttnLayerIdx, i)
+		}
+	}
+	js, err := c.JSON()
+	if err != nil {
+		return nil, err
+	}
+	return zonos.ParseConfig(js)
 }
 
 // benchPhonemes is a fixed prompt of n phoneme ids (BOS … EOS).

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"zonostream/engine/compute"
 	"zonostream/engine/cpu"
 	"zonostream/engine/dac"
 	"zonostream/engine/zonos"
@@ -51,12 +52,59 @@ func TestRunTiny(t *testing.T) {
 	}
 	var md bytes.Buffer
 	r.Markdown(&md)
-	for _, want := range []string{"decode step", "TTFA", "reference ÷ ours", "floor", "chunk 4", "| 3 |", "First utterance", "Where the rollouts' TTFA goes"} {
+	for _, want := range []string{"decode step", "TTFA", "reference ÷ ours", "floor", "chunk 4", "| 3 |", "First utterance", "Where the rollouts' TTFA goes", "Plan: "} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q", want)
 		}
 	}
 	if !strings.HasSuffix(r.FileName(), ".md") || strings.ContainsAny(r.FileName(), " /()") {
+		t.Errorf("file name %q", r.FileName())
+	}
+}
+
+// TestRunReduced: Options.Layers keeps the first layers of the backbone
+// (attention where the model has it among them) and the report says so:
+// the reduced count, no PyTorch ratios, its own file name; the plan line
+// is there whatever the size.
+func TestRunReduced(t *testing.T) {
+	zc, err := zonos.LoadConfig(filepath.Join(golden.Pack(t, "zonos-hybrid-tiny"), "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc, err := dac.LoadConfig(filepath.Join(golden.Pack(t, "dac-tiny"), "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := firstLayers(zc, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Backbone.NLayer != 2 || len(c.Backbone.AttnLayerIdx) != 1 || c.Backbone.AttnLayerIdx[0] != 0 || zc.Backbone.NLayer != 5 {
+		t.Fatalf("first 2 layers of %d (attention at %v): %d layers, attention at %v", zc.Backbone.NLayer, zc.Backbone.AttnLayerIdx, c.Backbone.NLayer, c.Backbone.AttnLayerIdx)
+	}
+	o := QuickOptions()
+	o.Model, o.DAC, o.BandwidthMB = zc, &dc, 8
+	b := cpu.New(0)
+	r, err := Run(context.Background(), b, o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Reduced() || r.Layers != 2 || r.ModelLayers != 5 || r.Plan != compute.PlanOf(b) || r.DecodeStep.N != o.DecodeSteps || len(r.Batches) != 0 {
+		t.Errorf("report: layers %d of %d, plan %q, steps %d, batches %v", r.Layers, r.ModelLayers, r.Plan, r.DecodeStep.N, r.Batches)
+	}
+	var md bytes.Buffer
+	r.Markdown(&md)
+	for _, want := range []string{"reduced to 2 of its 5 layers", "not the model's speed", "Plan: "} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+	for _, peer := range Peers {
+		if strings.Contains(md.String(), peer.Range) {
+			t.Errorf("a reduced backbone's report compares with the reference's %s", peer.Range)
+		}
+	}
+	if !strings.Contains(r.FileName(), "-2of5-layers.md") {
 		t.Errorf("file name %q", r.FileName())
 	}
 }

@@ -28,14 +28,26 @@ var Peers = map[string]Peer{
 // Markdown writes the report for people (docs/bench/<date>-<device>.md).
 func (r *Report) Markdown(w io.Writer) {
 	fmt.Fprintf(w, "# zonos bench — %s, %s\n\n", r.Device, r.Date)
-	fmt.Fprintf(w, "Backend `%s`, %s backbone with random bf16 weights of the real shapes (%.3f GB read per CFG decode step), DAC 44 kHz; %s. Times from the backend's own clock; p50 / p90 over n runs.\n\n",
-		r.Backend, r.Variant, r.StepGB, r.GoVersion)
+	if r.Reduced() {
+		fmt.Fprintf(w, "Backend `%s`, %s backbone **reduced to %d of its %d layers** (the real widths, heads and attention pattern; random bf16 weights, %.3f GB read per CFG decode step), DAC 44 kHz of the real shapes; %s. Times from the backend's own clock; p50 / p90 over n runs.\n\n",
+			r.Backend, r.Variant, r.Layers, r.ModelLayers, r.StepGB, r.GoVersion)
+		fmt.Fprintf(w, "A quick check that the machine runs the engine, not the model's speed: each backbone layer costs what it does in the full model, but the decode step, prefill, TTFA and generation figures below are for %d layers, not %d, so no PyTorch ratio is given. The vocoder is the real one: its real-time factor is the full model's.\n\n",
+			r.Layers, r.ModelLayers)
+	} else {
+		fmt.Fprintf(w, "Backend `%s`, %s backbone with random bf16 weights of the real shapes (%.3f GB read per CFG decode step), DAC 44 kHz; %s. Times from the backend's own clock; p50 / p90 over n runs.\n\n",
+			r.Backend, r.Variant, r.StepGB, r.GoVersion)
+	}
+	if r.Plan != "" {
+		fmt.Fprintf(w, "Plan: %s.\n\n", r.Plan)
+	} else {
+		fmt.Fprintf(w, "Plan: none to choose (the %s backend runs each op one way).\n\n", r.Backend)
+	}
 	fmt.Fprintln(w, "| measurement | ours p50 | ours p90 | n | PyTorch reference (H200) | reference ÷ ours |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- |")
 	row := func(name string, s Stat, unit string, peer string) {
 		p, ok := Peers[peer]
 		ref, rat := "—", "—"
-		if ok {
+		if ok && !r.Reduced() {
 			ref = p.Range
 			if s.P50 > 0 {
 				rat = fmt.Sprintf("%.2f×", p.Ms/s.P50)
@@ -52,16 +64,25 @@ func (r *Report) Markdown(w io.Writer) {
 	}
 	row(fmt.Sprintf("prefill (%d positions)", r.PrefixLen), r.Prefill, "ms", "prefill")
 	row(fmt.Sprintf("TTFA (%d-frame rollout, request → first committed sample)", r.Frames), r.TTFA, "ms", "ttfa")
-	row(fmt.Sprintf("steady per-frame latency (budget %.2f ms)", r.BudgetMs), r.FrameLatency, "ms", "")
-	fmt.Fprintf(w, "| generation real-time factor (audio s / wall s, vocoder included) | %.2f× | %.2f× | %d | 1.4–1.9× | %.2f× |\n",
-		r.GenRTF.P50, r.GenRTF.P90, r.GenRTF.N, r.GenRTF.P50/1.9)
-	fmt.Fprintf(w, "| vocoder real-time factor (streamed, chunk %d) | %.1f× | %.1f× | %d | — | — |\n", r.Chunk, r.VocoderRTF.P50, r.VocoderRTF.P90, r.VocoderRTF.N)
+	if r.FrameLatency.P50 > 0 {
+		row(fmt.Sprintf("steady per-frame latency (budget %.2f ms)", r.BudgetMs), r.FrameLatency, "ms", "")
+	} else {
+		fmt.Fprintf(w, "| steady per-frame latency (budget %.2f ms) | — | — | 0 | — | — |\n", r.BudgetMs) // a rollout within the vocoder's first emission has no steady frames
+	}
+	if r.Reduced() {
+		fmt.Fprintf(w, "| generation real-time factor (audio s / wall s, vocoder included) | %s× | %s× | %d | — | — |\n",
+			ratioText(r.GenRTF.P50), ratioText(r.GenRTF.P90), r.GenRTF.N)
+	} else {
+		fmt.Fprintf(w, "| generation real-time factor (audio s / wall s, vocoder included) | %.2f× | %.2f× | %d | 1.4–1.9× | %.2f× |\n",
+			r.GenRTF.P50, r.GenRTF.P90, r.GenRTF.N, r.GenRTF.P50/1.9)
+	}
+	fmt.Fprintf(w, "| vocoder real-time factor (streamed, chunk %d) | %s× | %s× | %d | — | — |\n", r.Chunk, ratioText(r.VocoderRTF.P50), ratioText(r.VocoderRTF.P90), r.VocoderRTF.N)
 	if r.TTFAPrefill.N > 0 && r.TTFAFrame.N > 0 {
 		fmt.Fprintf(w, "\nWhere the rollouts' TTFA goes (p50 from the request): utterance started on the engine at %.1f ms (text front end), prefix conditioning on the device at %.1f ms, prefill logits ready at %.1f ms (the prefill itself %.1f ms; the rest is setting up the utterance's state), first complete frame at %.1f ms (the decode steps of the codebook delay), first committed sample at %.1f ms (the steps for the vocoder's right context, and its first emission, %.2f ms).\n",
 			r.TTFAStarted.P50, r.TTFACond.P50, r.TTFAPrefill.P50, r.TTFACompute.P50, r.TTFAFrame.P50, r.TTFA.P50, r.TTFAVocode.P50)
 	}
 	if r.FirstTTFAMs > 0 {
-		fmt.Fprintf(w, "\nFirst utterance of the freshly built engine, everything cold (text front end, step recording, allocator, vocoder): TTFA %.1f ms against the p50 of %.1f ms above; engine.Warmup pays the difference before an app's first utterance.\n",
+		fmt.Fprintf(w, "\nFirst utterance of the freshly built engine, everything cold (text front end, step recording, allocator, vocoder): TTFA %.1f ms against the p50 of %.1f ms above; the warm-up an app runs when it loads the model pays the difference before its first utterance.\n",
 			r.FirstTTFAMs, r.TTFA.P50)
 	}
 	fmt.Fprintf(w, "\nWeight-read floor: %.3f GB ÷ %.0f GB/s read bandwidth (measured in this run; copy %.0f GB/s) = %.3f ms; the decode step p50 reaches **%.1f %%** of it.\n",
@@ -76,7 +97,7 @@ func (r *Report) Markdown(w io.Writer) {
 	}
 	fmt.Fprintf(w, "Memory in use: %.2f GB. Model build: %.1f s.\n", r.MemoryGB, r.LoadSeconds)
 	if len(r.Batches) > 0 {
-		fmt.Fprintln(w, "\nDecode step of several utterances at once (zonos.Batch: one backbone pass and one step graph for all, lockstep positions; guidance, sampling and tokens to the host included):")
+		fmt.Fprintln(w, "\nDecode step of several utterances at once (batched decoding: one backbone pass and one step graph for all, lockstep positions; guidance, sampling and tokens to the host included):")
 		fmt.Fprintln(w, "\n| utterances | step p50 | step p90 | n | per utterance | audio generated per second of decoding | first step |")
 		fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- |")
 		for _, b := range r.Batches {
@@ -87,6 +108,19 @@ func (r *Report) Markdown(w io.Writer) {
 	}
 }
 
+// ratioText is a real-time factor with one decimal, or two significant
+// digits below 1 (a CPU's 0.021×).
+func ratioText(x float64) string {
+	if x >= 1 {
+		return fmt.Sprintf("%.1f", x)
+	}
+	return fmt.Sprintf("%.2g", x)
+}
+
+// Reduced reports whether the backbone measured had fewer layers than the
+// model (Options.Layers).
+func (r *Report) Reduced() bool { return r.Layers > 0 && r.Layers < r.ModelLayers }
+
 // Text is the terminal summary.
 func (r *Report) Text(w io.Writer) {
 	var b strings.Builder
@@ -95,7 +129,8 @@ func (r *Report) Text(w io.Writer) {
 }
 
 // FileName is docs/bench/<date>-<device>.md with the device reduced to a
-// filename-safe word.
+// filename-safe word (…-<layers>of<model layers>-layers.md for a reduced
+// backbone).
 func (r *Report) FileName() string {
 	dev := strings.ToLower(r.Device)
 	dev = strings.Map(func(c rune) rune {
@@ -110,6 +145,9 @@ func (r *Report) FileName() string {
 	dev = strings.Trim(dev, "-")
 	if len(dev) > 40 {
 		dev = strings.TrimRight(dev[:40], "-")
+	}
+	if r.Reduced() {
+		return fmt.Sprintf("%s-%s-%dof%d-layers.md", r.Date, dev, r.Layers, r.ModelLayers)
 	}
 	return r.Date + "-" + dev + ".md"
 }

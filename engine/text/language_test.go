@@ -60,6 +60,63 @@ func TestCheckLanguage(t *testing.T) {
 	}
 }
 
+// TestClosestLanguages: suggestions are close to what was typed — the code
+// spelled another way, the language's name or ISO 639-2 code, a typo —
+// and a query close to nothing gets none, not the first codes in
+// alphabetical order ("xx" once got "af, am, an, ar, as").
+func TestClosestLanguages(t *testing.T) {
+	cases := []struct {
+		query string
+		first []string // the suggestions must begin with these, in order
+	}{
+		{"en-us", []string{"en-us"}},
+		{"EN-US", []string{"en-us"}},
+		{"en_US", []string{"en-us"}},
+		{"fr_FR", []string{"fr-fr"}},
+		{"eng", []string{"en-us", "en-gb"}},
+		{"english", []string{"en-us", "en-gb"}},
+		{"English (US)", []string{"en-us"}},
+		{"en-uk", []string{"en-gb"}},
+		{"en-gb-foo", []string{"en-gb"}},
+		{"fr", []string{"fr-fr"}},
+		{"french", []string{"fr-fr"}},
+		{"fra", []string{"fr-fr"}},
+		{"deu", []string{"de"}},
+		{"german", []string{"de"}},
+		{"Deutsch", []string{"de"}},
+		{"de-AT", []string{"de"}},
+		{"spanish", []string{"es", "es-419"}},
+		{"spansh", []string{"es", "es-419"}},
+		{"portugese", []string{"pt", "pt-br"}},
+		{"mandarin", []string{"cmn"}},
+		{"zh", []string{"cmn"}},
+		{"cmm", []string{"cmn"}},
+		{"hindi", []string{"hi"}},
+	}
+	for _, c := range cases {
+		got := ClosestLanguages(c.query, 5)
+		if len(got) < len(c.first) || strings.Join(got[:len(c.first)], ",") != strings.Join(c.first, ",") {
+			t.Errorf("ClosestLanguages(%q) = %v, want it to begin %v", c.query, got, c.first)
+		}
+	}
+	for _, q := range []string{"xx", "zz", "xyzzy", "qqq", "", "   "} {
+		if got := ClosestLanguages(q, 5); len(got) != 0 {
+			t.Errorf("ClosestLanguages(%q) = %v, want none: nothing is close", q, got)
+		}
+	}
+	for _, q := range []string{"jpn", "japanese"} {
+		for _, s := range ClosestLanguages(q, 5) {
+			if s == "ja" {
+				t.Errorf("ClosestLanguages(%q) suggests ja, which is refused", q)
+			}
+		}
+	}
+	err := CheckLanguage("xx")
+	if err == nil || strings.Contains(err.Error(), "af, am") || strings.Contains(err.Error(), "text.Languages") || !strings.Contains(err.Error(), "en-us") {
+		t.Errorf("CheckLanguage(xx) = %v; want no alphabetical list, no Go names, and examples of real codes", err)
+	}
+}
+
 func TestEspeakVersion(t *testing.T) {
 	v, dir, err := EspeakVersion()
 	if err != nil {
