@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"zonostream/audio"
@@ -29,9 +28,9 @@ func runConformance(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	entries, err := os.ReadDir(*dir)
+	names, err := check.Packs(*dir, "")
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "zonos conformance: golden directory: %v (pass --golden DIR)\n", err)
+		fmt.Fprintf(os.Stderr, "zonos conformance: %v (pass --golden DIR)\n", err)
 		return 2
 	}
 	b, err := openBackend(*backend)
@@ -51,13 +50,6 @@ func runConformance(args []string) int {
 		}
 		return false
 	}
-	var names []string
-	for _, e := range entries {
-		if e.IsDir() {
-			names = append(names, e.Name())
-		}
-	}
-	sort.Strings(names)
 	var results []check.Result
 	dacDone, speakerDone := false, false
 	for _, name := range names {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -122,7 +123,9 @@ func isInf(v float64) bool { return v > 1e308 || v < -1e308 }
 func RelTol(refMax float64) float64 { return 1e-4 * max(1, refMax) }
 
 // Packs lists the pack directories of goldenDir whose names start with
-// prefix, sorted.
+// prefix, sorted. A symbolic link to a directory is a pack like the
+// directory itself (packs are often linked in from elsewhere), so each
+// entry is judged by os.Stat, which follows links, not by its own type.
 func Packs(goldenDir, prefix string) ([]string, error) {
 	entries, err := os.ReadDir(goldenDir)
 	if err != nil {
@@ -130,7 +133,10 @@ func Packs(goldenDir, prefix string) ([]string, error) {
 	}
 	var packs []string
 	for _, e := range entries {
-		if e.IsDir() && strings.HasPrefix(e.Name(), prefix) {
+		if !strings.HasPrefix(e.Name(), prefix) {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join(goldenDir, e.Name())); err == nil && fi.IsDir() {
 			packs = append(packs, e.Name())
 		}
 	}
