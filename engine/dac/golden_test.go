@@ -1,18 +1,20 @@
-package dac
+package dac_test
 
 import (
 	"math"
 	"testing"
 
 	"zonostream/engine/cpu"
+	"zonostream/engine/dac"
 	"zonostream/internal/check"
+	"zonostream/internal/conformance"
 	"zonostream/internal/golden"
 )
 
 // TestConformance runs the conformance checks on the dac-* golden packs.
 func TestConformance(t *testing.T) {
 	golden.Pack(t, "dac-tiny")
-	rs := Conformance(golden.Dir(), cpu.New(0))
+	rs := conformance.DAC(golden.Dir(), cpu.New(0))
 	for _, r := range rs {
 		t.Log(r.Line())
 		if r.Status == check.Fail {
@@ -21,21 +23,21 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-// TestAudioTolRationale measures what AudioTol rests on, on the CPU
-// backend (every convolution summed in float64): the golden audio's own
-// distance from that decode, and how far a one-ulp change of the latent
-// moves the audio. If the pack were regenerated without its offset (the
-// first figure well under RelTol) or the decoder stopped amplifying (the
-// second tiny), this fails, and AudioTol should go back to RelTol.
+// TestAudioTolRationale measures what conformance.DACAudioTol rests on, on
+// the CPU backend (every convolution summed in float64): the golden
+// audio's own distance from that decode, and how far a one-ulp change of
+// the latent moves the audio. If the pack were regenerated without its
+// offset (the first figure well under RelTol) or the decoder stopped
+// amplifying (the second tiny), this fails, and DACAudioTol should go back
+// to RelTol.
 func TestAudioTolRationale(t *testing.T) {
 	dir := golden.Pack(t, "dac-tiny")
-	be := cpu.New(0)
-	m, err := Load(dir, be)
+	m, err := dac.Load(dir, cpu.New(0))
 	if err != nil {
 		t.Fatal(err)
 	}
 	io := golden.Open(t, "dac-tiny", "io.safetensors")
-	codes, err := readCodes(io, "codes", m.cfg.NCodebooks)
+	codes, err := conformance.ReadCodes(io, "codes", m.Config().NCodebooks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,17 +49,12 @@ func TestAudioTolRationale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := m.fromCodes(codes)
-	lat := be.ReadF32(l)
-	be.Free(l)
-	decode := func(latent []float32) []float32 {
-		x := be.FromF32(latent, 1, len(latent)/len(codes[0]), len(codes[0]))
-		a := m.decoder.forward(be, x)
-		defer be.Free(a)
-		be.Free(x)
-		return be.ReadF32(a)
+	lat, err := m.FromCodes(codes)
+	if err != nil {
+		t.Fatal(err)
 	}
-	ref := decode(lat)
+	decodeLatent := func(latent []float32) []float32 { return m.DecodeLatent(latent, len(codes[0])) }
+	ref := decodeLatent(lat)
 	own, _ := check.MaxAbsDiff(ref, gold)
 	bumped := append([]float32(nil), lat...)
 	for i := range bumped { // one ulp up or down, alternating
@@ -69,10 +66,10 @@ func TestAudioTolRationale(t *testing.T) {
 		}
 		bumped[i] = math.Float32frombits(b)
 	}
-	moved, _ := check.MaxAbsDiff(decode(bumped), ref)
+	moved, _ := check.MaxAbsDiff(decodeLatent(bumped), ref)
 	t.Logf("golden vs the float64-summed decode: %.3g; one-ulp latent change moves the audio %.3g", own, moved)
 	if own < 0.5*check.RelTol(1) {
-		t.Errorf("the golden audio is only %.3g from the float64-summed decode: AudioTol (%g) can go back to RelTol", own, AudioTol)
+		t.Errorf("the golden audio is only %.3g from the float64-summed decode: DACAudioTol (%g) can go back to RelTol", own, conformance.DACAudioTol)
 	}
 	if moved < 5e-6 {
 		t.Errorf("a one-ulp latent change moves the audio only %.3g: the decoder no longer amplifies rounding", moved)
