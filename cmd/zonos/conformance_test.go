@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,25 +10,26 @@ import (
 	"zonostream/internal/golden"
 )
 
-// captureStdout runs fn with os.Stdout sent to a file and returns what was
-// written there.
+// captureStdout runs fn with os.Stdout sent through a pipe and returns
+// what came out of it.
 func captureStdout(t *testing.T, fn func()) string {
 	t.Helper()
-	f, err := os.CreateTemp(t.TempDir(), "stdout")
+	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	out := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(r)
+		out <- b
+	}()
 	old := os.Stdout
-	os.Stdout = f
+	os.Stdout = w
 	defer func() { os.Stdout = old }()
 	fn()
 	os.Stdout = old
-	b, err := os.ReadFile(f.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	w.Close()
+	return string(<-out)
 }
 
 // TestConformanceFollowsSymlinkedPacks: packs that are symbolic links to

@@ -14,13 +14,7 @@ import (
 // TestConformance runs the conformance checks on the dac-* golden packs.
 func TestConformance(t *testing.T) {
 	golden.Pack(t, "dac-tiny")
-	rs := conformance.DAC(golden.Dir(), cpu.New(0))
-	for _, r := range rs {
-		t.Log(r.Line())
-		if r.Status == check.Fail {
-			t.Error(r.Line())
-		}
-	}
+	golden.Report(t, conformance.DAC(golden.Dir(), cpu.New(0)))
 }
 
 // TestAudioTolRationale measures what conformance.DACAudioTol rests on, on

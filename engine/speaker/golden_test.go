@@ -15,13 +15,7 @@ import (
 // TestConformanceSpeakerTiny runs the speaker-* checks on the CPU.
 func TestConformanceSpeakerTiny(t *testing.T) {
 	dir := filepath.Dir(golden.Pack(t, "speaker-tiny"))
-	rs := conformance.Speaker(dir, cpu.New(2))
-	for _, r := range rs {
-		t.Log(r.Line())
-		if r.Status == check.Fail {
-			t.Error(r.Line())
-		}
-	}
+	golden.Report(t, conformance.Speaker(dir, cpu.New(2)))
 }
 
 func TestEmbedCached(t *testing.T) {
