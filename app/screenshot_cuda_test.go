@@ -19,6 +19,7 @@ import (
 	"zonostream/engine/compute"
 	"zonostream/engine/dac"
 	"zonostream/engine/zonos"
+	"zonostream/internal/randmodel"
 )
 
 // screenshot is where TestScreenshotRealShape writes the README's picture
@@ -51,7 +52,7 @@ func TestScreenshotRealShape(t *testing.T) {
 	}
 	defer b.Close()
 	cfg := zonos.RealConfig(zonos.Hybrid)
-	zf, err := zonos.RandomWeights(cfg, 1)
+	zf, err := randmodel.Zonos(cfg, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func TestScreenshotRealShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	dcfg := dac.Dac44kHz()
-	df, err := dac.RandomSource(dcfg, 1)
+	df, err := randmodel.DAC(dcfg, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

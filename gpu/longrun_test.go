@@ -13,6 +13,7 @@ import (
 	"zonostream/engine"
 	"zonostream/engine/speaker"
 	"zonostream/internal/golden"
+	"zonostream/internal/randmodel"
 )
 
 // TestSpeakerRealShape embeds with a randomly initialised full-size
@@ -34,8 +35,8 @@ func TestSpeakerRealShape(t *testing.T) {
 		return s
 	}
 	ctx := context.Background()
-	mg := speaker.RandomModel(gb, 64, speaker.RealBlocks, 7)
-	mc := speaker.RandomModel(cb, 64, speaker.RealBlocks, 7)
+	mg := randmodel.Speaker(gb, 64, speaker.RealBlocks, 7)
+	mc := randmodel.Speaker(cb, 64, speaker.RealBlocks, 7)
 	short := clip(1)
 	vg, err := mg.Embed(ctx, short)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"zonostream/engine/dac"
 	"zonostream/engine/sample"
 	"zonostream/engine/zonos"
+	"zonostream/internal/randmodel"
 )
 
 // TestProfileDecodeStep runs, each inside a profiler range, one decode step
@@ -120,7 +121,7 @@ func profileVocoderChunk(t *testing.T, frames int) {
 func realHybridPrompt(t *testing.T, n int) (*zonos.Model, compute.Tensor, [zonos.NumCodebooks]int32) {
 	t.Helper()
 	cfg := zonos.RealConfig(zonos.Hybrid)
-	f, err := zonos.RandomWeights(cfg, 3)
+	f, err := randmodel.Zonos(cfg, 3)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"zonostream/engine/compute"
 	"zonostream/engine/dac"
+	"zonostream/internal/randmodel"
 )
 
 // Full-width checks: the tiny golden packs cannot reveal errors that only
@@ -36,7 +37,7 @@ func snr(ref, got []float32) float64 {
 func realDAC(t *testing.T, be compute.Backend) *dac.Model {
 	t.Helper()
 	cfg := dac.Dac44kHz()
-	src, err := dac.RandomSource(cfg, 7)
+	src, err := randmodel.DAC(cfg, 7)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,13 +12,14 @@ import (
 
 	"zonostream/engine/compute"
 	"zonostream/engine/zonos"
+	"zonostream/internal/randmodel"
 )
 
 // TestZonosRealShape runs a randomly initialised Zonos of the real shapes
-// (engine/zonos RealConfig + RandomWeights, 1.65 B bf16 parameters for the
+// (zonos.RealConfig + randmodel.Zonos, 1.65 B bf16 parameters for the
 // hybrid) on the CPU and, under each plan, on the GPU: prefill of an
 // 80-position prompt and 16 teacher-forced decode steps, CFG batch 2.
-// Gates (issue 6): per step, cosine ≥ 0.9999 and top-1 agreement ≥ 99 %
+// Gates: per step, cosine ≥ 0.9999 and top-1 agreement ≥ 99 %
 // per codebook. The transformer variant runs too unless
 // ZONOS_GPU_TEST_HYBRID_ONLY is set.
 func TestZonosRealShape(t *testing.T) {
@@ -39,7 +40,7 @@ func TestZonosRealShape(t *testing.T) {
 // compares each plan's GPU run with it.
 func zonosRealShape(t *testing.T, v zonos.Variant) {
 	cfg := zonos.RealConfig(v)
-	f, err := zonos.RandomWeights(cfg, 11)
+	f, err := randmodel.Zonos(cfg, 11)
 	if err != nil {
 		t.Fatal(err)
 	}

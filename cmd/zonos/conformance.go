@@ -5,16 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
-	"zonostream/audio"
-	"zonostream/engine/dac"
-	"zonostream/engine/sample"
-	"zonostream/engine/speaker"
-	"zonostream/engine/text"
-	"zonostream/engine/zonos"
 	"zonostream/internal/check"
+	"zonostream/internal/conformance"
 )
 
 func init() {
@@ -29,10 +23,13 @@ func runConformance(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	entries, err := os.ReadDir(*dir)
+	packs, err := conformance.Packs(*dir, "")
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "zonos conformance: golden directory: %v (pass --golden DIR)\n", err)
+		fmt.Fprintf(os.Stderr, "zonos conformance: %v (pass --golden DIR)\n", err)
 		return 2
+	}
+	if *only != "" {
+		packs = selectPacks(packs, strings.Split(*only, ","))
 	}
 	b, err := openBackend(*backend)
 	if err != nil {
@@ -40,54 +37,7 @@ func runConformance(args []string) int {
 		return 2
 	}
 	defer b.Close()
-	want := func(name string) bool {
-		if *only == "" {
-			return true
-		}
-		for _, p := range strings.Split(*only, ",") {
-			if p != "" && strings.HasPrefix(name, p) {
-				return true
-			}
-		}
-		return false
-	}
-	var names []string
-	for _, e := range entries {
-		if e.IsDir() {
-			names = append(names, e.Name())
-		}
-	}
-	sort.Strings(names)
-	var results []check.Result
-	dacDone, speakerDone := false, false
-	for _, name := range names {
-		if !want(name) {
-			continue
-		}
-		pack := filepath.Join(*dir, name)
-		switch {
-		case strings.HasPrefix(name, "zonos-"):
-			results = append(results, zonos.Conformance(pack, b)...)
-		case name == "sampling":
-			results = append(results, sample.Conformance(pack)...)
-			results = append(results, sample.DeviceConformance(pack, b)...)
-			results = append(results, zonos.LoopConformance(pack)...)
-		case strings.HasPrefix(name, "dac-"):
-			if !dacDone {
-				results = append(results, dac.Conformance(*dir, b)...)
-				dacDone = true
-			}
-		case name == "text":
-			results = append(results, text.Conformance(*dir)...)
-		case name == "resample":
-			results = append(results, audio.ResampleConformance(*dir)...)
-		case strings.HasPrefix(name, "speaker-"):
-			if !speakerDone {
-				results = append(results, speaker.Conformance(*dir, b)...)
-				speakerDone = true
-			}
-		}
-	}
+	results := conformance.Run(*dir, packs, b)
 	if len(results) == 0 {
 		fmt.Fprintf(os.Stderr, "zonos conformance: no recognised packs in %s\n", *dir)
 		return 2
@@ -96,6 +46,20 @@ func runConformance(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// selectPacks keeps the packs whose names start with one of prefixes.
+func selectPacks(packs, prefixes []string) []string {
+	var kept []string
+	for _, name := range packs {
+		for _, p := range prefixes {
+			if p != "" && strings.HasPrefix(name, p) {
+				kept = append(kept, name)
+				break
+			}
+		}
+	}
+	return kept
 }
 
 // defaultGolden is $ZONOS_GOLDEN_DIR, else ../shared/golden.

@@ -19,6 +19,7 @@ import (
 	"zonostream/engine/dac"
 	"zonostream/engine/sample"
 	"zonostream/engine/zonos"
+	"zonostream/internal/randmodel"
 )
 
 // Options choose what to measure and how often.
@@ -158,7 +159,7 @@ func Run(ctx context.Context, b compute.Backend, o Options, progress func(string
 
 	progress(fmt.Sprintf("building a random %s model %s on %s", o.Variant, what, b.Device()))
 	t0 := time.Now()
-	zf, err := zonos.RandomWeights(cfg, o.Seed)
+	zf, err := randmodel.Zonos(cfg, o.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +173,7 @@ func Run(ctx context.Context, b compute.Backend, o Options, progress func(string
 	if o.DAC != nil {
 		dcfg = *o.DAC
 	}
-	df, err := dac.RandomSource(dcfg, o.Seed)
+	df, err := randmodel.DAC(dcfg, o.Seed)
 	if err != nil {
 		return nil, err
 	}

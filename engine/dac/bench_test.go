@@ -1,4 +1,4 @@
-package dac
+package dac_test
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"zonostream/engine/cpu"
+	"zonostream/engine/dac"
+	"zonostream/internal/conformance"
 	"zonostream/internal/golden"
 )
 
@@ -13,30 +15,31 @@ import (
 // full-size dac_44khz decoder.
 func benchModels(b *testing.B) []struct {
 	name string
-	m    *Model
+	m    *dac.Model
 } {
 	be := cpu.New(0)
-	tiny, err := Load(golden.Pack(b, "dac-tiny"), be)
+	tiny, err := dac.Load(golden.Pack(b, "dac-tiny"), be)
 	if err != nil {
 		b.Fatal(err)
 	}
 	ms := []struct {
 		name string
-		m    *Model
+		m    *dac.Model
 	}{{"tiny", tiny}}
 	if !testing.Short() {
 		ms = append(ms, struct {
 			name string
-			m    *Model
-		}{"full-44k", randomModel(b, Dac44kHz(), be, 13)})
+			m    *dac.Model
+		}{"full-44k", randomModel(b, dac.Dac44kHz(), be, 13)})
 	}
 	return ms
 }
 
 // reportSpeed adds ms per frame and the real-time factor (seconds of audio
 // per second of wall time; > 1 is faster than real time).
-func reportSpeed(b *testing.B, m *Model, frames int, per time.Duration) {
-	audio := float64(frames*m.cfg.HopLength) / float64(m.cfg.SamplingRate)
+func reportSpeed(b *testing.B, m *dac.Model, frames int, per time.Duration) {
+	cfg := m.Config()
+	audio := float64(frames*cfg.HopLength) / float64(cfg.SamplingRate)
 	b.ReportMetric(float64(per.Microseconds())/1000/float64(frames), "ms/frame")
 	b.ReportMetric(audio/per.Seconds(), "x_realtime")
 }
@@ -46,13 +49,14 @@ func BenchmarkDecode(b *testing.B) {
 	const frames = 32
 	for _, mm := range benchModels(b) {
 		b.Run(mm.name, func(b *testing.B) {
-			codes := randomCodes(mm.m.cfg, frames, 1)
+			cfg := mm.m.Config()
+			codes := randomCodes(cfg, frames, 1)
 			b.ResetTimer()
 			for range b.N {
-				mm.m.decodeValid(codes)
+				decode(b, mm.m, codes)
 			}
 			reportSpeed(b, mm.m, frames, b.Elapsed()/time.Duration(b.N))
-			b.ReportMetric(mm.m.cfg.FLOPsPerFrame()*frames*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			b.ReportMetric(cfg.FLOPsPerFrame()*frames*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
 	}
 }
@@ -64,17 +68,18 @@ func BenchmarkDecode(b *testing.B) {
 func BenchmarkStream(b *testing.B) {
 	const frames = 40
 	for _, mm := range benchModels(b) {
-		codes := randomCodes(mm.m.cfg, frames, 2)
+		cfg := mm.m.Config()
+		codes := randomCodes(cfg, frames, 2)
 		start := time.Now()
-		mm.m.decodeValid(codes)
+		decode(b, mm.m, codes)
 		oneShot := time.Since(start)
-		for _, c := range StreamCases {
+		for _, c := range conformance.StreamCases {
 			if mm.name != "tiny" && c.Chunk < 16 {
 				continue
 			}
 			b.Run(fmt.Sprintf("%s/%s", mm.name, c.Name), func(b *testing.B) {
 				for i := range b.N {
-					if _, err := CompareStream(mm.m, codes, make([]float32, frames*mm.m.cfg.HopLength), c, uint64(i)); err != nil {
+					if _, err := conformance.CompareStream(mm.m, codes, make([]float32, frames*cfg.HopLength), c, uint64(i)); err != nil {
 						b.Fatal(err)
 					}
 				}

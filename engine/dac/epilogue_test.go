@@ -1,10 +1,11 @@
-package dac
+package dac_test
 
 import (
 	"testing"
 
 	"zonostream/engine/compute"
 	"zonostream/engine/cpu"
+	"zonostream/internal/conformance"
 )
 
 // epilogueBackend is the CPU backend with compute.ConvEpilogues done by its
@@ -43,10 +44,10 @@ func TestResidualUnitEpilogues(t *testing.T) {
 	eb := &epilogueBackend{Backend: cpu.New(0)}
 	fused := randomModel(t, narrow44k(), eb, 31)
 	for _, T := range []int{1, 9, 30} {
-		codes := randomCodes(plain.cfg, T, uint64(200+T))
-		want := plain.decodeValid(codes)
+		codes := randomCodes(plain.Config(), T, uint64(200+T))
+		want := decode(t, plain, codes)
 		eb.snakes, eb.residuals = 0, 0
-		got := fused.decodeValid(codes)
+		got := decode(t, fused, codes)
 		if eb.snakes == 0 || eb.residuals != eb.snakes {
 			t.Fatalf("T=%d: one-shot decoding made %d Conv1dSnake and %d Conv1dResidual calls", T, eb.snakes, eb.residuals)
 		}
@@ -55,9 +56,9 @@ func TestResidualUnitEpilogues(t *testing.T) {
 				t.Fatalf("T=%d: sample %d is %g with the epilogues, %g without", T, i, got[i], want[i])
 			}
 		}
-		for i, c := range StreamCases {
+		for i, c := range conformance.StreamCases {
 			eb.snakes, eb.residuals = 0, 0
-			r, err := CompareStream(fused, codes, want, c, uint64(i))
+			r, err := conformance.CompareStream(fused, codes, want, c, uint64(i))
 			if err != nil {
 				t.Fatalf("T=%d %s: %v", T, c.Name, err)
 			}

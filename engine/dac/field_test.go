@@ -1,28 +1,29 @@
-package dac
+package dac_test
 
 import (
 	"math"
 	"testing"
 
 	"zonostream/engine/cpu"
+	"zonostream/engine/dac"
 	"zonostream/internal/golden"
 )
 
 // fieldModels are the decoders whose receptive field is measured: the
 // golden tiny pack, dac_44khz's geometry with few channels, and (without
 // -short) a randomly initialised full-size dac_44khz.
-func fieldModels(t *testing.T) map[string]*Model {
+func fieldModels(t *testing.T) map[string]*dac.Model {
 	t.Helper()
 	be := cpu.New(0)
-	ms := map[string]*Model{}
-	tiny, err := Load(golden.Pack(t, "dac-tiny"), be)
+	ms := map[string]*dac.Model{}
+	tiny, err := dac.Load(golden.Pack(t, "dac-tiny"), be)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ms["dac-tiny"] = tiny
 	ms["narrow-44k"] = randomModel(t, narrow44k(), be, 11)
 	if !testing.Short() {
-		ms["full-44k"] = randomModel(t, Dac44kHz(), be, 12)
+		ms["full-44k"] = randomModel(t, dac.Dac44kHz(), be, 12)
 	}
 	return ms
 }
@@ -34,12 +35,13 @@ func fieldModels(t *testing.T) map[string]*Model {
 func TestReceptiveField(t *testing.T) {
 	for name, m := range fieldModels(t) {
 		t.Run(name, func(t *testing.T) {
-			f, hop := m.Field(), m.cfg.HopLength
+			cfg := m.Config()
+			f, hop := m.Field(), cfg.HopLength
 			t.Logf("derived: left %d samples (%d frames), right tail %d samples (%d frames), reach before %d after %d",
 				f.LeftSamples, f.LeftFrames, f.RightSamples, f.RightFrames, f.ReachBefore, f.ReachAfter)
 			const T, f0 = 32, 16
-			codes := randomCodes(m.cfg, T, 21)
-			ref := m.decodeValid(codes)
+			codes := randomCodes(cfg, T, 21)
+			ref := decode(t, m, codes)
 			sat := 0
 			for _, v := range ref {
 				if v > 0.999 || v < -0.999 {
@@ -54,9 +56,9 @@ func TestReceptiveField(t *testing.T) {
 			pert := make([][]int32, len(codes))
 			for k := range codes {
 				pert[k] = append([]int32(nil), codes[k]...)
-				pert[k][f0] = (pert[k][f0] + 512) % int32(m.cfg.CodebookSize)
+				pert[k][f0] = (pert[k][f0] + 512) % int32(cfg.CodebookSize)
 			}
-			first, last := changed(ref, m.decodeValid(pert))
+			first, last := changed(ref, decode(t, m, pert))
 			if first < 0 {
 				t.Fatal("perturbing a frame changed nothing")
 			}
@@ -67,12 +69,15 @@ func TestReceptiveField(t *testing.T) {
 			}
 			// A NaN in frame f0's latent reaches every sample that reads it,
 			// whatever the weights: the structural reach, exactly.
-			latent := m.be.ReadF32(m.fromCodes(codes))
+			latent, err := m.FromCodes(codes)
+			if err != nil {
+				t.Fatal(err)
+			}
 			nanLat := append([]float32(nil), latent...)
-			for c := 0; c < m.cfg.HiddenSize; c++ {
+			for c := 0; c < cfg.HiddenSize; c++ {
 				nanLat[c*T+f0] = float32(math.NaN())
 			}
-			first, last = nanRange(m.decodeLatent(nanLat, T))
+			first, last = nanRange(m.DecodeLatent(nanLat, T))
 			before, after = f0*hop-first, last+1-(f0+1)*hop
 			t.Logf("measured (NaN in frame %d): output changes from %d samples before the frame to %d after it", f0, before, after)
 			if before != f.ReachBefore || after != f.ReachAfter {
@@ -86,7 +91,7 @@ func TestReceptiveField(t *testing.T) {
 			for k := range codes {
 				win[k] = codes[k][a:b]
 			}
-			w := m.decodeValid(win)
+			w := decode(t, m, win)
 			exactLo, exactHi := f.LeftSamples, (b-a)*hop-f.RightSamples
 			for i := exactLo; i < exactHi; i++ {
 				if w[i] != ref[a*hop+i] {
@@ -95,14 +100,14 @@ func TestReceptiveField(t *testing.T) {
 			}
 			// Tightness: with NaN in every frame outside [a, b), exactly the
 			// samples of that range stay finite.
-			for c := 0; c < m.cfg.HiddenSize; c++ {
+			for c := 0; c < cfg.HiddenSize; c++ {
 				for t2 := 0; t2 < T; t2++ {
 					if t2 < a || t2 >= b {
 						latent[c*T+t2] = float32(math.NaN())
 					}
 				}
 			}
-			out := m.decodeLatent(latent, T)
+			out := m.DecodeLatent(latent, T)
 			flo, fhi := -1, -1
 			for i, v := range out {
 				if !math.IsNaN(float64(v)) {
@@ -147,13 +152,4 @@ func nanRange(x []float32) (int, int) {
 		}
 	}
 	return first, last
-}
-
-// decodeLatent runs the decoder on a host latent [hidden][T].
-func (m *Model) decodeLatent(latent []float32, T int) []float32 {
-	l := m.be.FromF32(latent, 1, m.cfg.HiddenSize, T)
-	a := m.decoder.forward(m.be, l)
-	defer m.be.Free(a)
-	m.be.Free(l)
-	return m.be.ReadF32(a)
 }

@@ -1,4 +1,4 @@
-package dac
+package dac_test
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 
 	"zonostream/engine/compute"
 	"zonostream/engine/cpu"
+	"zonostream/engine/dac"
+	"zonostream/internal/conformance"
 	"zonostream/internal/golden"
 )
 
@@ -22,33 +24,34 @@ func TestStreamerMatchesOneShot(t *testing.T) {
 	be := cpu.New(0)
 	type model struct {
 		name   string
-		m      *Model
+		m      *dac.Model
 		frames []int
-		cases  []StreamCase
+		cases  []conformance.StreamCase
 	}
-	tiny, err := Load(golden.Pack(t, "dac-tiny"), be)
+	tiny, err := dac.Load(golden.Pack(t, "dac-tiny"), be)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ms := []model{
-		{"dac-tiny", tiny, []int{48}, StreamCases},
-		{"narrow-44k", randomModel(t, narrow44k(), be, 5), []int{1, 3, 15, 40}, StreamCases},
+		{"dac-tiny", tiny, []int{48}, conformance.StreamCases},
+		{"narrow-44k", randomModel(t, narrow44k(), be, 5), []int{1, 3, 15, 40}, conformance.StreamCases},
 	}
 	if !testing.Short() {
-		ms = append(ms, model{"full-44k", randomModel(t, Dac44kHz(), be, 6), []int{36}, []StreamCase{{Name: "4,16", FirstChunk: 4, Chunk: 16}}})
+		ms = append(ms, model{"full-44k", randomModel(t, dac.Dac44kHz(), be, 6), []int{36}, []conformance.StreamCase{{Name: "4,16", FirstChunk: 4, Chunk: 16}}})
 	}
 	for _, mm := range ms {
 		worstAbs, worstSNR := 0.0, math.Inf(1)
 		for _, T := range mm.frames {
-			codes := randomCodes(mm.m.cfg, T, uint64(T))
-			ref := mm.m.decodeValid(codes)
+			hop := mm.m.Config().HopLength
+			codes := randomCodes(mm.m.Config(), T, uint64(T))
+			ref := decode(t, mm.m, codes)
 			for i, c := range mm.cases {
-				r, err := CompareStream(mm.m, codes, ref, c, uint64(i))
+				r, err := conformance.CompareStream(mm.m, codes, ref, c, uint64(i))
 				if err != nil {
 					t.Fatalf("%s T=%d %s: %v", mm.name, T, c.Name, err)
 				}
-				if r.Samples != T*mm.m.cfg.HopLength {
-					t.Errorf("%s T=%d %s: emitted %d samples, want %d", mm.name, T, c.Name, r.Samples, T*mm.m.cfg.HopLength)
+				if r.Samples != T*hop {
+					t.Errorf("%s T=%d %s: emitted %d samples, want %d", mm.name, T, c.Name, r.Samples, T*hop)
 				}
 				if r.MaxAbs != 0 {
 					t.Errorf("%s T=%d %s: max |Δ| %.3g (SNR %.1f dB) against one-shot; the CPU backend should be bit-identical", mm.name, T, c.Name, r.MaxAbs, r.SNR)
@@ -66,13 +69,14 @@ func TestStreamerMatchesOneShot(t *testing.T) {
 // frames, capped at Chunk, the rest at Flush.
 func TestStreamerChunking(t *testing.T) {
 	m := randomModel(t, narrow44k(), cpu.New(0), 7)
-	f, hop := m.Field(), m.cfg.HopLength
-	for _, sc := range []StreamConfig{{1, 1}, {1, 8}, {4, 16}, {16, 16}, {3, 20}, {8, 4}} {
+	f, hop := m.Field(), m.Config().HopLength
+	for _, sc := range []dac.StreamConfig{{FirstChunk: 1, Chunk: 1}, {FirstChunk: 1, Chunk: 8}, {FirstChunk: 4, Chunk: 16},
+		{FirstChunk: 16, Chunk: 16}, {FirstChunk: 3, Chunk: 20}, {FirstChunk: 8, Chunk: 4}} {
 		s, err := m.NewStreamer(sc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		codes := randomCodes(m.cfg, 40, 9)
+		codes := randomCodes(m.Config(), 40, 9)
 		var sizes []int
 		for i := 0; i < 40; i++ {
 			pcm, err := s.Push(frameAt(codes, i))
@@ -120,17 +124,17 @@ func TestStreamerChunking(t *testing.T) {
 // partial push.
 func TestStreamerBadInput(t *testing.T) {
 	m := randomModel(t, narrow44k(), cpu.New(0), 8)
-	if _, err := m.NewStreamer(StreamConfig{0, 4}); err == nil {
+	if _, err := m.NewStreamer(dac.StreamConfig{FirstChunk: 0, Chunk: 4}); err == nil {
 		t.Error("FirstChunk 0 accepted")
 	}
-	s, err := m.NewStreamer(StreamConfig{1, 1})
+	s, err := m.NewStreamer(dac.StreamConfig{FirstChunk: 1, Chunk: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Flush(); err == nil || !strings.Contains(err.Error(), "no frames") {
 		t.Errorf("flush with nothing pushed: %v", err)
 	}
-	good, bad := [Codebooks]int32{}, [Codebooks]int32{}
+	good, bad := [dac.Codebooks]int32{}, [dac.Codebooks]int32{}
 	bad[4] = 1024
 	if _, err := s.Push(good, bad); err == nil || !strings.Contains(err.Error(), "1024") {
 		t.Errorf("code 1024: %v", err)
@@ -184,13 +188,13 @@ func TestStreamerBadInput(t *testing.T) {
 // ExampleStreamer shows the engine-side loop: push each frame as the
 // generator completes it, play what comes back, flush at the end.
 func ExampleStreamer() {
-	var m *Model // dac.Load(dir, backend)
+	var m *dac.Model // dac.Load(dir, backend)
 	if m == nil {
 		fmt.Println("load the DAC first")
 		return
 	}
-	s, _ := m.NewStreamer(DefaultStreamConfig)
-	var frames [][Codebooks]int32 // from the generator, EOS/MASK mapped to 0
+	s, _ := m.NewStreamer(dac.DefaultStreamConfig)
+	var frames [][dac.Codebooks]int32 // from the generator, EOS/MASK mapped to 0
 	for _, f := range frames {
 		pcm, err := s.Push(f)
 		if err != nil {
@@ -209,15 +213,15 @@ func ExampleStreamer() {
 // Reset starts a new stream cleanly in both.
 func TestStreamerStatefulMatchesWindow(t *testing.T) {
 	m := randomModel(t, narrow44k(), cpu.New(0), 12)
-	defer func(w bool) { windowStreaming = w }(windowStreaming)
-	run := func(window bool, sc StreamConfig, codes [][]int32) [][]float32 {
-		windowStreaming = window
+	defer dac.SetWindowStreaming(dac.SetWindowStreaming(false))
+	run := func(window bool, sc dac.StreamConfig, codes [][]int32) [][]float32 {
+		dac.SetWindowStreaming(window)
 		s, err := m.NewStreamer(sc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if (s.st == nil) != window {
-			t.Fatalf("window %v: stateful decoder present %v", window, s.st != nil)
+		if s.Stateful() == window {
+			t.Fatalf("window %v: stateful decoder present %v", window, s.Stateful())
 		}
 		var out [][]float32
 		for rep := 0; rep < 2; rep++ { // the second pass after Reset
@@ -238,12 +242,12 @@ func TestStreamerStatefulMatchesWindow(t *testing.T) {
 		return out
 	}
 	for _, T := range []int{1, 7, 23, 41} {
-		codes := randomCodes(m.cfg, T, uint64(100+T))
-		for _, c := range StreamCases {
+		codes := randomCodes(m.Config(), T, uint64(100+T))
+		for _, c := range conformance.StreamCases {
 			if c.FirstChunk == 0 {
 				continue
 			}
-			sc := StreamConfig{FirstChunk: c.FirstChunk, Chunk: c.Chunk}
+			sc := dac.StreamConfig{FirstChunk: c.FirstChunk, Chunk: c.Chunk}
 			w, st := run(true, sc, codes), run(false, sc, codes)
 			for i := range w {
 				if len(w[i]) != len(st[i]) {
@@ -260,7 +264,7 @@ func TestStreamerStatefulMatchesWindow(t *testing.T) {
 }
 
 // frameAt is frame i of codes [Codebooks][T].
-func frameAt(codes [][]int32, i int) (fr [Codebooks]int32) {
+func frameAt(codes [][]int32, i int) (fr [dac.Codebooks]int32) {
 	for k := range fr {
 		fr[k] = codes[k][i]
 	}
@@ -272,16 +276,16 @@ func frameAt(codes [][]int32, i int) (fr [Codebooks]int32) {
 // a time first emits, for several first chunks.
 func TestFirstFrames(t *testing.T) {
 	m := randomModel(t, narrow44k(), cpu.New(0), 5)
-	codes := randomCodes(m.cfg, 40, 1)
+	codes := randomCodes(m.Config(), 40, 1)
 	for _, first := range []int{1, 2, 4, 16} {
-		sc := StreamConfig{FirstChunk: first, Chunk: 16}
+		sc := dac.StreamConfig{FirstChunk: first, Chunk: 16}
 		s, err := m.NewStreamer(sc)
 		if err != nil {
 			t.Fatal(err)
 		}
 		at := 0
 		for i := 0; i < 40 && at == 0; i++ {
-			var f [Codebooks]int32
+			var f [dac.Codebooks]int32
 			for k := range f {
 				f[k] = codes[k][i]
 			}
@@ -319,8 +323,8 @@ func (p *panicky) Conv1d(x, w, b compute.Tensor, c compute.Conv1dSpec) compute.T
 func TestPanicInPushReleasesLock(t *testing.T) {
 	be := &panicky{Backend: cpu.New(0)}
 	m := randomModel(t, narrow44k(), be, 5)
-	sc := StreamConfig{FirstChunk: 1, Chunk: 4}
-	codes := randomCodes(m.cfg, 12, 1)
+	sc := dac.StreamConfig{FirstChunk: 1, Chunk: 4}
+	codes := randomCodes(m.Config(), 12, 1)
 	s, err := m.NewStreamer(sc)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package dac
+package dac_test
 
 import (
 	"math"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"zonostream/engine/cpu"
+	"zonostream/engine/dac"
 	"zonostream/engine/weights"
 	"zonostream/internal/golden"
 )
@@ -61,8 +62,8 @@ func weightNormed(t *testing.T, f *weights.File, form string) mapSource {
 		if form == "param" {
 			gName, vName = base+".parametrizations.weight.original0", base+".parametrizations.weight.original1"
 		}
-		src[gName] = f32Tensor(gName, gShape, g)
-		src[vName] = f32Tensor(vName, tn.Shape, v)
+		src[gName] = weights.F32Tensor(gName, gShape, g)
+		src[vName] = weights.F32Tensor(vName, tn.Shape, v)
 	}
 	return src
 }
@@ -72,19 +73,19 @@ func weightNormed(t *testing.T, f *weights.File, form string) mapSource {
 func TestWeightForms(t *testing.T) {
 	dir := golden.Pack(t, "dac-tiny")
 	f := golden.Open(t, "dac-tiny", "model.safetensors")
-	cfg, err := LoadConfig(dir + "/config.json")
+	cfg, err := dac.LoadConfig(dir + "/config.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	be := cpu.New(0)
-	plain, err := New(cfg, f, be)
+	plain, err := dac.New(cfg, f, be)
 	if err != nil {
 		t.Fatal(err)
 	}
 	codes := randomCodes(cfg, 12, 4)
 	ref, _ := plain.Decode(codes)
 	for _, form := range []string{"old", "param"} {
-		m, err := New(cfg, weightNormed(t, f, form), be)
+		m, err := dac.New(cfg, weightNormed(t, f, form), be)
 		if err != nil {
 			t.Fatalf("%s: %v", form, err)
 		}
@@ -106,16 +107,16 @@ func TestWeightForms(t *testing.T) {
 func TestLoadErrorsListEverything(t *testing.T) {
 	dir := golden.Pack(t, "dac-tiny")
 	f := golden.Open(t, "dac-tiny", "model.safetensors")
-	cfg, _ := LoadConfig(dir + "/config.json")
+	cfg, _ := dac.LoadConfig(dir + "/config.json")
 	src := mapSource{}
 	for _, n := range f.Names() {
 		src[n], _ = f.Tensor(n)
 	}
 	delete(src, "decoder.conv1.bias")
 	delete(src, "quantizer.quantizers.3.codebook.weight")
-	src["decoder.snake1.alpha"] = f32Tensor("decoder.snake1.alpha", []int{1, 5, 1}, make([]float32, 5))
-	src["decoder.extra.weight"] = f32Tensor("decoder.extra.weight", []int{1}, []float32{0})
-	_, err := New(cfg, src, cpu.New(0))
+	src["decoder.snake1.alpha"] = weights.F32Tensor("decoder.snake1.alpha", []int{1, 5, 1}, make([]float32, 5))
+	src["decoder.extra.weight"] = weights.F32Tensor("decoder.extra.weight", []int{1}, []float32{0})
+	_, err := dac.New(cfg, src, cpu.New(0))
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -125,7 +126,7 @@ func TestLoadErrorsListEverything(t *testing.T) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
 	}
-	_, err = New(Dac44kHz(), f, cpu.New(0))
+	_, err = dac.New(dac.Dac44kHz(), f, cpu.New(0))
 	if err == nil || !strings.Contains(err.Error(), "same DAC checkpoint") {
 		t.Errorf("dac_44khz config with tiny weights: %v", err)
 	} else {
@@ -136,14 +137,14 @@ func TestLoadErrorsListEverything(t *testing.T) {
 // TestParseConfig covers transformers' defaults and the explicit
 // hidden_size rule.
 func TestParseConfig(t *testing.T) {
-	c, err := LoadConfig(golden.Pack(t, "dac-tiny") + "/config.json")
+	c, err := dac.LoadConfig(golden.Pack(t, "dac-tiny") + "/config.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.HiddenSize != 64 || c.HopLength != 512 || c.DecoderHiddenSize != 64 || c.EncoderHiddenSize != 16 {
 		t.Errorf("tiny config %+v", c)
 	}
-	d, err := ParseConfig([]byte(`{"encoder_hidden_size": 16, "downsampling_ratios": [2, 4, 8, 8]}`))
+	d, err := dac.ParseConfig([]byte(`{"encoder_hidden_size": 16, "downsampling_ratios": [2, 4, 8, 8]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,11 +153,11 @@ func TestParseConfig(t *testing.T) {
 	}
 	for _, bad := range []string{`{"hop_length": 320}`, `{"model_type": "encodec"}`, `{"upsampling_ratios": [8, 8, 4]}`,
 		`{"downsampling_ratios": [3, 4, 8, 8]}`, `{"n_codebooks": 0}`, `not json`} {
-		if _, err := ParseConfig([]byte(bad)); err == nil {
+		if _, err := dac.ParseConfig([]byte(bad)); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
 	}
-	if got := Dac44kHz().FLOPsPerFrame(); got < 1.5e9 || got > 1.7e9 {
+	if got := dac.Dac44kHz().FLOPsPerFrame(); got < 1.5e9 || got > 1.7e9 {
 		t.Errorf("dac_44khz decoder FLOPs per frame %.3g", got)
 	}
 }

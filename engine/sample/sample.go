@@ -6,6 +6,7 @@ type Sampler struct {
 	Noise  Noise
 
 	probs, q []float32
+	n        int // values in probs from the last call (0: greedy or none)
 }
 
 // New returns a sampler; noise may be nil for greedy parameters.
@@ -28,12 +29,14 @@ func (s *Sampler) Sample(logits []float32, V int, history [][]int32) []int32 {
 		RepetitionPenalty(logits, V, win, p.RepetitionPenalty)
 	}
 	if p.Temperature <= 0 {
+		s.n = 0
 		return Argmax(logits, V)
 	}
 	if cap(s.probs) < len(logits) {
 		s.probs = make([]float32, len(logits))
 		s.q = make([]float32, len(logits))
 	}
+	s.n = len(logits)
 	probs, q := s.probs[:len(logits)], s.q[:len(logits)]
 	Softmax(probs, logits, V, p.Temperature)
 	if p.Linear > 0 {
@@ -50,4 +53,16 @@ func (s *Sampler) Sample(logits []float32, V int, history [][]int32) []int32 {
 	}
 	s.Noise.Exp(q)
 	return Draw(probs, q, V)
+}
+
+// Probs is the distribution the last Sample call drew from: C rows of V
+// after every stage (temperature, unified, top-p, top-k, min-p), so a
+// caller can see how sure each draw was or compare it with another
+// sampler's. It is nil after a greedy call and the sampler's own buffer,
+// overwritten by the next call.
+func (s *Sampler) Probs() []float32 {
+	if s.n == 0 {
+		return nil
+	}
+	return s.probs[:s.n]
 }

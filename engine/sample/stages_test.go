@@ -126,3 +126,30 @@ func TestValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestProbs: after a sampled draw Probs holds one distribution per row (the
+// filtered mass sums to 1 and the drawn token has some); after a greedy
+// draw it is nil.
+func TestProbs(t *testing.T) {
+	logits := []float32{1, 2, 3, 0, 4, -1, 0.5, 2.5}
+	s := New(Params{Temperature: 1, TopK: 3}, &Fixed{Q: []float32{1, 2, 3, 4, 1, 2, 3, 4}})
+	tok := s.Sample(append([]float32(nil), logits...), 4, nil)
+	p := s.Probs()
+	if len(p) != len(logits) {
+		t.Fatalf("Probs has %d values, want %d", len(p), len(logits))
+	}
+	for c := 0; c < 2; c++ {
+		sum := 0.0
+		for _, v := range p[c*4 : (c+1)*4] {
+			sum += float64(v)
+		}
+		if math.Abs(sum-1) > 1e-6 || p[c*4+int(tok[c])] == 0 {
+			t.Errorf("row %d: probabilities %v sum to %g, token %d drawn", c, p[c*4:(c+1)*4], sum, tok[c])
+		}
+	}
+	s.Params = Params{Temperature: 0}
+	s.Sample(append([]float32(nil), logits...), 4, nil)
+	if s.Probs() != nil {
+		t.Errorf("after a greedy draw Probs is %v, want nil", s.Probs())
+	}
+}

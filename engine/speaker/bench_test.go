@@ -1,4 +1,4 @@
-package speaker
+package speaker_test
 
 import (
 	"context"
@@ -8,15 +8,17 @@ import (
 	"testing"
 
 	"zonostream/engine/cpu"
+	"zonostream/engine/speaker"
 	"zonostream/internal/golden"
+	"zonostream/internal/randmodel"
 )
 
 // benchClip is a voiced test signal of the given length at 16 kHz.
 func benchClip(seconds float64) []float32 {
 	r := rand.New(rand.NewPCG(3, 4))
-	s := make([]float32, int(seconds*SampleRate))
+	s := make([]float32, int(seconds*speaker.SampleRate))
 	for i := range s {
-		t := float64(i) / SampleRate
+		t := float64(i) / speaker.SampleRate
 		s[i] = float32(0.3*math.Sin(2*math.Pi*140*t) + 0.15*math.Sin(2*math.Pi*280*t) + 0.02*r.NormFloat64())
 	}
 	return s
@@ -30,7 +32,7 @@ func BenchmarkEmbed(b *testing.B) {
 	be := cpu.New(0)
 	b.Run("tiny-10s", func(b *testing.B) {
 		p := golden.Pack(b, "speaker-tiny")
-		m, err := Load(filepath.Join(p, WeightsFile), filepath.Join(p, LDAFile), be)
+		m, err := speaker.Load(filepath.Join(p, speaker.WeightsFile), filepath.Join(p, speaker.LDAFile), be)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -40,12 +42,12 @@ func BenchmarkEmbed(b *testing.B) {
 		if testing.Short() {
 			b.Skip("full-size ResNet293 skipped with -short")
 		}
-		m := RandomModel(be, 64, RealBlocks, 7)
+		m := randmodel.Speaker(be, 64, speaker.RealBlocks, 7)
 		runEmbedBench(b, m, benchClip(10))
 	})
 }
 
-func runEmbedBench(b *testing.B, m *Model, clip []float32) {
+func runEmbedBench(b *testing.B, m *speaker.Model, clip []float32) {
 	ctx := context.Background()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -54,14 +56,14 @@ func runEmbedBench(b *testing.B, m *Model, clip []float32) {
 			b.Fatal(len(v), err)
 		}
 	}
-	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)/(float64(len(clip))/SampleRate), "s/audio_s")
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)/(float64(len(clip))/speaker.SampleRate), "s/audio_s")
 }
 
 func TestRandomFullSizeShapes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("full-size ResNet293 skipped with -short")
 	}
-	m := RandomModel(cpu.New(0), 64, RealBlocks, 7)
+	m := randmodel.Speaker(cpu.New(0), 64, speaker.RealBlocks, 7)
 	v, err := m.Vectors(context.Background(), benchClip(0.5))
 	if err != nil || len(v.Embedding) != 256 || len(v.LDA) != 128 {
 		t.Fatalf("%d/%d values, %v", len(v.Embedding), len(v.LDA), err)

@@ -83,12 +83,34 @@ func Load(weightsPath, ldaPath string, b compute.SpeakerBackend) (*Model, error)
 	if err != nil {
 		return nil, fmt.Errorf("speaker LDA: %w", err)
 	}
-	m, err := build(wf, lf, b)
+	m, err := build(wf, lf, lf.Path, b)
 	if err != nil {
 		return nil, err
 	}
 	m.ID = hex.EncodeToString(h.Sum(nil))
 	return m, nil
+}
+
+// RealBlocks is the released ResNet293's stage depths (InPlanes 64).
+var RealBlocks = [4]int{10, 20, 64, 3}
+
+// Checkpoint is where a model's tensors come from, by their names in the
+// released state dicts: a *weights.TorchFile, or any store with the same
+// three reads (Float32s checks the shape when want is given, −1 matching
+// any size).
+type Checkpoint interface {
+	Has(name string) bool
+	Tensor(name string) (*weights.Tensor, error)
+	Float32s(name string, want ...int) ([]float32, []int, error)
+}
+
+// New builds a model from the ResNet checkpoint w and the LDA checkpoint
+// lda wherever they come from, for example made in memory with the
+// released shapes for benchmarks; Load is New for the files on disk. A
+// model from New has an empty ID: set one before caching its embeddings
+// (EmbedCached keys on it).
+func New(w, lda Checkpoint, b compute.SpeakerBackend) (*Model, error) {
+	return build(w, lda, "checkpoint", b)
 }
 
 func hashFile(h io.Writer, p string) error {
@@ -103,7 +125,7 @@ func hashFile(h io.Writer, p string) error {
 
 // loader binds checkpoint tensors, remembering the first error.
 type loader struct {
-	f   *weights.TorchFile
+	f   Checkpoint
 	b   compute.SpeakerBackend
 	err error
 }
@@ -171,7 +193,9 @@ func (l *loader) convBN(name, bn string, cout, cin, k int, spec compute.Conv2dSp
 	return conv{l.b.FromF32(fw, cout, cin, k, k), l.b.FromF32(fb, cout), spec}
 }
 
-func build(wf, lf *weights.TorchFile, b compute.SpeakerBackend) (*Model, error) {
+// build binds the ResNet checkpoint wf and the LDA checkpoint lf (named
+// ldaName in errors).
+func build(wf, lf Checkpoint, ldaName string, b compute.SpeakerBackend) (*Model, error) {
 	l := &loader{f: wf, b: b}
 	m := &Model{b: b}
 	cfg := &m.Config
@@ -268,15 +292,15 @@ func build(wf, lf *weights.TorchFile, b compute.SpeakerBackend) (*Model, error) 
 	ll := &loader{f: lf, b: b}
 	d = ll.dims("weight")
 	if ll.err != nil {
-		return nil, fmt.Errorf("speaker LDA %s: %w", lf.Path, ll.err)
+		return nil, fmt.Errorf("speaker LDA %s: %w", ldaName, ll.err)
 	}
 	if len(d) != 2 || d[1] != cfg.Embed {
-		return nil, fmt.Errorf("speaker LDA %s: weight has shape %v, want [D %d]", lf.Path, d, cfg.Embed)
+		return nil, fmt.Errorf("speaker LDA %s: weight has shape %v, want [D %d]", ldaName, d, cfg.Embed)
 	}
 	cfg.LDA = d[0]
 	lw, lb := ll.get("weight", cfg.LDA, cfg.Embed), ll.get("bias", cfg.LDA)
 	if ll.err != nil {
-		return nil, fmt.Errorf("speaker LDA %s: %w", lf.Path, ll.err)
+		return nil, fmt.Errorf("speaker LDA %s: %w", ldaName, ll.err)
 	}
 	m.ldaW, m.ldaB = b.FromF32(lw, cfg.LDA, cfg.Embed), b.FromF32(lb, cfg.LDA)
 	return m, nil

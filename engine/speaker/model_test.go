@@ -6,20 +6,8 @@ import (
 	"testing"
 
 	"zonostream/engine/cpu"
-	"zonostream/internal/check"
 	"zonostream/internal/golden"
 )
-
-func TestConformanceSpeakerTiny(t *testing.T) {
-	dir := filepath.Dir(golden.Pack(t, "speaker-tiny"))
-	rs := Conformance(dir, cpu.New(2))
-	for _, r := range rs {
-		t.Log(r.Line())
-		if r.Status == check.Fail {
-			t.Error(r.Line())
-		}
-	}
-}
 
 func TestLoadTinyConfig(t *testing.T) {
 	p := golden.Pack(t, "speaker-tiny")

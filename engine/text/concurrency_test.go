@@ -1,9 +1,11 @@
-package text
+package text_test
 
 import (
 	"fmt"
 	"sync"
 	"testing"
+
+	"zonostream/internal/conformance"
 )
 
 // TestConcurrentPhonemize phonemizes golden cases from many goroutines at
@@ -24,7 +26,7 @@ func TestConcurrentPhonemize(t *testing.T) {
 			defer wg.Done()
 			for k := range rounds * len(cases) {
 				c := cases[(w*7+k)%len(cases)] // each worker starts elsewhere
-				if o := CheckCase(c); !o.IDsOK {
+				if o := conformance.CheckText(c); !o.IDsOK {
 					errs <- fmt.Errorf("worker %d: %q (%s): got %q, err %v", w, c.Text, c.Language, o.Got.Phonemes, o.Err)
 					return
 				}

@@ -6,8 +6,8 @@
 //	text → NormalizeNumbers → Phonemize (libespeak-ng) → Tokenize → ids
 //
 // The rules are specified, and checked by golden cases, in
-// ../shared/golden/text (README.md, cases.jsonl); Conformance runs those
-// cases. Phonemes are exact for the espeak-ng build the goldens were made
+// ../shared/golden/text (README.md, cases.jsonl); internal/conformance runs
+// those cases (`zonos conformance`, and this package's tests). Phonemes are exact for the espeak-ng build the goldens were made
 // with, Debian 12's 1.51+dfsg-10+deb12u2; EspeakVersion reports the linked
 // one.
 //

@@ -1,16 +1,18 @@
-package text
+package text_test
 
 import (
 	"errors"
 	"path/filepath"
 	"testing"
 
+	"zonostream/engine/text"
+	"zonostream/internal/conformance"
 	"zonostream/internal/golden"
 )
 
-func goldenCases(t *testing.T) []GoldenCase {
+func goldenCases(t *testing.T) []conformance.TextCase {
 	t.Helper()
-	cases, err := LoadGolden(filepath.Dir(golden.Pack(t, "text")))
+	cases, err := conformance.TextCases(filepath.Dir(golden.Pack(t, "text")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,7 +23,7 @@ func goldenCases(t *testing.T) []GoldenCase {
 // normalised text, phonemes and ids must be identical.
 func TestGolden(t *testing.T) {
 	for i, c := range goldenCases(t) {
-		o := CheckCase(c)
+		o := conformance.CheckText(c)
 		if !o.NormalizedOK {
 			t.Errorf("case %d %q (%s): normalized\n got  %q\n want %q", i+1, c.Text, c.Language, o.Got.Normalized, c.Normalized)
 		}
@@ -38,21 +40,16 @@ func TestGolden(t *testing.T) {
 // TestConformance checks the lines `zonos conformance` prints for the pack.
 func TestConformance(t *testing.T) {
 	dir := filepath.Dir(golden.Pack(t, "text"))
-	for _, r := range Conformance(dir) {
-		t.Log(r.Line())
-		if r.Status != "PASS" {
-			t.Error(r.Line())
-		}
-	}
+	golden.Report(t, conformance.Text(dir))
 }
 
 // TestPrepareGolden: where Prepare accepts a golden text it returns the
 // reference ids; where it refuses one, the error says why.
 func TestPrepareGolden(t *testing.T) {
 	for i, c := range goldenCases(t) {
-		ids, ph, err := Prepare(c.Text, c.Language)
+		ids, ph, err := text.Prepare(c.Text, c.Language)
 		if err != nil {
-			if !errors.Is(err, ErrEmpty) && !errors.Is(err, ErrNothingToSay) {
+			if !errors.Is(err, text.ErrEmpty) && !errors.Is(err, text.ErrNothingToSay) {
 				t.Errorf("case %d %q: unexpected error %v", i+1, c.Text, err)
 			}
 			t.Logf("case %d %q refused: %v", i+1, c.Text, err)

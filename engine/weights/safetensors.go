@@ -64,6 +64,17 @@ func (t *Tensor) NumElements() int {
 	return n
 }
 
+// F32Tensor makes an F32 tensor of the values v (little-endian, as the
+// format stores them) in memory: a tensor to Write or Encode, or one of a
+// checkpoint made in memory.
+func F32Tensor(name string, shape []int, v []float32) *Tensor {
+	data := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(x))
+	}
+	return &Tensor{Name: name, DType: F32, Shape: append([]int(nil), shape...), Data: data}
+}
+
 // File is an opened safetensors file.
 type File struct {
 	Path     string

@@ -288,7 +288,7 @@ func TestHoldWithoutAhead(t *testing.T) {
 		OnStep:          func(int, time.Duration) error { steps++; return nil },
 		HoldAfterFrames: 10,
 		Hold:            func() error { log = append(log, fmt.Sprintf("hold@%d", steps)); return nil }}
-	if _, err := runLoop(context.Background(), &scripted{}, o, func(f Frame) error {
+	if _, err := GenerateFrom(context.Background(), &scripted{}, o, func(f Frame) error {
 		log = append(log, fmt.Sprint(f.Index))
 		return nil
 	}); err != nil {

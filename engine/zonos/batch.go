@@ -469,7 +469,7 @@ func (b *Batch) drawHost(heads compute.Tensor, histories [][][]int32, eosBias bo
 		logits := all[u*per : (u+1)*per]
 		var h [][]int32
 		if eosBias {
-			biasEOS(logits)
+			BiasEOS(logits)
 			if b.forbid {
 				logits[EOS] = float32(negInf())
 			}

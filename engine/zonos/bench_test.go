@@ -1,4 +1,4 @@
-package zonos
+package zonos_test
 
 import (
 	"fmt"
@@ -10,7 +10,9 @@ import (
 
 	"zonostream/engine/compute"
 	"zonostream/engine/cpu"
+	"zonostream/engine/zonos"
 	"zonostream/internal/golden"
+	"zonostream/internal/randmodel"
 )
 
 // benchModel is a model to benchmark plus the bytes of weights one decode
@@ -18,7 +20,7 @@ import (
 // conditioner are not read by a step).
 type benchModel struct {
 	name      string
-	m         *Model
+	m         *zonos.Model
 	stepBytes int64
 }
 
@@ -32,33 +34,33 @@ func benchModels(b *testing.B) []*benchModel {
 	var out []*benchModel
 	for _, v := range []string{"hybrid", "transformer"} {
 		dir := golden.Pack(b, "zonos-"+v+"-tiny")
-		cfg, err := LoadConfig(filepath.Join(dir, "config.json"))
+		cfg, err := zonos.LoadConfig(filepath.Join(dir, "config.json"))
 		if err != nil {
 			b.Fatal(err)
 		}
 		f := golden.Open(b, "zonos-"+v+"-tiny", "model.safetensors")
-		m, err := New(cpu.New(0), cfg, f)
+		m, err := zonos.New(cpu.New(0), cfg, f)
 		if err != nil {
 			b.Fatal(err)
 		}
-		out = append(out, &benchModel{"tiny-" + v, m, StepBytes(f)})
+		out = append(out, &benchModel{"tiny-" + v, m, zonos.StepBytes(f)})
 	}
 	if testing.Short() {
 		return out
 	}
 	fullOnce.Do(func() {
-		cfg := RealConfig(Hybrid)
-		f, err := RandomWeights(cfg, 1)
+		cfg := zonos.RealConfig(zonos.Hybrid)
+		f, err := randmodel.Zonos(cfg, 1)
 		if err != nil {
 			fullErr = err
 			return
 		}
-		m, err := New(cpu.New(0), cfg, f)
+		m, err := zonos.New(cpu.New(0), cfg, f)
 		if err != nil {
 			fullErr = err
 			return
 		}
-		fullM = &benchModel{"full-hybrid", m, StepBytes(f)}
+		fullM = &benchModel{"full-hybrid", m, zonos.StepBytes(f)}
 		runtime.GC()
 	})
 	if fullErr != nil {
@@ -67,20 +69,26 @@ func benchModels(b *testing.B) []*benchModel {
 	return append(out, fullM)
 }
 
-func benchPrefix(b *testing.B, m *Model, phonemes int) compute.Tensor {
+func benchPrefix(b *testing.B, m *zonos.Model, phonemes int) compute.Tensor {
 	ids := make([]int32, phonemes)
 	ids[0], ids[phonemes-1] = 2, 3
 	for i := 1; i < phonemes-1; i++ {
 		ids[i] = int32(4 + i%180)
 	}
-	p, _, err := m.Prefix(Inputs{PhonemeIDs: ids, Values: map[string][]float32{"language_id": {24}}})
+	p, _, err := m.Prefix(zonos.Inputs{PhonemeIDs: ids, Values: map[string][]float32{"language_id": {24}}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	return p
 }
 
-var maskColumn = [NumCodebooks]int32{MASK, MASK, MASK, MASK, MASK, MASK, MASK, MASK, MASK}
+// maskColumn is the prefill's first delayed column: MASK in every codebook.
+var maskColumn = func() (c [zonos.NumCodebooks]int32) {
+	for k := range c {
+		c[k] = zonos.MASK
+	}
+	return c
+}()
 
 // BenchmarkPrefill: an 80-position prompt (prefix + one column), CFG batch 2.
 func BenchmarkPrefill(b *testing.B) {
@@ -90,7 +98,7 @@ func BenchmarkPrefill(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				st := bm.m.NewState(prefix.Shape()[1] + 2)
-				if _, err := bm.m.Prefill(st, prefix, [][NumCodebooks]int32{maskColumn}, 2, nil); err != nil {
+				if _, err := bm.m.Prefill(st, prefix, [][zonos.NumCodebooks]int32{maskColumn}, 2, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -107,10 +115,10 @@ func BenchmarkDecodeStep(b *testing.B) {
 		b.Run(bm.name, func(b *testing.B) {
 			prefix := benchPrefix(b, bm.m, 20)
 			st := bm.m.NewState(prefix.Shape()[1] + 1 + b.N + 1)
-			if _, err := bm.m.Prefill(st, prefix, [][NumCodebooks]int32{maskColumn}, 2, nil); err != nil {
+			if _, err := bm.m.Prefill(st, prefix, [][zonos.NumCodebooks]int32{maskColumn}, 2, nil); err != nil {
 				b.Fatal(err)
 			}
-			col := [NumCodebooks]int32{1, 2, 3, 4, 5, 6, 7, 8, 9}
+			col := [zonos.NumCodebooks]int32{1, 2, 3, 4, 5, 6, 7, 8, 9}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				if _, err := bm.m.Step(st, col, 2, nil); err != nil {

@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 )
 
 // Config is config.json of a Zonos checkpoint (ZonosConfig.from_dict).
@@ -250,3 +251,47 @@ func (cc ConditionerConfig) inputDim() int {
 	}
 	return 1
 }
+
+// realConditioners is the prefix conditioner list of both Zyphra
+// checkpoints (the golden tiny packs copy it).
+const realConditioners = `[
+ {"type": "EspeakPhonemeConditioner", "name": "espeak"},
+ {"cond_dim": 128, "uncond_type": "learned", "projection": "linear", "type": "PassthroughConditioner", "name": "speaker"},
+ {"input_dim": 8, "uncond_type": "learned", "type": "FourierConditioner", "name": "emotion"},
+ {"min_val": 0, "max_val": 24000, "uncond_type": "learned", "type": "FourierConditioner", "name": "fmax"},
+ {"min_val": 0, "max_val": 400, "uncond_type": "learned", "type": "FourierConditioner", "name": "pitch_std"},
+ {"min_val": 0, "max_val": 40, "uncond_type": "learned", "type": "FourierConditioner", "name": "speaking_rate"},
+ {"min_val": -1, "max_val": 126, "uncond_type": "learned", "type": "IntegerConditioner", "name": "language_id"},
+ {"input_dim": 8, "min_val": 0.5, "max_val": 0.8, "uncond_type": "learned", "type": "FourierConditioner", "name": "vqscore_8"},
+ {"min_val": -1.0, "max_val": 1000, "uncond_type": "learned", "type": "FourierConditioner", "name": "ctc_loss"},
+ {"min_val": 1, "max_val": 5, "uncond_type": "learned", "type": "FourierConditioner", "name": "dnsmos_ovrl"},
+ {"min_val": 0, "max_val": 1, "uncond_type": "learned", "type": "IntegerConditioner", "name": "speaker_noised"}]`
+
+// RealConfig returns the configuration of Zyphra's released checkpoints
+// (Zonos-v0.1-hybrid: 46 layers, attention at every 4th; -transformer: 26
+// attention layers), for benchmarks on randomly initialised models of the
+// real shapes.
+func RealConfig(v Variant) *Config {
+	layers, attn, ssm := 46, "[0,4,8,12,16,20,24,28,32,36,40,44]", `{"layer": "Mamba2"}`
+	if v == Transformer {
+		idx := make([]string, 26)
+		for i := range idx {
+			idx[i] = fmt.Sprint(i)
+		}
+		layers, attn, ssm = 26, "["+strings.Join(idx, ",")+"]", "{}"
+	}
+	js := fmt.Sprintf(`{"backbone": {"d_model": 2048, "d_intermediate": 0, "attn_mlp_d_intermediate": 8192,
+ "n_layer": %d, "ssm_cfg": %s, "attn_layer_idx": %s,
+ "attn_cfg": {"causal": true, "num_heads": 16, "num_heads_kv": 4, "rotary_emb_dim": 128, "qkv_proj_bias": false, "out_proj_bias": false},
+ "rms_norm": false, "residual_in_fp32": false, "norm_epsilon": 1e-05},
+ "prefix_conditioner": {"conditioners": %s, "projection": "linear"},
+ "eos_token_id": 1024, "masked_token_id": 1025, "pad_vocab_to_multiple_of": 8}`, layers, ssm, attn, realConditioners)
+	c, err := ParseConfig([]byte(js))
+	if err != nil {
+		panic("zonos: built-in real config is invalid: " + err.Error())
+	}
+	return c
+}
+
+// ConfigJSON renders a config back to JSON.
+func (c *Config) JSON() ([]byte, error) { return json.MarshalIndent(c, "", "  ") }

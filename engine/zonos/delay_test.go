@@ -63,8 +63,8 @@ func (s *scripted) logits() []float32 {
 	return l
 }
 
-func (s *scripted) prefill([][NumCodebooks]int32) ([]float32, error) { return s.logits(), nil }
-func (s *scripted) step([NumCodebooks]int32) ([]float32, error)      { return s.logits(), nil }
+func (s *scripted) Prefill([][NumCodebooks]int32) ([]float32, error) { return s.logits(), nil }
+func (s *scripted) Step([NumCodebooks]int32) ([]float32, error)      { return s.logits(), nil }
 
 // TestEOSAtEveryOffset: wherever codebook 0 emits EOS — early, mid-stream,
 // or so late that fewer than 9 steps remain — the loop stops at the right
@@ -72,7 +72,7 @@ func (s *scripted) step([NumCodebooks]int32) ([]float32, error)      { return s.
 // While the 9 closing steps stay clear of the grid's pre-filled MASK tail,
 // every codebook ends cleanly (only real codes in the returned frames).
 // Closer to the end the reference's masked_scatter shifts the forced
-// MASK/EOS tokens down a codebook (see runLoop's write), which we copy: the
+// MASK/EOS tokens down a codebook (see runTokens' write), which we copy: the
 // golden sampling/loop1 case pins that behaviour.
 func TestEOSAtEveryOffset(t *testing.T) {
 	const maxNew = 30
@@ -80,7 +80,7 @@ func TestEOSAtEveryOffset(t *testing.T) {
 	for eos := 1; eos <= maxSteps; eos++ {
 		var frames []Frame
 		o := GenerateOptions{MaxNewTokens: maxNew, CFGScale: 2, Sampling: sample.Params{RepetitionPenalty: 1}}
-		res, err := runLoop(context.Background(), &scripted{eosStep: eos}, o, func(f Frame) error { frames = append(frames, f); return nil })
+		res, err := GenerateFrom(context.Background(), &scripted{eosStep: eos}, o, func(f Frame) error { frames = append(frames, f); return nil })
 		if err != nil {
 			t.Fatal(err)
 		}

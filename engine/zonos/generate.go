@@ -69,17 +69,20 @@ type Result struct {
 	Notes       []string        // conditioning values clamped into range
 }
 
-// stepper yields host logits: for the prefill columns, then for one column
-// at a time. Tests drive the loop with recorded logits through it; the
-// host sampler (engine/sample) turns them into tokens.
-type stepper interface {
-	prefill(cols [][NumCodebooks]int32) ([]float32, error)
-	step(col [NumCodebooks]int32) ([]float32, error)
+// LogitSource yields the guided host logits (NumCodebooks rows of
+// LogitWidth) the generate loop samples: for the prefill's columns, then
+// for one delayed column at a time. The model's own decode state is one
+// (Generate on a backend that samples on the host); stored logits, such as
+// the reference's, are another, which is how GenerateFrom checks the
+// loop's control flow without a model.
+type LogitSource interface {
+	Prefill(cols [][NumCodebooks]int32) ([]float32, error)
+	Step(col [NumCodebooks]int32) ([]float32, error)
 }
 
 // tokenSource is what the generate loop needs: the prefill's tokens
 // (sampled without penalty or EOS bias), then each step's tokens given the
-// repetition window. A host sampler over a stepper or a backend with
+// repetition window. A host sampler over a LogitSource or a backend with
 // compute.SamplerOps provides it.
 type tokenSource interface {
 	prefillTokens(cols [][NumCodebooks]int32) ([]int32, error)
@@ -134,14 +137,14 @@ func feedable(c [NumCodebooks]int32) (masked int, ok bool) {
 	return masked, masked < NumCodebooks
 }
 
-// hostTokens samples a stepper's logits on the host.
+// hostTokens samples a LogitSource's logits on the host.
 type hostTokens struct {
-	src       stepper
+	src       LogitSource
 	sampler   *sample.Sampler
 	forbidEOS bool
 }
 
-func newHostTokens(src stepper, o GenerateOptions) *hostTokens {
+func newHostTokens(src LogitSource, o GenerateOptions) *hostTokens {
 	noise := o.Noise
 	if noise == nil {
 		noise = sample.NewPhilox(o.Seed)
@@ -150,7 +153,7 @@ func newHostTokens(src stepper, o GenerateOptions) *hostTokens {
 }
 
 func (h *hostTokens) prefillTokens(cols [][NumCodebooks]int32) ([]int32, error) {
-	logits, err := h.src.prefill(cols)
+	logits, err := h.src.Prefill(cols)
 	if err != nil {
 		return nil, err
 	}
@@ -158,11 +161,11 @@ func (h *hostTokens) prefillTokens(cols [][NumCodebooks]int32) ([]int32, error) 
 }
 
 func (h *hostTokens) stepTokens(col [NumCodebooks]int32, history [][]int32) ([]int32, error) {
-	logits, err := h.src.step(col)
+	logits, err := h.src.Step(col)
 	if err != nil {
 		return nil, err
 	}
-	biasEOS(logits)
+	BiasEOS(logits)
 	if h.forbidEOS {
 		logits[EOS] = float32(negInf())
 	}
@@ -176,11 +179,11 @@ type modelStepper struct {
 	cfg    float32
 }
 
-func (s *modelStepper) prefill(cols [][NumCodebooks]int32) ([]float32, error) {
+func (s *modelStepper) Prefill(cols [][NumCodebooks]int32) ([]float32, error) {
 	return s.m.Prefill(s.st, s.prefix, cols, s.cfg, nil)
 }
 
-func (s *modelStepper) step(col [NumCodebooks]int32) ([]float32, error) {
+func (s *modelStepper) Step(col [NumCodebooks]int32) ([]float32, error) {
 	return s.m.Step(s.st, col, s.cfg, nil)
 }
 
@@ -432,9 +435,16 @@ func (d *Decoder) Close() {
 	}
 }
 
-// runLoop runs the loop over host logits with the host sampler.
-func runLoop(ctx context.Context, s stepper, o GenerateOptions, onFrame func(Frame) error) (*Result, error) {
-	return runTokens(ctx, newHostTokens(s, o), o, onFrame)
+// GenerateFrom runs Generate's loop after the conditioning — the codebook
+// delay, the EOS rule, the audio prefix, the final trimming, each frame to
+// onFrame as soon as it is complete — over the logits of src, sampled on
+// the host with o's knobs (BiasEOS and the repetition window as Generate
+// applies them). o.CFGScale is src's business: its logits come guided.
+func GenerateFrom(ctx context.Context, src LogitSource, o GenerateOptions, onFrame func(Frame) error) (*Result, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	return runTokens(ctx, newHostTokens(src, o), o, onFrame)
 }
 
 // EOSRule is the generate loop's end-of-speech rule for one decode step:
@@ -622,8 +632,12 @@ func runTokens(ctx context.Context, s tokenSource, o GenerateOptions, onFrame fu
 	return finish(res, offset), nil
 }
 
-// biasEOS is generate()'s logit_bias: only codebook 0 may predict EOS.
-func biasEOS(logits []float32) {
+// BiasEOS applies generate()'s logit_bias to one decode step's logits
+// (NumCodebooks rows of LogitWidth, as Step returns them): only codebook 0
+// may predict EOS. The generate loop applies it before sampling each step
+// (not the prefill); a caller sampling Step's logits itself applies it to
+// draw what generate() would.
+func BiasEOS(logits []float32) {
 	for k := 1; k < NumCodebooks; k++ {
 		logits[k*LogitWidth+EOS] = float32(negInf())
 	}

@@ -1,14 +1,13 @@
-// Package check is the result type of conformance checks: every stage
-// (zonos, sample, dac, text, speaker, resample) reports its comparisons
-// against the golden packs as Results, and `zonos conformance` prints them.
+// Package check is the result type and the comparisons of conformance
+// checks: every stage's checks against the golden packs
+// (internal/conformance; the resampler's in audio) report Results, and
+// `zonos conformance` prints them.
 package check
 
 import (
 	"fmt"
 	"io"
-	"os"
-	"sort"
-	"strings"
+	"math"
 )
 
 // Status of one check.
@@ -121,19 +120,13 @@ func isInf(v float64) bool { return v > 1e308 || v < -1e308 }
 // RelTol is the golden bar for fp32 ports: 1e-4 · max(1, max|ref|).
 func RelTol(refMax float64) float64 { return 1e-4 * max(1, refMax) }
 
-// Packs lists the pack directories of goldenDir whose names start with
-// prefix, sorted.
-func Packs(goldenDir, prefix string) ([]string, error) {
-	entries, err := os.ReadDir(goldenDir)
-	if err != nil {
-		return nil, fmt.Errorf("golden dir: %w", err)
+// Cosine is the cosine similarity of two vectors, summed in float64.
+func Cosine(a, b []float32) float64 {
+	var ab, aa, bb float64
+	for i := range a {
+		ab += float64(a[i]) * float64(b[i])
+		aa += float64(a[i]) * float64(a[i])
+		bb += float64(b[i]) * float64(b[i])
 	}
-	var packs []string
-	for _, e := range entries {
-		if e.IsDir() && strings.HasPrefix(e.Name(), prefix) {
-			packs = append(packs, e.Name())
-		}
-	}
-	sort.Strings(packs)
-	return packs, nil
+	return ab / math.Sqrt(aa*bb)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"zonostream/engine/weights"
+	"zonostream/internal/check"
 )
 
 // Dir returns the golden directory, or "" when none is found.
@@ -57,4 +58,17 @@ func Open(t testing.TB, pack, file string) *weights.File {
 	}
 	t.Cleanup(func() { f.Close() })
 	return f
+}
+
+// Report fails the test on every failed conformance result and logs the
+// others, one line each as `zonos conformance` prints them.
+func Report(t testing.TB, rs []check.Result) {
+	t.Helper()
+	for _, r := range rs {
+		if r.Status == check.Fail {
+			t.Error(r.Line())
+		} else {
+			t.Log(r.Line())
+		}
+	}
 }

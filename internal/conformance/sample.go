@@ -1,4 +1,4 @@
-package sample
+package conformance
 
 import (
 	"encoding/json"
@@ -7,12 +7,13 @@ import (
 	"path/filepath"
 
 	"zonostream/engine/compute"
+	"zonostream/engine/sample"
 	"zonostream/engine/weights"
 	"zonostream/internal/check"
 )
 
-// goldenCase is one entry of sampling.json → cases.
-type goldenCase struct {
+// samplingCase is one entry of sampling.json → cases.
+type samplingCase struct {
 	Name    string         `json:"name"`
 	Prefix  string         `json:"prefix"`
 	Params  map[string]any `json:"params"`
@@ -20,10 +21,10 @@ type goldenCase struct {
 	History bool           `json:"history"`
 }
 
-// ParamsFromMap overlays reference-named knobs (temperature, top_p, …) on
-// sample_from_logits' defaults.
-func ParamsFromMap(m map[string]any) (Params, error) {
-	p := Reference()
+// SamplingParams overlays reference-named knobs (temperature, top_p, …),
+// as the sampling pack stores them, on sample_from_logits' defaults.
+func SamplingParams(m map[string]any) (sample.Params, error) {
+	p := sample.Reference()
 	for k, v := range m {
 		f, ok := v.(float64)
 		if !ok {
@@ -55,11 +56,11 @@ func ParamsFromMap(m map[string]any) (Params, error) {
 	return p, nil
 }
 
-// Conformance runs the `sampling` pack's single-step cases (caseNN): tokens
-// drawn with the stored noise must equal the reference's, and the final
-// distributions must agree within the fp32 bar. The loop cases exercise the
-// generate loop and are checked by engine/zonos.
-func Conformance(packDir string) []check.Result {
+// Sampling runs the `sampling` pack's single-step cases (caseNN) through
+// engine/sample: tokens drawn with the stored noise must equal the
+// reference's, and the final distributions must agree within the fp32 bar.
+// The loop cases exercise the generate loop and are checked by Loops.
+func Sampling(packDir string) []check.Result {
 	pack := filepath.Base(packDir)
 	fail := func(name string, err error) []check.Result { return []check.Result{check.Failure(pack, name, err)} }
 	raw, err := os.ReadFile(filepath.Join(packDir, "sampling.json"))
@@ -67,7 +68,7 @@ func Conformance(packDir string) []check.Result {
 		return fail("load", err)
 	}
 	var meta struct {
-		Cases []goldenCase `json:"cases"`
+		Cases []samplingCase `json:"cases"`
 	}
 	if err := json.Unmarshal(raw, &meta); err != nil {
 		return fail("load", fmt.Errorf("sampling.json: %w", err))
@@ -80,7 +81,7 @@ func Conformance(packDir string) []check.Result {
 	var out []check.Result
 	for _, c := range meta.Cases {
 		name := c.Prefix + c.Name
-		got, probs, refProbs, ref, err := runCase(f, c)
+		got, probs, refProbs, ref, err := samplingCaseRun(f, c)
 		if err != nil {
 			out = append(out, check.Failure(pack, name, err))
 			continue
@@ -100,7 +101,7 @@ func Conformance(packDir string) []check.Result {
 	return out
 }
 
-func floats(f *weights.File, name string) ([]float32, error) {
+func readFloats(f *weights.File, name string) ([]float32, error) {
 	t, err := f.Tensor(name)
 	if err != nil {
 		return nil, err
@@ -108,7 +109,7 @@ func floats(f *weights.File, name string) ([]float32, error) {
 	return t.Float32s()
 }
 
-func ints(f *weights.File, name string) ([]int64, error) {
+func readInts(f *weights.File, name string) ([]int64, error) {
 	t, err := f.Tensor(name)
 	if err != nil {
 		return nil, err
@@ -116,10 +117,10 @@ func ints(f *weights.File, name string) ([]int64, error) {
 	return t.Int64s()
 }
 
-// DeviceConformance runs the single-step cases through a backend's own
+// DeviceSampling runs the single-step cases through a backend's own
 // sampler (compute.SamplerOps) fed the reference's stored noise: tokens must
 // be identical. Backends without device sampling get one SKIP line.
-func DeviceConformance(packDir string, b compute.Backend) []check.Result {
+func DeviceSampling(packDir string, b compute.Backend) []check.Result {
 	pack := filepath.Base(packDir)
 	ops, ok := b.(compute.SamplerOps)
 	if !ok {
@@ -131,7 +132,7 @@ func DeviceConformance(packDir string, b compute.Backend) []check.Result {
 		return []check.Result{check.Failure(pack, "device", err)}
 	}
 	var meta struct {
-		Cases []goldenCase `json:"cases"`
+		Cases []samplingCase `json:"cases"`
 	}
 	if err := json.Unmarshal(raw, &meta); err != nil {
 		return []check.Result{check.Failure(pack, "device", err)}
@@ -144,17 +145,17 @@ func DeviceConformance(packDir string, b compute.Backend) []check.Result {
 	var out []check.Result
 	for _, c := range meta.Cases {
 		name := c.Prefix + c.Name + ".device"
-		p, err := ParamsFromMap(c.Params)
+		p, err := SamplingParams(c.Params)
 		if err != nil {
 			out = append(out, check.Failure(pack, name, err))
 			continue
 		}
-		logits, err := floats(f, c.Prefix+"logits")
+		logits, err := readFloats(f, c.Prefix+"logits")
 		if err != nil {
 			out = append(out, check.Failure(pack, name, err))
 			continue
 		}
-		ref, err := ints(f, c.Prefix+"tokens")
+		ref, err := readInts(f, c.Prefix+"tokens")
 		if err != nil {
 			out = append(out, check.Failure(pack, name, err))
 			continue
@@ -163,7 +164,7 @@ func DeviceConformance(packDir string, b compute.Backend) []check.Result {
 		C := len(logits) / V
 		var hist, q compute.Tensor
 		if c.History && p.RepetitionPenalty != 1 {
-			h, err := ints(f, c.Prefix+"history")
+			h, err := readInts(f, c.Prefix+"history")
 			if err != nil {
 				out = append(out, check.Failure(pack, name, err))
 				continue
@@ -175,7 +176,7 @@ func DeviceConformance(packDir string, b compute.Backend) []check.Result {
 			hist = b.FromI32(hv, C, len(h)/C)
 		}
 		if p.Temperature > 0 {
-			qv, err := floats(f, c.Prefix+"q")
+			qv, err := readFloats(f, c.Prefix+"q")
 			if err != nil {
 				out = append(out, check.Failure(pack, name, err))
 				continue
@@ -196,18 +197,18 @@ func DeviceConformance(packDir string, b compute.Backend) []check.Result {
 	return out
 }
 
-// runCase samples one golden case and returns our tokens and final
+// samplingCaseRun samples one golden case and returns our tokens and final
 // probabilities beside the reference's.
-func runCase(f *weights.File, c goldenCase) (got []int32, probs, refProbs []float32, ref []int64, err error) {
-	p, err := ParamsFromMap(c.Params)
+func samplingCaseRun(f *weights.File, c samplingCase) (got []int32, probs, refProbs []float32, ref []int64, err error) {
+	p, err := SamplingParams(c.Params)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	logits, err := floats(f, c.Prefix+"logits")
+	logits, err := readFloats(f, c.Prefix+"logits")
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	ref, err = ints(f, c.Prefix+"tokens")
+	ref, err = readInts(f, c.Prefix+"tokens")
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
@@ -215,7 +216,7 @@ func runCase(f *weights.File, c goldenCase) (got []int32, probs, refProbs []floa
 	C := len(logits) / V
 	var history [][]int32
 	if c.History {
-		h, err := ints(f, c.Prefix+"history")
+		h, err := readInts(f, c.Prefix+"history")
 		if err != nil {
 			return nil, nil, nil, nil, err
 		}
@@ -227,21 +228,21 @@ func runCase(f *weights.File, c goldenCase) (got []int32, probs, refProbs []floa
 			}
 		}
 	}
-	var noise Noise
+	var noise sample.Noise
 	if p.Temperature > 0 {
-		q, err := floats(f, c.Prefix+"q")
+		q, err := readFloats(f, c.Prefix+"q")
 		if err != nil {
 			return nil, nil, nil, nil, err
 		}
-		noise = &Fixed{Q: q}
-		if refProbs, err = floats(f, c.Prefix+"probs"); err != nil {
+		noise = &sample.Fixed{Q: q}
+		if refProbs, err = readFloats(f, c.Prefix+"probs"); err != nil {
 			return nil, nil, nil, nil, err
 		}
 	}
-	s := New(p, noise)
+	s := sample.New(p, noise)
 	got = s.Sample(logits, V, history)
 	if p.Temperature > 0 {
-		probs = append([]float32(nil), s.probs[:len(logits)]...)
+		probs = append([]float32(nil), s.Probs()...)
 	}
 	return got, probs, refProbs, ref, nil
 }

@@ -1,24 +1,25 @@
-package zonos
+package conformance
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 
-	"zonostream/engine/sample"
 	"zonostream/engine/weights"
+	"zonostream/engine/zonos"
 	"zonostream/internal/check"
 )
 
-// recorded replays stored CFG logits (prefill first, then one per decode
-// step) and records the columns the loop fed, so generate()'s control flow
-// (delay pattern, EOS forcing, audio prefix, trimming) is checked without a
-// model.
+// recorded is a zonos.LogitSource that replays stored CFG logits (prefill
+// first, then one per decode step) and records the columns the loop fed,
+// so generate()'s control flow (delay pattern, EOS forcing, audio prefix,
+// trimming) is checked without a model.
 type recorded struct {
 	logits [][]float32
 	next   int
-	fed    [][NumCodebooks]int32
+	fed    [][zonos.NumCodebooks]int32
 }
 
 func (r *recorded) take() ([]float32, error) {
@@ -30,20 +31,21 @@ func (r *recorded) take() ([]float32, error) {
 	return l, nil
 }
 
-func (r *recorded) prefill(cols [][NumCodebooks]int32) ([]float32, error) {
+func (r *recorded) Prefill(cols [][zonos.NumCodebooks]int32) ([]float32, error) {
 	r.fed = append(r.fed, cols...)
 	return r.take()
 }
 
-func (r *recorded) step(col [NumCodebooks]int32) ([]float32, error) {
+func (r *recorded) Step(col [zonos.NumCodebooks]int32) ([]float32, error) {
 	r.fed = append(r.fed, col)
 	return r.take()
 }
 
-// LoopConformance runs the sampling pack's loop cases (synthetic logits
-// through the real generate()): fed columns, decode steps run, the final
-// delayed grid and the returned codes must be identical.
-func LoopConformance(packDir string) []check.Result {
+// Loops runs the sampling pack's loop cases (synthetic logits through
+// engine/zonos' generate loop, zonos.GenerateFrom): fed columns, decode
+// steps run, the final delayed grid and the returned codes must be
+// identical.
+func Loops(packDir string) []check.Result {
 	pack := filepath.Base(packDir)
 	raw, err := os.ReadFile(filepath.Join(packDir, "sampling.json"))
 	if err != nil {
@@ -87,22 +89,22 @@ func LoopConformance(packDir string) []check.Result {
 			out = append(out, check.Failure(pack, name+"logits", err))
 			continue
 		}
-		n := NumCodebooks * LogitWidth
+		n := zonos.NumCodebooks * zonos.LogitWidth
 		rec := &recorded{}
 		for i := 0; i+n <= len(lv); i += n {
 			rec.logits = append(rec.logits, lv[i:i+n])
 		}
-		p, err := sample.ParamsFromMap(lc.Sampling)
+		p, err := SamplingParams(lc.Sampling)
 		if err != nil {
 			out = append(out, check.Failure(pack, name+"params", err))
 			continue
 		}
-		o := GenerateOptions{MaxNewTokens: lc.MaxNewTokens, CFGScale: lc.CFGScale, Sampling: p}
+		o := zonos.GenerateOptions{MaxNewTokens: lc.MaxNewTokens, CFGScale: lc.CFGScale, Sampling: p}
 		if ap, shape := ints(name + "audio_prefix_codes"); ap != nil {
 			o.AudioPrefix = columns(ap, shape[2])
 		}
-		var frames []Frame
-		res, err := runLoop(nil, rec, o, func(fr Frame) error { frames = append(frames, fr); return nil })
+		var frames []zonos.Frame
+		res, err := zonos.GenerateFrom(context.Background(), rec, o, func(fr zonos.Frame) error { frames = append(frames, fr); return nil })
 		if err != nil {
 			out = append(out, check.Failure(pack, name+"run", err))
 			continue
@@ -116,8 +118,8 @@ func LoopConformance(packDir string) []check.Result {
 			got := rec.fed[P:]
 			match := 0
 			for s := 0; s < shape[0]; s++ {
-				for k := 0; k < NumCodebooks; k++ {
-					if s < len(got) && int64(got[s][k]) == ref[s*NumCodebooks+k] {
+				for k := 0; k < zonos.NumCodebooks; k++ {
+					if s < len(got) && int64(got[s][k]) == ref[s*zonos.NumCodebooks+k] {
 						match++
 					}
 				}

@@ -1,4 +1,4 @@
-package text
+package conformance
 
 import (
 	"bufio"
@@ -8,11 +8,12 @@ import (
 	"path/filepath"
 	"slices"
 
+	"zonostream/engine/text"
 	"zonostream/internal/check"
 )
 
-// GoldenCase is one line of text/cases.jsonl (see its README).
-type GoldenCase struct {
+// TextCase is one line of the text pack's cases.jsonl (see its README).
+type TextCase struct {
 	Text       string  `json:"text"`
 	Language   string  `json:"language"`
 	Normalized string  `json:"normalized"`
@@ -21,22 +22,22 @@ type GoldenCase struct {
 	Error      string  `json:"error,omitempty"`
 }
 
-// LoadGolden reads the cases of <goldenDir>/text/cases.jsonl.
-func LoadGolden(goldenDir string) ([]GoldenCase, error) {
+// TextCases reads the cases of <goldenDir>/text/cases.jsonl.
+func TextCases(goldenDir string) ([]TextCase, error) {
 	path := filepath.Join(goldenDir, "text", "cases.jsonl")
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var cases []GoldenCase
+	var cases []TextCase
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 16<<20)
 	for n := 1; sc.Scan(); n++ {
 		if len(sc.Bytes()) == 0 {
 			continue
 		}
-		var c GoldenCase
+		var c TextCase
 		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
 		}
@@ -48,18 +49,18 @@ func LoadGolden(goldenDir string) ([]GoldenCase, error) {
 	return cases, nil
 }
 
-// CaseOutcome compares Reference with one golden case.
-type CaseOutcome struct {
-	Got                             Result
+// TextOutcome compares text.Reference with one golden case.
+type TextOutcome struct {
+	Got                             text.Result
 	Err                             error
 	NormalizedOK, PhonemesOK, IDsOK bool
 }
 
-// CheckCase runs Reference on a golden case. Where the reference raised,
-// phonemes and ids match when ours fails too.
-func CheckCase(c GoldenCase) CaseOutcome {
-	var o CaseOutcome
-	o.Got, o.Err = Reference(c.Text, c.Language)
+// CheckText runs text.Reference on a golden case. Where the reference
+// raised, phonemes and ids match when ours fails too.
+func CheckText(c TextCase) TextOutcome {
+	var o TextOutcome
+	o.Got, o.Err = text.Reference(c.Text, c.Language)
 	o.NormalizedOK = o.Got.Normalized == c.Normalized
 	if c.Phonemes == nil {
 		o.PhonemesOK, o.IDsOK = o.Err != nil, o.Err != nil
@@ -72,17 +73,17 @@ func CheckCase(c GoldenCase) CaseOutcome {
 	return o
 }
 
-// Conformance checks every case of <goldenDir>/text/cases.jsonl and reports
-// how many match in normalised text, phonemes and ids (all must).
-func Conformance(goldenDir string) []check.Result {
-	cases, err := LoadGolden(goldenDir)
+// Text checks engine/text on every case of <goldenDir>/text/cases.jsonl and
+// reports how many match in normalised text, phonemes and ids (all must).
+func Text(goldenDir string) []check.Result {
+	cases, err := TextCases(goldenDir)
 	if err != nil {
 		return []check.Result{check.Failure("text", "ids", err)}
 	}
 	var norm, phon, ids int
 	var firstBad string
 	for i, c := range cases {
-		o := CheckCase(c)
+		o := CheckText(c)
 		if o.NormalizedOK {
 			norm++
 		}
@@ -93,7 +94,7 @@ func Conformance(goldenDir string) []check.Result {
 			ids++
 		}
 		if firstBad == "" && !(o.NormalizedOK && o.PhonemesOK && o.IDsOK) {
-			firstBad = fmt.Sprintf("first mismatch: case %d %q (%s)", i+1, abbreviate(c.Text), c.Language)
+			firstBad = fmt.Sprintf("first mismatch: case %d %.40q (%s)", i+1, c.Text, c.Language)
 		}
 	}
 	rs := []check.Result{

@@ -1,6 +1,7 @@
-package zonos
+package conformance
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -8,19 +9,20 @@ import (
 	"zonostream/engine/compute"
 	"zonostream/engine/sample"
 	"zonostream/engine/weights"
+	"zonostream/engine/zonos"
 	"zonostream/internal/check"
 )
 
-// Conformance runs a zonos-* golden pack on backend b: the prefix, every
-// layer's stream at prefill and at the first decode step, prefill and
-// teacher-forced decode logits, the sampled tokens, and greedy generate()
-// codes, for case A and the secondary cases (nospk., apfx.) as far as the
-// pack stores them. Tolerance: max |Δ| ≤ 1e-4·max(1, max|ref|); tokens and
-// codes identical. The cg.* tensors (a CUDA-graph warm-up quirk of the
-// reference) are deliberately not matched (ZONOS.md).
-func Conformance(packDir string, b compute.Backend) []check.Result {
+// Zonos runs a zonos-* golden pack through engine/zonos on backend b: the
+// prefix, every layer's stream at prefill and at the first decode step,
+// prefill and teacher-forced decode logits, the sampled tokens, and greedy
+// generate() codes, for case A and the secondary cases (nospk., apfx.) as
+// far as the pack stores them. Tolerance: max |Δ| ≤ 1e-4·max(1, max|ref|);
+// tokens and codes identical. The cg.* tensors (a CUDA-graph warm-up quirk
+// of the reference) are deliberately not matched (ZONOS.md).
+func Zonos(packDir string, b compute.Backend) []check.Result {
 	pack := filepath.Base(packDir)
-	m, err := Load(b, filepath.Join(packDir, "config.json"), filepath.Join(packDir, "model.safetensors"))
+	m, err := zonos.Load(b, filepath.Join(packDir, "config.json"), filepath.Join(packDir, "model.safetensors"))
 	if err != nil {
 		return []check.Result{check.Failure(pack, "load", err)}
 	}
@@ -29,23 +31,24 @@ func Conformance(packDir string, b compute.Backend) []check.Result {
 		return []check.Result{check.Failure(pack, "load", err)}
 	}
 	defer io.Close()
-	g := &goldenRun{pack: pack, m: m, io: io}
+	g := &zonosRun{pack: pack, m: m, io: io}
 	for _, c := range []string{"", "nospk.", "apfx."} {
 		g.runCase(c)
 	}
 	return g.results
 }
 
-type goldenRun struct {
+// zonosRun is one zonos-* pack's checks as they are made.
+type zonosRun struct {
 	pack    string
-	m       *Model
+	m       *zonos.Model
 	io      *weights.File
 	results []check.Result
 }
 
-func (g *goldenRun) add(r check.Result) { g.results = append(g.results, r) }
+func (g *zonosRun) add(r check.Result) { g.results = append(g.results, r) }
 
-func (g *goldenRun) floats(name string) []float32 {
+func (g *zonosRun) floats(name string) []float32 {
 	t, err := g.io.Tensor(name)
 	if err != nil {
 		return nil
@@ -54,7 +57,7 @@ func (g *goldenRun) floats(name string) []float32 {
 	return v
 }
 
-func (g *goldenRun) ints(name string) ([]int64, []int) {
+func (g *zonosRun) ints(name string) ([]int64, []int) {
 	t, err := g.io.Tensor(name)
 	if err != nil {
 		return nil, nil
@@ -64,7 +67,7 @@ func (g *goldenRun) ints(name string) ([]int64, []int) {
 }
 
 // compare records a float comparison against a golden tensor, if present.
-func (g *goldenRun) compare(name string, got []float32) {
+func (g *zonosRun) compare(name string, got []float32) {
 	ref := g.floats(name)
 	if ref == nil {
 		return
@@ -73,10 +76,10 @@ func (g *goldenRun) compare(name string, got []float32) {
 	g.add(check.Compare(g.pack, name, d, check.RelTol(mx)))
 }
 
-// GoldenInputs reads the cond.* tensors of a pack into Inputs (speaker
-// omitted for the nospk. case).
-func goldenInputs(io *weights.File, withSpeaker bool) (Inputs, error) {
-	in := Inputs{Values: map[string][]float32{}}
+// zonosInputs reads the cond.* tensors of a pack into zonos.Inputs
+// (speaker omitted for the nospk. case).
+func zonosInputs(io *weights.File, withSpeaker bool) (zonos.Inputs, error) {
+	in := zonos.Inputs{Values: map[string][]float32{}}
 	ids, err := io.Tensor("cond.espeak_ids")
 	if err != nil {
 		return in, err
@@ -106,9 +109,9 @@ func goldenInputs(io *weights.File, withSpeaker bool) (Inputs, error) {
 }
 
 // columns converts a golden [1, 9, T] (or [S, 1, 9, 1]) id tensor to columns.
-func columns(v []int64, T int) [][NumCodebooks]int32 {
-	cols := make([][NumCodebooks]int32, T)
-	for k := 0; k < NumCodebooks; k++ {
+func columns(v []int64, T int) [][zonos.NumCodebooks]int32 {
+	cols := make([][zonos.NumCodebooks]int32, T)
+	for k := 0; k < zonos.NumCodebooks; k++ {
 		for t := 0; t < T; t++ {
 			cols[t][k] = int32(v[k*T+t])
 		}
@@ -116,8 +119,8 @@ func columns(v []int64, T int) [][NumCodebooks]int32 {
 	return cols
 }
 
-func (g *goldenRun) runCase(c string) {
-	in, err := goldenInputs(g.io, c != "nospk.")
+func (g *zonosRun) runCase(c string) {
+	in, err := zonosInputs(g.io, c != "nospk.")
 	if err != nil {
 		g.add(check.Failure(g.pack, c+"inputs", err))
 		return
@@ -127,11 +130,13 @@ func (g *goldenRun) runCase(c string) {
 		g.add(check.Failure(g.pack, c+"prefix", err))
 		return
 	}
-	g.compare(c+"prefix", g.m.b.ReadF32(prefix))
+	be := g.m.Backend()
+	g.compare(c+"prefix", be.ReadF32(prefix))
 
 	pin, pshape := g.ints(c + "prefill.input_ids")
 	if pin == nil {
-		pin, pshape = []int64{MASK, MASK, MASK, MASK, MASK, MASK, MASK, MASK, MASK}, []int{1, 9, 1}
+		M := int64(zonos.MASK)
+		pin, pshape = []int64{M, M, M, M, M, M, M, M, M}, []int{1, 9, 1}
 	}
 	dec, dshape := g.ints(c + "decode.input_ids")
 	steps := 0
@@ -140,9 +145,9 @@ func (g *goldenRun) runCase(c string) {
 	}
 	st := g.m.NewState(prefix.Shape()[1] + pshape[2] + steps + 1)
 	var layerOut []float32
-	hook := LayerHook(nil)
+	hook := zonos.LayerHook(nil)
 	if c == "" {
-		hook = func(_ int, s compute.Tensor) { layerOut = append(layerOut, g.m.b.ReadF32(s)...) }
+		hook = func(_ int, s compute.Tensor) { layerOut = append(layerOut, be.ReadF32(s)...) }
 	}
 	logits, err := g.m.Prefill(st, prefix, columns(pin, pshape[2]), 2, hook)
 	if err != nil {
@@ -155,27 +160,27 @@ func (g *goldenRun) runCase(c string) {
 	g.compare(c+"prefill.logits", trimWidth(logits))
 	if ref, _ := g.ints(c + "prefill.sampled"); ref != nil {
 		s := sample.New(sample.Params{Temperature: 0, RepetitionPenalty: 3, RepetitionWindow: 2}, nil)
-		got := s.Sample(append([]float32(nil), logits...), LogitWidth, nil)
+		got := s.Sample(append([]float32(nil), logits...), zonos.LogitWidth, nil)
 		g.add(tokenCount(g.pack, c+"prefill.sampled", got, ref))
 	}
 
 	// Teacher-forced decode: feed the reference's inputs, compare logits.
 	refLogits := g.floats(c + "decode.logits")
-	nLogits := len(refLogits) / (NumCodebooks * (LogitWidth - 1))
+	nLogits := len(refLogits) / (zonos.NumCodebooks * (zonos.LogitWidth - 1))
 	var got []float32
 	var sampled []int32
-	history := make([][]int32, NumCodebooks)
-	var delayed [][NumCodebooks]int32
+	history := make([][]int32, zonos.NumCodebooks)
+	var delayed [][zonos.NumCodebooks]int32
 	if ref, shape := g.ints(c + "generate.delayed"); ref != nil {
 		delayed = columns(ref, shape[2])
 	}
 	for s := 0; s < steps; s++ {
-		col := [NumCodebooks]int32{}
+		col := [zonos.NumCodebooks]int32{}
 		for k := range col {
-			col[k] = int32(dec[s*NumCodebooks+k])
+			col[k] = int32(dec[s*zonos.NumCodebooks+k])
 		}
 		layerOut = nil
-		h := LayerHook(nil)
+		h := zonos.LayerHook(nil)
 		if s == 0 && c == "" {
 			h = hook
 		}
@@ -200,9 +205,9 @@ func (g *goldenRun) runCase(c string) {
 					history[k] = append(history[k], delayed[t][k])
 				}
 			}
-			biasEOS(lg)
+			zonos.BiasEOS(lg)
 			sm := sample.New(sample.Params{Temperature: 0, RepetitionPenalty: 3, RepetitionWindow: 2}, nil)
-			sampled = append(sampled, sm.Sample(lg, LogitWidth, history)...)
+			sampled = append(sampled, sm.Sample(lg, zonos.LogitWidth, history)...)
 		}
 	}
 	if refLogits != nil {
@@ -220,21 +225,21 @@ func (g *goldenRun) runCase(c string) {
 
 // generate runs the real generate loop greedily and compares codes and the
 // final delayed grid.
-func (g *goldenRun) generate(c string, in Inputs) {
+func (g *zonosRun) generate(c string, in zonos.Inputs) {
 	ref, shape := g.ints(c + "generate.codes")
 	if ref == nil {
 		return
 	}
-	var prefixCodes [][NumCodebooks]int32
+	var prefixCodes [][zonos.NumCodebooks]int32
 	if ap, ashape := g.ints(c + "audio_prefix_codes"); ap != nil {
 		prefixCodes = columns(ap, ashape[2])
 	}
 	maxNew := shape[2] - len(prefixCodes)
-	var frames []Frame
-	res, err := g.m.Generate(nil, in, GenerateOptions{
+	var frames []zonos.Frame
+	res, err := g.m.Generate(context.Background(), in, zonos.GenerateOptions{
 		MaxNewTokens: maxNew, CFGScale: 2, AudioPrefix: prefixCodes,
 		Sampling: sample.Params{Temperature: 0, RepetitionPenalty: 3, RepetitionWindow: 2},
-	}, func(f Frame) error { frames = append(frames, f); return nil })
+	}, func(f zonos.Frame) error { frames = append(frames, f); return nil })
 	if err != nil {
 		g.add(check.Failure(g.pack, c+"generate", err))
 		return
@@ -250,10 +255,12 @@ func (g *goldenRun) generate(c string, in Inputs) {
 	}
 }
 
+// trimWidth drops each codebook's padding logit (the golden stores
+// zonos.LogitWidth−1 per codebook).
 func trimWidth(logits []float32) []float32 {
-	out := make([]float32, 0, NumCodebooks*(LogitWidth-1))
-	for k := 0; k < NumCodebooks; k++ {
-		out = append(out, logits[k*LogitWidth:k*LogitWidth+LogitWidth-1]...)
+	out := make([]float32, 0, zonos.NumCodebooks*(zonos.LogitWidth-1))
+	for k := 0; k < zonos.NumCodebooks; k++ {
+		out = append(out, logits[k*zonos.LogitWidth:k*zonos.LogitWidth+zonos.LogitWidth-1]...)
 	}
 	return out
 }
@@ -272,9 +279,9 @@ func tokenCount(pack, name string, got []int32, ref []int64) check.Result {
 }
 
 // codeCount compares columns against a golden [1, 9, T] grid.
-func codeCount(pack, name string, got [][NumCodebooks]int32, ref []int64, T int) check.Result {
+func codeCount(pack, name string, got [][zonos.NumCodebooks]int32, ref []int64, T int) check.Result {
 	match := 0
-	for k := 0; k < NumCodebooks; k++ {
+	for k := 0; k < zonos.NumCodebooks; k++ {
 		for t := 0; t < T; t++ {
 			if t < len(got) && int64(got[t][k]) == ref[k*T+t] {
 				match++

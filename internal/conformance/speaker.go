@@ -1,35 +1,35 @@
-package speaker
+package conformance
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 
 	"zonostream/engine/compute"
+	"zonostream/engine/speaker"
 	"zonostream/engine/weights"
 	"zonostream/internal/check"
 )
 
-// Bars from issue 8: features within 1e-3·max(1, max|ref|); embeddings with
-// cosine ≥ 0.99999 and within 1e-3·max(1, max|ref|).
+// Speaker bars from issue 8: features within 1e-3·max(1, max|ref|);
+// embeddings with cosine ≥ 0.99999 and within 1e-3·max(1, max|ref|).
 const (
-	FbankTol  = 1e-3
-	MinCosine = 0.99999
-	VecTol    = 1e-3
+	SpeakerFbankTol  = 1e-3
+	SpeakerMinCosine = 0.99999
+	SpeakerVecTol    = 1e-3
 )
 
-// Conformance compares this package against every golden pack in goldenDir
+// Speaker compares engine/speaker against every golden pack in goldenDir
 // whose directory name starts with "speaker-" (made by Zonos'
 // SpeakerEmbeddingLDA, golden/README.md): wav16k (the 16 kHz resampling,
-// through the Resampler installed with SetResampler), fbank (log-mel
-// features from the golden wav16k), embedding (256-d) and lda (128-d), both
-// from the golden fbank so each stage is judged on its own. A backend
-// without the speaker ops gets SKIP results.
-func Conformance(goldenDir string, b compute.Backend) []check.Result {
-	packs, err := check.Packs(goldenDir, "speaker-")
+// through the Resampler installed with speaker.SetResampler), fbank
+// (log-mel features from the golden wav16k), embedding (256-d) and lda
+// (128-d), both from the golden fbank so each stage is judged on its own.
+// A backend without the speaker ops gets SKIP results.
+func Speaker(goldenDir string, b compute.Backend) []check.Result {
+	packs, err := Packs(goldenDir, "speaker-")
 	if err != nil {
 		return []check.Result{check.Failure("speaker-*", "load", err)}
 	}
@@ -45,7 +45,7 @@ func Conformance(goldenDir string, b compute.Backend) []check.Result {
 			}
 			continue
 		}
-		rs = append(rs, conformPack(filepath.Join(goldenDir, p), p, sb)...)
+		rs = append(rs, speakerPack(filepath.Join(goldenDir, p), p, sb)...)
 	}
 	return rs
 }
@@ -65,33 +65,22 @@ func relCheck(pack, name string, got, ref []float32, tol float64) check.Result {
 	return r
 }
 
-// Cosine is the cosine similarity of two vectors (float64).
-func Cosine(a, b []float32) float64 {
-	var ab, aa, bb float64
-	for i := range a {
-		ab += float64(a[i]) * float64(b[i])
-		aa += float64(a[i]) * float64(a[i])
-		bb += float64(b[i]) * float64(b[i])
-	}
-	return ab / math.Sqrt(aa*bb)
-}
-
 func vecChecks(pack, name string, got, ref []float32) []check.Result {
 	if len(got) != len(ref) {
 		return []check.Result{check.Failure(pack, name, fmt.Errorf("%d values, golden has %d", len(got), len(ref)))}
 	}
-	cos := Cosine(got, ref)
+	cos := check.Cosine(got, ref)
 	st := check.Pass
-	if !(cos >= MinCosine) {
+	if !(cos >= SpeakerMinCosine) {
 		st = check.Fail
 	}
 	return []check.Result{
-		{Pack: pack, Check: name + ".cosine", Status: st, Measured: fmt.Sprintf("%.9f", cos), Tol: fmt.Sprintf("≥%.5f", MinCosine)},
-		relCheck(pack, name, got, ref, VecTol),
+		{Pack: pack, Check: name + ".cosine", Status: st, Measured: fmt.Sprintf("%.9f", cos), Tol: fmt.Sprintf("≥%.5f", SpeakerMinCosine)},
+		relCheck(pack, name, got, ref, SpeakerVecTol),
 	}
 }
 
-func conformPack(dir, pack string, b compute.SpeakerBackend) []check.Result {
+func speakerPack(dir, pack string, b compute.SpeakerBackend) []check.Result {
 	io, err := weights.Open(filepath.Join(dir, "io.safetensors"))
 	if err != nil {
 		return []check.Result{check.Failure(pack, "load", err)}
@@ -120,20 +109,20 @@ func conformPack(dir, pack string, b compute.SpeakerBackend) []check.Result {
 	if r, err := packRate(dir); err == nil {
 		rate = r
 	}
-	if got, err := ResampleTo16k(wav, rate); err != nil {
+	if got, err := speaker.ResampleTo16k(wav, rate); err != nil {
 		rs = append(rs, skip(pack, "wav16k", err.Error()))
 	} else {
-		rs = append(rs, relCheck(pack, "wav16k", got, wav16k, FbankTol))
+		rs = append(rs, relCheck(pack, "wav16k", got, wav16k, SpeakerFbankTol))
 	}
-	got, F, err := LogMel(wav16k)
+	got, F, err := speaker.LogMel(wav16k)
 	if err != nil {
 		rs = append(rs, check.Failure(pack, "fbank", err))
 	} else if len(fshape) != 3 || fshape[2] != F {
 		rs = append(rs, check.Failure(pack, "fbank", fmt.Errorf("%d frames, golden shape %v", F, fshape)))
 	} else {
-		rs = append(rs, relCheck(pack, "fbank", got, fbank, FbankTol))
+		rs = append(rs, relCheck(pack, "fbank", got, fbank, SpeakerFbankTol))
 	}
-	m, err := Load(filepath.Join(dir, WeightsFile), filepath.Join(dir, LDAFile), b)
+	m, err := speaker.Load(filepath.Join(dir, speaker.WeightsFile), filepath.Join(dir, speaker.LDAFile), b)
 	if err != nil {
 		return append(rs, check.Failure(pack, "embedding", err))
 	}
@@ -150,7 +139,7 @@ func conformPack(dir, pack string, b compute.SpeakerBackend) []check.Result {
 	return rs
 }
 
-// packRate reads input_sample_rate from a pack's io.json.
+// packRate reads input_sample_rate from a speaker pack's io.json.
 func packRate(dir string) (int, error) {
 	data, err := os.ReadFile(filepath.Join(dir, "io.json"))
 	if err != nil {

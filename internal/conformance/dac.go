@@ -1,4 +1,4 @@
-package dac
+package conformance
 
 import (
 	"fmt"
@@ -7,18 +7,19 @@ import (
 	"path/filepath"
 
 	"zonostream/engine/compute"
+	"zonostream/engine/dac"
 	"zonostream/engine/weights"
 	"zonostream/internal/check"
 )
 
-// Conformance compares this package against every golden pack in goldenDir
-// whose directory name starts with "dac-" (made by transformers' DacModel,
-// see golden/README.md): latent (from_codes), audio (decode), enc.encoder_out,
+// DAC compares engine/dac against every golden pack in goldenDir whose
+// directory name starts with "dac-" (made by transformers' DacModel, see
+// golden/README.md): latent (from_codes), audio (decode), enc.encoder_out,
 // enc.codes (identical), enc.quantized, and stream (chunked vs one-shot SNR,
-// which needs no golden). Float checks use check.RelTol, 1e-4·max(1, max|ref|),
-// except audio (AudioTol).
-func Conformance(goldenDir string, b compute.Backend) []check.Result {
-	packs, err := check.Packs(goldenDir, "dac-")
+// which needs no golden). Float checks use check.RelTol,
+// 1e-4·max(1, max|ref|), except audio (DACAudioTol).
+func DAC(goldenDir string, b compute.Backend) []check.Result {
+	packs, err := Packs(goldenDir, "dac-")
 	if err != nil {
 		return []check.Result{check.Failure("dac-*", "load", err)}
 	}
@@ -28,33 +29,33 @@ func Conformance(goldenDir string, b compute.Backend) []check.Result {
 	}
 	var rs []check.Result
 	for _, p := range packs {
-		rs = append(rs, conformPack(filepath.Join(goldenDir, p), p, b)...)
+		rs = append(rs, dacPack(filepath.Join(goldenDir, p), p, b)...)
 	}
 	return rs
 }
 
-// AudioTol is the bar for decoded audio against the golden: 2e-4 (audio
+// DACAudioTol is the bar for decoded audio against the golden: 2e-4 (audio
 // is in [-1, 1]), twice RelTol's, because the pack's random decoder
 // amplifies rounding by orders of magnitude and the golden carries its own:
 //   - the CPU backend, which sums every convolution in float64 and rounds
-//     once, lands 8.6e-5 from the golden (TestAudioTolRationale);
+//     once, lands 8.6e-5 from the golden (engine/dac TestAudioTolRationale);
 //   - a one-ulp change of every latent value moves the audio by about
 //     1.5e-5 (the same test);
 //   - the GPU's tensor-core convolutions, each closer to the float64 sums
-//     than fp32 FMA chains are (TestConvTCMatchesSimt), land at 1.1e-4,
+//     than fp32 FMA chains are (gpu TestConvTCMatchesSimt), land at 1.1e-4,
 //     and the FMA chains at 8.1e-5.
 //
 // So 1e-4 sits at the noise of correct fp32 decoders. A wrong tap, weight
 // or fragment changes the outputs it touches by their own size; Zonos' own
 // fp16 autocast decode is 0.033 away (golden/README.md).
-const AudioTol = 2e-4
+const DACAudioTol = 2e-4
 
 // StreamMinSNR is the bar for chunked against one-shot decoding (issue 3;
 // Sonata reached 67.5 dB, docs/ZONOS.md).
 const StreamMinSNR = 60.0
 
-func conformPack(dir, pack string, b compute.Backend) []check.Result {
-	m, err := Load(dir, b)
+func dacPack(dir, pack string, b compute.Backend) []check.Result {
+	m, err := dac.Load(dir, b)
 	if err != nil {
 		return []check.Result{check.Failure(pack, "load", err)}
 	}
@@ -82,7 +83,8 @@ func conformPack(dir, pack string, b compute.Backend) []check.Result {
 		rs = append(rs, check.Compare(pack, name, d, check.RelTol(rm)))
 	}
 
-	codes, err := readCodes(io, "codes", m.cfg.NCodebooks)
+	cfg := m.Config()
+	codes, err := ReadCodes(io, "codes", cfg.NCodebooks)
 	if err != nil {
 		rs = append(rs, check.Failure(pack, "latent", err))
 	} else {
@@ -98,7 +100,7 @@ func conformPack(dir, pack string, b compute.Backend) []check.Result {
 				rs = append(rs, check.Failure(pack, "audio", err))
 			} else {
 				d, rm := check.MaxAbsDiff(got, ref)
-				rs = append(rs, check.Compare(pack, "audio", d, AudioTol*max(1, rm)))
+				rs = append(rs, check.Compare(pack, "audio", d, DACAudioTol*max(1, rm)))
 			}
 		}
 	}
@@ -111,7 +113,7 @@ func conformPack(dir, pack string, b compute.Backend) []check.Result {
 			if ref := floats("enc.encoder_out"); ref != nil {
 				compare("enc.encoder_out", enc.EncoderOut, ref)
 			}
-			if ref, err := readCodes(io, "enc.codes", m.cfg.NCodebooks); err != nil {
+			if ref, err := ReadCodes(io, "enc.codes", cfg.NCodebooks); err != nil {
 				rs = append(rs, check.Failure(pack, "enc.codes", err))
 			} else {
 				same, total := 0, 0
@@ -134,8 +136,9 @@ func conformPack(dir, pack string, b compute.Backend) []check.Result {
 	return rs
 }
 
-// readCodes reads an integer [1, n, T] tensor as [n][T] int32.
-func readCodes(f *weights.File, name string, n int) ([][]int32, error) {
+// ReadCodes reads an integer [1, n, T] tensor of a dac-* pack as [n][T]
+// int32 codes.
+func ReadCodes(f *weights.File, name string, n int) ([][]int32, error) {
 	t, err := f.Tensor(name)
 	if err != nil {
 		return nil, err
@@ -173,13 +176,13 @@ type StreamCase struct {
 
 // StreamCases are the chunkings issue 3 asks for: (1,1), (1,8), (4,16),
 // (16,16) and a random arrival pattern, and the default chunking
-// (DefaultStreamConfig: 1,32).
+// (dac.DefaultStreamConfig: 1,32).
 var StreamCases = []StreamCase{
 	{Name: "1,1", FirstChunk: 1, Chunk: 1},
 	{Name: "1,8", FirstChunk: 1, Chunk: 8},
 	{Name: "4,16", FirstChunk: 4, Chunk: 16},
 	{Name: "16,16", FirstChunk: 16, Chunk: 16},
-	{Name: "default", FirstChunk: DefaultStreamConfig.FirstChunk, Chunk: DefaultStreamConfig.Chunk},
+	{Name: "default", FirstChunk: dac.DefaultStreamConfig.FirstChunk, Chunk: dac.DefaultStreamConfig.Chunk},
 	{Name: "random", FirstChunk: 2, Chunk: 5, Random: true, Burst: 7},
 }
 
@@ -194,22 +197,25 @@ type StreamResult struct {
 
 // CompareStream streams codes ([n_codebooks][T]) through a Streamer with
 // the case's chunking, checks that exactly T·hop samples come out, and
-// compares them with one-shot decoding (ref, or Decode(codes) when nil).
-func CompareStream(m *Model, codes [][]int32, ref []float32, c StreamCase, seed uint64) (StreamResult, error) {
+// compares them with one-shot decoding (ref, or m.Decode(codes) when nil).
+func CompareStream(m *dac.Model, codes [][]int32, ref []float32, c StreamCase, seed uint64) (StreamResult, error) {
 	if err := m.ValidateCodes(codes); err != nil {
 		return StreamResult{}, err
 	}
 	if ref == nil {
-		ref = m.decodeValid(codes)
+		var err error
+		if ref, err = m.Decode(codes); err != nil {
+			return StreamResult{}, err
+		}
 	}
-	s, err := m.NewStreamer(StreamConfig{FirstChunk: c.FirstChunk, Chunk: c.Chunk})
+	s, err := m.NewStreamer(dac.StreamConfig{FirstChunk: c.FirstChunk, Chunk: c.Chunk})
 	if err != nil {
 		return StreamResult{}, err
 	}
 	T := len(codes[0])
-	frames := make([][Codebooks]int32, T)
+	frames := make([][dac.Codebooks]int32, T)
 	for t := range frames {
-		for k := range Codebooks {
+		for k := range dac.Codebooks {
 			frames[t][k] = codes[k][t]
 		}
 	}
@@ -266,20 +272,24 @@ func snr(got, ref []float32) float64 {
 // streamCheck streams 48 random frames (enough for 10 frames of context
 // and an 11-frame tail on both sides of several chunks) in every
 // StreamCase and reports the worst SNR against one-shot decoding.
-func streamCheck(m *Model, pack string) check.Result {
+func streamCheck(m *dac.Model, pack string) check.Result {
 	const frames = 48
+	cfg := m.Config()
 	rng := rand.New(rand.NewPCG(3, 3))
-	codes := make([][]int32, m.cfg.NCodebooks)
+	codes := make([][]int32, cfg.NCodebooks)
 	for k := range codes {
 		codes[k] = make([]int32, frames)
 		for t := range codes[k] {
-			codes[k][t] = int32(rng.IntN(m.cfg.CodebookSize))
+			codes[k][t] = int32(rng.IntN(cfg.CodebookSize))
 		}
 	}
-	if m.cfg.NCodebooks != Codebooks {
-		return check.Failure(pack, "stream", fmt.Errorf("%d codebooks; the streamer takes %d-code frames", m.cfg.NCodebooks, Codebooks))
+	if cfg.NCodebooks != dac.Codebooks {
+		return check.Failure(pack, "stream", fmt.Errorf("%d codebooks; the streamer takes %d-code frames", cfg.NCodebooks, dac.Codebooks))
 	}
-	ref := m.decodeValid(codes)
+	ref, err := m.Decode(codes)
+	if err != nil {
+		return check.Failure(pack, "stream", err)
+	}
 	worst, worstAbs := math.Inf(1), 0.0
 	for i, c := range StreamCases {
 		r, err := CompareStream(m, codes, ref, c, uint64(i))

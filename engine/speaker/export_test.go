@@ -1,0 +1,4 @@
+package speaker
+
+// GoldenFloats is goldenFloats for the external tests.
+var GoldenFloats = goldenFloats
