@@ -40,7 +40,7 @@ type weightsView struct {
 // fileRow is one file's line: name, state and progress bar.
 type fileRow struct {
 	label *widget.Label
-	bar   *widget.ProgressBar
+	bar   *levelBar
 }
 
 const weightsIntro = `Zonos Stream speaks with Zyphra's Zonos v0.1 model. A model bundle is six files from the Hugging Face hub:
@@ -120,7 +120,7 @@ func (v *weightsView) refresh() {
 	v.rows = map[weights.RepoFile]*fileRow{}
 	missing := 0
 	for _, f := range st {
-		r := &fileRow{label: widget.NewLabel(""), bar: widget.NewProgressBar()}
+		r := &fileRow{label: widget.NewLabel(""), bar: newLevelBar()}
 		r.label.Truncation = fyne.TextTruncateEllipsis
 		switch {
 		case f.Present:
