@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -86,7 +87,7 @@ func (h *HubModels) Choices() []ModelChoice {
 		if b, err := weights.FindBundle(c, v); err == nil {
 			ch.Installed, ch.Detail = true, filepath.Dir(b.ModelWeights)
 		} else {
-			ch.Detail = err.Error()
+			ch.Detail = notInstalled(v, err).Error()
 		}
 		out = append(out, ch)
 	}
@@ -116,7 +117,7 @@ func (h *HubModels) Load(ctx context.Context, variant string) (*engine.Engine, e
 		}
 		b, err := weights.FindBundle(h.cache(), v)
 		if err != nil {
-			return nil, err
+			return nil, notInstalled(v, err)
 		}
 		p = engine.PathsFromBundle(b)
 		if h.DACDir != "" {
@@ -130,4 +131,14 @@ func (h *HubModels) Load(ctx context.Context, variant string) (*engine.Engine, e
 	}
 	h.eng, h.cur = e, variant
 	return e, nil
+}
+
+// notInstalled words FindBundle's error for the window: its
+// *weights.MissingError tells a command-line user to run 'zonos pull'.
+func notInstalled(v weights.Variant, err error) error {
+	var me *weights.MissingError
+	if !errors.As(err, &me) {
+		return err
+	}
+	return fmt.Errorf("the %s model is not installed (%d of its files are not in the Hugging Face cache %s): download it in the Models tab, or choose a folder that has it there", v, len(me.Missing), me.Cache.Dir)
 }
