@@ -44,6 +44,8 @@ func newMetersView() *metersView {
 		l.TextStyle = fyne.TextStyle{Monospace: true}
 		return l
 	}
+	backendLbl := value(v.backend)
+	backendLbl.Wrapping = fyne.TextWrapWord // the plan makes it long
 	v.outputLbl = widget.NewLabelWithData(v.output)
 	v.outputLbl.Wrapping = fyne.TextWrapWord
 	v.outputLbl.Importance = widget.WarningImportance
@@ -59,7 +61,7 @@ func newMetersView() *metersView {
 		widget.NewFormItem("Real-time factor", value(v.rtf)),
 		widget.NewFormItem("Ring fill", container.NewBorder(nil, nil, nil, value(v.ring), v.ringBar)),
 		widget.NewFormItem("Underruns", value(v.under)),
-		widget.NewFormItem("Backend", value(v.backend)),
+		widget.NewFormItem("Backend", backendLbl),
 		widget.NewFormItem("Output", value(v.device)),
 	)
 	v.obj = widget.NewCard("", "Meters", container.NewVBox(form, v.outputLbl))

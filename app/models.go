@@ -34,7 +34,8 @@ func (c ModelChoice) Label() string {
 type Models interface {
 	Choices() []ModelChoice
 	Load(ctx context.Context, variant string) (*engine.Engine, error)
-	// Backend describes the backend and its device for the meters.
+	// Backend describes the backend, its device and its plan for the
+	// meters.
 	Backend() string
 }
 
@@ -55,8 +56,8 @@ type HubModels struct {
 	eng    *engine.Engine // one model at a time: each full-size one is gigabytes
 }
 
-// Backend is "name — device".
-func (h *HubModels) Backend() string { return h.B.Name() + " — " + h.B.Device() }
+// Backend is "name — device · plan: …" (BackendLine).
+func (h *HubModels) Backend() string { return BackendLine(h.B) }
 
 // SetCache switches to another cache (a folder the user chose).
 func (h *HubModels) SetCache(c weights.Cache) {
