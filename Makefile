@@ -18,14 +18,35 @@ DEB_PKGS := libespeak-ng-dev espeak-ng-data sox libsox-fmt-mp3 libgl1-mesa-dev x
 
 .PHONY: deps run build test test-race vet bench clean screenshot
 
+# Installing Debian packages, as root or through sudo. On a fresh machine
+# another apt process (unattended-upgrades) often holds apt's locks for
+# minutes, so both steps wait for it, up to APT_LOCK_WAIT seconds:
+# apt-get install waits for the dpkg lock itself (DPkg::Lock::Timeout,
+# apt >= 1.9.11; Debian 12 has 2.6), but apt-get update does not wait for
+# the package-list lock (apt 2.6 fails at once), so apt_update retries it
+# while that lock is taken (LC_ALL=C: the message it looks for is apt's
+# English one).
+APT_LOCK_WAIT ?= 600
+apt_sudo = SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo
+apt_get = $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=$(APT_LOCK_WAIT)
+apt_procs = 'apt|apt-get|aptitude|dpkg|unattended-upgr'
+apt_update = waited=0; \
+	until out=$$($$SUDO env LC_ALL=C DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=$(APT_LOCK_WAIT) update -qq 2>&1); do \
+	  if ! grep -q 'Could not get lock' <<<"$$out" || [ $$waited -ge $(APT_LOCK_WAIT) ]; then echo "$$out" >&2; exit 1; fi; \
+	  [ $$waited -gt 0 ] || echo "waiting up to $(APT_LOCK_WAIT) s for another apt process to release the package lists: $$(grep -m1 'Could not get lock' <<<"$$out")"; \
+	  sleep 5; waited=$$((waited + 5)); \
+	done; [ -z "$$out" ] || echo "$$out"
+apt_install_note = ! pgrep -x $(apt_procs) >/dev/null 2>&1 || \
+	echo "another package manager is running ($$(pgrep -x -l -d ', ' $(apt_procs))); waiting up to $(APT_LOCK_WAIT) s for it to finish"
+apt_install = $(apt_sudo); $(apt_update); $(apt_install_note); $(apt_get) install -y -qq --no-install-recommends
+
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
-	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
+	  $(apt_install) $$missing; \
 	fi
 
 build: deps
@@ -63,10 +84,12 @@ clean:
 # libcuda come from Debian non-free (CUDA 11.8 headers: gorgonia.org/cu does
 # not build against CUDA 13's); the binary runs on any newer driver.
 .PHONY: cuda-deps kernels build-cuda
+CUDA_H ?= /usr/include/cuda.h
+DEBIAN_SOURCES ?= /etc/apt/sources.list.d/debian.sources
 cuda-deps:
-	@test -f /usr/include/cuda.h || { SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-	  $$SUDO sed -i 's/^Components: main$$/Components: main contrib non-free/' /etc/apt/sources.list.d/debian.sources && \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends nvidia-cuda-dev; }
+	@test -f $(CUDA_H) || { $(apt_sudo); \
+	  $$SUDO sed -i 's/^Components: main$$/Components: main contrib non-free/' $(DEBIAN_SOURCES) && \
+	  { $(apt_install) nvidia-cuda-dev; }; }
 
 # Regenerate gpu/kernels/*.ptx (needs nvcc: Debian's nvidia-cuda-toolkit or
 # the GPU machine's) and check the source hashes in their headers.

@@ -3,6 +3,7 @@ package app
 import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 )
 
@@ -13,6 +14,7 @@ type composeView struct {
 	language *widget.Select
 	model    *widget.Select
 	output   *widget.Select // nil without device access
+	gpuPlan  *widget.Select // nil without the CUDA backend
 	modelMsg *widget.Label
 	speaker  *clipView
 	prefix   *clipView
@@ -77,10 +79,35 @@ func newComposeView(ui *UI) *composeView {
 	if v.output = newOutputPicker(ui); v.output != nil {
 		form.Append("Sound output", v.output)
 	}
+	if ui.cfg.GPUPlans {
+		v.gpuPlan = newGPUPlanPicker(ui)
+		note := widget.NewLabel("auto: the kernels made for this GPU (Hopper's on an H100 or H200); generic: the kernels every NVIDIA GPU from Ampere on runs. Applies when the app next starts; the meters' Backend line shows the plan in use.")
+		note.Wrapping = fyne.TextWrapWord
+		note.SizeName = theme.SizeNameCaptionText
+		note.Importance = widget.LowImportance
+		form.Append("GPU plan", container.NewVBox(v.gpuPlan, note))
+	}
 	v.obj = container.NewBorder(form,
 		container.NewVBox(v.speaker.obj, v.prefix.obj), nil, nil,
 		v.entry)
 	return v
+}
+
+// newGPUPlanPicker chooses between GPUPlanAuto and GPUPlanGeneric,
+// remembering the choice for the next start (the backend and the loaded
+// model stay as they are until then).
+func newGPUPlanPicker(ui *UI) *widget.Select {
+	sel := widget.NewSelect([]string{GPUPlanAuto, GPUPlanGeneric}, nil)
+	sel.SetSelected(ui.settings.GPUPlan)
+	sel.OnChanged = func(p string) {
+		if p == ui.settings.GPUPlan {
+			return
+		}
+		ui.settings.GPUPlan = p
+		ui.SaveSettings()
+		ui.notify("The " + p + " GPU plan applies when Zonos Stream next starts.")
+	}
+	return sel
 }
 
 // refreshModels re-reads which models are installed.

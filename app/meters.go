@@ -26,7 +26,7 @@ const (
 // MeterSnapshot is what the meters show at one moment.
 type MeterSnapshot struct {
 	Phase   Phase
-	Backend string // "cpu — 2 cores" / "cuda — NVIDIA H200"
+	Backend string // BackendLine: "cuda — NVIDIA H200 · plan: hopper (…)"
 
 	TTFA       time.Duration
 	HasTTFA    bool

@@ -23,7 +23,7 @@ type metersView struct {
 	phase, ttfa, sound, rtf, frame binding.String
 	steps, ring, under, backend    binding.String
 	output, device                 binding.String
-	fill                           binding.Float
+	ringBar                        *levelBar
 	snap                           MeterSnapshot
 	bar, spark                     *canvas.Raster
 	outputLbl                      *widget.Label
@@ -34,7 +34,7 @@ func newMetersView() *metersView {
 	for _, b := range []*binding.String{&v.phase, &v.ttfa, &v.sound, &v.rtf, &v.frame, &v.steps, &v.ring, &v.under, &v.backend, &v.output, &v.device} {
 		*b = binding.NewString()
 	}
-	v.fill = binding.NewFloat()
+	v.ringBar = newLevelBar()
 	v.bar = canvas.NewRaster(func(w, h int) image.Image { return drawLatencyBar(w, h, v.snap) })
 	v.bar.SetMinSize(fyne.NewSize(200, 18))
 	v.spark = canvas.NewRaster(func(w, h int) image.Image { return drawSparkline(w, h, v.snap.Spark, latencyScale(v.snap)) })
@@ -44,8 +44,8 @@ func newMetersView() *metersView {
 		l.TextStyle = fyne.TextStyle{Monospace: true}
 		return l
 	}
-	fill := widget.NewProgressBarWithData(v.fill)
-	fill.TextFormatter = func() string { return "" }
+	backendLbl := value(v.backend)
+	backendLbl.Wrapping = fyne.TextWrapWord // the plan makes it long
 	v.outputLbl = widget.NewLabelWithData(v.output)
 	v.outputLbl.Wrapping = fyne.TextWrapWord
 	v.outputLbl.Importance = widget.WarningImportance
@@ -59,9 +59,9 @@ func newMetersView() *metersView {
 		widget.NewFormItem("Frame latency", container.NewVBox(value(v.frame), v.bar, v.spark, legend)),
 		widget.NewFormItem("Decode step", value(v.steps)),
 		widget.NewFormItem("Real-time factor", value(v.rtf)),
-		widget.NewFormItem("Ring fill", container.NewBorder(nil, nil, nil, value(v.ring), fill)),
+		widget.NewFormItem("Ring fill", container.NewBorder(nil, nil, nil, value(v.ring), v.ringBar)),
 		widget.NewFormItem("Underruns", value(v.under)),
-		widget.NewFormItem("Backend", value(v.backend)),
+		widget.NewFormItem("Backend", backendLbl),
 		widget.NewFormItem("Output", value(v.device)),
 	)
 	v.obj = widget.NewCard("", "Meters", container.NewVBox(form, v.outputLbl))
@@ -84,7 +84,7 @@ func (v *metersView) show(s MeterSnapshot) {
 	v.steps.Set(fmt.Sprintf("p50 %s  p90 %s", msf(s.StepP50), msf(s.StepP90)))
 	v.rtf.Set(fmt.Sprintf("%.2f×", s.RTF))
 	v.ring.Set(fmt.Sprintf("%3.0f%%  %.2f s", 100*s.RingFill, s.Buffered.Seconds()))
-	v.fill.Set(s.RingFill)
+	v.ringBar.SetValue(s.RingFill)
 	v.under.Set(fmt.Sprint(s.Underruns))
 	v.backend.Set(s.Backend)
 	v.output.Set(s.Output)

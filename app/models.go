@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -33,7 +34,8 @@ func (c ModelChoice) Label() string {
 type Models interface {
 	Choices() []ModelChoice
 	Load(ctx context.Context, variant string) (*engine.Engine, error)
-	// Backend describes the backend and its device for the meters.
+	// Backend describes the backend, its device and its plan for the
+	// meters.
 	Backend() string
 }
 
@@ -54,8 +56,8 @@ type HubModels struct {
 	eng    *engine.Engine // one model at a time: each full-size one is gigabytes
 }
 
-// Backend is "name — device".
-func (h *HubModels) Backend() string { return h.B.Name() + " — " + h.B.Device() }
+// Backend is "name — device · plan: …" (BackendLine).
+func (h *HubModels) Backend() string { return BackendLine(h.B) }
 
 // SetCache switches to another cache (a folder the user chose).
 func (h *HubModels) SetCache(c weights.Cache) {
@@ -86,7 +88,7 @@ func (h *HubModels) Choices() []ModelChoice {
 		if b, err := weights.FindBundle(c, v); err == nil {
 			ch.Installed, ch.Detail = true, filepath.Dir(b.ModelWeights)
 		} else {
-			ch.Detail = err.Error()
+			ch.Detail = notInstalled(v, err).Error()
 		}
 		out = append(out, ch)
 	}
@@ -116,7 +118,7 @@ func (h *HubModels) Load(ctx context.Context, variant string) (*engine.Engine, e
 		}
 		b, err := weights.FindBundle(h.cache(), v)
 		if err != nil {
-			return nil, err
+			return nil, notInstalled(v, err)
 		}
 		p = engine.PathsFromBundle(b)
 		if h.DACDir != "" {
@@ -130,4 +132,14 @@ func (h *HubModels) Load(ctx context.Context, variant string) (*engine.Engine, e
 	}
 	h.eng, h.cur = e, variant
 	return e, nil
+}
+
+// notInstalled words FindBundle's error for the window: its
+// *weights.MissingError tells a command-line user to run 'zonos pull'.
+func notInstalled(v weights.Variant, err error) error {
+	var me *weights.MissingError
+	if !errors.As(err, &me) {
+		return err
+	}
+	return fmt.Errorf("the %s model is not installed (%d of its files are not in the Hugging Face cache %s): download it in the Models tab, or choose a folder that has it there", v, len(me.Missing), me.Cache.Dir)
 }

@@ -41,7 +41,18 @@ type Settings struct {
 	SamplingOpen  bool     `json:"sampling_open"`
 	// OutputDevice is the chosen sound output ("" : the system default).
 	OutputDevice string `json:"output_device"`
+	// GPUPlan is GPUPlanAuto or GPUPlanGeneric; the backend is opened with
+	// it when the app starts.
+	GPUPlan string `json:"gpu_plan"`
 }
+
+// GPU plans the settings offer. Auto lets the CUDA backend pick its kernels
+// from the GPU (the Hopper plan on sm_90); generic forces the kernels every
+// NVIDIA GPU from Ampere on runs.
+const (
+	GPUPlanAuto    = "auto"
+	GPUPlanGeneric = "generic"
+)
 
 // UnconditionalKeys are the conditioners Zonos' interface lets the user
 // leave unconditional, in its order.
@@ -72,6 +83,7 @@ func DefaultSettings() Settings {
 		TopK:           k.Sampling.TopK,
 		MinP:           float64(k.Sampling.MinP),
 		Unconditional:  slices.Clone(k.Unconditional),
+		GPUPlan:        GPUPlanAuto,
 	}
 	for i, e := range k.Emotion {
 		s.Emotion[i] = round4(float64(e))
@@ -143,6 +155,9 @@ func (s Settings) Sanitize() Settings {
 		}
 	}
 	s.Unconditional = keys
+	if s.GPUPlan != GPUPlanGeneric {
+		s.GPUPlan = GPUPlanAuto
+	}
 	if len(s.Text) > engine.MaxTextBytes {
 		s.Text, _ = trimText(s.Text, engine.MaxTextBytes)
 	}

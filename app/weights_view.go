@@ -40,7 +40,7 @@ type weightsView struct {
 // fileRow is one file's line: name, state and progress bar.
 type fileRow struct {
 	label *widget.Label
-	bar   *widget.ProgressBar
+	bar   *levelBar
 }
 
 const weightsIntro = `Zonos Stream speaks with Zyphra's Zonos v0.1 model. A model bundle is six files from the Hugging Face hub:
@@ -120,7 +120,7 @@ func (v *weightsView) refresh() {
 	v.rows = map[weights.RepoFile]*fileRow{}
 	missing := 0
 	for _, f := range st {
-		r := &fileRow{label: widget.NewLabel(""), bar: widget.NewProgressBar()}
+		r := &fileRow{label: widget.NewLabel(""), bar: newLevelBar()}
 		r.label.Truncation = fyne.TextTruncateEllipsis
 		switch {
 		case f.Present:
@@ -187,7 +187,8 @@ func (v *weightsView) download() {
 				v.dl.SetText("Resume")
 				v.dl.Enable()
 			case err != nil:
-				v.state.SetText("Download failed: " + err.Error())
+				v.state.SetText(downloadFailure(err, d.Offline))
+				v.showDestinations(err)
 				v.dl.SetText("Retry")
 				v.dl.Enable()
 			default:
@@ -221,13 +222,72 @@ func (v *weightsView) progress(p weights.Progress) {
 		}
 	case weights.PhaseRetrying, weights.PhaseFailed:
 		if p.Err != nil {
-			msg += ": " + p.Err.Error()
+			msg += ": " + guiWording(p.Err.Error())
 		}
 	case weights.PhaseDone, weights.PhaseCached:
 		msg = fmt.Sprintf("✓ %s  (%s)", p.File, humanSize(p.Total))
 		r.bar.SetValue(1)
 	}
 	r.label.SetText(msg)
+}
+
+// showDestinations puts where each file the download could not fetch
+// belongs on its row, for copying it there by hand.
+func (v *weightsView) showDestinations(err error) {
+	var me *weights.MissingError
+	if !errors.As(err, &me) {
+		return
+	}
+	for _, m := range me.Missing {
+		if r := v.rows[m.RepoFile]; r != nil {
+			r.label.SetText(fmt.Sprintf("%s — not downloaded; it goes to %s", m.RepoFile, m.Dest))
+		}
+	}
+}
+
+// downloadFailure says what went wrong with a download and what the user
+// can do about it in this window. Package weights words its errors for the
+// command line (run 'zonos pull', run the pull again); here the actions
+// are the Retry button, the cache folder and "Use an existing folder…".
+// offline is the downloader's HF_HUB_OFFLINE.
+func downloadFailure(err error, offline bool) string {
+	parts := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		parts = j.Unwrap()
+	}
+	var what []string
+	dir := ""
+	for _, e := range parts {
+		var me *weights.MissingError
+		if !errors.As(e, &me) {
+			what = append(what, guiWording(e.Error()))
+			continue
+		}
+		dir = me.Cache.Dir
+		s := fmt.Sprintf("%d file(s) could not be downloaded", len(me.Missing))
+		if me.Reason != "" {
+			s += " (" + me.Reason + ")"
+		}
+		what = append(what, s)
+	}
+	msg := "Download failed: " + strings.Join(what, "; ") + "."
+	if offline {
+		msg += " Start the app without HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE set to download them,"
+	} else {
+		msg += " Press Retry to try again (finished files and partial downloads are kept),"
+	}
+	if dir != "" {
+		msg += fmt.Sprintf(" copy the files into the Hugging Face cache %s (each row says where), or press “Use an existing folder…” to use a cache that has them.", dir)
+	} else {
+		msg += " or press “Use an existing folder…” to use a Hugging Face cache that has the files."
+	}
+	return msg
+}
+
+// guiWording turns package weights' command-line advice into the window's
+// action: its "run the pull again" is the Retry button here.
+func guiWording(s string) string {
+	return strings.NewReplacer("run the pull again", "press Retry", "Run the pull again", "Press Retry").Replace(s)
 }
 
 func (v *weightsView) doPause() {

@@ -40,6 +40,9 @@ type Config struct {
 	// for the system default); both nil hide the output picker.
 	Devices    func() ([]audio.Device, error)
 	OpenOutput func(id string) (Output, error)
+	// GPUPlans offers the GPU plan setting (CUDABuilt: only the CUDA
+	// backend has a plan to choose); main opens the backend with it.
+	GPUPlans bool
 }
 
 // UI is the main window and its state. Fields are touched on the UI
@@ -151,11 +154,12 @@ func (ui *UI) SaveSettings() {
 	SaveSettings(ui.App.Preferences(), ui.settings)
 }
 
-// ResetKnobs puts every knob back to its default (text, language and
-// model stay).
+// ResetKnobs puts every knob back to its default (text, language, model,
+// sound output and GPU plan stay).
 func (ui *UI) ResetKnobs() {
 	d := DefaultSettings()
 	d.Text, d.Language, d.Variant, d.SamplingOpen = ui.settings.Text, ui.settings.Language, ui.settings.Variant, ui.settings.SamplingOpen
+	d.OutputDevice, d.GPUPlan = ui.settings.OutputDevice, ui.settings.GPUPlan // not knobs
 	ui.settings = d
 	for _, r := range ui.refreshes {
 		r()

@@ -180,7 +180,7 @@ func NewPlayer(cfg PlayerConfig) (*Player, error) {
 	if err != nil {
 		p.pin.Unpin()
 		p.actx.close()
-		return nil, fmt.Errorf("audio: cannot open output device %q: %w%s; pick another output device or write a WAV file instead", p.device.Name, err, p.actx.log.last())
+		return nil, fmt.Errorf("audio: cannot open output device %q: %w%s; choose another output device, or write the audio to a WAV file instead", p.device.Name, err, p.actx.log.last())
 	}
 	if err := p.dev.Start(); err != nil {
 		p.dev.Uninit()

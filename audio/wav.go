@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 )
 
 // WAVFormat is the sample encoding of a WAV file.
@@ -106,7 +109,7 @@ func CreateWAV(path string, rate int, format WAVFormat) (*WAVWriter, error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return nil, fmt.Errorf("WAV %s: is a directory; give a file name", path)
 	}
-	f, err := os.CreateTemp(dir, base+".*.part")
+	f, err := createPart(dir, base)
 	if err != nil {
 		return nil, fmt.Errorf("WAV %s: cannot create a file in %s: %w; check that the directory exists and is writable", path, dir, err)
 	}
@@ -118,6 +121,21 @@ func CreateWAV(path string, rate int, format WAVFormat) (*WAVWriter, error) {
 	}
 	w.file, w.tmp, w.path = f, f.Name(), path
 	return w, nil
+}
+
+// createPart creates a new file "<base>.<random>.part" in dir with the
+// permissions os.Create gives (0666 less the umask): the .part file becomes
+// the WAV file by rename, so it must be readable by whoever may read the
+// directory's other files (os.CreateTemp would make it 0600).
+func createPart(dir, base string) (*os.File, error) {
+	for range 10000 {
+		name := filepath.Join(dir, base+"."+strconv.FormatUint(uint64(rand.Uint32()), 10)+".part")
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err
+		}
+	}
+	return nil, &fs.PathError{Op: "createpart", Path: filepath.Join(dir, base+".*.part"), Err: fs.ErrExist}
 }
 
 // NewWAVWriter writes a WAV header to w and returns a writer for the
@@ -152,7 +170,7 @@ func checkWAVArgs(rate int, format WAVFormat) error {
 		return fmt.Errorf("sample rate %d Hz is out of range; use %d", rate, SampleRate)
 	}
 	if format != WAVPCM16 && format != WAVFloat32 {
-		return fmt.Errorf("unknown format %v; use WAVPCM16 or WAVFloat32", format)
+		return fmt.Errorf("unknown sample format %v; use pcm16 or float32", format)
 	}
 	return nil
 }

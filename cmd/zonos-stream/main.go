@@ -9,13 +9,13 @@ import (
 	"fmt"
 	"os"
 	"time"
-	"zonostream/audio"
 
 	"fyne.io/fyne/v2"
 	fyneapp "fyne.io/fyne/v2/app"
 
 	"zonostream/app"
 	"zonostream/assets"
+	"zonostream/audio"
 	"zonostream/engine/compute"
 	"zonostream/engine/speaker"
 	"zonostream/engine/weights"
@@ -45,7 +45,10 @@ func main() {
 }
 
 func run(backend, modelDir, dacDir, device string, null bool, say string, maxSeconds float64) error {
-	b, note, err := app.OpenBackend(backend)
+	a := fyneapp.NewWithID("io.zonosstream.app")
+	a.SetIcon(fyne.NewStaticResource("icon.png", assets.Icon))
+	settings := app.LoadSettings(a.Preferences())
+	b, note, err := app.OpenBackend(backend, settings) // with the GPU plan the window last chose
 	if err != nil {
 		return err
 	}
@@ -54,7 +57,7 @@ func run(backend, modelDir, dacDir, device string, null bool, say string, maxSec
 	}
 	defer b.Close()
 	models := &app.HubModels{B: b, ModelDir: modelDir, DACDir: dacDir}
-	cfg := app.Config{Models: models}
+	cfg := app.Config{Models: models, GPUPlans: app.CUDABuilt()}
 	if modelDir == "" {
 		c, err := weights.DefaultCache()
 		if err != nil {
@@ -64,10 +67,8 @@ func run(backend, modelDir, dacDir, device string, null bool, say string, maxSec
 		cfg.Cache = &c
 		cfg.OnCacheChosen = models.SetCache
 	}
-	a := fyneapp.NewWithID("io.zonosstream.app")
-	a.SetIcon(fyne.NewStaticResource("icon.png", assets.Icon))
 	if device == "" && !null {
-		device = app.LoadSettings(a.Preferences()).OutputDevice // the picker's last choice
+		device = settings.OutputDevice // the picker's last choice
 	}
 	if !null {
 		cfg.Devices = func() ([]audio.Device, error) { return audio.ListDevices(false) }
