@@ -16,7 +16,7 @@ default:
 install:
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/applications $(DESTDIR)$(PREFIX)/share/metainfo
 	for b in $(BINS); do install -m 0755 $(SRC)/bin/$$b $(DESTDIR)$(PREFIX)/bin/$$b; done
-	# Exec by absolute path: ~/.local/bin is not on every desktop session's PATH.
+	# Exec by absolute path: a desktop's launcher does not always have ~/.local/bin on its PATH.
 	sed 's|^Exec=zonos-stream|Exec=$(PREFIX)/bin/zonos-stream|' $(SRC)/share/applications/$(APPID).desktop > $(DESTDIR)$(PREFIX)/share/applications/$(APPID).desktop
 	chmod 0644 $(DESTDIR)$(PREFIX)/share/applications/$(APPID).desktop
 	for s in $(ICON_SIZES); do install -Dm 0644 $(SRC)/share/icons/hicolor/$$s/apps/$(APPID).png $(DESTDIR)$(PREFIX)/share/icons/hicolor/$$s/apps/$(APPID).png; done

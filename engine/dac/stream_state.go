@@ -348,8 +348,8 @@ func (s *convTState) finish(be compute.Backend, x compute.Tensor) compute.Tensor
 // before. The window and its Snake come from one pass where the backend
 // has compute.SnakeWindows: on the GPU one kernel per push where a join,
 // a cut and a Snake were three to five (the stateful streamer's copies
-// had been 106 of a 16-frame emission's ~218 kernels, docs/gpu/2026-11-29-conv-tc;
-// a steady emission is now 71 kernels, docs/gpu/2026-11-30-session24).
+// had been 106 of a 16-frame emission's ~218 kernels; a steady emission is
+// now 71 kernels: H200, 2026-11-30, docs/performance.md).
 type resState struct {
 	r       *resUnit
 	spec1   compute.Conv1dSpec // conv1's, without padding

@@ -304,7 +304,7 @@ func (m *Model) backbone(st *State, hidden compute.Tensor, pos position, hook La
 // waiting for a garbage collection (on the CUDA backend a prefill's
 // dropped activations filled the allocator's cache twice per 80-position
 // prefill, and each miss then forced a collection of about 1.5 ms with
-// the GPU idle: docs/gpu/2026-11-30-session14, run 6). The backbone's
+// the GPU idle: H200, 2026-11-30, docs/performance.md). The backbone's
 // input (the caller's) and nil are skipped.
 func (m *Model) free(in compute.Tensor, ts ...compute.Tensor) {
 	for _, t := range ts {
