@@ -26,6 +26,8 @@ function add(metric, v) {
 arm == "" { next }
 /^\| decode step \(CFG/          { split($0, f, "|"); add("decode step (ms)", num(f[3])) }
 /^\| the same decode step op by/ { split($0, f, "|"); add("step op by op (ms)", num(f[3])) }
+/^\| the decode step in generation/ { split($0, f, "|"); add("step as generation runs it (ms)", num(f[3])) }
+/^\| (1|4|16) \| [0-9.]+ ms \|/  { split($0, f, "|"); add("batch " num(f[2]) " step (ms)", num(f[3])) }
 /^\| prefill \(/                 { split($0, f, "|"); add("prefill (ms)", num(f[3])) }
 /^\| TTFA \(/                    { split($0, f, "|"); add("TTFA (ms)", num(f[3])) }
 /^\| steady per-frame/           { split($0, f, "|"); add("steady frame (ms)", num(f[3])) }
