@@ -27,6 +27,9 @@
 #                              the order rotated each round;
 #   ABARGS                     the bench flags of each A/B round (default
 #                              --runs 3 --steps 60 --batch 0).
+# SHOT=1 also builds app.test and has the device write the README's
+# screenshot (main.png: the window after one utterance on the full-size
+# random-weight hybrid, drawn by Fyne's software renderer).
 # WORKTREE=1 builds the working tree as it is instead of HEAD.
 #
 # One call carries at most 64 MiB: the tree (about 23 MB), the bundle
@@ -65,9 +68,10 @@ for r in ${BASES:-}; do
 	build_base "$r" ".devbin/base-$(git rev-parse --short "$r").tar.xz"
 done
 (cd "$SRC" && CGO_ENABLED=1 go test -c -tags cuda -ldflags='-s -w' -o "$ROOT/.devbin/gpu.test" ./gpu/ &&
-	CGO_ENABLED=1 go build -tags cuda -ldflags='-s -w' -o "$ROOT/.devbin/zonos" ./cmd/zonos)
+	CGO_ENABLED=1 go build -tags cuda -ldflags='-s -w' -o "$ROOT/.devbin/zonos" ./cmd/zonos &&
+	if [ -n "${SHOT:-}" ]; then CGO_ENABLED=1 go test -c -tags cuda -ldflags='-s -w' -o "$ROOT/.devbin/app.test" ./app/; fi)
 [ "$SRC" = "$ROOT" ] || rm -rf "$SRC"
-for l in $(ldd .devbin/zonos .devbin/gpu.test | awk '/=>/{print $3}' | sort -u); do
+for l in $(ldd .devbin/zonos .devbin/gpu.test ${SHOT:+.devbin/app.test} | awk '/=>/{print $3}' | sort -u); do
 	case $(basename "$l") in
 	libcuda* | libc.so* | libm.so* | libdl.so* | libpthread* | librt.so*) ;;
 	*) cp -L "$l" .devbin/lib/ ;;
@@ -90,7 +94,8 @@ tar cJf .devbin/golden.tar.xz -C .devbin golden && rm -rf .devbin/golden
 echo "$COMMIT" >.devbin/commit
 testbin=gpu.test
 [ -n "${NOTESTBIN:-}" ] && testbin=
-(cd .devbin && tar cJf bundle.tar.xz $testbin zonos lib espeak-ng-data commit && rm -rf gpu.test zonos lib espeak-ng-data)
+[ -n "${SHOT:-}" ] && testbin="$testbin app.test"
+(cd .devbin && tar cJf bundle.tar.xz $testbin zonos lib espeak-ng-data commit && rm -rf gpu.test app.test zonos lib espeak-ng-data)
 cat >.devbin/run.sh <<'RUN'
 #!/bin/bash
 # device run: unpack; the bench A/B when AB is set; GPU tests; conformance
@@ -134,6 +139,9 @@ fi
 [ -z "${NOCONF:-}" ] && step conformance ${TC:-150} conformance-cuda.log env ZONOS_GOLDEN_DIR=$G ./zonos conformance --backend cuda --golden $G
 [ -z "${NOCONF:-}" ] && step conformance-generic ${TC:-150} conformance-cuda-generic.log env ZONOS_GOLDEN_DIR=$G ./zonos conformance --backend cuda --gpu-plan generic --golden $G
 [ -z "${NOBENCH:-}" ] && step bench ${TB:-220} bench.log ./zonos bench --backend cuda --write $OUT/bench
+if [ -f /tmp/zb/app.test ]; then # SHOT=1 at build time: the README's screenshot of the window after one utterance on the GPU
+	step screenshot 180 screenshot.log ./app.test -test.v -test.run TestScreenshotRealShape -screenshot $OUT/main.png
+fi
 if [ -n "${PROF:-}" ]; then # PROF=1: ncu kernel times of one real-shape decode step (TestProfileDecodeStep, or the test PROFTEST names, with PROFENV's environment) → prof.csv
 	NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu | head -1)
 	(cd /tmp/zb && env ZONOS_PROFILE=1 ${PROFENV:-} timeout 300 $NCU --clock-control none --profile-from-start off --metrics gpu__time_duration.sum,launch__grid_size,launch__block_size --csv ./gpu.test -test.run ${PROFTEST:-TestProfileDecodeStep} >$OUT/prof${PROFTAG:-}.csv 2>$OUT/prof${PROFTAG:-}.err; echo "profile rc=$?")
