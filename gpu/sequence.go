@@ -434,7 +434,7 @@ func (b *Backend) mambaStepGated(P, n int) (*kernel, int) {
 // more than one norm group, and shapes the chunk GEMV or mamba_step do not
 // take.
 func (b *Backend) Mamba2Block(x, inProj, outProj compute.Tensor, w compute.Mamba2Weights, convState, ssmState compute.Tensor, s compute.Mamba2Spec) (compute.Tensor, bool) {
-	if mambaBlockOff || !b.hopper || gemvChunkOff {
+	if mambaBlockOff || !b.hopper {
 		return nil, false
 	}
 	xt, wi, wo := f32Of(x, "Mamba2Block"), cast(inProj), cast(outProj)

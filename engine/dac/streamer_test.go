@@ -209,10 +209,8 @@ func ExampleStreamer() {
 // Reset starts a new stream cleanly in both.
 func TestStreamerStatefulMatchesWindow(t *testing.T) {
 	m := randomModel(t, narrow44k(), cpu.New(0), 12)
-	defer func(w bool) { windowStreaming = w }(windowStreaming)
 	run := func(window bool, sc StreamConfig, codes [][]int32) [][]float32 {
-		windowStreaming = window
-		s, err := m.NewStreamer(sc)
+		s, err := m.newStreamer(sc, window)
 		if err != nil {
 			t.Fatal(err)
 		}

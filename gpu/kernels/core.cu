@@ -61,58 +61,6 @@ extern "C" __global__ void linear_gemv(const float* __restrict__ x, const void* 
     }
 }
 
-// linear_gemm: the same product for many rows, 64×64 output tiles, 16-deep
-// K slices staged in shared memory, a 4×4 register block per thread.
-#define TM 64
-#define TN 64
-#define TK 16
-extern "C" __global__ void __launch_bounds__(256) linear_gemm(const float* __restrict__ x, const void* __restrict__ w,
-                                       const float* __restrict__ bias, float* __restrict__ y,
-                                       int M, int N, int K, int wdt) {
-    pdl_begin();
-    __shared__ float As[TK][TM + 4];
-    __shared__ float Bs[TK][TN + 4];
-    int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
-    int m0 = blockIdx.y * TM, n0 = blockIdx.x * TN;
-    float acc[4][4];
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-#pragma unroll
-        for (int j = 0; j < 4; j++) acc[i][j] = 0.f;
-    for (int k0 = 0; k0 < K; k0 += TK) {
-        for (int i = threadIdx.x; i < TM * TK; i += 256) {
-            int r = i / TK, c = i % TK;
-            int gm = m0 + r, gn = n0 + r, gk = k0 + c;
-            As[c][r] = (gm < M && gk < K) ? x[(long long)gm * K + gk] : 0.f;
-            Bs[c][r] = (gn < N && gk < K) ? ldw(w, (long long)gn * K + gk, wdt) : 0.f;
-        }
-        __syncthreads();
-#pragma unroll
-        for (int kk = 0; kk < TK; kk++) {
-            float a[4], b[4];
-#pragma unroll
-            for (int i = 0; i < 4; i++) a[i] = As[kk][ty * 4 + i];
-#pragma unroll
-            for (int j = 0; j < 4; j++) b[j] = Bs[kk][tx * 4 + j];
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-#pragma unroll
-                for (int j = 0; j < 4; j++) acc[i][j] += a[i] * b[j];
-        }
-        __syncthreads();
-    }
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        int gm = m0 + ty * 4 + i;
-        if (gm >= M) continue;
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            int gn = n0 + tx * 4 + j;
-            if (gn < N) y[(long long)gm * N + gn] = acc[i][j] + (bias ? bias[gn] : 0.f);
-        }
-    }
-}
-
 // embedding: out[i, d] = table[ids[i], d] (ids validated on the host).
 extern "C" __global__ void embedding(const void* __restrict__ table, const int* __restrict__ ids,
                                      float* __restrict__ out, long long total, int D, int tdt) {
@@ -519,27 +467,8 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
              float* __restrict__ y, int M, int N, int K, int KS, int early) {                                 \
         gemv_body<R, U, MR>(x, w, b, y, M, N, K, KS, early);                                                  \
     }
-GEMV(gemv_m2_r1u4, 1, 4, 2, __launch_bounds__(256))
-GEMV(gemv_m2_r2u2, 2, 2, 2, __launch_bounds__(256))
 GEMV(gemv_m2_r4u1, 4, 1, 2, __launch_bounds__(256))
 GEMV(gemv_m8_r4u1, 4, 1, 8, __launch_bounds__(256, 2))
-
-// fill_bf16: deterministic pseudo-random BF16 values in ±scale (benchmark
-// weights without a host upload; never zeros).
-extern "C" __global__ void fill_bf16(unsigned short* __restrict__ w, long long n, unsigned int seed, float scale) {
-    pdl_begin();
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-         i += (long long)gridDim.x * blockDim.x) {
-        unsigned int h = (unsigned int)i * 2654435761u ^ seed;
-        h ^= h >> 15;
-        h *= 2246822519u;
-        h ^= h >> 13;
-        h *= 3266489917u;
-        h ^= h >> 16;
-        float f = ((float)(h >> 8) * (1.0f / 16777216.0f) * 2.f - 1.f) * scale;
-        w[i] = (unsigned short)(__float_as_uint(f) >> 16);
-    }
-}
 
 __device__ __forceinline__ unsigned long long globaltimer() {
     unsigned long long t;

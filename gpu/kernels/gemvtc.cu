@@ -179,15 +179,11 @@ __device__ __forceinline__ void gemv_tc_body(const float* __restrict__ x, const 
     }
 GEMV_TC(gemv_tc_m8, 1, 256, 3, 64)
 GEMV_TC(gemv_tc_m16, 2, 256, 3, 64)
-GEMV_TC(gemv_tc_m32, 4, 256, 3, 64)
 GEMV_TC(gemv_tc_m8_k512, 1, 512, 3, 64)
 GEMV_TC(gemv_tc_m16_k512, 2, 512, 3, 64)
-GEMV_TC(gemv_tc_m32_k512, 4, 512, 3, 64)
 // Two parts at 32 rows: a third less shared memory, so more blocks an SM
 // (batch 16 6.58–6.64 → 6.35–6.37 ms, docs/gpu/2026-11-30-session26, run
 // 6); 64 weight rows a block with ZONOS_GEMV_TC_ROWS=64 (for measurements).
-GEMV_TC(gemv_tc_m32_p2, 4, 256, 2, 64)
-GEMV_TC(gemv_tc_m32_k512_p2, 4, 512, 2, 64)
 // The backend's choice for 17–32 rows: two parts, 128 weight rows a block.
 // The activation planes, as large as the weight slice at 64 rows, serve
 // twice the rows: batch 16 6.39–6.46 → 6.17–6.21 ms a step
