@@ -196,16 +196,14 @@ func (b *Backend) launchChunk(family [5]string, pieces int, x, w, bias, y cu.Dev
 // BF16 parts, and the splits added by tc_reduce_rows in split order. Up
 // to 16 rows it multiplies three parts (about 24 bits of x) in blocks of
 // 64 weight rows; 17 to 32 rows two (about 16 bits, as tc_wbf) in blocks
-// of 128, whose activation planes, as large as the weight slice at 64
-// rows, then serve twice the rows, and whose smaller shared memory lets an
-// SM hold more blocks. gemv_m8 and tc_wbf read the weights at 0.65–1.06
-// TB/s in the batched step; measured on an H200 (2026-11-30), batch step
-// with gemv_m8 or tc_wbf against gemv_tc: batch 4 4.74–4.76 against
-// 2.73–2.86 ms; batch 16 6.58–6.64 ms with three parts against 6.35–6.37
-// ms with two, and 6.39–6.46 ms with blocks of 64 weight rows against
-// 6.17–6.21 ms with 128. Having the last block of each column tile add
-// the splits (no tc_reduce_rows) was slower: batch 4 2.94–2.96 against
-// 2.74 ms, batch 16 7.59–7.66 against 6.81 ms.
+// of 128 (kernels/gemvtc.cu says why). Measured on an H200 (2026-11-30),
+// batch step on gemv_m8 / tc_wbf against gemv_tc: batch 4 4.74–4.76
+// against 2.73–2.86 ms, batch 16 6.76–6.79 against 6.61–6.81 ms with
+// three parts at every row count (two parts at 128 rows are faster still:
+// kernels/gemvtc.cu). Having
+// the last block of each column tile add the splits instead of
+// tc_reduce_rows was slower: batch 4 2.94–2.96 against 2.74 ms, batch 16
+// 7.59–7.66 against 6.81 ms.
 
 // gemvTCSlice is the k of a gemv_tc block's slice where it divides K: 512
 // (64 KiB of weight at 64 rows), else 256.

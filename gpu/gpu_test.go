@@ -171,7 +171,7 @@ func TestLinear(t *testing.T) {
 		{3, 100, 37, compute.BF16, true}, // K not a multiple of 8
 		{8, 256, 333, compute.F16, true},
 		{1, 36, 17, compute.F32, true},
-		{9, 2048, 1025, compute.BF16, false}, // first GEMM size
+		{9, 2048, 1025, compute.BF16, false}, // gemv_tc on Hopper, the tiled GEMM elsewhere
 		{160, 2048, 3072, compute.BF16, false},
 		{2 * 91, 256, 300, compute.F32, true},
 		{77, 130, 65, compute.F16, false},
@@ -179,7 +179,8 @@ func TestLinear(t *testing.T) {
 		{100, 1500, 200, compute.F32, true},   // fp32 weight, ragged K chunks
 		{142, 2048, 8512, compute.BF16, true}, // prefill in_proj (80 positions × CFG)
 		{70, 264, 200, compute.F16, true},     // F16 on tensor cores, ragged tiles
-		{70, 264, 200, compute.BF16, true},    // BF16 products (tc_wbf), ragged tiles and k step
+		{70, 264, 200, compute.BF16, true},    // BF16 products (tc_wg on Hopper, tc_wbf elsewhere), ragged tiles and k step
+		{40, 2048, 1000, compute.BF16, true},  // tc_wbf on Hopper (33–47 rows)
 	}
 	for _, c := range cases {
 		x := randF32(r, 1, c.m, c.k)
@@ -729,9 +730,9 @@ func TestSteadyStateAllocates(t *testing.T) {
 	// with the threshold at its floor. Where the warm-up left it depends on
 	// what earlier tests did; above the measured steps' 640 MiB a miss
 	// could not force a collection, and the dropped blocks came back only
-	// as the runtime's cleanup goroutines got to them (run 1 of 2026-11-30:
-	// 15 blocks of 40000 came from the driver). Whether a miss happens at
-	// all depends on those goroutines too (run 8: none, no collection).
+	// as the runtime's cleanup goroutines got to them (once on an H200,
+	// 2026-11-30, 15 blocks of 40000 came from the driver). Whether a miss
+	// happens at all depends on those goroutines too.
 	gb.pool.mu.Lock()
 	gb.pool.gcEvery = gcMin
 	gb.pool.mu.Unlock()

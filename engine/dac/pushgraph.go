@@ -12,9 +12,8 @@ import (
 // records graphs (compute.GraphOps) its work is the same every time: about
 // 220 small kernels on the vocoder's lane, on the path to an utterance's
 // first sample. Replayed as a graph the first emission took 1.22–1.30 ms
-// against 1.56–1.73 ms launched op by op (docs/gpu/2026-11-30-session16,
-// run 5; its kernels run beside the decode step's, so the rest is not
-// launch cost). A pushGraph records that push once per first-emission
+// against 1.56–1.73 ms launched op by op (H200, 2026-11-30; its kernels
+// run beside the decode step's, so the rest is not launch cost). A pushGraph records that push once per first-emission
 // length and replays it:
 //
 //   - its input is a tensor made before the recording, into which each

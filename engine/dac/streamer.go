@@ -37,10 +37,10 @@ type StreamConfig struct {
 // fewer in the first chunk is one decode step less before the first
 // sample) and ramps 2, 4, 8, 16 up to 32-frame chunks (372 ms). Every
 // emission pays a pass through every layer, so larger steady chunks
-// vocode faster; on the H200 (docs/gpu/2026-11-30-session19, run 4, two
-// rounds each, same binary) the bench's streamed vocoder ran 90.8 / 89.3×
-// real time with 16-frame chunks, 101.6 / 103.3× with 32, 110.2 / 113.4×
-// with 64 and 112.9 / 109.2× with 128, with TTFA and generation unchanged;
+// vocode faster; on an H200 (2026-11-30, two rounds each, same binary)
+// the bench's streamed vocoder ran 90.8 / 89.3× real time with 16-frame
+// chunks, 101.6 / 103.3× with 32, 110.2 / 113.4× with 64 and 112.9 /
+// 109.2× with 128, with TTFA and generation unchanged;
 // the steady frame stayed at 1.58–1.60 ms up to 32 and rose to 1.66 ms
 // at 64 (larger emissions contend longer with the decode steps beside
 // them). Sonata's TTFA figure was measured at 16 (docs/ZONOS.md); the

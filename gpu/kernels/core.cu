@@ -1,5 +1,5 @@
-// Core kernels: Linear (GEMV for few rows, tiled GEMM otherwise), Embedding,
-// elementwise ops, LayerNorm and copies along an axis. Activations are fp32;
+// Core kernels: Linear's GEMVs for few rows (the tiled GEMMs are tc.cu's),
+// Embedding, elementwise ops, LayerNorm and copies along an axis. Activations are fp32;
 // weights F32/BF16/F16 (dtype codes of common.cuh); accumulation fp32. The
 // engine/cpu ops are the reference (gpu/*_test.go compares them).
 #include "common.cuh"
@@ -7,9 +7,10 @@
 #define GEMV_MAX_M 8
 #define GEMV_WARPS 8
 
-// linear_gemv: y[m, n] = x[m, :]·w[n, :] + b[n] for M ≤ 8 rows: one warp per
-// output column n, the weight row streamed once for all M activation rows.
-// BF16 weights with K % 8 == 0 take 16-byte vector loads.
+// linear_gemv: y[m, n] = x[m, :]·w[n, :] + b[n] for M ≤ 8 rows of a weight
+// the weight-read GEMV below does not take (fp32 or F16, or K % 8 ≠ 0):
+// one warp per output column n, the weight row streamed once for all M
+// activation rows. BF16 weights with K % 8 == 0 take 16-byte vector loads.
 extern "C" __global__ void linear_gemv(const float* __restrict__ x, const void* __restrict__ w,
                                        const float* __restrict__ bias, float* __restrict__ y,
                                        int M, int N, int K, int wdt) {
@@ -336,10 +337,11 @@ extern "C" __global__ void window_cols(const float* __restrict__ prev, int lead,
 }
 
 // ---------------------------------------------------------------------------
-// Weight-read GEMV for the CFG decode step (issue 7): y[m, n] = x[m, :]·w[n, :]
+// Weight-read GEMV for the CFG decode step: y[m, n] = x[m, :]·w[n, :]
 // (+ b[n]) for M ≤ MR rows (2 for one utterance) and BF16 weights with
-// K % 8 == 0. Each BF16 weight
-// is read exactly once, 16 bytes at a time, by cp.async into shared memory
+// K % 8 == 0; on Hopper the chunk GEMV (gemv.cu) takes the decode step's
+// K and gemv_tc (gemvtc.cu) a batch's rows. Each BF16 weight is read
+// exactly once, 16 bytes at a time, by cp.async into shared memory
 // (bypassing L1, where the activations stay; 256-byte L2 sectors), in two
 // stages per lane: a lane has up to 2·R·U copies in flight while it does
 // the arithmetic of the previous batch, so the narrow N = 2048 shapes keep
@@ -398,7 +400,8 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
     // kernel (programmatic dependent launch): the weight is never written
     // by a kernel that can still be running (it is uploaded, or filled and
     // synchronised, before use), and the activations x are read only after
-    // the wait. early = 0 waits first (ZONOS_GEMV_EARLY=0, measurements).
+    // the wait. The backend always asks for it (early = 1); early = 0 waits
+    // first.
     if (early && nb > 0) issue(0);
     pdl_begin();
     if (!early && nb > 0) issue(0);
@@ -456,11 +459,13 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
 // MR = 8 serves zonos.Batch up to 4 utterances (2 rows each), whose
 // weights are read once for every row: each lane multiplies a 16-byte
 // weight piece by all M activation rows (read through L1, where they
-// stay). It is latency-bound, not bandwidth-bound (H200, N 8512 × K 2048:
-// 567 GB/s, 25 % occupancy at 86 registers, most stalls waiting on the
-// staged weight in shared memory); a tensor-core tile for 8–32 rows is
-// the better tool (docs/gpu/2026-11-29-lanes-batch). A 16-row variant
-// (2 output rows per warp) measured slower than tc_gemm (now tc_wide) and was dropped.
+// stay). It is latency-bound, not bandwidth-bound (ncu, H200, 2026-11-29,
+// N 8512 × K 2048: 567 GB/s, 25 % occupancy at 86 registers, most stalls
+// waiting on the staged weight in shared memory), which is why Hopper
+// takes a batch's rows to gemv_tc's tensor cores; a 16-row variant was
+// slower than the tiled GEMMs. Four output rows a warp group (R = 4, U =
+// 1) was the fastest of R ∈ {1, 2, 4} at every decode shape (H200,
+// 2026-11-29).
 #define GEMV(name, R, U, MR, BOUNDS)                                                                          \
     extern "C" __global__ void BOUNDS                                                                         \
         name(const float* __restrict__ x, const unsigned short* __restrict__ w, const float* __restrict__ b,  \
