@@ -8,7 +8,12 @@ import (
 	"zonostream/engine/compute"
 )
 
-// conv launches the implicit-GEMM convolution kernel (owner goroutine).
+// conv launches a convolution (owner goroutine): conv_direct for a
+// convolution with at most 8 output channels (a 64-row tile would be
+// mostly empty), the tiled tensor-core GEMM (tcGemm: conv_tcq) for the
+// others and for a transposed one of dilation 1 whose kernel is a
+// multiple of its stride (one GEMM per output phase), and conv_gemm's
+// fp32 tiles for the rest (groups, other transposed geometries).
 func (b *Backend) conv(x, w, bias, out *tensor, c compute.Conv1dSpec, K, Tout int, transposed bool, epi convEpilogue) {
 	B, Cin, T := x.shape[0], x.shape[1], x.shape[2]
 	Cout := out.shape[1]
@@ -23,14 +28,14 @@ func (b *Backend) conv(x, w, bias, out *tensor, c compute.Conv1dSpec, K, Tout in
 	if transposed {
 		tr = 1
 	}
-	if !tcOff && c.Groups == 1 {
+	if c.Groups == 1 {
 		wf := b.asF32(w)
 		cv := tcShape{batch: B, cin: Cin, t: T, cout: Cout, kw: K, tout: Tout, stride: c.Stride, pad: c.Padding, dil: c.Dilation}
 		if !transposed {
 			cv.epi = epi
 		}
 		switch {
-		case !transposed && Cout <= 8: // a 64-row tile would be mostly empty
+		case !transposed && Cout <= 8:
 			b.launch(b.k["conv_direct"], [3]int{(Tout + 31) / 32, Cout, B}, [3]int{256, 1, 1}, x.ptr(), wf.ptr(), bp, out.ptr(),
 				B, Cin, T, Cout, K, Tout, c.Stride, c.Padding, c.Dilation)
 			return
@@ -64,9 +69,9 @@ func (b *Backend) Conv1d(x, w, bias compute.Tensor, c compute.Conv1dSpec) comput
 
 var _ compute.ConvEpilogues = (*Backend)(nil)
 
-// Conv1dSnake is compute.ConvEpilogues: Snake applied as conv_tc (or
-// conv_simt, or tc_reduce after split-K) stores each output, the snake
-// kernel's arithmetic, so one launch and one pass over the output fewer.
+// Conv1dSnake is compute.ConvEpilogues: Snake applied as conv_tcq (or
+// tc_reduce_rows after split-K) stores each output, the snake kernel's
+// arithmetic, so one launch and one pass over the output fewer.
 func (b *Backend) Conv1dSnake(x, w, bias compute.Tensor, c compute.Conv1dSpec, alpha compute.Tensor) compute.Tensor {
 	if !fusesEpilogue(c.Normalized(), cast(w).shape[0]) {
 		return b.Snake(b.Conv1d(x, w, bias, c), alpha)

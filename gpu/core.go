@@ -4,7 +4,6 @@ package gpu
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"syscall"
 
@@ -37,7 +36,7 @@ func (b *Backend) copyAxis(src, dst *tensor, outer, n, inner, sDim, sOff, dDim, 
 		return
 	}
 	wide := src.dt.Size() == 4
-	if !copyRowsOff && outer < 1<<16 && n*inner < 1<<31 {
+	if outer < 1<<16 && n*inner < 1<<31 {
 		k := b.k["copy_rows4"]
 		if !wide {
 			k = b.k["copy_rows2"]
@@ -52,10 +51,6 @@ func (b *Backend) copyAxis(src, dst *tensor, outer, n, inner, sDim, sOff, dDim, 
 	}
 	b.launch(k, grid1(total), block256, src.ptr(), dst.ptr(), total, n*inner, inner, sDim, sOff, dDim, dOff)
 }
-
-// copyRowsOff is ZONOS_COPY_ROWS=0: every copy on copy_axis (for
-// before/after measurements).
-var copyRowsOff = os.Getenv("ZONOS_COPY_ROWS") == "0"
 
 func (b *Backend) Slice(t compute.Tensor, axis, start, end int) compute.Tensor {
 	ct := cast(t)
@@ -133,10 +128,6 @@ func (b *Backend) CopyInto(dst compute.Tensor, axis, offset int, src compute.Ten
 }
 
 func (b *Backend) Window(prev compute.Tensor, lead int, x compute.Tensor, trail, keep int) (w, tail compute.Tensor) {
-	if windowOff {
-		compute.WindowGeometry("gpu", prev, lead, x, trail, keep)
-		return b.windowOps(prev, lead, x, trail, keep)
-	}
 	w, _, tail = b.window(prev, lead, x, trail, keep, nil)
 	return w, tail
 }
@@ -144,10 +135,6 @@ func (b *Backend) Window(prev compute.Tensor, lead int, x compute.Tensor, trail,
 var _ compute.SnakeWindows = (*Backend)(nil)
 
 func (b *Backend) WindowSnake(prev compute.Tensor, lead int, x compute.Tensor, trail, keep int, alpha compute.Tensor) (w, h, tail compute.Tensor) {
-	if windowOff || snakeWindowOff {
-		w, tail = b.Window(prev, lead, x, trail, keep)
-		return w, b.Snake(w, alpha), tail
-	}
 	return b.window(prev, lead, x, trail, keep, alpha)
 }
 
@@ -207,47 +194,15 @@ func (b *Backend) window(prev compute.Tensor, lead int, x compute.Tensor, trail,
 	return w, h, tail
 }
 
-// windowOff is ZONOS_DAC_WINDOW=0: Window as the Zeros, Concat and Slice
-// it replaced (for before/after measurements; the same values).
-var windowOff = os.Getenv("ZONOS_DAC_WINDOW") == "0"
-
-// snakeWindowOff is ZONOS_DAC_WINDOW_SNAKE=0: WindowSnake as Window and
-// Snake (for before/after measurements; the same values).
-var snakeWindowOff = os.Getenv("ZONOS_DAC_WINDOW_SNAKE") == "0"
-
-// windowOps is Window from Zeros, Concat and Slice.
-func (b *Backend) windowOps(prev compute.Tensor, lead int, x compute.Tensor, trail, keep int) (w, tail compute.Tensor) {
-	ref := x
-	if ref == nil {
-		ref = prev
-	}
-	s := ref.Shape()
-	var parts []compute.Tensor
-	if prev == nil {
-		prev = b.Zeros(s[0], s[1], lead)
-		defer b.Free(prev)
-	}
-	parts = append(parts, prev)
-	if x != nil {
-		parts = append(parts, x)
-	}
-	if trail > 0 {
-		z := b.Zeros(s[0], s[1], trail)
-		defer b.Free(z)
-		parts = append(parts, z)
-	}
-	w = b.Concat(2, parts...)
-	if keep > 0 {
-		n := w.Shape()[2]
-		tail = b.Slice(w, 2, n-keep, n)
-	}
-	return w, tail
-}
-
-// gemvMaxRows is the largest row count served by the GEMV kernel (one
-// weight pass for all rows); more rows take the tiled GEMM.
+// gemvMaxRows is the most rows linear_gemv takes (GEMV_MAX_M in
+// kernels/core.cu: one weight pass for all rows).
 const gemvMaxRows = 8
 
+// Linear is x·wᵀ + bias on the kernel for its rows and weight: on Hopper
+// gemv_tc for 3 to 32 rows (gemv.go); the weight-read GEMVs for up to 8
+// rows of a BF16 weight (the chunk GEMV on Hopper for the decode step's
+// K); linear_gemv for up to 8 rows of any other weight; the tiled GEMMs
+// (tcGemm) for more rows.
 func (b *Backend) Linear(x, w, bias compute.Tensor) compute.Tensor {
 	xt, wt := f32Of(x, "Linear"), cast(w)
 	if len(wt.shape) != 2 || wt.dt == compute.I32 {
@@ -283,11 +238,8 @@ func (b *Backend) Linear(x, w, bias compute.Tensor) compute.Tensor {
 		} else if m <= gemvMaxRows {
 			b.launch(b.k["linear_gemv"], [3]int{(n + 7) / 8, 1, 1}, block256,
 				xt.ptr(), wt.ptr(), bp, out.ptr(), m, n, k, int(wt.dt))
-		} else if !tcOff {
-			b.tcGemm(tcLinear, xt, wt, bp, out, m, n, k, tcShape{})
 		} else {
-			b.launch(b.k["linear_gemm"], [3]int{(n + 63) / 64, (m + 63) / 64, 1}, block256,
-				xt.ptr(), wt.ptr(), bp, out.ptr(), m, n, k, int(wt.dt))
+			b.tcGemm(tcLinear, xt, wt, bp, out, m, n, k, tcShape{})
 		}
 	})
 	return out

@@ -142,9 +142,9 @@ fi
 if [ -f /tmp/zb/app.test ]; then # SHOT=1 at build time: the README's screenshot of the window after one utterance on the GPU
 	step screenshot 180 screenshot.log ./app.test -test.v -test.run TestScreenshotRealShape -screenshot $OUT/main.png
 fi
-if [ -n "${PROF:-}" ]; then # PROF=1: ncu kernel times of one real-shape decode step (TestProfileDecodeStep, or the test PROFTEST names, with PROFENV's environment) → prof.csv
+if [ -n "${PROF:-}" ]; then # PROF=1: ncu kernel times of one real-shape decode step (TestProfileDecodeStep, or the test PROFTEST names, with PROFARGS' test flags) → prof.csv
 	NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu | head -1)
-	(cd /tmp/zb && env ZONOS_PROFILE=1 ${PROFENV:-} timeout 300 $NCU --clock-control none --profile-from-start off --metrics gpu__time_duration.sum,launch__grid_size,launch__block_size --csv ./gpu.test -test.run ${PROFTEST:-TestProfileDecodeStep} >$OUT/prof${PROFTAG:-}.csv 2>$OUT/prof${PROFTAG:-}.err; echo "profile rc=$?")
+	(cd /tmp/zb && timeout 300 $NCU --clock-control none --profile-from-start off --metrics gpu__time_duration.sum,launch__grid_size,launch__block_size --csv ./gpu.test -test.run ${PROFTEST:-TestProfileDecodeStep} -profile ${PROFARGS:-} >$OUT/prof${PROFTAG:-}.csv 2>$OUT/prof${PROFTAG:-}.err; echo "profile rc=$?")
 fi
 if [ -n "${SAN:-}" ]; then # SAN='regexp of tests' runs them under compute-sanitizer memcheck (-short)
 	CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)

@@ -6,24 +6,20 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
-	"strings"
 	"testing"
-	"time"
 
 	"gorgonia.org/cu"
 
 	"zonostream/engine/compute"
 )
 
-// gemvPlans lists every variant the kernels provide.
+// gemvPlans lists gemv_m2's K splits (gemvPlanFor picks one by the shape
+// and the GPU's SM count).
 func gemvPlans() []gemvPlan {
 	var ps []gemvPlan
-	for _, k := range []string{"gemv_m2_r1u4", "gemv_m2_r2u2", "gemv_m2_r4u1"} {
-		for _, ks := range []int{1, 2, 4, 8} {
-			ps = append(ps, gemvPlan{k, gemvKernels[k], ks})
-		}
+	for _, ks := range []int{1, 2, 4, 8} {
+		ps = append(ps, gemvPlan{"gemv_m2_r4u1", ks})
 	}
 	return ps
 }
@@ -79,10 +75,10 @@ func (c *gemvCase) checkTol(t *testing.T, name string, withBias bool, tl float64
 	checkVals(t, fmt.Sprintf("%s M%d N%d K%d bias %v", name, c.m, c.n, c.k, withBias), want, gb.ReadF32(y), tl)
 }
 
-// TestGemvM2 checks every weight-read GEMV variant against a float64 host
-// product on random data: real decode shapes, ragged N, K slices that do
-// not fill a batch, one and two rows, with and without bias; the output is
-// poisoned first so an unwritten element fails.
+// TestGemvM2 checks the weight-read GEMV at every K split against a
+// float64 host product on random data: real decode shapes, ragged N, K
+// slices that do not fill a batch, one and two rows, with and without
+// bias; the output is poisoned first so an unwritten element fails.
 func TestGemvM2(t *testing.T) {
 	need(t)
 	r := rand.New(rand.NewPCG(71, 72))
@@ -102,9 +98,9 @@ func TestGemvM2(t *testing.T) {
 		c := newGemvCase(t, r, s.m, s.n, s.k)
 		c.check(t, "gemv rows", true, func(bias, y cu.DevicePtr) { gb.gemvRows(c.x, c.w, bias, y, s.m, s.n, s.k) })
 	}
-	// Linear takes the new path for M ≤ 8 BF16 (and the old one under
-	// ZONOS_GEMV=old); TestLinear covers it against engine/cpu too.
-	if !useGemvM2(2, 2048, &tensor{dt: compute.BF16}) && !gemvOld {
+	// Linear takes it for M ≤ 8 BF16; TestLinear covers it against
+	// engine/cpu too.
+	if !useGemvM2(2, 2048, &tensor{dt: compute.BF16}) {
 		t.Error("Linear does not take the weight-read GEMV for M=2 BF16")
 	}
 }
@@ -112,8 +108,7 @@ func TestGemvM2(t *testing.T) {
 // TestGemvChunk checks the chunk GEMV against a float64 host product:
 // every K it serves, N from one row to a ragged last block and more rows
 // than the first wave of blocks holds, one and two rows, with and without
-// bias, the chunk requested before and after the wait. The output is
-// poisoned first, so an unwritten element fails.
+// bias. The output is poisoned first, so an unwritten element fails.
 func TestGemvChunk(t *testing.T) {
 	need(t)
 	if !gb.hopper {
@@ -131,13 +126,11 @@ func TestGemvChunk(t *testing.T) {
 	}
 	for _, s := range shapes {
 		c := newGemvCase(t, r, s.m, s.n, s.k)
-		for i, early := range []bool{false, true} {
-			for _, withBias := range []bool{i == 0, i == 1} {
-				c.check(t, fmt.Sprintf("gemv_chunk early %v", early), withBias, func(bias, y cu.DevicePtr) { gb.gemvChunk(c.x, c.w, bias, y, s.m, s.n, s.k, early) })
-			}
+		for _, withBias := range []bool{false, true} {
+			c.check(t, "gemv_chunk", withBias, func(bias, y cu.DevicePtr) { gb.gemvChunk(c.x, c.w, bias, y, s.m, s.n, s.k) })
 		}
 	}
-	if (!gb.useGemvChunk(4096) && !gemvChunkOff) || gb.useGemvChunk(2056) {
+	if !gb.useGemvChunk(4096) || gb.useGemvChunk(2056) {
 		t.Errorf("useGemvChunk: K 4096 %v, K 2056 %v", gb.useGemvChunk(4096), gb.useGemvChunk(2056))
 	}
 }
@@ -149,8 +142,8 @@ func TestGemvChunk(t *testing.T) {
 // not serve.
 func TestLinearSwiGLU(t *testing.T) {
 	need(t)
-	if !gb.hopper || gemvGLUOff {
-		t.Skip("the gated chunk GEMV needs sm_90 (and ZONOS_GLU_FOLD unset)")
+	if !gb.hopper {
+		t.Skip("the gated chunk GEMV needs sm_90")
 	}
 	r := rand.New(rand.NewPCG(83, 84))
 	for _, s := range []struct{ m, n2, k int }{{2, 16384, 2048}, {1, 16384, 2048}, {2, 2 * 1027, 2048}, {1, 2 * 3, 4096}, {2, 2 * 13, 8192}} {
@@ -182,200 +175,14 @@ func TestLinearSwiGLU(t *testing.T) {
 	}
 }
 
-// decodeShapes are the batch-2 projections of one hybrid decode step
-// (N, K, how many per step): 34 Mamba2 layers, 12 attention layers, heads.
-var decodeShapes = []struct {
-	name       string
-	n, k, each int
-}{
-	{"mamba in_proj", 8512, 2048, 34},
-	{"mamba out_proj", 2048, 4096, 34},
-	{"attn qkv", 3072, 2048, 12},
-	{"attn out", 2048, 2048, 12},
-	{"mlp fc1", 16384, 2048, 12},
-	{"mlp fc2", 2048, 8192, 12},
-	{"heads", 9234, 2048, 1},
-}
-
-// fillBF16 fills a device buffer of n bf16 values with pseudo-random
-// values (owner goroutine) and waits for it: the GEMV starts reading its
-// weight before it waits for the previous kernel (gemv_m2_body).
-func (b *Backend) fillBF16(p cu.DevicePtr, n int, seed uint32) {
-	b.launch(b.k["fill_bf16"], grid1(n), block256, p, n, int32(seed), float32(0.03))
-	b.sync("fill_bf16")
-}
-
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-// TestGemvBandwidth (ZONOS_GEMV_BENCH=1) times the old and every new GEMV
-// variant at the decode shapes, M = 2, as bytes of weight read per second
-// against the read and copy bandwidth measured in the same run, rotating
-// over copies of each weight that together exceed the L2 cache. Then it
-// times a GEMV-only decode step (all 117 projections on distinct weights,
-// 3.25 GB) eagerly and as a replayed CUDA graph, old kernel vs new plans.
-// With ZONOS_GEMV_PLAN_OUT it writes the best plan per shape there.
-func TestGemvBandwidth(t *testing.T) {
-	need(t)
-	if os.Getenv("ZONOS_GEMV_BENCH") == "" {
-		t.Skip("set ZONOS_GEMV_BENCH=1")
-	}
-	read := gb.ReadBandwidth(2 << 30)
-	copyBW := gb.CopyBandwidth(2 << 30)
-	t.Logf("read bandwidth %.0f GB/s, copy %.0f GB/s (read+write), %d SMs", read/1e9, copyBW/1e9, gb.sms)
-	var planOut strings.Builder
-	fmt.Fprintf(&planOut, "# best GEMV plan per decode shape, M=2, %s\n", gb.Device())
-	var summary strings.Builder
-	for _, s := range decodeShapes {
-		bytes := s.n * s.k * 2
-		copies := max(2, (320<<20)/bytes+1)
-		ws := make([]*tensor, copies)
-		for i := range ws {
-			gb.do(func() {
-				ws[i] = gb.newTensor(compute.BF16, s.n, s.k)
-				gb.fillBF16(ws[i].ptr(), s.n*s.k, uint32(i*7919+s.n))
-			})
-		}
-		x := cast(gb.FromF32(randVals(rand.New(rand.NewPCG(1, uint64(s.k))), 2*s.k, 1), 2, s.k))
-		y := cast(gb.Zeros(2, s.n))
-		timeIt := func(launch func(w *tensor)) float64 {
-			var ds []time.Duration
-			for rep := 0; rep < 5; rep++ {
-				d := gb.Time(func() {
-					gb.Run(func() {
-						for i := 0; i < 3*copies; i++ {
-							launch(ws[i%copies])
-						}
-					})
-				})
-				ds = append(ds, d/time.Duration(3*copies))
-			}
-			return float64(bytes) / median(ds).Seconds()
-		}
-		old := timeIt(func(w *tensor) {
-			gb.launch(gb.k["linear_gemv"], [3]int{(s.n + 7) / 8, 1, 1}, block256, x.ptr(), w.ptr(), nullPtr, y.ptr(), 2, s.n, s.k, 1)
-		})
-		line := fmt.Sprintf("%-15s N%5d K%5d (%5.1f MB ×%d): old %6.0f GB/s (%4.1f %%)", s.name, s.n, s.k, float64(bytes)/1e6, copies, old/1e9, 100*old/read)
-		best, bestBW := gemvPlan{}, 0.0
-		var all []string
-		for _, p := range gemvPlans() {
-			bw := timeIt(func(w *tensor) { gb.gemvM2(p, x, w, nullPtr, y.ptr(), 2, s.n, s.k) })
-			all = append(all, fmt.Sprintf("%v %.0f", p, bw/1e9))
-			if bw > bestBW {
-				best, bestBW = p, bw
-			}
-		}
-		def := defaultGemvPlan(s.n, s.k, gb.sms)
-		defBW := timeIt(func(w *tensor) { gb.gemvM2(def, x, w, nullPtr, y.ptr(), 2, s.n, s.k) })
-		line += fmt.Sprintf(" | default %v %6.0f GB/s (%4.1f %%) | best %v %6.0f GB/s (%4.1f %%)", def, defBW/1e9, 100*defBW/read, best, bestBW/1e9, 100*bestBW/read)
-		if gb.useGemvChunk(s.k) {
-			for _, early := range []bool{false, true} {
-				bw := timeIt(func(w *tensor) { gb.gemvChunk(x, w, nullPtr, y.ptr(), 2, s.n, s.k, early) })
-				all = append(all, fmt.Sprintf("chunk/early %v %.0f", early, bw/1e9))
-				line += fmt.Sprintf(" | chunk early %v %6.0f GB/s (%4.1f %%)", early, bw/1e9, 100*bw/read)
-			}
-		}
-		t.Log(line)
-		t.Logf("  all variants (GB/s): %s", strings.Join(all, ", "))
-		fmt.Fprintln(&summary, line)
-		fmt.Fprintf(&planOut, "%d %d %s %d\n", s.n, s.k, best.kernel, best.ks)
-		for _, w := range ws {
-			gb.Free(w)
-		}
-	}
-	if p := os.Getenv("ZONOS_GEMV_PLAN_OUT"); p != "" {
-		if err := os.WriteFile(p, []byte(planOut.String()), 0o644); err != nil {
-			t.Error(err)
-		}
-	}
-	fmt.Print("GEMV microbenchmark (M=2, bytes of weight per second; % of read bandwidth)\n" + summary.String())
-	gemvStep(t, read)
-}
-
-// gemvStep times the 117 projections of one decode step on distinct
-// weights (no other op), eager and as a graph, old vs new.
-func gemvStep(t *testing.T, read float64) {
-	type proj struct {
-		w    *tensor
-		x, y *tensor
-		n, k int
-	}
-	var ps []proj
-	total := 0
-	xs, ys := map[int]*tensor{}, map[int]*tensor{}
-	for _, s := range decodeShapes {
-		if xs[s.k] == nil {
-			xs[s.k] = cast(gb.FromF32(randVals(rand.New(rand.NewPCG(2, uint64(s.k))), 2*s.k, 1), 2, s.k))
-		}
-		if ys[s.n] == nil {
-			ys[s.n] = cast(gb.Zeros(2, s.n))
-		}
-		for i := 0; i < s.each; i++ {
-			var w *tensor
-			gb.do(func() {
-				w = gb.newTensor(compute.BF16, s.n, s.k)
-				gb.fillBF16(w.ptr(), s.n*s.k, uint32(len(ps)*31+1))
-			})
-			ps = append(ps, proj{w, xs[s.k], ys[s.n], s.n, s.k})
-			total += s.n * s.k * 2
-		}
-	}
-	floor := float64(total) / read
-	run := func(kind string) {
-		for _, p := range ps {
-			switch kind {
-			case "old":
-				gb.launch(gb.k["linear_gemv"], [3]int{(p.n + 7) / 8, 1, 1}, block256, p.x.ptr(), p.w.ptr(), nullPtr, p.y.ptr(), 2, p.n, p.k, 1)
-			case "plan":
-				gb.gemvM2(gb.gemvPlanFor(p.n, p.k), p.x, p.w, nullPtr, p.y.ptr(), 2, p.n, p.k)
-			default: // what Linear runs (the bulk-copy GEMV on Hopper)
-				gb.gemvRows(p.x, p.w, nullPtr, p.y.ptr(), 2, p.n, p.k)
-			}
-		}
-	}
-	var out strings.Builder
-	fmt.Fprintf(&out, "GEMV-only decode step: %d projections, %.3f GB, floor %.3f ms at %.0f GB/s read\n", len(ps), float64(total)/1e9, floor*1e3, read/1e9)
-	for _, name := range []string{"old", "plan", "linear"} {
-		var eager []time.Duration
-		for rep := 0; rep < 11; rep++ {
-			eager = append(eager, gb.Time(func() { gb.Run(func() { run(name) }) }))
-		}
-		g, err := gb.Capture(func() { gb.Run(func() { run(name) }) })
-		if err != nil {
-			t.Fatal(err)
-		}
-		var graph []time.Duration
-		for rep := 0; rep < 11; rep++ {
-			graph = append(graph, gb.Time(func() {
-				if err := g.Launch(); err != nil {
-					t.Fatal(err)
-				}
-			}))
-		}
-		g.Destroy()
-		e, gr := median(eager), median(graph)
-		fmt.Fprintf(&out, "  %s kernel: eager %.3f ms (%.1f %% of floor), graph %.3f ms (%.1f %% of floor)\n",
-			name, e.Seconds()*1e3, 100*floor/e.Seconds(), gr.Seconds()*1e3, 100*floor/gr.Seconds())
-	}
-	t.Log(out.String())
-	fmt.Print(out.String())
-	for _, p := range ps {
-		gb.Free(p.w)
-	}
-}
-
 // TestGemvTC checks the tensor-core GEMV of a batch's rows against a
 // float64 host product on random data: each variant (8, 16 and 32 rows)
 // at the rows it is built for and fewer, decode shapes, a ragged last
-// block, one split (no tc_reduce_rows) and many, slices of 256 and 512 k,
-// the weight requested before and after the wait, with and without bias.
-// Its three BF16 parts keep about 24 bits of the activation, so it is
-// held to a tenth of the backend's tolerance; with two (17–32 rows by
-// default, in blocks of 64 or 128 weight rows), to the tolerance. The output is poisoned
-// first, so an unwritten element fails.
+// block, one split (no tc_reduce_rows) and many, slices of 512 k and of
+// 256 (K not a multiple of 512), with and without bias. Three BF16 parts
+// (up to 16 rows) keep about 24 bits of the activation, so those are held
+// to a tenth of the backend's tolerance; two (17–32 rows), to the
+// tolerance. The output is poisoned first, so an unwritten element fails.
 func TestGemvTC(t *testing.T) {
 	need(t)
 	if !gb.hopper {
@@ -394,37 +201,33 @@ func TestGemvTC(t *testing.T) {
 	r := rand.New(rand.NewPCG(91, 92))
 	shapes := []struct{ m, n, k int }{
 		{8, 8512, 2048}, {3, 2048, 4096}, {6, 333, 256}, {16, 2049, 8192}, {11, 64, 512}, {32, 1000, 2048}, {17, 3072, 2048},
-		{32, 129, 8192}, {5, 1, 768},
+		{32, 129, 8192}, {5, 1, 768}, {13, 300, 768}, {32, 257, 1280}, {20, 64, 256},
 	}
-	saved, savedEarly, savedP2, savedR128 := gemvTCSlice, gemvEarly, gemvTCM32P2, gemvTCRows128
-	defer func() { gemvTCSlice, gemvEarly, gemvTCM32P2, gemvTCRows128 = saved, savedEarly, savedP2, savedR128 }()
-	for _, kr := range []int{256, 512} {
-		gemvTCSlice = kr
-		for _, s := range shapes {
-			if s.k%kr != 0 {
-				continue
-			}
-			if !gb.useGemvTC(s.m, s.k, &tensor{dt: compute.BF16}) {
-				t.Fatalf("M%d K%d: Linear does not take the tensor-core GEMV", s.m, s.k)
-			}
-			c := newGemvCase(t, r, s.m, s.n, s.k)
-			for i, early := range []bool{false, true} {
-				for v, p2 := range []bool{false, true, true} {
-					if p2 && s.m <= 16 {
-						continue
-					}
-					r128 := v == 2
-					gemvEarly, gemvTCM32P2, gemvTCRows128 = early, p2, r128
-					tl := tol / 10 // three parts
-					if p2 {
-						tl = tol
-					}
-					name := fmt.Sprintf("gemv_tc k%d early %v two parts %v 128-row blocks %v", kr, early, p2, r128)
-					c.checkTol(t, name, i == 1, tl, func(bias, y cu.DevicePtr) {
-						gb.gemvTC(c.x, c.w, bias, y, s.m, s.n, s.k)
-					})
-				}
-			}
+	ran := map[string]bool{}
+	for _, s := range shapes {
+		if !gb.useGemvTC(s.m, s.k, &tensor{dt: compute.BF16}) {
+			t.Fatalf("M%d K%d: Linear does not take the tensor-core GEMV", s.m, s.k)
+		}
+		kr := gemvTCSlice
+		if s.k%kr != 0 {
+			kr = 256
+		}
+		v := gemvTCFor(s.m, kr)
+		ran[gemvTCKernels[v]] = true
+		tl := tol / 10 // three parts
+		if v.parts == 2 {
+			tl = tol
+		}
+		c := newGemvCase(t, r, s.m, s.n, s.k)
+		for _, withBias := range []bool{false, true} {
+			c.checkTol(t, gemvTCKernels[v], withBias, tl, func(bias, y cu.DevicePtr) {
+				gb.gemvTC(c.x, c.w, bias, y, s.m, s.n, s.k)
+			})
+		}
+	}
+	for _, name := range names {
+		if !ran[name] {
+			t.Errorf("no shape ran %s", name)
 		}
 	}
 }

@@ -212,7 +212,7 @@ var block256 = [3]int{256, 1, 1}
 
 // dynamicSmem lists the kernels launched with more dynamic shared memory
 // than the default 48 KiB allows, and how much.
-var dynamicSmem = map[string]int{"mamba_run": runSmem, "mamba_run_trace": runSmem, "tc_wide": tcWideSmem, "tc_wbf": tcWbfSmem, "tc_wbf3": tcWbfSmem, "tc_wg": tcWgSmem, "conv_tcq_n32_deep": tcqDeepSmem,
+var dynamicSmem = map[string]int{"mamba_run": runSmem, "mamba_run_trace": runSmem, "tc_wide": tcWideSmem, "tc_wbf": tcWbfSmem, "tc_wg": tcWgSmem, "conv_tcq_n32_deep": tcqDeepSmem,
 	"gemv_chunk_k1": plainSmem, "gemv_chunk_k2": plainSmem, "gemv_chunk_k4": plainSmem,
 	"gemv_chunk_glu_k1": plainSmem, "gemv_chunk_glu_k2": plainSmem, "gemv_chunk_glu_k4": plainSmem}
 

@@ -29,7 +29,7 @@ import (
 // pointers), while the owner goes on launching; a miss while one runs
 // waits for it before asking the driver. (A collection run by the owner at
 // the miss itself stalled it, GPU idle, for about 1.5 ms at the start of
-// every utterance: docs/gpu/2026-11-30-session15.)
+// every utterance: H200, 2026-11-30.)
 type pool struct {
 	b        *Backend
 	mu       sync.Mutex

@@ -3,8 +3,8 @@
 package gpu
 
 import (
+	"flag"
 	"math/rand/v2"
-	"os"
 	"testing"
 
 	"zonostream/engine/compute"
@@ -14,22 +14,34 @@ import (
 	"zonostream/internal/randmodel"
 )
 
+// The profiling tests run only with -profile, under a profiler that
+// records the ranges they mark (ProfileRange); they assert nothing but
+// that the work runs.
+var (
+	profile       = flag.Bool("profile", false, "run the TestProfile* tests (under ncu or nsys with --profile-from-start off)")
+	profileBatch  = flag.Int("profile.batch", 4, "utterances in TestProfileBatchStep's batch")
+	profileFrames = flag.Int("profile.frames", dac.DefaultStreamConfig.Chunk, "frames of TestProfileVocoder's steady emission")
+)
+
+// needProfile skips a profiling test without -profile.
+func needProfile(t *testing.T) {
+	t.Helper()
+	need(t)
+	if !*profile {
+		t.Skip("pass -profile and run under a profiler")
+	}
+}
+
 // TestProfileDecodeStep runs, each inside a profiler range, one decode step
 // of the real-shape hybrid (random weights) as generation runs it (the
 // replayed step graph) and op by op, then the prefill of a 61-position
 // prompt, then one steady 16-frame chunk of the streamed 44 kHz DAC, for
 // a kernel profile (ranges in that order):
 //
-//	ZONOS_PROFILE=1 ncu --clock-control none --profile-from-start off \
-//	  --metrics gpu__time_duration.sum --csv ./gpu.test -test.run TestProfileDecodeStep
-//
-// Without ZONOS_PROFILE it is skipped (it asserts nothing but that the
-// steps run).
+//	ncu --clock-control none --profile-from-start off \
+//	  --metrics gpu__time_duration.sum --csv ./gpu.test -test.run TestProfileDecodeStep -profile
 func TestProfileDecodeStep(t *testing.T) {
-	need(t)
-	if os.Getenv("ZONOS_PROFILE") == "" {
-		t.Skip("set ZONOS_PROFILE=1 and run under a profiler")
-	}
+	needProfile(t)
 	m, prefix, mask := realHybridPrompt(t, 60)
 	for _, eager := range []bool{false, true} {
 		o := zonos.GenerateOptions{MaxNewTokens: 16, CFGScale: 2, Sampling: sample.Defaults(), Seed: 1, ForbidEOS: true, EagerSteps: eager}
@@ -66,20 +78,15 @@ func TestProfileDecodeStep(t *testing.T) {
 }
 
 // TestProfileVocoder runs one steady emission of the streamed real-shape
-// 44 kHz DAC (the default steady chunk, or ZONOS_VOCODER_AB_FRAMES
-// frames) inside a profiler range, for a kernel profile of the vocoder
+// 44 kHz DAC (-profile.frames frames, the default steady chunk unless
+// given) inside a profiler range, for a kernel profile of the vocoder
 // alone:
 //
-//	ZONOS_PROFILE=1 ncu --clock-control none --profile-from-start off \
-//	  --metrics gpu__time_duration.sum,launch__grid_size --csv ./gpu.test -test.run TestProfileVocoder
-//
-// Without ZONOS_PROFILE it is skipped.
+//	ncu --clock-control none --profile-from-start off \
+//	  --metrics gpu__time_duration.sum,launch__grid_size --csv ./gpu.test -test.run TestProfileVocoder -profile
 func TestProfileVocoder(t *testing.T) {
-	need(t)
-	if os.Getenv("ZONOS_PROFILE") == "" {
-		t.Skip("set ZONOS_PROFILE=1 and run under a profiler")
-	}
-	profileVocoderChunk(t, envInt("ZONOS_VOCODER_AB_FRAMES", dac.DefaultStreamConfig.Chunk))
+	needProfile(t)
+	profileVocoderChunk(t, *profileFrames)
 }
 
 // profileVocoderChunk streams the real-shape 44 kHz DAC (random weights)
@@ -146,20 +153,15 @@ func realHybridPrompt(t *testing.T, n int) (*zonos.Model, compute.Tensor, [zonos
 }
 
 // TestProfileBatchStep runs one replayed decode step of a batch of
-// ZONOS_PROFILE_BATCH utterances (default 4) of the real-shape hybrid
+// -profile.batch utterances (4 unless given) of the real-shape hybrid
 // inside a profiler range, for a kernel profile of the batched step
 // (zonos bench's "batch" rows):
 //
-//	ZONOS_PROFILE=1 ncu --clock-control none --profile-from-start off \
-//	  --metrics gpu__time_duration.sum --csv ./gpu.test -test.run TestProfileBatchStep
-//
-// Without ZONOS_PROFILE it is skipped.
+//	ncu --clock-control none --profile-from-start off \
+//	  --metrics gpu__time_duration.sum --csv ./gpu.test -test.run TestProfileBatchStep -profile
 func TestProfileBatchStep(t *testing.T) {
-	need(t)
-	if os.Getenv("ZONOS_PROFILE") == "" {
-		t.Skip("set ZONOS_PROFILE=1 and run under a profiler")
-	}
-	n := envInt("ZONOS_PROFILE_BATCH", 4)
+	needProfile(t)
+	n := max(1, *profileBatch)
 	m, prefix, mask := realHybridPrompt(t, 60)
 	ps := make([]compute.Tensor, n)
 	for u := range ps {

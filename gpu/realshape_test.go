@@ -154,8 +154,8 @@ func TestHybridRealShape(t *testing.T) {
 	t.Logf("worst cosine %.9f", worst)
 
 	// Step time of the two blocks at batch 2 (eager: ops launched one by
-	// one from Go; then the same ops captured in a CUDA graph). Figures
-	// for issue 7, not a gate.
+	// one from Go; then the same ops captured in a CUDA graph): logged,
+	// not a gate.
 	x := gb.FromF32(randVals(r, B*d, 1), B, 1, d)
 	const reps = 50
 	weightBytes := 2.0 * (3072*2048 + 2048*2048 + 16384*2048 + 2048*8192 + 8512*2048 + 2048*4096)

@@ -56,7 +56,7 @@ type tensor struct {
 	h     *handle
 	f32   *tensor // fp32 copy of a 16-bit weight, made on first use by a kernel that wants fp32
 
-	// prep is a convolution weight laid out for conv_tcp (convPrepA),
+	// prep is a convolution weight laid out for conv_tcq (convPrepA),
 	// prepKey the mode and phases it was laid out for.
 	prep    *tensor
 	prepKey [2]int

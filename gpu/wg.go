@@ -3,8 +3,6 @@
 package gpu
 
 import (
-	"os"
-
 	"gorgonia.org/cu"
 
 	"zonostream/engine/compute"
@@ -17,14 +15,10 @@ import (
 // products are tc_wbf's (the same two parts, each product exact in fp32);
 // only the order of the fp32 additions differs.
 
-// wgOff is ZONOS_TC_WG=0: the prefill projections on tc_wbf instead (for
-// before/after measurements).
-var wgOff = os.Getenv("ZONOS_TC_WG") == "0"
-
 // wgMinRows is the fewest rows tc_wg takes (a prefix of 24 positions, CFG
-// doubled). Below it, batched decode steps of up to 16 utterances (32
-// rows) stay on tc_wbf, whose 3 resident blocks an SM and finer split-K
-// were measured there.
+// doubled). Fewer rows (a batched decode step's) go to gemv_tc up to 32
+// (gemv.go) and to tc_wbf above, whose 3 resident blocks an SM and finer
+// split-K suit short products.
 const wgMinRows = 48
 
 // wgResident is how many tc_wg blocks an SM holds: kernels.WgSmem (97 KiB)
@@ -36,7 +30,7 @@ const tcWgSmem = kernels.WgSmem
 
 // usesWg reports whether Linear of m rows over kr on w runs on tc_wg.
 func (b *Backend) usesWg(w *tensor, m, kr int) bool {
-	return b.hopper && !wgOff && !tcOff && !wbfOff && !wbfThreeParts && w.dt == compute.BF16 && kr%8 == 0 && m >= wgMinRows
+	return b.hopper && w.dt == compute.BF16 && kr%8 == 0 && m >= wgMinRows
 }
 
 // wgSplits splits k only when the output tiles fill less than half the

@@ -10,11 +10,10 @@ func (m *Model) DecodeLatent(latent []float32, T int) []float32 {
 	return m.be.ReadF32(a)
 }
 
-// SetWindowStreaming makes the streamers created next window streamers
-// (on) or stateful ones, and returns the previous setting.
-func SetWindowStreaming(on bool) (was bool) {
-	was, windowStreaming = windowStreaming, on
-	return was
+// NewStreamerWindow is NewStreamer, decoding windows instead of carrying
+// state when window is set (the tests compare the two).
+func (m *Model) NewStreamerWindow(sc StreamConfig, window bool) (*Streamer, error) {
+	return m.newStreamer(sc, window)
 }
 
 // Stateful reports whether s decodes with carried state rather than by

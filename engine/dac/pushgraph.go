@@ -2,7 +2,6 @@ package dac
 
 import (
 	"errors"
-	"os"
 	"sync"
 
 	"zonostream/engine/compute"
@@ -13,9 +12,8 @@ import (
 // records graphs (compute.GraphOps) its work is the same every time: about
 // 220 small kernels on the vocoder's lane, on the path to an utterance's
 // first sample. Replayed as a graph the first emission took 1.22–1.30 ms
-// against 1.56–1.73 ms launched op by op (docs/gpu/2026-11-30-session16,
-// run 5; its kernels run beside the decode step's, so the rest is not
-// launch cost). A pushGraph records that push once per first-emission
+// against 1.56–1.73 ms launched op by op (H200, 2026-11-30; its kernels
+// run beside the decode step's, so the rest is not launch cost). A pushGraph records that push once per first-emission
 // length and replays it:
 //
 //   - its input is a tensor made before the recording, into which each
@@ -35,8 +33,7 @@ import (
 // takes everything queued on the stream).
 //
 // The replayed work is the recorded push's, kernel for kernel, so the
-// samples equal an op-by-op push's bit for bit. ZONOS_DAC_GRAPH=0 pushes
-// op by op always (for before/after measurements).
+// samples equal an op-by-op push's bit for bit.
 type pushGraph struct {
 	in   compute.Tensor // F32 [1, n_codebooks·dim, frames]: the replay's codebook entries
 	g    compute.Graph
@@ -44,9 +41,6 @@ type pushGraph struct {
 	y    compute.Tensor // the recorded push's samples (pinned by g)
 	busy bool           // a stream holds views of the carried columns
 }
-
-// pushGraphsOff is ZONOS_DAC_GRAPH=0.
-var pushGraphsOff = os.Getenv("ZONOS_DAC_GRAPH") == "0"
 
 // pushGraphs are a model's recorded first pushes, by length in frames.
 type pushGraphs struct {
@@ -88,11 +82,11 @@ func (m *Model) FirstEmissionFrames(sc StreamConfig) int {
 }
 
 // graphOps is the model's backend as a graph recorder fed with floats, or
-// nil where it is not one (or ZONOS_DAC_GRAPH=0).
+// nil where it is not one.
 func (m *Model) graphOps() (compute.GraphOps, compute.F32Writer) {
 	gops, ok := m.be.(compute.GraphOps)
 	w, ok2 := m.be.(compute.F32Writer)
-	if !ok || !ok2 || pushGraphsOff {
+	if !ok || !ok2 {
 		return nil, nil
 	}
 	return gops, w

@@ -2,7 +2,6 @@ package dac
 
 import (
 	"fmt"
-	"os"
 
 	"zonostream/engine/compute"
 )
@@ -38,10 +37,10 @@ type StreamConfig struct {
 // fewer in the first chunk is one decode step less before the first
 // sample) and ramps 2, 4, 8, 16 up to 32-frame chunks (372 ms). Every
 // emission pays a pass through every layer, so larger steady chunks
-// vocode faster; on the H200 (docs/gpu/2026-11-30-session19, run 4, two
-// rounds each, same binary) the bench's streamed vocoder ran 90.8 / 89.3×
-// real time with 16-frame chunks, 101.6 / 103.3× with 32, 110.2 / 113.4×
-// with 64 and 112.9 / 109.2× with 128, with TTFA and generation unchanged;
+// vocode faster; on an H200 (2026-11-30, two rounds each, same binary)
+// the bench's streamed vocoder ran 90.8 / 89.3× real time with 16-frame
+// chunks, 101.6 / 103.3× with 32, 110.2 / 113.4× with 64 and 112.9 /
+// 109.2× with 128, with TTFA and generation unchanged;
 // the steady frame stayed at 1.58–1.60 ms up to 32 and rose to 1.66 ms
 // at 64 (larger emissions contend longer with the decode steps beside
 // them). Sonata's TTFA figure was measured at 16 (docs/ZONOS.md); the
@@ -68,9 +67,8 @@ func (sc StreamConfig) want(k int) int {
 // still need (stream_state.go), so each emission decodes only the frames
 // that arrived since the last one; the samples that still lack right
 // context come out with a later emission. A decoder whose geometry that
-// cannot follow, or ZONOS_DAC_STREAM=window (for before/after
-// measurements), uses the older way: decode a window of left context +
-// held-back frames + new frames again for each emission.
+// cannot follow decodes windows instead: left context + held-back frames
+// + new frames again for each emission.
 //
 // On the CPU backend the emitted samples are bit-identical to Model.Decode
 // (every committed sample is computed by the same arithmetic in both); on
@@ -87,31 +85,36 @@ type Streamer struct {
 	emits int                // emissions so far (chunk ramp)
 	ended bool
 	st    *decoderState // stateful decoding (nil: window decoding)
+	// window: decode windows even where the decoder streams layer by
+	// layer (newStreamer; for tests that compare the two).
+	window bool
 	// pushed: st has taken a push (the first one may replay a recorded
 	// graph, pushgraph.go).
 	pushed bool
 }
 
-// windowStreaming is ZONOS_DAC_STREAM=window.
-var windowStreaming = os.Getenv("ZONOS_DAC_STREAM") == "window"
-
 // NewStreamer returns a streamer over m with the given chunk sizes.
 func (m *Model) NewStreamer(sc StreamConfig) (*Streamer, error) {
+	return m.newStreamer(sc, false)
+}
+
+// newStreamer is NewStreamer, decoding windows if window is set.
+func (m *Model) newStreamer(sc StreamConfig, window bool) (*Streamer, error) {
 	if m.cfg.NCodebooks != Codebooks {
 		return nil, fmt.Errorf("dac streamer: the DAC has %d codebooks, Zonos frames have %d; load descript/dac_44khz", m.cfg.NCodebooks, Codebooks)
 	}
 	if sc.FirstChunk < 1 || sc.Chunk < 1 {
 		return nil, fmt.Errorf("dac streamer: chunk sizes %d/%d frames; both must be ≥ 1", sc.FirstChunk, sc.Chunk)
 	}
-	s := &Streamer{m: m, sc: sc}
+	s := &Streamer{m: m, sc: sc, window: window}
 	s.newState()
 	return s, nil
 }
 
-// newState starts stateful decoding unless the window way is asked for or
-// the decoder cannot be streamed layer by layer.
+// newState starts stateful decoding unless windows are asked for or the
+// decoder cannot be streamed layer by layer.
 func (s *Streamer) newState() {
-	if windowStreaming {
+	if s.window {
 		return
 	}
 	if st, err := s.m.decoder.newState(); err == nil {

@@ -213,10 +213,8 @@ func ExampleStreamer() {
 // Reset starts a new stream cleanly in both.
 func TestStreamerStatefulMatchesWindow(t *testing.T) {
 	m := randomModel(t, narrow44k(), cpu.New(0), 12)
-	defer dac.SetWindowStreaming(dac.SetWindowStreaming(false))
 	run := func(window bool, sc dac.StreamConfig, codes [][]int32) [][]float32 {
-		dac.SetWindowStreaming(window)
-		s, err := m.NewStreamer(sc)
+		s, err := m.NewStreamerWindow(sc, window)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
-// Audio convolutions (reference: engine/cpu Conv1d, ConvTranspose1d) as
-// implicit GEMMs: out[co, t] = bias[co] + Σ_r W[co, r]·X[r, t] with the
-// reduction r = (ci, k). Every output runs the same sequence of operations
+// Audio convolutions (reference: engine/cpu Conv1d, ConvTranspose1d) that
+// the tensor-core tiles (tc.cu's conv_tcq) do not take, as implicit GEMMs:
+// out[co, t] = bias[co] + Σ_r W[co, r]·X[r, t] with the reduction
+// r = (ci, k). Every output runs the same sequence of operations
 // wherever it lies (taps in the padding contribute exact zeros), so a
 // window of a longer signal reproduces the long result, which the DAC
 // streamer's exactness rests on. Weights are fp32 here (converted once).
@@ -10,7 +11,9 @@
 #define CN 64
 #define CK 16
 
-// conv_gemm: grid (⌈Tout/64⌉, ⌈opg/64⌉, B·groups), 256 threads.
+// conv_gemm: grouped convolutions, and transposed ones of dilation > 1 or
+// whose kernel is not a multiple of the stride, on fp32 FMAs: grid
+// (⌈Tout/64⌉, ⌈opg/64⌉, B·groups), 256 threads.
 // transposed = 0: x [B, Cin, T], w [Cout, Cin/groups, K];
 // transposed = 1: groups 1, w [Cin, Cout, K], output o reads input
 // t = (o + pad − k·dil)/stride when that division is exact.
@@ -108,9 +111,10 @@ extern "C" __global__ void __launch_bounds__(256) conv_gemm(const float* __restr
 // order. The order depends on the layer only, never on where the output
 // lies, so a window of a longer signal gives the same bits. One thread per
 // output summing all Cin·K taps in turn kept two warps per SM, each
-// running its loads' latencies one after another (the DAC's 96 → 1
-// convolution over a streamed 16-frame window: 82 µs, ncu, session 9 run
-// 7; 41 µs with the window staged in shared memory, 2026-11-30 run 6).
+// running its loads' latencies one after another (ncu, H200: the DAC's
+// 96 → 1 convolution over a streamed 16-frame window took 82 µs so,
+// 2026-11-29, and 41 µs with the window staged in shared memory,
+// 2026-11-30).
 #define CD_W 8  // warps per block
 #define CD_B 8  // loads in flight per lane
 extern "C" __global__ void __launch_bounds__(32 * CD_W) conv_direct(const float* __restrict__ x, const float* __restrict__ w,

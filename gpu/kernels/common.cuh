@@ -38,8 +38,8 @@ __device__ __forceinline__ float silu_ref(float v) {
 // grid_loop calls f(i) for every i < total, the grid striding over them,
 // with i an unsigned 32-bit index when total fits (a long long otherwise):
 // the element kernels' index arithmetic (i % C, i / C, …) is then 32-bit
-// division, where 64-bit division is a long software sequence (ncu,
-// 71-position prefill, session 28 run 5: mamba_conv_par, three of them an
+// division, where 64-bit division is a long software sequence (ncu, H200,
+// 2026-11-30, a 71-position prefill: mamba_conv_par, three of them an
 // element, 10.4 → 9.7 µs a layer; swiglu 10.1 → 8.3 µs). f takes its index
 // by auto and must compute the same values with either type.
 template <typename F>

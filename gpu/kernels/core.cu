@@ -1,5 +1,5 @@
-// Core kernels: Linear (GEMV for few rows, tiled GEMM otherwise), Embedding,
-// elementwise ops, LayerNorm and copies along an axis. Activations are fp32;
+// Core kernels: Linear's GEMVs for few rows (the tiled GEMMs are tc.cu's),
+// Embedding, elementwise ops, LayerNorm and copies along an axis. Activations are fp32;
 // weights F32/BF16/F16 (dtype codes of common.cuh); accumulation fp32. The
 // engine/cpu ops are the reference (gpu/*_test.go compares them).
 #include "common.cuh"
@@ -7,9 +7,10 @@
 #define GEMV_MAX_M 8
 #define GEMV_WARPS 8
 
-// linear_gemv: y[m, n] = x[m, :]·w[n, :] + b[n] for M ≤ 8 rows: one warp per
-// output column n, the weight row streamed once for all M activation rows.
-// BF16 weights with K % 8 == 0 take 16-byte vector loads.
+// linear_gemv: y[m, n] = x[m, :]·w[n, :] + b[n] for M ≤ 8 rows of a weight
+// the weight-read GEMV below does not take (fp32 or F16, or K % 8 ≠ 0):
+// one warp per output column n, the weight row streamed once for all M
+// activation rows. BF16 weights with K % 8 == 0 take 16-byte vector loads.
 extern "C" __global__ void linear_gemv(const float* __restrict__ x, const void* __restrict__ w,
                                        const float* __restrict__ bias, float* __restrict__ y,
                                        int M, int N, int K, int wdt) {
@@ -57,58 +58,6 @@ extern "C" __global__ void linear_gemv(const float* __restrict__ x, const void* 
         if (m < M) {
             float s = warp_sum(acc[m]);
             if (lane == 0) y[(long long)m * N + n] = s + bv;
-        }
-    }
-}
-
-// linear_gemm: the same product for many rows, 64×64 output tiles, 16-deep
-// K slices staged in shared memory, a 4×4 register block per thread.
-#define TM 64
-#define TN 64
-#define TK 16
-extern "C" __global__ void __launch_bounds__(256) linear_gemm(const float* __restrict__ x, const void* __restrict__ w,
-                                       const float* __restrict__ bias, float* __restrict__ y,
-                                       int M, int N, int K, int wdt) {
-    pdl_begin();
-    __shared__ float As[TK][TM + 4];
-    __shared__ float Bs[TK][TN + 4];
-    int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
-    int m0 = blockIdx.y * TM, n0 = blockIdx.x * TN;
-    float acc[4][4];
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-#pragma unroll
-        for (int j = 0; j < 4; j++) acc[i][j] = 0.f;
-    for (int k0 = 0; k0 < K; k0 += TK) {
-        for (int i = threadIdx.x; i < TM * TK; i += 256) {
-            int r = i / TK, c = i % TK;
-            int gm = m0 + r, gn = n0 + r, gk = k0 + c;
-            As[c][r] = (gm < M && gk < K) ? x[(long long)gm * K + gk] : 0.f;
-            Bs[c][r] = (gn < N && gk < K) ? ldw(w, (long long)gn * K + gk, wdt) : 0.f;
-        }
-        __syncthreads();
-#pragma unroll
-        for (int kk = 0; kk < TK; kk++) {
-            float a[4], b[4];
-#pragma unroll
-            for (int i = 0; i < 4; i++) a[i] = As[kk][ty * 4 + i];
-#pragma unroll
-            for (int j = 0; j < 4; j++) b[j] = Bs[kk][tx * 4 + j];
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-#pragma unroll
-                for (int j = 0; j < 4; j++) acc[i][j] += a[i] * b[j];
-        }
-        __syncthreads();
-    }
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        int gm = m0 + ty * 4 + i;
-        if (gm >= M) continue;
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            int gn = n0 + tx * 4 + j;
-            if (gn < N) y[(long long)gm * N + gn] = acc[i][j] + (bias ? bias[gn] : 0.f);
         }
     }
 }
@@ -388,10 +337,11 @@ extern "C" __global__ void window_cols(const float* __restrict__ prev, int lead,
 }
 
 // ---------------------------------------------------------------------------
-// Weight-read GEMV for the CFG decode step (issue 7): y[m, n] = x[m, :]·w[n, :]
+// Weight-read GEMV for the CFG decode step: y[m, n] = x[m, :]·w[n, :]
 // (+ b[n]) for M ≤ MR rows (2 for one utterance) and BF16 weights with
-// K % 8 == 0. Each BF16 weight
-// is read exactly once, 16 bytes at a time, by cp.async into shared memory
+// K % 8 == 0; on Hopper the chunk GEMV (gemv.cu) takes the decode step's
+// K and gemv_tc (gemvtc.cu) a batch's rows. Each BF16 weight is read
+// exactly once, 16 bytes at a time, by cp.async into shared memory
 // (bypassing L1, where the activations stay; 256-byte L2 sectors), in two
 // stages per lane: a lane has up to 2·R·U copies in flight while it does
 // the arithmetic of the previous batch, so the narrow N = 2048 shapes keep
@@ -450,7 +400,8 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
     // kernel (programmatic dependent launch): the weight is never written
     // by a kernel that can still be running (it is uploaded, or filled and
     // synchronised, before use), and the activations x are read only after
-    // the wait. early = 0 waits first (ZONOS_GEMV_EARLY=0, measurements).
+    // the wait. The backend always asks for it (early = 1); early = 0 waits
+    // first.
     if (early && nb > 0) issue(0);
     pdl_begin();
     if (!early && nb > 0) issue(0);
@@ -508,38 +459,21 @@ __device__ __forceinline__ void gemv_body(const float* __restrict__ x, const uns
 // MR = 8 serves zonos.Batch up to 4 utterances (2 rows each), whose
 // weights are read once for every row: each lane multiplies a 16-byte
 // weight piece by all M activation rows (read through L1, where they
-// stay). It is latency-bound, not bandwidth-bound (H200, N 8512 × K 2048:
-// 567 GB/s, 25 % occupancy at 86 registers, most stalls waiting on the
-// staged weight in shared memory); a tensor-core tile for 8–32 rows is
-// the better tool (docs/gpu/2026-11-29-lanes-batch). A 16-row variant
-// (2 output rows per warp) measured slower than tc_gemm (now tc_wide) and was dropped.
+// stay). It is latency-bound, not bandwidth-bound (ncu, H200, 2026-11-29,
+// N 8512 × K 2048: 567 GB/s, 25 % occupancy at 86 registers, most stalls
+// waiting on the staged weight in shared memory), which is why Hopper
+// takes a batch's rows to gemv_tc's tensor cores; a 16-row variant was
+// slower than the tiled GEMMs. Four output rows a warp group (R = 4, U =
+// 1) was the fastest of R ∈ {1, 2, 4} at every decode shape (H200,
+// 2026-11-29).
 #define GEMV(name, R, U, MR, BOUNDS)                                                                          \
     extern "C" __global__ void BOUNDS                                                                         \
         name(const float* __restrict__ x, const unsigned short* __restrict__ w, const float* __restrict__ b,  \
              float* __restrict__ y, int M, int N, int K, int KS, int early) {                                 \
         gemv_body<R, U, MR>(x, w, b, y, M, N, K, KS, early);                                                  \
     }
-GEMV(gemv_m2_r1u4, 1, 4, 2, __launch_bounds__(256))
-GEMV(gemv_m2_r2u2, 2, 2, 2, __launch_bounds__(256))
 GEMV(gemv_m2_r4u1, 4, 1, 2, __launch_bounds__(256))
 GEMV(gemv_m8_r4u1, 4, 1, 8, __launch_bounds__(256, 2))
-
-// fill_bf16: deterministic pseudo-random BF16 values in ±scale (benchmark
-// weights without a host upload; never zeros).
-extern "C" __global__ void fill_bf16(unsigned short* __restrict__ w, long long n, unsigned int seed, float scale) {
-    pdl_begin();
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-         i += (long long)gridDim.x * blockDim.x) {
-        unsigned int h = (unsigned int)i * 2654435761u ^ seed;
-        h ^= h >> 15;
-        h *= 2246822519u;
-        h ^= h >> 13;
-        h *= 3266489917u;
-        h ^= h >> 16;
-        float f = ((float)(h >> 8) * (1.0f / 16777216.0f) * 2.f - 1.f) * scale;
-        w[i] = (unsigned short)(__float_as_uint(f) >> 16);
-    }
-}
 
 __device__ __forceinline__ unsigned long long globaltimer() {
     unsigned long long t;

@@ -1,4 +1,4 @@
-// Bulk-copy GEMV for Hopper (issue 7): y[m, n] = x[m, :]·w[n, :] (+ b[n])
+// Bulk-copy GEMV for Hopper: y[m, n] = x[m, :]·w[n, :] (+ b[n])
 // for M ≤ 2 rows (the CFG decode step) and BF16 weights with K = 2048,
 // 4096 or 8192 (every decode projection).
 //
@@ -16,17 +16,16 @@
 // with another kernel (a row kernel's blocks, the vocoder's lane) takes
 // fewer of them.
 //
-// Measured and dropped (docs/gpu/2026-11-30-session12): one persistent
+// Measured on an H200 (2026-11-30) against this design: one persistent
 // block per SM streaming an even share of the rows through a ring of
-// 16 KiB stages was faster alone (TestGemvBandwidth) but 8 % slower in the
-// decode step, where the SM that starts last holds up the projection;
-// 16-piece chunks, and the L2's evict-first policy on the copies, were
-// slower in the step than 8-piece chunks without it. Unlike mamba_run,
-// whose latency-bound steps share the memory with its stream, these pure
+// 16 KiB stages was faster alone but 8 % slower in the decode step, where
+// the SM that starts last holds up the projection; the L2's evict-first
+// policy on the copies was slower in the step. Unlike mamba_run, whose
+// latency-bound steps share the memory with its stream, these pure
 // streams want many bytes in flight: at half the blocks an SM (72 KiB of
 // shared memory asked each) the step graph took 1.482 against 1.463 ms,
 // and with each chunk requested after the wait for the predecessor
-// 1.449 against 1.441 ms (docs/gpu/2026-11-30-session20, runs 3 and 6).
+// 1.449 against 1.441 ms.
 //
 // Layout: piece t + 256·p of the chunk (16 bytes) is k8 = t + 256·(p % KT)
 // of row p / KT, so thread t multiplies the same activation slice in every
@@ -41,14 +40,13 @@
 
 #define GC_PIECES 8 // P: 4 KiB pieces per block (32 KiB of dynamic shared memory) of the fused variants
 // GC_PLAIN: the plain GEMV's P (64 KiB of dynamic shared memory, 16/KT rows
-// a block). Same run, H200 (docs/gpu/2026-11-30-session25, run 3), step
-// graph with 8 → 16 pieces: hybrid 1.367 → 1.356 ms, transformer backbone
-// 1.335 → 1.302 ms, most of it at K = 8192 (the MLP's fc2: each block of
-// 8 pieces loaded 64 KiB of activation from L2 for its 32 KiB of weight,
-// in 80 registers a thread, so three blocks an SM). The gated GEMV
-// (_glu) takes GC_PLAIN pieces too: transformer step graph 1.314 → 1.304
-// ms, hybrid 1.360 → 1.359 (run 7; run 3 had measured it the other way,
-// 1.317 against 1.304 ms).
+// a block). Step graph with 8 → 16 pieces (H200, 2026-11-30, same run):
+// hybrid 1.367 → 1.356 ms, transformer backbone 1.335 → 1.302 ms, most of
+// it at K = 8192 (the MLP's fc2: each block of 8 pieces loaded 64 KiB of
+// activation from L2 for its 32 KiB of weight, in 80 registers a thread,
+// so three blocks an SM). The gated GEMV (_glu) takes GC_PLAIN pieces too:
+// transformer step graph 1.314 → 1.304 ms, hybrid 1.360 → 1.359 ms (a
+// repeat of the comparison had it the other way, 1.317 against 1.304 ms).
 #define GC_PLAIN 16
 
 

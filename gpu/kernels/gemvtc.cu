@@ -1,34 +1,33 @@
-// Tensor-core GEMV for a batch's decode step on Hopper (issue 7, item 6):
-// y[m, n] = x[m, :]·w[n, :] (+ b[n]) for 3 ≤ M ≤ 32 rows (2 to 16
-// utterances, two CFG rows each) and BF16 weights with K % 256 == 0.
+// Tensor-core GEMV for a batch's decode step on Hopper: y[m, n] =
+// x[m, :]·w[n, :] (+ b[n]) for 3 ≤ M ≤ 32 rows (2 to 16 utterances, two
+// CFG rows each) and BF16 weights with K % 256 == 0.
 //
-// Why: the batch step's projections ran on gemv_m8 (8 rows) and tc_wbf (32
-// rows) at 0.65–1.06 TB/s (docs/gpu/2026-11-30-session26, run 1, ncu:
-// 4.40 of a batch-4 step's 5.74 ms of kernels in gemv_m8, 3.64 + 0.51 of
-// batch 16's 7.38 ms in tc_wbf and its split-K sums). gemv_m8 spends eight
-// fp32 FMAs and the BF16 widening per weight element, which at 8 rows is
-// issue-bound; tc_wbf's 64 × 128 tiles and 8 KiB stages are built for the
-// prefill's many rows. Here the weight streams as the chunk GEMV's does
-// (bulk copies requested before the wait for the predecessor, many small
-// blocks) and the products are m16n8k16 BF16 mmas with the activation as
-// the 8-column operand: one mma multiplies 16 weight rows by 8 batch rows.
-// (Up to 16 rows three parts of the activation; 17–32 rows two, below.)
+// Why: at these rows the weight-read GEMV (gemv_m8: eight fp32 FMAs and
+// the BF16 widening per weight element) is issue-bound, and tc_wbf's
+// 64 × 128 tiles and 8 KiB stages are built for the prefill's many rows;
+// both read the weights at 0.65–1.06 TB/s in the batched step (ncu, H200,
+// 2026-11-30: 4.40 of a batch-4 step's 5.74 ms of kernels in gemv_m8,
+// 3.64 + 0.51 of batch 16's 7.38 ms in tc_wbf and its split-K sums). Here
+// the weight streams as the chunk GEMV's does (bulk copies requested
+// before the wait for the predecessor, many small blocks) and the products
+// are m16n8k16 BF16 mmas with the activation as the 8-column operand: one
+// mma multiplies 16 weight rows by 8 batch rows.
 //
-// Block: 64 weight rows × a KR-wide slice of k (KR = 512: 64 KiB of
-// weight; 256 where 512 does not divide K, or for measurements), one bulk
-// copy a row, grid (⌈N/64⌉, K/KR). The block splits its activation slice
-// into BF16 planes once (x = hi + mid + lo, each part the rounded
-// remainder of the ones before: about 24 bits of x, as tc_wbf3), so every
-// product is exact in fp32 and the mma accumulates them in fp32, smallest
-// part first. Warp w takes rows 32·(w % 2) .. + 32 (two 16-row tiles) over
-// k KR/4·(w / 2) .. + KR/4, 64 at a time; lane (g, q) = (lane / 4, lane %
-// 4) holds k 16q .. 16q + 15 of those 64 for weight rows g and g + 8 and
-// batch row g, and mma step s multiplies k 16q + 4s + {0, 1} in the
-// fragment slots 2q, 2q + 1 and k 16q + 4s + {2, 3} in slots 2q + 8,
-// 2q + 9: the same permutation of k in both operands, so each 16-byte
-// shared-memory load serves four steps. The four k warps' sums are added
-// in warp order, and the splits' by tc_reduce_rows in split order (the
-// backend launches it): deterministic.
+// Block: ROWS weight rows × a KR-wide slice of k (KR = 512: 64 KiB of
+// weight at 64 rows; 256 where 512 does not divide K), one bulk copy a
+// row, grid (⌈N/ROWS⌉, K/KR). The block splits its activation slice into
+// PARTS BF16 planes once (x = hi + mid + lo, each part the rounded
+// remainder of the ones before: three parts keep about 24 bits of x, two
+// about 16), so every product is exact in fp32 and the mma accumulates
+// them in fp32, smallest part first. With 64 rows, warp w takes rows
+// 32·(w % 2) .. + 32 (two 16-row tiles) over k KR/4·(w / 2) .. + KR/4, 64
+// at a time; lane (g, q) = (lane / 4, lane % 4) holds k 16q .. 16q + 15 of
+// those 64 for weight rows g and g + 8 and batch row g, and mma step s
+// multiplies k 16q + 4s + {0, 1} in the fragment slots 2q, 2q + 1 and k
+// 16q + 4s + {2, 3} in slots 2q + 8, 2q + 9: the same permutation of k in
+// both operands, so each 16-byte shared-memory load serves four steps.
+// The k warps' sums are added in warp order, and the splits' by
+// tc_reduce_rows in split order (the backend launches it): deterministic.
 //
 // The sm_90 PTX of this module is marked PTX ISA 8.0 by gen.sh (bulk
 // copies); the compute_80 build traps, and the backend launches these
@@ -166,11 +165,20 @@ __device__ __forceinline__ void gemv_tc_body(const float* __restrict__ x, const 
 #endif
 }
 
-// gemv_tc_mR (KR = 256) and gemv_tc_mR_k512: M ≤ R. Launch: grid
-// (⌈N / ROWS⌉, K / KR), 256 threads, (ROWS + PARTS·R)·(KR + 8)·2 bytes of dynamic
-// shared memory; with more than one split it writes each split's sums to
-// work [splits][M][N] for tc_reduce_rows, else y (+ b). flags bit 0
-// requests the weight before the wait.
+// gemv_tc_m8, gemv_tc_m16 (three parts, 64 weight rows a block) and
+// gemv_tc_m32_r128_p2 (two parts, 128 rows), for M ≤ 8, 16 and 32 rows;
+// KR = 256, or 512 with _k512. Launch: grid (⌈N / ROWS⌉, K / KR), 256
+// threads, (ROWS + PARTS·R)·(KR + 8)·2 bytes of dynamic shared memory;
+// with more than one split it writes each split's sums to work
+// [splits][M][N] for tc_reduce_rows, else y (+ b). flags bit 0 requests
+// the weight before the wait.
+//
+// 17 to 32 rows multiply two parts in blocks of 128 weight rows: two parts
+// take a third less shared memory, so an SM holds more blocks, and the
+// activation planes, as large as the weight slice at 64 rows, serve twice
+// the rows (H200, 2026-11-30, batch-16 step: three parts at 64 rows
+// 6.58–6.64 ms, two 6.35–6.37 ms; two at 128 rows 6.17–6.21 ms against
+// 6.39–6.46 ms at 64 in another run).
 #define GEMV_TC(NAME, MT, KR, PARTS, ROWS)                                                                                      \
     extern "C" __global__ void __launch_bounds__(256)                                                              \
         NAME(const float* __restrict__ x, const unsigned short* __restrict__ w, const float* __restrict__ b,         \
@@ -179,18 +187,7 @@ __device__ __forceinline__ void gemv_tc_body(const float* __restrict__ x, const 
     }
 GEMV_TC(gemv_tc_m8, 1, 256, 3, 64)
 GEMV_TC(gemv_tc_m16, 2, 256, 3, 64)
-GEMV_TC(gemv_tc_m32, 4, 256, 3, 64)
 GEMV_TC(gemv_tc_m8_k512, 1, 512, 3, 64)
 GEMV_TC(gemv_tc_m16_k512, 2, 512, 3, 64)
-GEMV_TC(gemv_tc_m32_k512, 4, 512, 3, 64)
-// Two parts at 32 rows: a third less shared memory, so more blocks an SM
-// (batch 16 6.58–6.64 → 6.35–6.37 ms, docs/gpu/2026-11-30-session26, run
-// 6); 64 weight rows a block with ZONOS_GEMV_TC_ROWS=64 (for measurements).
-GEMV_TC(gemv_tc_m32_p2, 4, 256, 2, 64)
-GEMV_TC(gemv_tc_m32_k512_p2, 4, 512, 2, 64)
-// The backend's choice for 17–32 rows: two parts, 128 weight rows a block.
-// The activation planes, as large as the weight slice at 64 rows, serve
-// twice the rows: batch 16 6.39–6.46 → 6.17–6.21 ms a step
-// (docs/gpu/2026-11-30-session27, run 3).
 GEMV_TC(gemv_tc_m32_r128_p2, 4, 256, 2, 128)
 GEMV_TC(gemv_tc_m32_r128_k512_p2, 4, 512, 2, 128)

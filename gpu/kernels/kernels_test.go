@@ -253,9 +253,9 @@ func TestWideSmem(t *testing.T) {
 }
 
 // TestGatherCheck builds and runs check/gather_check.cu, a host program
-// (no GPU needed) that compares conv_tile's incremental operand gather
-// with the direct definition for every thread, tile and k step of many
-// convolution geometries. It needs nvcc (Debian's nvidia-cuda-toolkit,
+// (no GPU needed) that compares conv_tcq's operands (ConvRowGather's input
+// tiles and conv_prep_a's weight layout) with the direct definition for
+// every thread, block and k step of many convolution geometries. It needs nvcc (Debian's nvidia-cuda-toolkit,
 // which `make kernels` needs too) and skips without it; `make test` does
 // not install it.
 func TestGatherCheck(t *testing.T) {

@@ -1,25 +1,31 @@
-// Tiled GEMMs for the large products: prefill projections (Linear with many
-// rows) on tensor cores (tc_wide_tile, 64 × 128 tiles), the DAC's
-// convolutions as implicit GEMMs (conv_tile 64 × 128: on tensor cores,
-// conv_tc, or on fp32 FMAs, conv_simt; gemm_tile 64 × 64 for any mode).
+// Tiled GEMMs for the large products (gpu/tc.go chooses among them):
+//   - tc_wbf and tc_wide: Linear with a BF16 / F16 weight and many rows on
+//     tensor cores, 64 × 128 tiles (tc_wide_tile, tc_wbf_tile);
+//   - simt_gemm: Linear with an fp32 weight on fp32 FMAs, 64 × 64 tiles
+//     (gemm_tile, which takes every mode);
+//   - conv_tcq_n32 and conv_tcq_n32_deep: the DAC's convolutions as
+//     implicit GEMMs on tensor cores, 64 × 32 tiles (conv_tcq_tile), their
+//     weights laid out once by conv_prep_a;
+//   - tc_reduce_rows and tc_reduce: split-K partials summed in split order.
 // All use 32-wide (or 16-wide) k steps, split-K and the same output
-// placement (place); they differ in how operands reach shared memory and
-// in the inner product.
+// placement; they differ in how operands reach shared memory and in the
+// inner product.
 //
-// Tensor cores (tc_wide, Linear only): the fp32 activation is split into
-// two TF32 parts, x = big + small, and multiplied by the BF16/F16 weight,
-// which TF32 holds exactly: big·w + small·w with fp32 accumulation keeps
-// about 21 bits of every product. The same trick with fp32 weights (3
-// products) measured only ~60 dB on the DAC when the products accumulated
-// in the tensor cores over all of k (their accumulation is not IEEE);
-// conv_tc therefore sums each 8-wide k step's fragment into fp32 registers
-// with IEEE adds (see conv_tile).
+// Tensor cores: tc_wide splits the fp32 activation into two TF32 parts,
+// x = big + small, and multiplies them by the BF16/F16 weight, which TF32
+// holds exactly: big·w + small·w with fp32 accumulation keeps about 21
+// bits of every product; tc_wbf multiplies BF16 parts of the activation on
+// the BF16 path. The convolutions' weights are fp32, so both operands are
+// split and every k step takes three products; since the tensor cores'
+// accumulation is not IEEE (accumulated over all of k, such products came
+// to only ~60 dB against the CPU on the DAC), each 8-wide k step's
+// fragment is added into fp32 registers with IEEE adds (TcqFrag).
 //
-// Order: each output is reduced over k in the same sequence of 32-wide
-// steps wherever its tile lies, and split-K partials are summed in split
-// order by tc_reduce; the split count depends only on the reduction
-// length. So a window of a longer signal reproduces the long result bit
-// for bit, which the DAC streamer's exactness rests on.
+// Order: each output is reduced over k in the same sequence of steps
+// wherever its tile lies, and split-K partials are summed in split order;
+// the split count depends only on the reduction length. So a window of a
+// longer signal reproduces the long result bit for bit, which the DAC
+// streamer's exactness rests on.
 #include "common.cuh"
 
 #define TC_M 64
@@ -43,14 +49,14 @@ struct Problem {
     // per block
     int rho, bat, t0, cph, Nph, J;
     const float* xb;
-    // TC_CONV epilogue (conv_tile and tc_reduce; null: none): Snake with α
+    // TC_CONV epilogue (conv_tc_store and the reductions; null: none): Snake with α
     // per output channel, then the residual add res[bat, co, resOff + t]
     // (rows of resT) — the DAC residual unit's snake2 after conv1 and its
     // add after conv2, done as each output is stored.
     const float* ealpha;
     const float* eres;
     int eresT, eresOff;
-    // conv_tcp: the weights as conv_prep_a laid them out (null elsewhere).
+    // conv_tcq: the weights as conv_prep_a laid them out (null elsewhere).
     const unsigned* aprep;
 };
 
@@ -117,7 +123,8 @@ __device__ __forceinline__ void place(const Problem& p, const float* bias, float
 // the transposed conv's phase geometry) for a grid whose z index is
 // (batch item · phases + ρ) · splits + split. It returns false when phase
 // ρ has no output column at n0: the block then has nothing to do. Shared
-// by gemm_tile and conv_tile, which differ in tile sizes and gather.
+// by gemm_tile and conv_tcq_tile (and check/gather_check.cu), which differ
+// in tile sizes and gather.
 __host__ __device__ __forceinline__ bool block_tile_z(Problem& p, int splits, int n0, int z) {
     int phases = p.mode == TC_CONVT ? p.stride : 1;
     p.rho = (z / splits) % phases;
@@ -222,24 +229,23 @@ __device__ __forceinline__ void mma_tf32(float* c, const unsigned* a, unsigned b
 }
 
 // ---- Tensor-core Linear (tc_wide) ------------------------------------------
-// The prefill projections (and batches over 4 utterances) with BF16/F16
-// weights, as raw mma.sync.m16n8k8 TF32 products whose operands are
-// streamed into shared memory by cp.async two k steps ahead. The earlier
-// tile (32 × 32 per warp, fragments loaded element by element; removed
-// after docs/gpu/2026-11-29-ring) was bound by instruction issue (ncu,
-// H200, fc1 at 142 rows: 60 % of issue slots busy, the tensor pipe at
-// 42 %): per 16 products a warp spent ~48 other instructions splitting the
-// activation into its two TF32 parts, loading fragments and widening the
-// weight. Here a warp owns 32 × 64 outputs (each activation split serves
-// 8 weight fragments), the weight fragments come from shared memory by
-// ldmatrix (four 8 × 8 fragments per instruction, the BF16 weight staying
-// 16-bit in shared memory) and the activation's as pairs (64-bit loads):
-// both read k in the order 2t, 2t + 1 that ldmatrix delivers, so mma slot
-// t holds k = 2t and slot t + 4 k = 2t + 1 in A and B alike. Block tile
-// 64 × 128, 32-wide k steps in a 3-stage ring (dynamic shared memory),
-// split-K and placement as gemm_tile; each product is done twice, the
-// small then the big TF32 part of the activation. Every output's k order
-// is the tile-local one, wherever the tile lies.
+// Linear with BF16/F16 weights as raw mma.sync.m16n8k8 TF32 products whose
+// operands are streamed into shared memory by cp.async two k steps ahead.
+// A warp owns 32 × 64 outputs, so each activation split serves 8 weight
+// fragments: a 32 × 32 warp tile with fragments loaded element by element
+// was bound by instruction issue (ncu, H200, 2026-11-29, fc1 at 142 rows:
+// 60 % of issue slots busy, the tensor pipe at 42 %), a warp spending ~48
+// other instructions per 16 products on splitting the activation into its
+// two TF32 parts, loading fragments and widening the weight. The weight
+// fragments come from shared memory by ldmatrix (four 8 × 8 fragments per
+// instruction, the BF16 weight staying 16-bit in shared memory) and the
+// activation's as pairs (64-bit loads): both read k in the order 2t,
+// 2t + 1 that ldmatrix delivers, so mma slot t holds k = 2t and slot t + 4
+// k = 2t + 1 in A and B alike. Block tile 64 × 128, 32-wide k steps in a
+// 3-stage ring (dynamic shared memory), split-K and placement as
+// gemm_tile; each product is done twice, the small then the big TF32 part
+// of the activation. Every output's k order is the tile-local one,
+// wherever the tile lies.
 #define TW_M 64
 #define TW_N 128
 #define TW_K 32
@@ -371,11 +377,11 @@ __device__ __forceinline__ void tc_wide_tile(const Problem& p, const float* __re
 
 // ---- Tensor-core Linear on BF16 products (tc_wbf) -------------------------
 // tc_wide for BF16 weights on the BF16 tensor path (m16n8k16): the
-// activation is split into BF16 parts, x = hi + mid (+ lo) (8 significant
-// bits each), and each part is multiplied by the BF16 weight as it is, so
-// each product is exact in fp32. One m16n8k16 BF16 mma costs the tensor
-// cores what one m16n8k8 TF32 mma does, so a 16-wide k step is 2 (3)
-// products per fragment here against tc_wide's 4, and neither the
+// activation is split into PARTS BF16 parts, x = hi + mid (+ lo) (8
+// significant bits each), and each part is multiplied by the BF16 weight
+// as it is, so each product is exact in fp32. One m16n8k16 BF16 mma costs
+// the tensor cores what one m16n8k8 TF32 mma does, so a 16-wide k step is
+// PARTS products per fragment here against tc_wide's 4, and neither the
 // activation's split nor the weight's widening sits in the k loop: each
 // staged activation tile (fp32, by cp.async as in tc_wide) is split once
 // per block into BF16 planes in shared memory, and both operands reach the
@@ -383,14 +389,12 @@ __device__ __forceinline__ void tc_wide_tile(const Problem& p, const float* __re
 // each output's k order is the tile-local one, wherever the tile lies, and
 // the parts are multiplied smallest first.
 //
-// Two parts (tc_wbf, the default) keep about 16 bits of x; three
-// (tc_wbf3, ZONOS_TC_PARTS=3) about 24. On random products the error is
-// the fp32 accumulation's either way (TestWbfAccuracy, H200: 3.4e-6 with
-// two parts, 4.0e-6 with three, 5.1e-6 for tc_wide at 160 × 2048 × 8512);
-// on the transformer golden pack two parts double the prefill logits'
-// error, 3.3e-6 to 7.6e-6 (tolerance 9e-4). Two parts took the
-// 80-position prefill from 13.10 to 11.92 ms (docs/gpu/2026-11-30-session13,
-// run 4).
+// tc_wbf multiplies two parts (PARTS = 2: about 16 bits of x), which
+// leaves the error on random products the fp32 accumulation's, as
+// tc_wide's (TestWbfAccuracy). Three parts (about 24 bits) halved the
+// transformer golden pack's prefill logit error (7.6e-6 to 3.3e-6,
+// tolerance 9e-4) but took the 80-position prefill from 11.92 to 13.10 ms
+// (H200, 2026-11-30).
 #define WB_LDA 36  // fp32 words per staged activation row (144 bytes: 16-byte aligned)
 #define WB_LDP 40  // halfwords per plane row (80 bytes: ldmatrix conflict-free)
 
@@ -480,178 +484,33 @@ __device__ __forceinline__ void tc_wbf_tile(const Problem& p, const float* __res
     wide_store(p, bias, out, work, splits, s, total, m0, n0, wm, wn, lane, acc);
 }
 
-// ---- Convolutions (conv_tile) ---------------------------------------------
+// ---- Convolutions (conv_tcq) ----------------------------------------------
 // The DAC's convolutions as implicit GEMMs (modes TC_CONV and TC_CONVT):
-// 64 output channels × 128 time steps per block, 16-wide k steps
-// double-buffered in shared memory with the next step's operands in
-// registers. What made the fp32 tile faster than gemm_tile is the gather:
-// each thread fetches the input for one time step over the 16 k rows, so a
-// warp reads 32 consecutive samples (gemm_tile's warps read 32 different
-// (channel, tap) rows), and it steps (ci, tap) incrementally instead of
-// dividing per element. Two inner products share that gather:
-//
-//   - TC = false (conv_simt): 8 × 8 outputs per thread on fp32 FMAs. Every
-//     output is the same sequential fmaf chain over k as in gemm_tile,
-//     with the same split-K chunks: the results are bit-identical to it.
-//   - TC = true (conv_tc): each warp owns 32 × 64 outputs as m16n8k8 TF32
-//     fragments. Both operands are split into TF32 parts (v = big +
-//     small, about 21 bits together: tf32_split) and every 8-wide k step is three
-//     products, small·big, big·small, then big·big, into a fragment that
-//     starts at zero; that fragment is then added to the fp32 accumulator
-//     with an IEEE add. The tensor cores' own accumulation (not IEEE: it
-//     truncates while aligning) thus only ever sums 8 terms, which is what
-//     kept the earlier three-product attempt, accumulating in the
-//     fragment over all of k, at ~60 dB against the CPU. Every output is
-//     reduced in the same order wherever its tile lies (k steps, then
-//     split-K in split order), so streamed windows stay exact.
+// 64 output channels × TN time steps a block, 16-wide k steps; warp w owns
+// rows wm + [0, 32) and columns wn + [0, TN/2) of the tile as m16n8k8 TF32
+// fragments, fragment (i, j) (rows wm + 16i, columns wn + 8j) in
+// acc[4(NF·i + j) + e] with e = 0..3 at (g, 2t), (g, 2t + 1), (g + 8, 2t),
+// (g + 8, 2t + 1). Both operands are split into TF32 parts (v = big +
+// small, about 21 bits together: tf32_split), the weights once by
+// conv_prep_a, and every 8-wide k step is three products, small·big,
+// big·small, then big·big, into a fragment that starts at zero; that
+// fragment is then added to the fp32 accumulator with an IEEE add. The
+// tensor cores' own accumulation (not IEEE: it truncates while aligning)
+// thus only ever sums 8 terms. Every output is reduced in the same order
+// wherever its tile lies (k steps, then split-K in split order), so
+// streamed windows stay exact.
 #define CV_M 64
-#define CV_N 128
 #define CV_K 16
 
-// ConvGather is one thread's share of conv_tile's operand gather for
-// TC_CONV and TC_CONVT, walked incrementally. Consecutive fetches are
-// consecutive 16-wide k steps, so only the first one divides, and each
-// index is a 32-bit offset from a pointer set up once. A (the weights):
-// rows ar + 8i of the tile at k = k_lo + ak + 16·step. B (the input):
-// column bc at the KPER k rows from kb. Every value equals what gather_a
-// and gather_b return, zeros outside M, the output columns, [k_lo, k_hi)
-// and the input included (gpu/kernels/check/gather_check.cu checks it on the
-// host). The generic gather recomputed 64-bit addresses per element with
-// a runtime mode switch, and divided at every step: about half of
-// conv_tc's instructions per k step (sm_90 SASS, 2026-11-29).
-template <int KPER>
-struct ConvGather {
-    const float* a;  // TC_CONV: the weight at row m0 + ar, current k; TC_CONVT: at row m0 + ar, tap ρ
-    int astep;       // from row ar + 8i to row ar + 8(i + 1)
-    unsigned arows;  // bit i: row m0 + ar + 8i is inside M
-    int ka, aci, aj; // this thread's A k, and (TC_CONVT) k = aci·J + aj
-    int aoff;        // TC_CONVT: aci·Cout·Kw + aj·stride
-    int kbk, bci, btap;           // B: the first row's k = bci·taps + btap
-    int tbase, taps, tstep;       // input index at tap 0; taps per channel; index step per tap
-    int d16, r16;                 // CV_K = d16·taps + r16
-    bool convt, col;
-
-    __host__ __device__ void init(const Problem& p, int m0, int n0, int ak, int ar, int bc, int kb, int k_lo) {
-        convt = p.mode == TC_CONVT;
-        taps = convt ? p.J : p.Kw;
-        arows = 0;
-        for (int i = 0; i < 8; i++)
-            if (m0 + ar + 8 * i < p.M) arows |= 1u << i;
-        ka = k_lo + ak;
-        if (convt) {
-            aci = ka / p.J, aj = ka - aci * p.J;
-            aoff = aci * p.Cout * p.Kw + aj * p.stride;
-            a = (const float*)p.w + (long long)(m0 + ar) * p.Kw + p.rho;
-            astep = 8 * p.Kw;
-        } else {
-            aci = aj = aoff = 0;
-            a = (const float*)p.w + (long long)(m0 + ar) * p.Kr + ka;
-            astep = 8 * p.Kr;
-        }
-        int gn = n0 + bc;
-        col = convt ? gn < p.Nph : gn < p.Tout;
-        tbase = convt ? gn + p.cph : gn * p.stride - p.pad;
-        tstep = convt ? -1 : p.dil;
-        kbk = k_lo + kb;
-        bci = kbk / taps, btap = kbk - bci * taps;
-        d16 = CV_K / taps, r16 = CV_K - d16 * taps;
-    }
-
-    // fetch gathers the current k step into ra[8] and rb[KPER] and moves on
-    // to the next.
-    // WA = false gathers B only (conv_tcp streams A from conv_prep_a's
-    // layout instead).
-    template <bool WA = true>
-    __host__ __device__ void fetch(const Problem& p, float* ra, float* rb, int k_hi) {
-        bool kin = ka < k_hi;
-        int base = convt ? aoff : 0;
-        if (WA) {
-#pragma unroll
-            for (int i = 0; i < 8; i++) ra[i] = kin && (arows >> i & 1u) ? a[base + i * astep] : 0.f;
-        }
-        int tap = btap, off = bci * p.T, q = tbase + btap * tstep;
-#pragma unroll
-        for (int kk = 0; kk < KPER; kk++) {
-            bool in = col && kbk + kk < k_hi && (unsigned)q < (unsigned)p.T;
-            rb[kk] = in ? p.xb[off + q] : 0.f;
-            if (++tap == taps) tap = 0, off += p.T, q = tbase;
-            else q += tstep;
-        }
-        ka += CV_K;
-        if (convt) {
-            aj += r16, aci += d16; // taps = J here
-            if (aj >= p.J) aj -= p.J, aci++;
-            aoff = aci * p.Cout * p.Kw + aj * p.stride;
-        } else {
-            a += CV_K;
-        }
-        kbk += CV_K, btap += r16, bci += d16;
-        if (btap >= taps) btap -= taps, bci++;
-    }
-
-};
-
-
-// conv_tc_kstep adds one 16-wide k step of conv_tile's tensor-core product
-// to a warp's accumulators acc (rows wm + [0, 32), columns wn + [0, TN/2)
-// of the tile; layout in conv_tile): two 8-wide k steps of three TF32
-// products each (small·big, big·small, big·big) into a fragment from zero,
-// then added to acc with IEEE adds. A holds the stashed weights [CV_K][LDA]
-// (conv_tc, split here) or Ap conv_prep_a's parts (PREP), B the input
-// [CV_K][LDB], split here.
-template <int TN, bool PREP>
-__device__ __forceinline__ void conv_tc_kstep(float* acc, const float* A, const float* B, const unsigned* Ap, int wm,
-                                              int wn, int lane, int g, int t) {
-    constexpr int LDA = CV_M + 8, LDB = TN + 8, NF = TN / 16;
-#pragma unroll
-    for (int kk = 0; kk < CV_K; kk += 8) {
-        // A's fragments of k step kk/8, rows wm + 16i, in TF32 parts:
-        // PREP loads conv_prep_a's parts (two 128-bit loads each),
-        // conv_tc splits the stashed values.
-        unsigned big[2][4], small[2][4];
-#pragma unroll
-        for (int i = 0; i < 2; i++) {
-            if (PREP) {
-                int f = (((wm >> 5) * 2 + i) * 2 + (kk >> 3)) * 32 + lane;
-                uint4 bg = *(const uint4*)&Ap[f * 4], sm = *(const uint4*)&Ap[1024 + f * 4];
-                big[i][0] = bg.x, big[i][1] = bg.y, big[i][2] = bg.z, big[i][3] = bg.w;
-                small[i][0] = sm.x, small[i][1] = sm.y, small[i][2] = sm.z, small[i][3] = sm.w;
-            } else {
-                const float* a = A + (kk + t) * LDA + wm + 16 * i + g;
-                float v[4] = {a[0], a[8], a[4 * LDA], a[4 * LDA + 8]}; // (g, t), (g+8, t), (g, t+4), (g+8, t+4)
-#pragma unroll
-                for (int e = 0; e < 4; e++) tf32_split(v[e], big[i][e], small[i][e]);
-            }
-        }
-#pragma unroll
-        for (int j = 0; j < NF; j++) {
-            const float* bp = B + (kk + t) * LDB + wn + 8 * j + g;
-            float b0 = bp[0], b1 = bp[4 * LDB]; // (k t, n g), (k t+4, n g)
-            unsigned bb0, bb1, bs0, bs1;
-            tf32_split(b0, bb0, bs0);
-            tf32_split(b1, bb1, bs1);
-#pragma unroll
-            for (int i = 0; i < 2; i++) {
-                float d[4] = {0.f, 0.f, 0.f, 0.f};
-                mma_tf32(d, small[i], bb0, bb1);
-                mma_tf32(d, big[i], bs0, bs1);
-                mma_tf32(d, big[i], bb0, bb1);
-#pragma unroll
-                for (int e = 0; e < 4; e++) acc[4 * (NF * i + j) + e] += d[e];
-            }
-        }
-    }
-}
-
-// conv_tc_store writes a warp's accumulators (conv_tc_kstep's layout) of
+// conv_tc_store writes a warp's accumulators (the layout above) of
 // the tile at (m0, n0): output (gm, col) is dst[bat, gm, t] with t = col
 // (TC_CONV) or t0 + col·stride (one phase of TC_CONVT). Unsplit, the bias
 // and the epilogue are applied to every accumulator first and stored
 // after: the epilogue's inputs (eres, ealpha) are plain pointers that may
 // alias out, so with each store between them every output waited for its
 // own epilogue load in turn (the DAC's last 1×1 convolutions, whose
-// 96-long reduction is never split: 51 µs each, about 4× their products;
-// ncu, session 9 run 7). Split, dst is the split's partials.
+// 96-long reduction is never split, took 51 µs each, about 4× their
+// products; ncu, H200, 2026-11-29). Split, dst is the split's partials.
 template <int TN>
 __device__ __forceinline__ void conv_tc_store(const Problem& p, const float* __restrict__ bias, float* __restrict__ dst,
                                               int splits, float* acc, int m0, int n0, int wm, int wn, int g, int t) {
@@ -685,152 +544,6 @@ __device__ __forceinline__ void conv_tc_store(const Problem& p, const float* __r
     }
 }
 
-template <bool TC, int TN, bool PREP = false>
-__device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ bias, float* __restrict__ out,
-                                          float* __restrict__ work, int splits, int kchunk) {
-    // Row strides: the SIMT tile reads float4 rows (16-byte aligned); the
-    // tensor-core tile reads one k row per group of four lanes (t) at 8
-    // consecutive m or n (g): conflict-free when the stride is 8 (mod 32).
-    // TN is the tile's width in time steps: 128, or 64 / 32 (tensor cores
-    // only) for the short inputs of a streamed emission's early stages.
-    constexpr int LDA = TC ? CV_M + 8 : CV_M + 4;
-    constexpr int LDB = TC ? TN + 8 : TN + 4;
-    constexpr int KPER = CV_K * TN / TC_THREADS;  // k rows of B each thread gathers
-    constexpr int NF = TN / 16;                   // n8 fragments per warp (TC)
-    // PREP (conv_tcp): A arrives split and in fragment order (conv_prep_a),
-    // 2048 words a k step, by cp.async into Ap; As is unused.
-    __shared__ __align__(16) float As[2][PREP ? 4 : CV_K * LDA];
-    __shared__ __align__(16) float Bs[2][CV_K * LDB];
-    __shared__ __align__(16) unsigned Ap[2][PREP ? 2048 : 4];
-    int s = blockIdx.z % splits;
-    int m0 = blockIdx.y * CV_M, n0 = blockIdx.x * TN;
-    if (!block_tile(p, splits, n0)) return;
-    int phases = p.mode == TC_CONVT ? p.stride : 1;
-    int k_lo = s * kchunk, k_hi = min(p.Kr, k_lo + kchunk);
-    p.xb = p.x + (long long)p.bat * p.Cin * p.T;
-    long long total = (long long)(gridDim.z / (splits * phases)) * p.Cout * p.Tout;
-    const int tid = threadIdx.x;
-    const bool convt = p.mode == TC_CONVT;
-
-    // A (weights): element (row tid/16 + 8i, k tid%16), k fastest.
-    const int ak = tid & 15, ar = tid >> 4;
-    // B (input): column tid mod TN of the tile, KPER consecutive k rows
-    // from kb (all 16 when TN = 128).
-    const int bc = TN == TC_THREADS ? tid : tid % TN, kb = TN == TC_THREADS ? 0 : (tid / TN) * KPER;
-    float ra[8], rb[KPER];
-    ConvGather<KPER> gather;
-    gather.init(p, m0, n0, ak, ar, bc, kb, k_lo);
-    auto stash = [&](int buf) {
-        if (!PREP) {
-#pragma unroll
-            for (int i = 0; i < 8; i++) As[buf][ak * LDA + ar + 8 * i] = ra[i];
-        }
-#pragma unroll
-        for (int kk = 0; kk < KPER; kk++) Bs[buf][(kb + kk) * LDB + bc] = rb[kk];
-    };
-    // fetch gathers k step k0's operands: B into rb, and A into ra or, for
-    // PREP, its prepared tile straight into Ap[buf] (one commit group).
-    const int mtiles = (p.M + CV_M - 1) / CV_M, ksteps = (p.Kr + CV_K - 1) / CV_K;
-    auto fetch = [&](int buf, int k0) {
-        if (PREP) {
-            const unsigned* src = p.aprep + (((long long)p.rho * mtiles + blockIdx.y) * ksteps + k0 / CV_K) * 2048;
-#pragma unroll
-            for (int r = 0; r < 4; r++) cp_async16(&Ap[buf][(tid + r * TC_THREADS) * 4], src + (tid + r * TC_THREADS) * 4);
-            cp_async_commit();
-            gather.template fetch<false>(p, ra, rb, k_hi);
-        } else {
-            gather.fetch(p, ra, rb, k_hi);
-        }
-    };
-
-    // SIMT: thread (tx, ty) owns rows ty·4 + {0..3} and 32 + ty·4 + {0..3},
-    // columns tx·4 + {0..3} and 64 + tx·4 + {0..3} (conflict-free float4
-    // reads), output (i, j) in acc[8i + j].
-    const int tx = tid & 15, ty = tid >> 4;
-    // TC: warp w owns rows wm + [0, 32) and columns wn + [0, TN/2),
-    // fragment (i, j) (rows wm + 16i, columns wn + 8j) in acc[4(NF·i + j) +
-    // e] with e = 0..3 at (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1).
-    const int lane = tid & 31, g = lane >> 2, t = lane & 3;
-    const int wm = (tid >> 6) * 32, wn = ((tid >> 5) & 1) * (TN / 2);
-    constexpr int NACC = TC ? 8 * NF : 64;
-    float acc[NACC];
-#pragma unroll
-    for (int i = 0; i < NACC; i++) acc[i] = 0.f;
-    int buf = 0;
-    if (k_lo < k_hi) {
-        fetch(0, k_lo); // k steps in order, from k_lo
-        stash(0);
-    }
-    if (PREP) cp_async_wait<0>();
-    __syncthreads();
-    for (int k0 = k_lo; k0 < k_hi; k0 += CV_K) {
-        bool more = k0 + CV_K < k_hi;
-        if (more) fetch(buf ^ 1, k0 + CV_K);
-        const float* A = As[buf];
-        const float* B = Bs[buf];
-        if (TC) {
-            conv_tc_kstep<TN, PREP>(acc, A, B, Ap[buf], wm, wn, lane, g, t);
-        } else {
-#pragma unroll
-            for (int kk = 0; kk < CV_K; kk++) {
-                float4 a0 = *(const float4*)(A + kk * LDA + ty * 4);
-                float4 a1 = *(const float4*)(A + kk * LDA + 32 + ty * 4);
-                float4 b0 = *(const float4*)(B + kk * LDB + tx * 4);
-                float4 b1 = *(const float4*)(B + kk * LDB + 64 + tx * 4);
-                float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-                float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
-#pragma unroll
-                for (int i = 0; i < 8; i++)
-#pragma unroll
-                    for (int j = 0; j < 8; j++) acc[8 * i + j] = fmaf(a[i], b[j], acc[8 * i + j]);
-            }
-        }
-        if (more) stash(buf ^ 1);
-        if (PREP) cp_async_wait<0>();
-        __syncthreads();
-        buf ^= 1;
-    }
-    // Output (gm, col) is out[bat, gm, t] with t = col (TC_CONV) or
-    // t0 + col·stride (one phase of TC_CONVT); split partials go to work.
-    // Unsplit, the bias and the epilogue are applied to every accumulator
-    // first and stored after (see conv_tc_store).
-    const int ncols = convt ? p.Nph : p.Tout;
-    const int tstep = convt ? p.stride : 1;
-    float* dst = splits > 1 ? work + (long long)s * total : out;
-    if (TC) {
-        conv_tc_store<TN>(p, bias, dst, splits, acc, m0, n0, wm, wn, g, t);
-        return;
-    }
-    if (splits == 1) {
-#pragma unroll
-        for (int i = 0; i < 8; i++) {
-            int gm = m0 + (i < 4 ? ty * 4 + i : 32 + ty * 4 + i - 4);
-            if (gm >= p.M) continue;
-            float bv = bias ? bias[gm] : 0.f;
-#pragma unroll
-            for (int j = 0; j < 8; j++) {
-                int col = n0 + (j < 4 ? tx * 4 + j : 64 + tx * 4 + j - 4);
-                if (col >= ncols) continue;
-                float v = acc[8 * i + j] + bv;
-                if (!convt) v = conv_epilogue(p.ealpha, p.eres, p.eresT, p.eresOff, p.Cout, p.bat, gm, col, v);
-                acc[8 * i + j] = v;
-            }
-        }
-    }
-#pragma unroll
-    for (int i = 0; i < 8; i++) {
-        int gm = m0 + (i < 4 ? ty * 4 + i : 32 + ty * 4 + i - 4);
-        if (gm >= p.M) continue;
-        float* row = dst + ((long long)p.bat * p.Cout + gm) * p.Tout + p.t0;
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-            int col = n0 + (j < 4 ? tx * 4 + j : 64 + tx * 4 + j - 4);
-            if (col >= ncols) continue;
-            row[(long long)col * tstep] = acc[8 * i + j];
-        }
-    }
-}
-
 // ConvRowGather is one thread's share of conv_tcq_tile's input (B)
 // gather: one k row of the 16 of a k step (row = tid / 8) at NPER columns
 // of the tile, c0 + 8c (c0 = tid mod 8), copied by 4-byte cp.async with
@@ -838,20 +551,20 @@ __device__ __forceinline__ void conv_tile(Problem p, const float* __restrict__ b
 // for all its columns, and consecutive columns are consecutive input
 // samples (the DAC's convolutions have stride 1; transposed ones are
 // gathered per phase, also consecutive), so each copy costs an add, a
-// bounds test and its address. ConvGather's thread owned one column at
-// KPER rows and stepped (channel, tap) per value: with its predicates and
-// 64-bit addresses, integer work was over half of conv_tcp's instructions
-// (ncu, H200, 2026-11-30 session 23 run 3). Columns 8 apart put a warp's
-// copies of one column step in distinct banks and 32-byte pieces. The
-// values are ConvGather's: zeros outside the output columns, [k_lo, k_hi)
-// and the input.
+// bounds test and its address (a thread that owns one column at several k
+// rows steps (channel, tap) per value: with its predicates and 64-bit
+// addresses, integer work was over half the kernel's instructions; ncu,
+// H200, 2026-11-30). Columns 8 apart put a warp's copies of one column
+// step in distinct banks and 32-byte pieces. The values are gather_b's:
+// zeros outside the output columns, [k_lo, k_hi) and the input
+// (check/gather_check.cu checks them on the host).
 template <int NPER>
 struct ConvRowGather {
     const float* xb;
     int k, k_hi, ci, tap, taps, tstep, d16, r16;  // the row's k = ci·taps + tap
     int T, tbase, cs8, ncol;  // input length; input index of column c0 at tap 0; index step per 8 columns; valid columns
 
-    __device__ void init(const Problem& p, int n0, int row, int c0, int k_lo, int khi) {
+    __host__ __device__ void init(const Problem& p, int n0, int row, int c0, int k_lo, int khi) {
         const bool convt = p.mode == TC_CONVT;
         xb = p.xb, T = p.T, k_hi = khi;
         taps = convt ? p.J : p.Kw;
@@ -866,30 +579,47 @@ struct ConvRowGather {
         ncol = gn < ncols ? min(NPER, (ncols - gn + 7) / 8) : 0;
     }
 
-    // issue copies the current k step's values to sdst + 32c bytes (a
-    // shared-space address) and moves on to the next step.
-    __device__ void issue(unsigned sdst) {
-        const bool rin = k < k_hi;
-        const int q0 = tbase + tap * tstep;
-        const float* src = xb + (long long)ci * T + q0;
-#pragma unroll
-        for (int c = 0; c < NPER; c++) {
-            int q = q0 + c * cs8;
-            bool in = rin && c < ncol && (unsigned)q < (unsigned)T;
-            // zero fill reads nothing: the address of a value outside the
-            // input is never dereferenced
-            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(sdst + 32u * c), "l"(src + c * cs8),
-                         "r"(in ? 4 : 0));
-        }
+    // The current k step: rin says whether its row lies in [k_lo, k_hi),
+    // q0 is column c0's input index and src(q0) the input there; column c
+    // (c0 + 8c of the tile) is src(q0)[c·cs8] where inside(rin, q0, c),
+    // else zero.
+    __host__ __device__ __forceinline__ bool rin() const { return k < k_hi; }
+    __host__ __device__ __forceinline__ int q0() const { return tbase + tap * tstep; }
+    __host__ __device__ __forceinline__ const float* src(int q0) const { return xb + (long long)ci * T + q0; }
+    __host__ __device__ __forceinline__ bool inside(bool rin, int q0, int c) const {
+        int q = q0 + c * cs8;
+        return rin && c < ncol && (unsigned)q < (unsigned)T;
+    }
+
+    // next moves on to the next k step.
+    __host__ __device__ __forceinline__ void next() {
         k += CV_K, tap += r16, ci += d16;
         if (tap >= taps) tap -= taps, ci++;
     }
+
+    // issue copies the current k step's values to sdst + 32c bytes (a
+    // shared-space address) and moves on to the next step.
+    __device__ void issue(unsigned sdst) {
+        const bool in_k = rin();
+        const int q = q0();
+        const float* s = src(q);
+#pragma unroll
+        for (int c = 0; c < NPER; c++) {
+            bool in = inside(in_k, q, c);
+            // zero fill reads nothing: the address of a value outside the
+            // input is never dereferenced
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(sdst + 32u * c), "l"(s + c * cs8),
+                         "r"(in ? 4 : 0));
+        }
+        next();
+    }
 };
 
-// TcqFrag holds a warp's operands of one 8-wide k step of conv_tc_kstep
-// (kk = 0 or 8 of a 16-wide step): A's prepared TF32 parts for its two
-// 16-row blocks and B's two values per 8-column fragment, which mma splits
-// and multiplies exactly as conv_tc_kstep does.
+// TcqFrag holds a warp's operands of one 8-wide k step (kk = 0 or 8 of a
+// 16-wide step): A's prepared TF32 parts for its two 16-row blocks and B's
+// two values per 8-column fragment, which mma splits into TF32 parts and
+// multiplies, three products into a fragment from zero, added to the
+// accumulators with IEEE adds.
 template <int NF>
 struct TcqFrag {
     uint4 big[2], small[2];
@@ -931,17 +661,13 @@ struct TcqFrag {
 
 };
 
-// conv_tcq_tile is conv_tile<true, TN, true> (conv_tcp) with its operands
-// S k steps deep in flight: conv_tcp fetched one k step ahead, A by
-// cp.async and B through registers, and waited for both at the end of the
-// same step, with 4 warps a scheduler (111 registers a thread) to cover
-// the L2 latency. At 34 % of the tensor pipe and 55 % of the issue slots
-// it was latency-bound (ncu, H200, 2026-11-30 session 23 run 1). Here B
-// is gathered by 4-byte cp.async with zero fill as well (ConvRowGather),
-// so nothing passes through registers and S − 1 steps load while one
-// computes. The
-// products, their order and the placement are conv_tcp's: the outputs are
-// bit-identical.
+// conv_tcq_tile computes a block's 64 × TN outputs with its operands S k
+// steps deep in flight: A (conv_prep_a's layout, 16-byte copies) and B
+// (ConvRowGather's 4-byte copies with zero fill) both go to shared memory
+// by cp.async, nothing through registers, so S − 1 steps load while one
+// computes. Fetching one step ahead with B through registers, and 4 warps a
+// scheduler to cover the L2 latency, was latency-bound at 34 % of the
+// tensor pipe and 55 % of the issue slots (ncu, H200, 2026-11-30).
 //
 // Split-K pieces folded in the block: kchunk is the layer's split length
 // (tcSplits), which fixes each output's order of sums, and a split grid
@@ -954,7 +680,7 @@ struct TcqFrag {
 // parallelism, which a short streamed chunk needs and a long one does not.
 //
 // Ap and Bs are the S stages of the operands in shared memory: static
-// arrays in conv_tcq_nTN, dynamic shared memory in conv_tcq_n32_deep.
+// arrays in conv_tcq_n32, dynamic shared memory in conv_tcq_n32_deep.
 template <int TN, int S>
 __device__ __forceinline__ void conv_tcq_tile(Problem p, const float* __restrict__ bias, float* __restrict__ out,
                                               float* __restrict__ work, int splits, int kchunk,
@@ -1058,84 +784,40 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS) tc_wide(GEMM_PARAMS) {
 // tc_wbf: tc_wide's TC_LINEAR for BF16 weights on BF16 products of two
 // parts of the activation (see tc_wbf_tile); K % 8 == 0, grid (⌈N/128⌉,
 // ⌈M/64⌉, splits), 128 threads, WbfSmem bytes of dynamic shared memory
-// (kernels.go). tc_wbf3: the same on three parts.
+// (kernels.go).
 extern "C" __global__ void __launch_bounds__(TC_THREADS) tc_wbf(GEMM_PARAMS) {
     pdl_begin();
     GEMM_PROBLEM
     tc_wbf_tile<2>(p, bias, out, work, splits, kchunk);
 }
 
-extern "C" __global__ void __launch_bounds__(TC_THREADS) tc_wbf3(GEMM_PARAMS) {
-    pdl_begin();
-    GEMM_PROBLEM
-    tc_wbf_tile<3>(p, bias, out, work, splits, kchunk);
-}
-
-// simt_gemm: any mode on fp32 FMAs.
+// simt_gemm: Linear with an fp32 weight (or K % 8 ≠ 0) on fp32 FMAs, any
+// mode: grid (⌈N/64⌉, ⌈M/64⌉, batch·phases·splits), 128 threads.
 extern "C" __global__ void __launch_bounds__(TC_THREADS) simt_gemm(GEMM_PARAMS) {
     pdl_begin();
     GEMM_PROBLEM
     gemm_tile(p, bias, out, work, splits, kchunk);
 }
 
-// conv_simt: TC_CONV and TC_CONVT on fp32 FMAs, grid (⌈N/128⌉, ⌈M/64⌉,
-// batch·phases·splits), 128 threads.
-extern "C" __global__ void __launch_bounds__(TC_THREADS, 4) conv_simt(GEMM_PARAMS) {
+// conv_tcq_n32: TC_CONV and TC_CONVT on 32-wide tiles with four k steps
+// in flight (conv_tcq_tile) and aprep from conv_prep_a: grid (⌈N/32⌉,
+// ⌈M/64⌉, batch·phases·splits), 128 threads. The 32-wide tile is the
+// backend's for every length (tc.go's convTileN): each output is the same
+// arithmetic whatever the width.
+extern "C" __global__ void __launch_bounds__(TC_THREADS, 4) conv_tcq_n32(GEMM_PARAMS) {
+    __shared__ __align__(16) unsigned Ap[4][2048];
+    __shared__ __align__(16) float Bs[4][CV_K * (32 + 8)];
     pdl_begin();
     GEMM_PROBLEM
-    conv_tile<false, CV_N>(p, bias, out, work, splits, kchunk);
+    conv_tcq_tile<32, 4>(p, bias, out, work, splits, kchunk, Ap, Bs);
 }
-
-// conv_tc_nTN: TC_CONV and TC_CONVT on tensor cores (three TF32 products
-// per k step, summed in fp32), tiles TN time steps wide: grid (⌈N/TN⌉,
-// ⌈M/64⌉, batch·phases·splits), 128 threads. Each output is the same
-// arithmetic whatever the tile width, so the width can follow the input's
-// length (convTile) without breaking the streamed windows' exactness.
-#define CONV_TC(TN, MINB)                                                            \
-    extern "C" __global__ void __launch_bounds__(TC_THREADS, MINB) conv_tc_n##TN(GEMM_PARAMS) { \
-        pdl_begin();                                                                 \
-        GEMM_PROBLEM                                                                 \
-        conv_tile<true, TN>(p, bias, out, work, splits, kchunk);                    \
-    }
-CONV_TC(128, 3)
-CONV_TC(64, 4)
-CONV_TC(32, 4)
-
-// conv_tcp_nTN: conv_tc_nTN with the weights prepared by conv_prep_a:
-// their TF32 parts computed once, stored in the order the fragments read
-// them and streamed into shared memory by cp.async. conv_tc's gather spent
-// about a quarter of its k loop on A (the loads and stores, their
-// predicates, and both warps reading a row splitting it again; sm_90 SASS,
-// 2026-11-30). The parts and the order of the products are conv_tc's, so
-// the outputs are bit-identical.
-#define CONV_TCP(TN, MINB)                                                            \
-    extern "C" __global__ void __launch_bounds__(TC_THREADS, MINB) conv_tcp_n##TN(GEMM_PARAMS) { \
-        pdl_begin();                                                                  \
-        GEMM_PROBLEM                                                                  \
-        conv_tile<true, TN, true>(p, bias, out, work, splits, kchunk);               \
-    }
-CONV_TCP(64, 4)
-CONV_TCP(32, 4)
-
-// conv_tcq_nTN: conv_tcp_nTN with its operands S k steps deep in flight
-// (conv_tcq_tile); the same outputs.
-#define CONV_TCQ(TN, S, MINB)                                                         \
-    extern "C" __global__ void __launch_bounds__(TC_THREADS, MINB) conv_tcq_n##TN(GEMM_PARAMS) { \
-        __shared__ __align__(16) unsigned Ap[S][2048];                               \
-        __shared__ __align__(16) float Bs[S][CV_K * (TN + 8)];                       \
-        pdl_begin();                                                                  \
-        GEMM_PROBLEM                                                                  \
-        conv_tcq_tile<TN, S>(p, bias, out, work, splits, kchunk, Ap, Bs);            \
-    }
-CONV_TCQ(64, 3, 3)
-CONV_TCQ(32, 4, 4)
 
 // conv_tcq_n32_deep: conv_tcq_n32 with TCQ_DEEP_S k steps in flight, in
 // dynamic shared memory (TcqDeepSmem bytes), for grids of at most two
 // blocks an SM. A short streamed chunk's convolution is a few dozen blocks,
 // each streaming its rows of weights through a serial k loop: with three
 // steps ahead a block read 12–20 GB/s and the kernel took 15–50 µs for a
-// few MB (ncu, H200, session 24 run 4, a 2-frame emission). The same
+// few MB (ncu, H200, 2026-11-30, a 2-frame emission). The same
 // products in the same order: the outputs are conv_tcq_n32's.
 #define TCQ_DEEP_S 8
 extern "C" __global__ void __launch_bounds__(TC_THREADS, 2) conv_tcq_n32_deep(GEMM_PARAMS) {
@@ -1146,14 +828,13 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, 2) conv_tcq_n32_deep(GE
                                   (float(*)[CV_K * 40])(tcq_deep_smem + TCQ_DEEP_S * 2048 * 4));
 }
 
-// conv_prep_a lays a convolution's weights out as conv_tcp's A operand:
+// conv_prep_a lays a convolution's weights out as conv_tcq's A operand:
 // for each phase ρ (TC_CONVT; one for TC_CONV), 64-row tile mt and 16-wide
 // k step ks, a block of 2048 words: the big TF32 parts (tf32_split) of its
 // 64 × 16 values in fragment order, then their small parts. Word
 // (f·32 + lane)·4 + e of a part is fragment f = (w·2 + i)·2 + q (warp row
 // half w, 16-row block i, 8-wide k step q), slot e = h + 2v of lane 4g + c:
-// row 32w + 16i + 8h + g, k 8q + 4v + c, as conv_tile's fragment loads
-// read them. Rows past M and k past Kr are zero, as the gather's are.
+// row 32w + 16i + 8h + g, k 8q + 4v + c, as TcqFrag::load reads them. Rows past M and k past Kr are zero, as the gather's are.
 // conv_prep_value is the value of word pos (< 1024) of tile (ρ, mt, ks)
 // (gpu/kernels/check/gather_check.cu checks it against the definition).
 __host__ __device__ __forceinline__ float conv_prep_value(const float* w, int mode, int M, int Kr, int Cout, int Kw,

@@ -1,16 +1,19 @@
-// gather_check: a host program (no GPU needed) that checks conv_tile's
-// incremental gather (ConvGather in tc.cu) against the direct definition
-// of the convolutions' implicit-GEMM operands, for every thread, tile and
-// k step of many random geometries (strided, dilated, transposed, batched,
-// split along K, every tile width). Built and run by TestGatherCheck when
-// nvcc is installed: nvcc -o gather_check gather_check.cu && ./gather_check
+// gather_check: a host program (no GPU needed) that checks conv_tcq's
+// operand layouts (tc.cu) against the direct definition of the
+// convolutions' implicit-GEMM operands for many random geometries
+// (strided, dilated, transposed, batched, split along K or folded, the
+// DAC's own): every value ConvRowGather copies into a block's input tile,
+// for every thread, block and k step, and every word conv_prep_a writes
+// (conv_prep_value). Built and run by TestGatherCheck when nvcc is
+// installed: nvcc -o gather_check gather_check.cu && ./gather_check
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
 #include "../tc.cu"
 
-// refA and refB are gather_a and gather_b's convolution cases.
+// refA and refB are gather_a and gather_b's convolution cases: the
+// implicit GEMM's A (weights) and B (input) by their definition.
 static float refA(const Problem& p, int gm, int gk, int k_hi) {
     if (gm >= p.M || gk >= k_hi) return 0.f;
     if (p.mode == TC_CONV) return ((const float*)p.w)[(long long)gm * p.Kr + gk];
@@ -32,55 +35,55 @@ static float refB(const Problem& p, int gn, int gk, int k_hi) {
     return q >= 0 && q < p.T ? p.xb[(long long)ci * p.T + q] : 0.f;
 }
 
+// checkRows: every value conv_tcq_tile's ConvRowGather copies is refB's,
+// for every block of the grid (z = (batch item · phases + ρ) · splits +
+// split; splits = 1 folds the whole reduction into each block), every
+// thread (k row tid / 8 of each 16-wide step, columns tid mod 8 + 8c of
+// the TN-wide tile) and every k step.
 template <int TN>
-static long check(Problem p, int splits, int kchunk, int batch, const char* what) {
-    constexpr int KPER = CV_K * TN / TC_THREADS;
+static long checkRows(Problem p, int splits, int kchunk, int batch, const char* what) {
+    constexpr int NPER = TN / 8;
     int phases = p.mode == TC_CONVT ? p.stride : 1;
     long checked = 0;
     for (int z = 0; z < batch * phases * splits; z++)
-        for (int n0 = 0; n0 < p.N; n0 += TN)
-            for (int m0 = 0; m0 < p.M; m0 += CV_M) {
-                Problem q = p;
-                if (!block_tile_z(q, splits, n0, z)) continue;
-                int s = z % splits;
-                int k_lo = s * kchunk, k_hi = std::min(q.Kr, k_lo + kchunk);
-                q.xb = q.x + (long long)q.bat * q.Cin * q.T;
-                for (int tid = 0; tid < TC_THREADS; tid++) {
-                    int ak = tid & 15, ar = tid >> 4;
-                    int bc = TN == TC_THREADS ? tid : tid % TN, kb = TN == TC_THREADS ? 0 : (tid / TN) * KPER;
-                    ConvGather<KPER> g;
-                    g.init(q, m0, n0, ak, ar, bc, kb, k_lo);
-                    for (int k0 = k_lo; k0 < k_hi; k0 += CV_K) {
-                        float ra[8], rb[KPER];
-                        g.fetch(q, ra, rb, k_hi);
-                        for (int i = 0; i < 8; i++) {
-                            float want = refA(q, m0 + ar + 8 * i, k0 + ak, k_hi);
-                            if (ra[i] != want) {
-                                printf("FAIL %s TN %d z %d n0 %d m0 %d tid %d k0 %d: A row %d got %g want %g\n", what, TN, z, n0,
-                                       m0, tid, k0, i, ra[i], want);
-                                exit(1);
-                            }
+        for (int n0 = 0; n0 < p.N; n0 += TN) {
+            // conv_tcq_tile's prologue
+            Problem q = p;
+            int s = z % splits;
+            if (!block_tile_z(q, splits, n0, z)) continue;
+            int k_lo = s * kchunk, k_hi = splits == 1 ? q.Kr : std::min(q.Kr, k_lo + kchunk);
+            q.xb = q.x + (long long)q.bat * q.Cin * q.T;
+            int steps = k_lo < k_hi ? (k_hi - k_lo + CV_K - 1) / CV_K : 0;
+            for (int tid = 0; tid < TC_THREADS; tid++) {
+                int row = tid >> 3, c0 = tid & 7;
+                ConvRowGather<NPER> g;
+                g.init(q, n0, row, c0, k_lo, k_hi);
+                for (int i = 0; i < steps; i++) {
+                    bool rin = g.rin();
+                    int q0 = g.q0();
+                    const float* src = g.src(q0);
+                    for (int c = 0; c < NPER; c++) {
+                        float got = g.inside(rin, q0, c) ? src[c * g.cs8] : 0.f;
+                        float want = refB(q, n0 + c0 + 8 * c, k_lo + CV_K * i + row, k_hi);
+                        if (got != want) {
+                            printf("FAIL %s TN %d splits %d z %d n0 %d tid %d step %d: column %d got %g want %g\n", what,
+                                   TN, splits, z, n0, tid, i, c0 + 8 * c, got, want);
+                            exit(1);
                         }
-                        for (int kk = 0; kk < KPER; kk++) {
-                            float want = refB(q, n0 + bc, k0 + kb + kk, k_hi);
-                            if (rb[kk] != want) {
-                                printf("FAIL %s TN %d z %d n0 %d m0 %d tid %d k0 %d: B row %d got %g want %g\n", what, TN, z, n0,
-                                       m0, tid, k0, kk, rb[kk], want);
-                                exit(1);
-                            }
-                        }
-                        checked += 8 + KPER;
+                        checked++;
                     }
+                    g.next();
                 }
             }
+        }
     return checked;
 }
 
 // checkPrep: every word conv_prep_a writes (conv_prep_value) is the
-// weight that conv_tile's fragment load of that slot stands for: fragment
+// weight that TcqFrag's fragment load of that slot stands for: fragment
 // (warp row half w, block i, k step q), lane (g, c), slot e at row
-// m0 + 32w + 16i + g + 8·(e & 1), k k0 + 8q + c + 4·(e >> 1) (the layout of
-// a[0], a[8], a[4·LDA], a[4·LDA + 8] in conv_tc's A tile).
+// m0 + 32w + 16i + g + 8·(e & 1), k k0 + 8q + c + 4·(e >> 1) (the m16n8k8
+// TF32 A fragment's slots (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4)).
 static long checkPrep(Problem p, const char* what) {
     int phases = p.mode == TC_CONVT ? p.stride : 1;
     int mtiles = (p.M + CV_M - 1) / CV_M, ksteps = (p.Kr + CV_K - 1) / CV_K;
@@ -154,9 +157,8 @@ int main() {
         char what[160];
         snprintf(what, sizeof what, "%s Cin %d Cout %d Kw %d T %d stride %d pad %d dil %d batch %d chunk %d",
                  convt ? "convT" : "conv", p.Cin, p.Cout, p.Kw, p.T, p.stride, p.pad, p.dil, batch, kchunk);
-        total += check<128>(p, splits, kchunk, batch, what);
-        total += check<64>(p, splits, kchunk, batch, what);
-        total += check<32>(p, splits, kchunk, batch, what);
+        total += checkRows<32>(p, splits, kchunk, batch, what);
+        total += checkRows<32>(p, 1, kchunk, batch, what);
         total += checkPrep(p, what);
         cases++;
     }
