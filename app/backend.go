@@ -1,8 +1,8 @@
 package app
 
 import (
-	"zonostream/engine/backend"
 	"zonostream/engine/compute"
+	"zonostream/internal/backend"
 )
 
 // DefaultBackend lets the engine choose: CUDA when built in and a device

@@ -7,7 +7,7 @@ import (
 	"fyne.io/fyne/v2/test"
 
 	"zonostream/engine/compute"
-	"zonostream/engine/cpu"
+	"zonostream/engine/compute/cpu"
 	"zonostream/engine/weights"
 )
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"zonostream/engine"
-	"zonostream/engine/cpu"
+	"zonostream/engine/compute/cpu"
 	"zonostream/engine/weights"
 )
 

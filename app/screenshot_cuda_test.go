@@ -15,10 +15,10 @@ import (
 	"fyne.io/fyne/v2/theme"
 
 	"zonostream/engine"
-	"zonostream/engine/backend"
 	"zonostream/engine/compute"
 	"zonostream/engine/dac"
 	"zonostream/engine/zonos"
+	"zonostream/internal/backend"
 	"zonostream/internal/randmodel"
 )
 

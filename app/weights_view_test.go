@@ -10,7 +10,7 @@ import (
 
 	"fyne.io/fyne/v2/test"
 
-	"zonostream/engine/cpu"
+	"zonostream/engine/compute/cpu"
 	"zonostream/engine/weights"
 )
 

@@ -16,7 +16,7 @@ import (
 	"fyne.io/fyne/v2/test"
 
 	"zonostream/engine"
-	"zonostream/engine/cpu"
+	"zonostream/engine/compute/cpu"
 	"zonostream/internal/golden"
 )
 

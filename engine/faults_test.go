@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"zonostream/engine/compute"
-	"zonostream/engine/cpu"
+	"zonostream/engine/compute/cpu"
 	"zonostream/internal/golden"
 )
 

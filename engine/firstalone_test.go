@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"zonostream/engine/compute"
-	"zonostream/engine/cpu"
+	"zonostream/engine/compute/cpu"
 	"zonostream/engine/dac"
 )
 

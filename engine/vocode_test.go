@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"zonostream/engine/compute"
-	"zonostream/engine/cpu"
+	"zonostream/engine/compute/cpu"
 	"zonostream/engine/dac"
 	"zonostream/engine/weights"
 	"zonostream/engine/zonos"

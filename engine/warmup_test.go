@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"zonostream/engine/compute"
-	"zonostream/engine/cpu"
+	"zonostream/engine/compute/cpu"
 )
 
 // forceFullWarmup makes Warmup run its throwaway utterance on the CPU

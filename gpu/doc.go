@@ -2,7 +2,7 @@
 // and every state tensor lives in device memory; the kernels (gpu/kernels,
 // PTX embedded, no compiler needed at run time) compute each op of
 // engine/compute with bf16, f16 or f32 weights, fp32 activations and
-// state, and fp32 or wider accumulation. engine/cpu is the reference: each
+// state, and fp32 or wider accumulation. engine/compute/cpu is the reference: each
 // kernel has a test that compares it with the CPU op on random data of
 // the real and of odd shapes. Beyond compute.Backend the package
 // implements compute.SpeakerOps (the speaker model), compute.SamplerOps
@@ -27,7 +27,7 @@
 // KiB of shared memory a block, and programmatic dependent launch. Ops
 // read the plan's fields (b.hopper, b.clusterAttention, …), never the
 // compute capability; Plan prints it in one line for `zonos bench`,
-// `zonos doctor` and the app. Both plans meet engine/cpu's tolerances, and
+// `zonos doctor` and the app. Both plans meet engine/compute/cpu's tolerances, and
 // on a Hopper GPU the exactness tests run under both.
 //
 // # The decode step

@@ -99,7 +99,7 @@ func TestGemvM2(t *testing.T) {
 		c.check(t, "gemv rows", true, func(bias, y cu.DevicePtr) { gb.gemvRows(c.x, c.w, bias, y, s.m, s.n, s.k) })
 	}
 	// Linear takes it for M ≤ 8 BF16; TestLinear covers it against
-	// engine/cpu too.
+	// engine/compute/cpu too.
 	if !useGemvM2(2, 2048, &tensor{dt: compute.BF16}) {
 		t.Error("Linear does not take the weight-read GEMV for M=2 BF16")
 	}

@@ -14,10 +14,10 @@ import (
 	"testing"
 
 	"zonostream/engine/compute"
-	"zonostream/engine/cpu"
+	"zonostream/engine/compute/cpu"
 )
 
-// Every kernel is checked against its engine/cpu op on random data of real
+// Every kernel is checked against its engine/compute/cpu op on random data of real
 // and odd shapes (llm.c style); each check logs max |Δ|, max |ref| and the
 // cosine, and fails past tol·max(1, max|ref|).
 
@@ -79,7 +79,7 @@ func genericBackend(t *testing.T) *Backend {
 // that plan's backend while f runs): the one New chose, named "hopper" or
 // "generic", and on a Hopper GPU also the generic plan. The exactness
 // tests of the ops whose kernels the plan chooses run under it, so a
-// Hopper machine checks both plans against engine/cpu.
+// Hopper machine checks both plans against engine/compute/cpu.
 func forEachPlan(t *testing.T, f func(t *testing.T)) {
 	t.Helper()
 	need(t)

@@ -22,7 +22,7 @@ import (
 //     Options.Generic is set): the compute_80 modules and per-op kernels
 //     that need nothing past sm_80.
 //
-// Both plans compute every op to engine/cpu's tolerances; the test suite
+// Both plans compute every op to engine/compute/cpu's tolerances; the test suite
 // runs its exactness tests under both on a Hopper GPU (forEachPlan).
 type plan struct {
 	// hopper: the compute_90 modules are loaded. Every choice below

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"zonostream/engine/compute"
-	"zonostream/engine/cpu"
+	"zonostream/engine/compute/cpu"
 	"zonostream/engine/zonos"
 	"zonostream/internal/golden"
 )

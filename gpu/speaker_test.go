@@ -11,7 +11,7 @@ import (
 	"zonostream/engine/compute"
 )
 
-// TestSpeakerOps compares the speaker model's ops with engine/cpu on the
+// TestSpeakerOps compares the speaker model's ops with engine/compute/cpu on the
 // real model's shapes (ResNet293 on 80 mel bins) and odd ones.
 func TestSpeakerOps(t *testing.T) {
 	need(t)

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"os"
 
-	"zonostream/engine/backend"
 	"zonostream/engine/compute"
+	"zonostream/internal/backend"
 )
 
 // GPU plans --gpu-plan takes.

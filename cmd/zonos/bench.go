@@ -12,8 +12,8 @@ import (
 	"strconv"
 	"strings"
 
-	"zonostream/engine/bench"
 	"zonostream/engine/zonos"
+	"zonostream/internal/bench"
 )
 
 func init() {

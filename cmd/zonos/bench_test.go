@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"zonostream/engine/bench"
 	"zonostream/engine/dac"
 	"zonostream/engine/zonos"
+	"zonostream/internal/bench"
 	"zonostream/internal/golden"
 )
 

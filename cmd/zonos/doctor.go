@@ -16,11 +16,11 @@ import (
 	"strings"
 
 	"zonostream/audio"
-	"zonostream/engine/backend"
 	"zonostream/engine/compute"
 	"zonostream/engine/speaker"
 	"zonostream/engine/text"
 	"zonostream/engine/weights"
+	"zonostream/internal/backend"
 )
 
 func init() {

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"zonostream/audio"
-	"zonostream/engine/backend"
 	"zonostream/engine/weights"
+	"zonostream/internal/backend"
 )
 
 // fakeBundle puts variant v's six files into a hub cache as huggingface_hub

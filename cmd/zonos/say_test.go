@@ -14,7 +14,7 @@ import (
 
 	"zonostream/audio"
 	"zonostream/engine"
-	"zonostream/engine/cpu"
+	"zonostream/engine/compute/cpu"
 	"zonostream/internal/golden"
 )
 

@@ -13,7 +13,7 @@ import (
 	"zonostream/audio"
 	"zonostream/engine"
 	"zonostream/engine/compute"
-	"zonostream/engine/cpu"
+	"zonostream/engine/compute/cpu"
 	"zonostream/engine/speaker"
 	"zonostream/engine/weights"
 	"zonostream/engine/zonos"

@@ -1,6 +1,6 @@
 // Package compute defines the Backend interface: the tensors and the coarse
 // op vocabulary that Zonos, its sampler, the DAC codec and the speaker model
-// are written against. Models never look behind it; engine/cpu implements it
+// are written against. Models never look behind it; engine/compute/cpu implements it
 // in pure Go (the reference) and gpu implements it with CUDA kernels.
 //
 // Conventions shared by every op:

@@ -8,7 +8,7 @@ package compute
 // step's few hundred ops). Results are identical to calling f directly;
 // other goroutines' ops wait until f returns, so f must not block on
 // another goroutine that uses the same backend. A panic in f reaches the
-// caller of Run. Backends without the hand-off (engine/cpu) simply do not
+// caller of Run. Backends without the hand-off (engine/compute/cpu) simply do not
 // implement it; callers fall back to calling f.
 type Runner interface {
 	Run(f func())
@@ -23,7 +23,7 @@ type Runner interface {
 // Tensors made on one lane may be used on the other only once the work that
 // made them is done (read back, or uploaded weights). Closing the lane
 // does nothing; closing the backend releases it. Backends whose ops run
-// where they are called (engine/cpu: each goroutine computes for itself)
+// where they are called (engine/compute/cpu: each goroutine computes for itself)
 // do not implement it; callers use the backend itself.
 type Laned interface {
 	Lane() Backend

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"zonostream/engine/cpu"
+	"zonostream/engine/compute/cpu"
 	"zonostream/engine/dac"
 	"zonostream/internal/conformance"
 	"zonostream/internal/golden"

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"zonostream/engine/compute"
-	"zonostream/engine/cpu"
+	"zonostream/engine/compute/cpu"
 	"zonostream/internal/conformance"
 )
 

@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"zonostream/engine/cpu"
+	"zonostream/engine/compute/cpu"
 	"zonostream/engine/dac"
 	"zonostream/internal/check"
 	"zonostream/internal/conformance"

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"zonostream/engine/compute"
-	"zonostream/engine/cpu"
+	"zonostream/engine/compute/cpu"
 	"zonostream/engine/dac"
 	"zonostream/internal/conformance"
 	"zonostream/internal/golden"

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"zonostream/engine/cpu"
+	"zonostream/engine/compute/cpu"
 	"zonostream/engine/dac"
 	"zonostream/engine/weights"
 	"zonostream/internal/golden"

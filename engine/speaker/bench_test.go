@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"zonostream/engine/cpu"
+	"zonostream/engine/compute/cpu"
 	"zonostream/engine/speaker"
 	"zonostream/internal/golden"
 	"zonostream/internal/randmodel"

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"zonostream/engine/cpu"
+	"zonostream/engine/compute/cpu"
 	"zonostream/engine/speaker"
 	"zonostream/internal/check"
 	"zonostream/internal/conformance"

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"zonostream/engine/cpu"
+	"zonostream/engine/compute/cpu"
 	"zonostream/internal/golden"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"zonostream/engine/cpu"
+	"zonostream/engine/compute/cpu"
 	"zonostream/engine/weights"
 	"zonostream/internal/golden"
 )

@@ -3,7 +3,7 @@ package zonos_test
 import (
 	"testing"
 
-	"zonostream/engine/cpu"
+	"zonostream/engine/compute/cpu"
 	"zonostream/internal/conformance"
 	"zonostream/internal/golden"
 )

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"zonostream/engine/cpu"
+	"zonostream/engine/compute/cpu"
 	"zonostream/engine/zonos"
 	"zonostream/internal/randmodel"
 )

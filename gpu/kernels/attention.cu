@@ -1,9 +1,9 @@
 // Attention with a KV cache, rotary embedding (two conventions) and grouped
-// KV heads; reference: engine/cpu Attention.
+// KV heads; reference: engine/compute/cpu Attention.
 #include "common.cuh"
 
 // rot_angle returns cos and sin of position p at frequency index i exactly
-// as engine/cpu rotaryTable does (float32 inv_freq and angle, float64 trig).
+// as engine/compute/cpu rotaryTable does (float32 inv_freq and angle, float64 trig).
 __device__ __forceinline__ void rot_angle(int p, int i, int dr, double base, float* c, float* s) {
     float e = (float)(2 * i) / (float)dr;
     float inv = 1.0f / (float)pow(base, (double)e);

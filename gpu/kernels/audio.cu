@@ -1,4 +1,4 @@
-// Audio convolutions (reference: engine/cpu Conv1d, ConvTranspose1d) that
+// Audio convolutions (reference: engine/compute/cpu Conv1d, ConvTranspose1d) that
 // the tensor-core tiles (tc.cu's conv_tcq) do not take, as implicit GEMMs:
 // out[co, t] = bias[co] + Σ_r W[co, r]·X[r, t] with the reduction
 // r = (ci, k). Every output runs the same sequence of operations

@@ -30,7 +30,7 @@ __device__ __forceinline__ float snake_ref(float x, float a) {
     return x + inv * s * s;
 }
 
-// silu as engine/cpu computes it: v / (1 + float32(exp(float64(-v)))).
+// silu as engine/compute/cpu computes it: v / (1 + float32(exp(float64(-v)))).
 __device__ __forceinline__ float silu_ref(float v) {
     return v / (1.0f + (float)exp(-(double)v));
 }

@@ -1,7 +1,7 @@
 // Core kernels: Linear's GEMVs for few rows (the tiled GEMMs are tc.cu's),
 // Embedding, elementwise ops, LayerNorm and copies along an axis. Activations are fp32;
 // weights F32/BF16/F16 (dtype codes of common.cuh); accumulation fp32. The
-// engine/cpu ops are the reference (gpu/*_test.go compares them).
+// engine/compute/cpu ops are the reference (gpu/*_test.go compares them).
 #include "common.cuh"
 
 #define GEMV_MAX_M 8
@@ -126,7 +126,7 @@ extern "C" __global__ void tanh_f32(const float* __restrict__ x, float* __restri
         out[i] = (float)tanh((double)x[i]);
 }
 
-// cossin: x [rows, n] → [rows, 2n] = [cos x | sin x] (float64 like engine/cpu).
+// cossin: x [rows, n] → [rows, 2n] = [cos x | sin x] (float64 like engine/compute/cpu).
 extern "C" __global__ void cossin(const float* __restrict__ x, float* __restrict__ out, long long total, int n) {
     pdl_begin();
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
@@ -161,7 +161,7 @@ extern "C" __global__ void snake(const float* __restrict__ x, const float* __res
 }
 
 // layernorm: one block per row of D; optional residual (sum = x + res is
-// also written to sum_out when given). Statistics in float64 as engine/cpu.
+// also written to sum_out when given). Statistics in float64 as engine/compute/cpu.
 extern "C" __global__ void layernorm(const float* __restrict__ x, const float* __restrict__ res,
                                      const float* __restrict__ w, const float* __restrict__ b,
                                      float* __restrict__ out, float* __restrict__ sum_out, int D, float eps) {

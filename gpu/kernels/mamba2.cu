@@ -1,4 +1,4 @@
-// Mamba2 mixer between its projections (reference: engine/cpu Mamba2):
+// Mamba2 mixer between its projections (reference: engine/compute/cpu Mamba2):
 // causal depthwise conv with state + SiLU, selective scan with state and the
 // D skip, gated RMSNorm rmsnorm(y·silu(z))·w. The scan walks the sequence
 // in order (one warp per (batch, head, headdim row), d_state across lanes),

@@ -1,4 +1,4 @@
-// Speaker-model kernels (compute.SpeakerOps; reference engine/cpu/speaker.go):
+// Speaker-model kernels (compute.SpeakerOps; reference engine/compute/cpu/speaker.go):
 // Conv2d as an implicit GEMM with fused bias and ReLU (fp32 weights,
 // converted once, fp32 accumulation), the SimAM block tail and attentive
 // statistics pooling (per-plane / per-row statistics in double, as the CPU).

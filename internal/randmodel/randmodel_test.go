@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"zonostream/engine/cpu"
+	"zonostream/engine/compute/cpu"
 	"zonostream/engine/dac"
 	"zonostream/engine/speaker"
 	"zonostream/engine/zonos"

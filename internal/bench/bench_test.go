@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"zonostream/engine/compute"
-	"zonostream/engine/cpu"
+	"zonostream/engine/compute/cpu"
 	"zonostream/engine/dac"
 	"zonostream/engine/zonos"
 	"zonostream/internal/golden"

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"zonostream/engine/compute"
-	"zonostream/engine/cpu"
+	"zonostream/engine/compute/cpu"
 )
 
 // Auto picks the fastest backend that works on this machine.
