@@ -14,7 +14,7 @@
 //     leaves a playable file.
 //   - Resampler (resample.go): torchaudio.functional.resample with its
 //     defaults, reproduced to float32 rounding, for speaker clips and audio
-//     prefixes; ResampleConformance (conformance.go) checks it against the
+//     prefixes; internal/conformance.Resample checks it against the
 //     golden pack for `zonos conformance`.
 //
 // Real-time contract: the device callback never blocks, allocates or takes a

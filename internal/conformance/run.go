@@ -10,7 +10,7 @@
 //	text.go     text      engine/text: normalised text, phonemes, ids
 //
 // with the bars each is held to (check.RelTol unless a file says why not).
-// The resample pack is audio's own (audio.ResampleConformance). Run picks
+// The resample pack checks audio's resampler (Resample). Run picks
 // the checks for a directory of packs; `zonos conformance` prints them, and
 // each model package's tests run its stage's checks on the CPU.
 package conformance
@@ -22,7 +22,6 @@ import (
 	"sort"
 	"strings"
 
-	"zonostream/audio"
 	"zonostream/engine/compute"
 	"zonostream/internal/check"
 )
@@ -73,7 +72,7 @@ func Run(goldenDir string, packs []string, b compute.Backend) []check.Result {
 		case name == "text":
 			results = append(results, Text(goldenDir)...)
 		case name == "resample":
-			results = append(results, audio.ResampleConformance(goldenDir)...)
+			results = append(results, Resample(goldenDir)...)
 		case strings.HasPrefix(name, "speaker-"):
 			if !speakerDone {
 				results = append(results, Speaker(goldenDir, b)...)

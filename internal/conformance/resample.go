@@ -1,4 +1,4 @@
-package audio
+package conformance
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"zonostream/audio"
 	"zonostream/engine/weights"
 	"zonostream/internal/check"
 )
@@ -80,13 +81,13 @@ func loadResampleCases(dir string) ([]resampleCase, error) {
 	return cases, nil
 }
 
-// ResampleConformance checks the Resampler against torchaudio's outputs and
+// Resample checks audio.Resampler against torchaudio's outputs and
 // kernels in the resample golden pack, for `zonos conformance`: one result
 // per pair (`resample/<from>_to_<to>`, max |Δ| of the output) and one per
 // kernel (`resample/kernel.<from>_to_<to>`), each held to check.RelTol.
 // goldenDir is the golden root holding resample/ (../shared/golden) or the
 // pack directory itself. A missing pack gives one SKIP result.
-func ResampleConformance(goldenDir string) []check.Result {
+func Resample(goldenDir string) []check.Result {
 	dir := filepath.Join(goldenDir, resamplePack)
 	if _, err := os.Stat(filepath.Join(goldenDir, "io.json")); err == nil {
 		dir = goldenDir
@@ -117,7 +118,7 @@ func ResampleConformance(goldenDir string) []check.Result {
 // resampleAgainst runs the Resampler on one golden case and checks the
 // shapes, returning the output and the kernel to compare.
 func resampleAgainst(c resampleCase) (out, kernel []float32, err error) {
-	r, err := NewResampler(c.From, c.To)
+	r, err := audio.NewResampler(c.From, c.To)
 	if err != nil {
 		return nil, nil, err
 	}
