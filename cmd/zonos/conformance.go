@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"zonostream/engine/compute"
 	"zonostream/internal/check"
 	"zonostream/internal/conformance"
 )
@@ -37,6 +38,7 @@ func runConformance(args []string) int {
 		return 2
 	}
 	defer b.Close()
+	fmt.Fprintf(os.Stderr, "zonos conformance: backend %s on %s; plan: %s\n", b.Name(), b.Device(), compute.PlanOf(b))
 	results := conformance.Run(*dir, packs, b)
 	if len(results) == 0 {
 		fmt.Fprintf(os.Stderr, "zonos conformance: no recognised packs in %s\n", *dir)
