@@ -237,11 +237,7 @@ func writeTone(t *testing.T, path string, rate, n int) {
 // loading would fail with "config.json", so an input error in its place
 // shows that nothing was loaded first.
 func TestSayChecksInputsBeforeLoading(t *testing.T) {
-	dir := t.TempDir()
-	t.Setenv("HF_HUB_CACHE", filepath.Join(dir, "hub"))
-	t.Setenv("HF_HUB_OFFLINE", "1")
-	clip := filepath.Join(dir, "voice.wav")
-	writeTone(t, clip, 16000, 16000)
+	dir, clip := emptyCacheWithClip(t)
 	garbage := filepath.Join(dir, "garbage.wav")
 	if err := os.WriteFile(garbage, []byte("RIFF\x10\x00\x00\x00WAVEjunkjunk"), 0o644); err != nil {
 		t.Fatal(err)
@@ -275,11 +271,7 @@ func TestSayChecksInputsBeforeLoading(t *testing.T) {
 // speaker model in the cache says what say itself takes (zonos pull, or
 // --speaker-dir), not embed's --weights and --lda.
 func TestSaySpeakerModelMissing(t *testing.T) {
-	dir := t.TempDir()
-	t.Setenv("HF_HUB_CACHE", filepath.Join(dir, "hub"))
-	t.Setenv("HF_HUB_OFFLINE", "1")
-	clip := filepath.Join(dir, "voice.wav")
-	writeTone(t, clip, 16000, 16000)
+	dir, clip := emptyCacheWithClip(t)
 	var code int
 	msg := captureStderr(t, func() {
 		code = runSay(append(tinyArgs(t), "--speaker", clip, "--play", "false", "--out", filepath.Join(dir, "o.wav"), "Hi."))
@@ -288,4 +280,16 @@ func TestSaySpeakerModelMissing(t *testing.T) {
 		t.Fatalf("exit %d, stderr:\n%s\nwant 'zonos pull' and --speaker-dir, flags say has", code, msg)
 	}
 	t.Logf("told: %s", strings.TrimSpace(msg))
+}
+
+// emptyCacheWithClip points the hub cache at an empty folder (offline) and
+// writes a one-second tone clip beside it.
+func emptyCacheWithClip(t *testing.T) (dir, clip string) {
+	t.Helper()
+	dir = t.TempDir()
+	t.Setenv("HF_HUB_CACHE", filepath.Join(dir, "hub"))
+	t.Setenv("HF_HUB_OFFLINE", "1")
+	clip = filepath.Join(dir, "voice.wav")
+	writeTone(t, clip, 16000, 16000)
+	return dir, clip
 }

@@ -17,14 +17,7 @@ import (
 // TestRunTiny runs the whole harness on the tiny shapes: every figure is
 // filled and the reports render (speed itself is not asserted).
 func TestRunTiny(t *testing.T) {
-	zc, err := zonos.LoadConfig(filepath.Join(golden.Pack(t, "zonos-hybrid-tiny"), "config.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dc, err := dac.LoadConfig(filepath.Join(golden.Pack(t, "dac-tiny"), "config.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	zc, dc := tinyConfigs(t)
 	o := Options{Variant: zonos.Hybrid, Runs: 2, DecodeSteps: 3, PrefixLen: 30, Frames: 12, FirstChunk: 2, Chunk: 4,
 		BandwidthMB: 8, Seed: 1, Model: zc, DAC: &dc, Batches: []int{1, 3}}
 	var phases []string
@@ -67,14 +60,7 @@ func TestRunTiny(t *testing.T) {
 // the reduced count, no PyTorch ratios, its own file name; the plan line
 // is there whatever the size.
 func TestRunReduced(t *testing.T) {
-	zc, err := zonos.LoadConfig(filepath.Join(golden.Pack(t, "zonos-hybrid-tiny"), "config.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dc, err := dac.LoadConfig(filepath.Join(golden.Pack(t, "dac-tiny"), "config.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	zc, dc := tinyConfigs(t)
 	c, err := firstLayers(zc, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -107,4 +93,18 @@ func TestRunReduced(t *testing.T) {
 	if !strings.Contains(r.FileName(), "-2of5-layers.md") {
 		t.Errorf("file name %q", r.FileName())
 	}
+}
+
+// tinyConfigs reads the configs of the golden tiny hybrid and DAC.
+func tinyConfigs(t *testing.T) (*zonos.Config, dac.Config) {
+	t.Helper()
+	zc, err := zonos.LoadConfig(filepath.Join(golden.Pack(t, "zonos-hybrid-tiny"), "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc, err := dac.LoadConfig(filepath.Join(golden.Pack(t, "dac-tiny"), "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return zc, dc
 }
