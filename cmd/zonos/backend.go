@@ -31,7 +31,7 @@ func addBackendFlags(fs *flag.FlagSet, def string) *backendFlags {
 		usage = "compute backend: cpu or cuda"
 	}
 	fs.StringVar(&bf.name, "backend", def, usage)
-	fs.Func("gpu-plan", "the CUDA backend's `plan`: auto (chosen from the GPU: the Hopper kernels on sm_90 and newer) or generic (the kernels every GPU from Ampere on runs) (default auto)",
+	fs.Func("gpu-plan", "the CUDA backend's `plan`: auto (chosen from the GPU: the Hopper kernels on sm_90, the generic ones elsewhere) or generic (the kernels every GPU from Ampere on runs) (default auto)",
 		func(s string) error {
 			if s != planAuto && s != planGeneric {
 				return fmt.Errorf("want auto or generic, not %q", s)
