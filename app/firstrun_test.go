@@ -1,6 +1,7 @@
 package app
 
 import (
+	"flag"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -13,9 +14,12 @@ import (
 	"zonostream/engine/weights"
 )
 
+// captureDir is where TestFirstRunShowsModelsPanel writes its tabs as PNGs.
+var captureDir = flag.String("capture", "", "write the first-run window's tabs as PNGs into this folder")
+
 // TestFirstRunShowsModelsPanel: with an empty cache the window opens on
 // the Models tab with all six files listed and the download offered.
-// ZONOS_CAPTURE_DIR=dir writes each tab as a PNG there (layout checks).
+// -capture DIR writes each tab as a PNG there (layout checks).
 func TestFirstRunShowsModelsPanel(t *testing.T) {
 	a := test.NewTempApp(t)
 	m := newTinyModels(t)
@@ -38,7 +42,7 @@ func TestFirstRunShowsModelsPanel(t *testing.T) {
 	if _, err := cacheFromFolder(c.Dir); err == nil {
 		t.Fatal("an empty folder was taken for a Hugging Face cache")
 	}
-	if dir := os.Getenv("ZONOS_CAPTURE_DIR"); dir != "" {
+	if dir := *captureDir; dir != "" {
 		for i, name := range []string{"compose", "knobs", "models"} {
 			ui.tabs.SelectIndex(i)
 			f, err := os.Create(filepath.Join(dir, "tab-"+name+".png"))

@@ -3,8 +3,8 @@
 package gpu
 
 import (
+	"flag"
 	"fmt"
-	"os"
 	"sort"
 	"testing"
 	"time"
@@ -15,17 +15,20 @@ import (
 	"zonostream/engine/zonos"
 )
 
-// TestPrefillTimeline (opt-in: ZONOS_TIMELINE=1; builds the real-shape
+// TestPrefillTimeline (opt-in: -timeline; builds the real-shape
 // hybrid) says whether an 80-position prefill waits on the host or on the
 // GPU: the whole prefill runs on the owner thread (as forwardHeads' Runner
 // does), and after each layer's ops are queued an event is recorded, so
 // for every layer it logs when the host had queued it and when the GPU
 // finished it, both from the prefill's start. A GPU that finishes each
 // layer just after the host queued it is waiting for the host.
+// timeline runs TestPrefillTimeline.
+var timeline = flag.Bool("timeline", false, "run TestPrefillTimeline (builds the real-shape hybrid)")
+
 func TestPrefillTimeline(t *testing.T) {
 	need(t)
-	if os.Getenv("ZONOS_TIMELINE") == "" {
-		t.Skip("set ZONOS_TIMELINE=1 (builds the real-shape hybrid)")
+	if !*timeline {
+		t.Skip("pass -timeline (builds the real-shape hybrid)")
 	}
 	m, prefix, mask := realHybridPrompt(t, 78)
 	var err error

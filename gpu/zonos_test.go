@@ -3,10 +3,10 @@
 package gpu
 
 import (
+	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"testing"
 	"time"
 
@@ -15,20 +15,23 @@ import (
 	"zonostream/internal/randmodel"
 )
 
+// hybridOnly leaves TestZonosRealShape's transformer variant out.
+var hybridOnly = flag.Bool("hybrid-only", false, "TestZonosRealShape: the hybrid backbone only")
+
 // TestZonosRealShape runs a randomly initialised Zonos of the real shapes
 // (zonos.RealConfig + randmodel.Zonos, 1.65 B bf16 parameters for the
 // hybrid) on the CPU and, under each plan, on the GPU: prefill of an
 // 80-position prompt and 16 teacher-forced decode steps, CFG batch 2.
 // Gates: per step, cosine ≥ 0.9999 and top-1 agreement ≥ 99 %
 // per codebook. The transformer variant runs too unless
-// ZONOS_GPU_TEST_HYBRID_ONLY is set.
+// -hybrid-only is passed.
 func TestZonosRealShape(t *testing.T) {
 	need(t)
 	if testing.Short() {
 		t.Skip("full-size models in -short")
 	}
 	variants := []zonos.Variant{zonos.Hybrid, zonos.Transformer}
-	if os.Getenv("ZONOS_GPU_TEST_HYBRID_ONLY") != "" {
+	if *hybridOnly {
 		variants = variants[:1]
 	}
 	for _, v := range variants {
