@@ -22,7 +22,7 @@ import (
 // utterances at different positions — prompts of different lengths, a slot
 // left and joined again mid-way — where the graph reads one position per
 // utterance on the device and the eager step takes them from the host
-// (compute.RaggedAttention). Under each plan: batches run on gemv_tc on
+// (compute.Positions.Rows). Under each plan: batches run on gemv_tc on
 // Hopper, on gemv_m8 and the tiled GEMM elsewhere.
 func TestBatchOnGPU(t *testing.T) { forEachPlan(t, testBatchOnGPU) }
 

@@ -8,9 +8,8 @@
 // implements compute.SpeakerOps (the speaker model), compute.SamplerOps
 // (guidance and the sampler, token-identical to engine/sample),
 // compute.GraphOps (CUDA graphs, with positions, sampler counters and the
-// next step's input kept in device memory), compute.PackedAttention,
-// compute.RaggedAttention, compute.Mamba2Block, compute.Mamba2Run,
-// compute.Timer, compute.Laned and compute.Planner.
+// next step's input kept in device memory), compute.Mamba2Block,
+// compute.Mamba2Run, compute.Timer, compute.Laned and compute.Planner.
 //
 // # The plan
 //

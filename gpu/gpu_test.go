@@ -483,15 +483,14 @@ func testAttention(t *testing.T) {
 		kc := pair{cb.Zeros(B, maxT, a.KVHeads, a.HeadDim), gb.Zeros(B, maxT, a.KVHeads, a.HeadDim)}
 		vc := pair{cb.Zeros(B, maxT, a.KVHeads, a.HeadDim), gb.Zeros(B, maxT, a.KVHeads, a.HeadDim)}
 		pre := attnPreFits(a.Heads, a.KVHeads, a.HeadDim)
+		w := (a.Heads + 2*a.KVHeads) * a.HeadDim
 		pos := 0
 		for _, T := range []int{300, 1, 1, 5, 1, 9} { // prefill longer than a 256 chunk, decode, continuations
-			q := randF32(r, 1, B, T, a.Heads*a.HeadDim)
-			k := randF32(r, 1, B, T, a.KVHeads*a.HeadDim)
-			v := randF32(r, 1, B, T, a.KVHeads*a.HeadDim)
-			oc := cb.Attention(q.c, k.c, v.c, kc.c, vc.c, pos, a)
+			qkv := randF32(r, 1, B, T, w)
+			oc := cb.Attention(qkv.c, kc.c, vc.c, compute.Positions{Start: pos}, a)
 			kc2, vc2 := gb.Scale(kc.g, 1), gb.Scale(vc.g, 1) // the caches before, for the positions one step at a time
 			before := gb.k["attn_pre"].launches
-			og := gb.Attention(q.g, k.g, v.g, kc.g, vc.g, pos, a)
+			og := gb.Attention(qkv.g, kc.g, vc.g, compute.Positions{Start: pos}, a)
 			if ran, want := gb.k["attn_pre"].launches > before, T > 1 && pre; ran != want {
 				t.Fatalf("T %d: attn_pre ran %v, want %v", T, ran, want)
 			}
@@ -501,8 +500,7 @@ func testAttention(t *testing.T) {
 			check(t, name+" vcache", vc, 0)
 			if T > 1 { // rot_table's angles are rot_angle's: the cache writes agree bit for bit
 				for p := 0; p < T; p++ {
-					at := func(x compute.Tensor) compute.Tensor { return gb.Slice(x, 1, p, p+1) }
-					gb.Free(gb.Attention(at(q.g), at(k.g), at(v.g), kc2, vc2, pos+p, a))
+					gb.Free(gb.Attention(gb.Slice(qkv.g, 1, p, p+1), kc2, vc2, compute.Positions{Start: pos + p}, a))
 				}
 				checkVals(t, name+" kcache, written step by step", gb.ReadF32(kc.g), gb.ReadF32(kc2), 0)
 				checkVals(t, name+" vcache, written step by step", gb.ReadF32(vc.g), gb.ReadF32(vc2), 0)
@@ -519,8 +517,10 @@ func testAttention(t *testing.T) {
 // head)), attn_split and attn_merge on the generic plan — agrees with the
 // CPU's, over cached contexts of 1 to 4000 positions (a warp walking
 // none, one or 31 of them), 1 to 4 query heads per KV head, head dims 16
-// to 128, both rotary conventions, and rows at different positions
-// (AttentionRagged). The new key and value land in the cache.
+// to 128, both rotary conventions, and rows at different positions, from
+// the host (compute.Positions.Rows) and from the device
+// (compute.Positions.Dev, one position per row). The new key and value
+// land in the cache.
 func TestAttnStep(t *testing.T) { forEachPlan(t, testAttnStep) }
 
 func testAttnStep(t *testing.T) {
@@ -538,17 +538,16 @@ func testAttnStep(t *testing.T) {
 	}
 	for _, a := range specs {
 		const B, maxT = 2, 4000
+		w := (a.Heads + 2*a.KVHeads) * a.HeadDim
 		kc0 := randF32(r, 1, B, maxT, a.KVHeads, a.HeadDim)
 		vc0 := randF32(r, 1, B, maxT, a.KVHeads, a.HeadDim)
 		for _, pos := range []int{0, 1, 127, 128, 129, 1000, maxT - 1} {
-			q := randF32(r, 1, B, 1, a.Heads*a.HeadDim)
-			k := randF32(r, 1, B, 1, a.KVHeads*a.HeadDim)
-			v := randF32(r, 1, B, 1, a.KVHeads*a.HeadDim)
+			qkv := randF32(r, 1, B, 1, w)
 			kc, vc := cb.Scale(kc0.c, 1), cb.Scale(vc0.c, 1)
-			want := cb.Attention(q.c, k.c, v.c, kc, vc, pos, a)
+			want := cb.Attention(qkv.c, kc, vc, compute.Positions{Start: pos}, a)
 			kg, vg := gb.Scale(kc0.g, 1), gb.Scale(vc0.g, 1)
 			before := gb.k[kernel].launches
-			got := gb.Attention(q.g, k.g, v.g, kg, vg, pos, a)
+			got := gb.Attention(qkv.g, kg, vg, compute.Positions{Start: pos}, a)
 			if gb.k[kernel].launches == before {
 				t.Fatalf("%s did not run", kernel)
 			}
@@ -557,18 +556,22 @@ func testAttnStep(t *testing.T) {
 			check(t, name+" kcache", pair{kc, kg}, 1e-5)
 			check(t, name+" vcache", pair{vc, vg}, 0)
 		}
-		// Rows at different positions: row b at pos[b mod 2].
+		// Rows at different positions: row b at pos[b mod 2], from the host
+		// and from the device.
 		pos := []int{3, 2500}
-		q := randF32(r, 1, B, 1, a.Heads*a.HeadDim)
-		k := randF32(r, 1, B, 1, a.KVHeads*a.HeadDim)
-		v := randF32(r, 1, B, 1, a.KVHeads*a.HeadDim)
-		kc, vc := cb.Scale(kc0.c, 1), cb.Scale(vc0.c, 1)
-		want := cb.AttentionRagged(q.c, k.c, v.c, kc, vc, pos, a)
-		kg, vg := gb.Scale(kc0.g, 1), gb.Scale(vc0.g, 1)
-		got := gb.AttentionRagged(q.g, k.g, v.g, kg, vg, pos, a)
-		name := fmt.Sprintf("H%d/%d Dh%d ragged %v %s", a.Heads, a.KVHeads, a.HeadDim, pos, kernel)
-		check(t, name, pair{want, got}, tol)
-		check(t, name+" kcache", pair{kc, kg}, 1e-5)
+		dev := gb.FromI32([]int32{int32(pos[0]), int32(pos[1])}, len(pos))
+		for _, g := range []compute.Positions{{Rows: pos}, {Dev: dev}} {
+			qkv := randF32(r, 1, B, 1, w)
+			kc, vc := cb.Scale(kc0.c, 1), cb.Scale(vc0.c, 1)
+			want := cb.Attention(qkv.c, kc, vc, compute.Positions{Rows: pos}, a)
+			kg, vg := gb.Scale(kc0.g, 1), gb.Scale(vc0.g, 1)
+			got := gb.Attention(qkv.g, kg, vg, g, a)
+			name := fmt.Sprintf("H%d/%d Dh%d rows %v on the device %v %s", a.Heads, a.KVHeads, a.HeadDim, pos, g.Dev != nil, kernel)
+			check(t, name, pair{want, got}, tol)
+			check(t, name+" kcache", pair{kc, kg}, 1e-5)
+			check(t, name+" vcache", pair{vc, vg}, 0)
+		}
+		gb.Free(dev)
 	}
 }
 

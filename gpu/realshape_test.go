@@ -119,8 +119,7 @@ func TestHybridRealShape(t *testing.T) {
 	forward := func(be compute.Backend, sel func(pair) compute.Tensor, mw compute.Mamba2Weights, st state, x compute.Tensor, pos int) compute.Tensor {
 		h, res := be.AddLayerNorm(x, nil, sel(hp.n1w), sel(hp.n1b), 1e-5)
 		qkv := be.Linear(h, sel(hp.qkv), nil)
-		q, k, v := be.Slice(qkv, 2, 0, 2048), be.Slice(qkv, 2, 2048, 2560), be.Slice(qkv, 2, 2560, 3072)
-		hid := be.Linear(be.Attention(q, k, v, st.k, st.v, pos, hp.aspec), sel(hp.out), nil)
+		hid := be.Linear(be.Attention(qkv, st.k, st.v, compute.Positions{Start: pos}, hp.aspec), sel(hp.out), nil)
 		h, res = be.AddLayerNorm(hid, res, sel(hp.n2w), sel(hp.n2b), 1e-5)
 		hid = be.Linear(be.SwiGLU(be.Linear(h, sel(hp.fc1), nil)), sel(hp.fc2), nil)
 		h, res = be.AddLayerNorm(hid, res, sel(hp.n3w), sel(hp.n3b), 1e-5)

@@ -21,63 +21,65 @@ const attnMaxHeadDim = 256
 // device; blocks past the length write empty partials.
 const attnSplits = 32
 
-func (b *Backend) Attention(q, k, v, kCache, vCache compute.Tensor, pos int, a compute.AttentionSpec) compute.Tensor {
-	return b.attention(separateQKV(q, k, v, a), kCache, vCache, pos, nil, a)
+// Attention (compute.SequenceOps) reads q, k and v straight out of the
+// fused projection qkv (no copies) for Start and Dev positions; Dev, an
+// I32 [P] tensor, is read by the kernels at run time, so a recorded step
+// replays at every position. Rows go to the device as such a tensor and
+// the step runs as Dev's, on q, k and v copied out of qkv.
+func (b *Backend) Attention(qkv, kCache, vCache compute.Tensor, at compute.Positions, a compute.AttentionSpec) compute.Tensor {
+	switch {
+	case at.Dev != nil:
+		return b.attention(packedQKV(qkv, a), kCache, vCache, 0, posTensor(at.Dev), a)
+	case at.Rows != nil:
+		return b.attentionRows(qkv, kCache, vCache, at.Rows, a)
+	}
+	return b.attention(packedQKV(qkv, a), kCache, vCache, at.Start, nil, a)
 }
 
-// AttentionAt reads the first position from the device (compute.GraphOps).
-// Its range is the caller's to check; the single-step shape is checked here.
-func (b *Backend) AttentionAt(q, k, v, kCache, vCache, pos compute.Tensor, a compute.AttentionSpec) compute.Tensor {
-	return b.attention(separateQKV(q, k, v, a), kCache, vCache, 0, posTensor(pos), a)
-}
-
-var _ compute.PackedAttention = (*Backend)(nil)
-
-// AttentionPacked reads q, k and v straight out of the fused projection
-// (compute.PackedAttention): three copies fewer per attention layer.
-func (b *Backend) AttentionPacked(qkv, kCache, vCache compute.Tensor, pos int, posT compute.Tensor, a compute.AttentionSpec) compute.Tensor {
-	t := f32Of(qkv, "AttentionPacked")
+// packedQKV locates q, k and v in the fused projection qkv [B, T, (H +
+// 2·Hkv)·Dh].
+func packedQKV(qkv compute.Tensor, a compute.AttentionSpec) qkvOperands {
+	t := f32Of(qkv, "Attention")
 	H, Hk, Dh := a.Heads, a.KVHeads, a.HeadDim
 	w := (H + 2*Hk) * Dh
 	if len(t.shape) != 3 || t.shape[2] != w {
-		panic(fmt.Sprintf("gpu.AttentionPacked: qkv %v for spec %+v (want [B, T, %d])", t.shape, a, w))
+		panic(fmt.Sprintf("gpu.Attention: qkv %v for spec %+v (want [B, T, %d])", t.shape, a, w))
 	}
-	op := qkvOperands{q: t, k: t, v: t, kOff: H * Dh, vOff: (H + Hk) * Dh, ldq: w, ldkv: w, B: t.shape[0], T: t.shape[1]}
-	var pt *tensor
-	if posT != nil {
-		pt = posTensor(posT)
-	}
-	return b.attention(op, kCache, vCache, pos, pt, a)
+	return qkvOperands{q: t, k: t, v: t, kOff: H * Dh, vOff: (H + Hk) * Dh, ldq: w, ldkv: w, B: t.shape[0], T: t.shape[1]}
 }
 
 // posTensor checks a device position tensor: I32 [P], row b of the batch
-// at position P[b mod P] (compute.GraphOps.AttentionAt); P must divide the
-// batch, which attention checks.
+// at position P[b mod P] (compute.Positions.Dev); P must divide the batch,
+// which attention checks.
 func posTensor(pos compute.Tensor) *tensor {
 	pt := cast(pos)
 	if pt.dt != compute.I32 || len(pt.shape) != 1 || pt.n() < 1 {
-		panic(fmt.Sprintf("gpu.AttentionAt: position tensor %v %v, want I32 [P]", pt.dt, pt.shape))
+		panic(fmt.Sprintf("gpu.Attention: position tensor %v %v, want I32 [P]", pt.dt, pt.shape))
 	}
 	return pt
 }
 
-var _ compute.RaggedAttention = (*Backend)(nil)
-
-// AttentionRagged is one decode step of a batch whose sequences stand at
-// different positions (compute.RaggedAttention): the positions go to the
-// device and the step runs as AttentionAt's, row b at pos[b mod len(pos)].
-func (b *Backend) AttentionRagged(q, k, v, kCache, vCache compute.Tensor, pos []int, a compute.AttentionSpec) compute.Tensor {
+// attentionRows is one decode step of a batch whose sequences stand at
+// different positions (compute.Positions.Rows): q, k and v are sliced out
+// of qkv, the positions go to the device, and the step runs as Dev's, row
+// b at pos[b mod len(pos)].
+func (b *Backend) attentionRows(qkv, kCache, vCache compute.Tensor, pos []int, a compute.AttentionSpec) compute.Tensor {
 	maxT := cast(kCache).shape[1]
 	p := make([]int32, len(pos))
 	for i, x := range pos {
 		if x < 0 || x >= maxT {
-			panic(fmt.Sprintf("gpu.AttentionRagged: position %d of row %d outside cache of %d", x, i, maxT))
+			panic(fmt.Sprintf("gpu.Attention: position %d of row %d outside cache of %d", x, i, maxT))
 		}
 		p[i] = int32(x)
 	}
+	qn, kn := a.Heads*a.HeadDim, a.KVHeads*a.HeadDim
+	q, k, v := b.Slice(qkv, 2, 0, qn), b.Slice(qkv, 2, qn, qn+kn), b.Slice(qkv, 2, qn+kn, qn+2*kn)
 	pt := b.FromI32(p, len(p))
-	defer b.Free(pt)
-	return b.AttentionAt(q, k, v, kCache, vCache, pt, a)
+	o := b.attention(separateQKV(q, k, v, a), kCache, vCache, 0, posTensor(pt), a)
+	for _, t := range []compute.Tensor{pt, q, k, v} {
+		b.Free(t)
+	}
+	return o
 }
 
 // qkvOperands locate q, k and v: tensors, element offsets into them and
@@ -116,7 +118,7 @@ func (b *Backend) attention(op qkvOperands, kCache, vCache compute.Tensor, pos i
 	if pt != nil {
 		npos = pt.n()
 		if T != 1 || B%npos != 0 {
-			panic(fmt.Sprintf("gpu.AttentionAt: %d new positions for %d rows from %d device positions; want 1 new position, and device positions dividing the rows", T, B, npos))
+			panic(fmt.Sprintf("gpu.Attention: %d new positions for %d rows from %d device positions; want 1 new position, and device positions dividing the rows", T, B, npos))
 		}
 	}
 	if pos < 0 || pos+T > maxT {

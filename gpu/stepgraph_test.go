@@ -78,28 +78,28 @@ func testStepGraphMatchesEager(t *testing.T) {
 	}
 }
 
-// TestAttentionPacked: attention reading q, k, v out of the fused
-// projection equals the CPU's attention over sliced copies, for a prefill
-// then single steps (eager and with the position on the device).
-func TestAttentionPacked(t *testing.T) {
+// TestAttentionDevicePosition: attention with the position on the device
+// (compute.Positions.Dev, one position for every row, as a recorded step
+// reads it) equals the CPU's with the same position from the host, after
+// a prefill and eager steps have filled the caches.
+func TestAttentionDevicePosition(t *testing.T) {
 	need(t)
 	r := rand.New(rand.NewPCG(41, 42))
 	a := compute.AttentionSpec{Heads: 8, KVHeads: 2, HeadDim: 64, RotaryDim: 32, Rotary: compute.RotaryHalves, RotaryBase: 10000}
 	const B, maxT = 2, 64
 	w := (a.Heads + 2*a.KVHeads) * a.HeadDim
-	qn, kn := a.Heads*a.HeadDim, a.KVHeads*a.HeadDim
 	kc := pair{cb.Zeros(B, maxT, a.KVHeads, a.HeadDim), gb.Zeros(B, maxT, a.KVHeads, a.HeadDim)}
 	vc := pair{cb.Zeros(B, maxT, a.KVHeads, a.HeadDim), gb.Zeros(B, maxT, a.KVHeads, a.HeadDim)}
 	pos := 0
 	for i, T := range []int{20, 1, 1, 1} {
 		qkv := randF32(r, 1, B, T, w)
-		oc := cb.Attention(cb.Slice(qkv.c, 2, 0, qn), cb.Slice(qkv.c, 2, qn, qn+kn), cb.Slice(qkv.c, 2, qn+kn, w), kc.c, vc.c, pos, a)
-		var posT compute.Tensor
+		oc := cb.Attention(qkv.c, kc.c, vc.c, compute.Positions{Start: pos}, a)
+		at := compute.Positions{Start: pos}
 		if i == 3 {
-			posT = gb.FromI32([]int32{int32(pos)}, 1)
+			at = compute.Positions{Dev: gb.FromI32([]int32{int32(pos)}, 1)}
 		}
-		og := gb.AttentionPacked(qkv.g, kc.g, vc.g, pos, posT, a)
-		name := fmt.Sprintf("AttentionPacked pos %d T %d device position %v", pos, T, posT != nil)
+		og := gb.Attention(qkv.g, kc.g, vc.g, at, a)
+		name := fmt.Sprintf("Attention pos %d T %d device position %v", pos, T, at.Dev != nil)
 		check(t, name, pair{oc, og}, tol)
 		check(t, name+" k cache", kc, tol)
 		check(t, name+" v cache", vc, 0)

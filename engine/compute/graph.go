@@ -6,8 +6,9 @@ package compute
 // bookkeeping cost more than most of its kernels). Whatever changes from
 // step to step must therefore live on the device: the fed column, the
 // position and the sampler's counter are written into tensors made before
-// the capture, and the ops below read them at run time. Backends without
-// graphs (the CPU backend) run the step op by op.
+// the capture, and the ops below (and SequenceOps.Attention with
+// Positions.Dev) read them at run time. Backends without graphs (the CPU
+// backend) run the step op by op.
 type GraphOps interface {
 	// Capture records the device work f enqueues (backend ops only: no
 	// uploads, reads or Free of tensors made before it) into a Graph.
@@ -19,11 +20,6 @@ type GraphOps interface {
 	WriteI32(dst Tensor, data []int32)
 	// Clear sets every element of t to zero in place.
 	Clear(t Tensor)
-	// AttentionAt is SequenceOps.Attention for one new position (T = 1)
-	// read at run time from pos, an I32 [P] tensor: row b at position
-	// pos[b mod P] (P = 1: one position for all rows; as RaggedAttention
-	// otherwise). P must divide the rows; the caller checks the range.
-	AttentionAt(q, k, v, kCache, vCache, pos Tensor, a AttentionSpec) Tensor
 	// SampleAt is SamplerOps.Sample with Philox noise whose seed and
 	// counter are read at run time from rng, I32 [4]: seed low and high
 	// words, counter low and high words.

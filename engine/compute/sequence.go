@@ -5,13 +5,15 @@ package compute
 // sequences [B, T, ·] that continue from the state they are given, so the
 // same op serves prefill (T > 1) and single-step decode (T = 1).
 type SequenceOps interface {
-	// Attention runs causal multi-head attention with grouped KV heads.
-	// q [B, T, H·Dh], k and v [B, T, Hkv·Dh]; rotary embedding is applied to
-	// q and k at positions pos … pos+T−1, the rotated k and v are written to
-	// the caches [B, maxT, Hkv, Dh] at those positions (in place), and each
-	// query attends to cache positions [0, its own position]. Returns
-	// [B, T, H·Dh]. Scale 1/√Dh. Query head i uses KV head i / (H/Hkv).
-	Attention(q, k, v, kCache, vCache Tensor, pos int, a AttentionSpec) Tensor
+	// Attention runs causal multi-head attention with grouped KV heads,
+	// reading q, k and v out of the fused in_proj output qkv [B, T,
+	// (H + 2·Hkv)·Dh] (q [H·Dh] first, then k [Hkv·Dh], then v [Hkv·Dh]).
+	// Rotary embedding is applied to q and k at each row's new positions
+	// (at), the rotated k and v are written to the caches [B, maxT, Hkv,
+	// Dh] at those positions (in place), and each query attends to cache
+	// positions [0, its own position]. Returns [B, T, H·Dh]. Scale 1/√Dh.
+	// Query head i uses KV head i / (H/Hkv).
+	Attention(qkv, kCache, vCache Tensor, at Positions, a AttentionSpec) Tensor
 
 	// Mamba2 runs the Mamba2 mixer between its two projections: given the
 	// in_proj output zxbcdt [B, T, 2·Di + 2·G·N + H] it applies the causal
@@ -21,6 +23,29 @@ type SequenceOps interface {
 	// RMSNorm rmsnorm(y·silu(z))·w. Both states are updated in place.
 	// Returns [B, T, Di].
 	Mamba2(zxbcdt Tensor, w Mamba2Weights, convState, ssmState Tensor, s Mamba2Spec) Tensor
+}
+
+// Positions says where the new positions of an Attention call stand in
+// the cache, in one of three forms:
+//
+//   - Start (Dev and Rows nil): every row at Start … Start+T−1, the form of
+//     a prefill and of a lockstep decode step.
+//   - Rows: one new position per row (T = 1), row b at Rows[b mod
+//     len(Rows)] — one position per utterance when the rows are the
+//     utterances' CFG pairs (b and b + n); len(Rows) must divide B. A
+//     batch whose utterances stand at different positions (prompts of
+//     different lengths, an utterance that joined later) steps this way.
+//   - Dev: as Rows, but the positions are an I32 [P] device tensor read at
+//     run time (P = 1: one position for every row), which a decode step
+//     recorded as a graph needs (GraphOps): the position changes from
+//     replay to replay. Only backends with GraphOps take it, and the
+//     range is the caller's to check.
+//
+// Start is ignored with Dev or Rows; Rows is ignored with Dev.
+type Positions struct {
+	Start int
+	Dev   Tensor
+	Rows  []int
 }
 
 // Rotary conventions differ between Zonos' two backbones (golden README,
@@ -104,23 +129,4 @@ type Mamba2RunBlock struct {
 	W                   Mamba2Weights
 	ConvState, SSMState Tensor
 	Spec                Mamba2Spec
-}
-
-// PackedAttention is an optional SequenceOps extension: Attention reading
-// q, k and v straight out of the fused in_proj output qkv [B, T,
-// (H + 2·Hkv)·Dh] (q first, then k, then v) instead of three sliced
-// copies. posT, when not nil, holds the positions as a device tensor
-// (GraphOps.AttentionAt) and pos is ignored.
-type PackedAttention interface {
-	AttentionPacked(qkv, kCache, vCache Tensor, pos int, posT Tensor, a AttentionSpec) Tensor
-}
-
-// RaggedAttention is an optional SequenceOps extension for a batch whose
-// sequences stand at different positions (zonos.Batch with prompts of
-// different lengths, or an utterance that joined later): Attention for one
-// new position per row (q, k, v [B, 1, ·]), row b at position
-// pos[b mod len(pos)] — one position per utterance when the rows are
-// utterances' CFG pairs (b and b + n). len(pos) must divide B.
-type RaggedAttention interface {
-	AttentionRagged(q, k, v, kCache, vCache Tensor, pos []int, a AttentionSpec) Tensor
 }

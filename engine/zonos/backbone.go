@@ -156,22 +156,10 @@ func (l *layer) newState(b compute.Backend, batch, maxT int) layerState {
 	}
 }
 
-// position is where a forward pass starts in the cache: a host index; or
-// (dev != nil) an I32 [n] tensor read on the device at run time, one
-// position per utterance, which is what a decode step recorded as a graph
-// needs (compute.GraphOps); or (rows != nil) one host position per
-// utterance of a batch whose utterances stand at different positions
-// (compute.RaggedAttention; one new position each).
-type position struct {
-	host int
-	dev  compute.Tensor
-	rows []int
-}
-
 // forward runs the block on hidden [B, T, d] with the incoming residual
 // stream (nil before the first block) and returns the new (hidden,
 // residual) pair; the stream after the block is hidden + residual.
-func (l *layer) forward(b compute.Backend, hidden, residual compute.Tensor, st layerState, pos position, eps float32) (compute.Tensor, compute.Tensor) {
+func (l *layer) forward(b compute.Backend, hidden, residual compute.Tensor, st layerState, pos compute.Positions, eps float32) (compute.Tensor, compute.Tensor) {
 	x, residual := b.AddLayerNorm(hidden, residual, l.norm.w, l.norm.b, eps)
 	if l.attn != nil {
 		hidden = l.attn.forward(b, x, st, pos)
@@ -192,37 +180,14 @@ func (l *layer) forward(b compute.Backend, hidden, residual compute.Tensor, st l
 	return hidden, residual
 }
 
-func (a *attention) forward(b compute.Backend, x compute.Tensor, st layerState, pos position) compute.Tensor {
+func (a *attention) forward(b compute.Backend, x compute.Tensor, st layerState, pos compute.Positions) compute.Tensor {
 	s := a.spec
 	qkv := b.Linear(x, a.inProj, nil)
-	var o compute.Tensor
-	if pa, ok := b.(compute.PackedAttention); ok && pos.rows == nil {
-		o = pa.AttentionPacked(qkv, st.k, st.v, pos.host, pos.dev, s)
-	} else {
-		q, k, v := splitQKV(b, qkv, s)
-		switch {
-		case pos.rows != nil: // Batch.forward checked canRagged
-			o = b.(compute.RaggedAttention).AttentionRagged(q, k, v, st.k, st.v, pos.rows, s)
-		case pos.dev != nil:
-			o = b.(compute.GraphOps).AttentionAt(q, k, v, st.k, st.v, pos.dev, s)
-		default:
-			o = b.Attention(q, k, v, st.k, st.v, pos.host, s)
-		}
-		b.Free(q)
-		b.Free(k)
-		b.Free(v)
-	}
+	o := b.Attention(qkv, st.k, st.v, pos, s)
 	b.Free(qkv)
 	out := b.Linear(o, a.outProj, nil)
 	b.Free(o)
 	return out
-}
-
-// splitQKV cuts the fused in_proj output [B, T, (H + 2·Hkv)·Dh] into q, k
-// and v.
-func splitQKV(b compute.Backend, qkv compute.Tensor, s compute.AttentionSpec) (q, k, v compute.Tensor) {
-	qn, kn := s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
-	return b.Slice(qkv, 2, 0, qn), b.Slice(qkv, 2, qn, qn+kn), b.Slice(qkv, 2, qn+kn, qn+2*kn)
 }
 
 // runLength is how many blocks from layers[0] on a compute.Mamba2Run may

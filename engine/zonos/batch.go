@@ -26,8 +26,8 @@ const MaxBatch = 64
 // position 0, its caches overwritten by the next Join). Where every
 // occupied slot stands at the same position the step is the lockstep one
 // (one position for all rows); otherwise attention takes a position per
-// utterance (compute.RaggedAttention, or the step graph's device
-// positions).
+// utterance (compute.Positions.Rows, or the step graph's device
+// positions, compute.Positions.Dev).
 //
 // Sampling: on a backend with compute.SamplerOps one draw covers the
 // batch's 9n rows with the batch's seed, the Philox counter running over
@@ -57,8 +57,7 @@ type Batch struct {
 // Prefix, for at most maxLen positions each; Prefill then starts them all.
 // o supplies the guidance scale, the sampler knobs, the seed, ForbidEOS
 // and EagerSteps (Noise and AudioPrefix are not supported here). Prompts
-// of different lengths need a backend with compute.RaggedAttention (both
-// of ours).
+// may differ in length.
 func (m *Model) NewBatch(prefixes []compute.Tensor, maxLen int, o GenerateOptions) (*Batch, error) {
 	n := len(prefixes)
 	if n < 1 || n > MaxBatch {
@@ -70,9 +69,6 @@ func (m *Model) NewBatch(prefixes []compute.Tensor, maxLen int, o GenerateOption
 			return nil, fmt.Errorf("batch prefix %d: %w", u, err)
 		}
 		lockstep = lockstep && p.Shape()[1] == prefixes[0].Shape()[1]
-	}
-	if !lockstep && !m.canRagged() {
-		return nil, fmt.Errorf("batch prompts of different lengths: the %T backend has no attention with a position per utterance", m.b)
 	}
 	b, err := m.NewEmptyBatch(n, maxLen, o)
 	if err != nil {
@@ -87,9 +83,7 @@ func (m *Model) NewBatch(prefixes []compute.Tensor, maxLen int, o GenerateOption
 }
 
 // NewEmptyBatch prepares n empty slots for at most maxLen positions each;
-// utterances enter with Join. o is as for NewBatch. The backend needs
-// compute.RaggedAttention (utterances joining at different times stand at
-// different positions).
+// utterances enter with Join. o is as for NewBatch.
 func (m *Model) NewEmptyBatch(n, maxLen int, o GenerateOptions) (*Batch, error) {
 	if n < 1 || n > MaxBatch {
 		return nil, fmt.Errorf("batch of %d utterances; 1 to %d", n, MaxBatch)
@@ -133,14 +127,6 @@ func roomFor(L, cols, maxLen int) error {
 		return fmt.Errorf("a %d-position prompt and %d prefill columns leave no room for a step in %d positions", L, cols, maxLen)
 	}
 	return nil
-}
-
-// canRagged reports whether the backend runs attention with a position
-// per utterance, eagerly (compute.RaggedAttention) and, where steps are
-// recorded, from device positions (compute.GraphOps.AttentionAt).
-func (m *Model) canRagged() bool {
-	_, ok := m.b.(compute.RaggedAttention)
-	return ok
 }
 
 // rowsOf stacks per-utterance [2, T, d] tensors into the batch's row order
@@ -207,7 +193,7 @@ func (b *Batch) Prefill(cols [][NumCodebooks]int32) ([][]int32, error) {
 	}
 	hidden := b.m.b.Concat(1, b.prefix, b.rowsOf(embs))
 	var heads compute.Tensor
-	b.m.onDevice(func() { heads = b.m.backbone(b.st, hidden, position{host: 0}, nil) })
+	b.m.onDevice(func() { heads = b.m.backbone(b.st, hidden, compute.Positions{}, nil) })
 	b.m.b.Free(b.prefix)
 	b.prefix = nil
 	for u := range b.pos {
@@ -228,9 +214,6 @@ func (b *Batch) Join(u int, prefix compute.Tensor, cols [][NumCodebooks]int32) (
 	}
 	if b.active[u] {
 		return nil, fmt.Errorf("batch slot %d holds an utterance; Leave it first", u)
-	}
-	if !b.m.canRagged() {
-		return nil, fmt.Errorf("batch join: the %T backend has no attention with a position per utterance", b.m.b)
 	}
 	if err := b.m.checkPrefix(prefix, b.st.maxLen, len(cols)); err != nil {
 		return nil, fmt.Errorf("batch join: %w", err)
@@ -417,13 +400,10 @@ func (b *Batch) forward(cols [][NumCodebooks]int32) (compute.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	at := position{host: pos[0]}
+	at := compute.Positions{Start: pos[0]}
 	for _, p := range pos {
 		if p != pos[0] {
-			if !b.m.canRagged() {
-				return nil, fmt.Errorf("batch step with utterances at different positions: the %T backend has no attention with a position per utterance", b.m.b)
-			}
-			at = position{rows: pos}
+			at = compute.Positions{Rows: pos}
 			break
 		}
 	}

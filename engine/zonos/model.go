@@ -240,7 +240,7 @@ func (m *Model) forwardHeads(st *State, hidden compute.Tensor, hook LayerHook) (
 		return nil, fmt.Errorf("sequence of %d positions exceeds the %d the state was made for", st.pos+T, st.maxLen)
 	}
 	var heads compute.Tensor
-	body := func() { heads = m.backbone(st, hidden, position{host: st.pos}, hook) }
+	body := func() { heads = m.backbone(st, hidden, compute.Positions{Start: st.pos}, hook) }
 	if hook == nil { // a hook is the caller's code: keep it off the owner thread
 		m.onDevice(body)
 	} else {
@@ -253,7 +253,7 @@ func (m *Model) forwardHeads(st *State, hidden compute.Tensor, hook LayerHook) (
 // backbone enqueues the 46 blocks, the final norm and the heads for hidden
 // [2, T, d] starting at pos; it neither checks nor advances st.pos (a
 // recorded step graph replays it at every position).
-func (m *Model) backbone(st *State, hidden compute.Tensor, pos position, hook LayerHook) compute.Tensor {
+func (m *Model) backbone(st *State, hidden compute.Tensor, pos compute.Positions, hook LayerHook) compute.Tensor {
 	T := hidden.Shape()[1]
 	in := hidden
 	var residual compute.Tensor

@@ -32,10 +32,6 @@ func (p *poolBackend) Clear(t compute.Tensor) {
 	p.CopyInto(t, 0, 0, p.Zeros(t.Shape()...))
 }
 
-func (p *poolBackend) AttentionAt(q, k, v, kc, vc, pos compute.Tensor, a compute.AttentionSpec) compute.Tensor {
-	panic("poolBackend: AttentionAt")
-}
-
 func (p *poolBackend) SampleAt(logits, history compute.Tensor, s compute.SampleSpec, rng compute.Tensor) compute.Tensor {
 	panic("poolBackend: SampleAt")
 }

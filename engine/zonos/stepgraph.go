@@ -96,7 +96,7 @@ func (m *Model) recordStep(st *State, ops compute.SamplerOps, k stepKey) (*stepG
 		if w > 0 {
 			hist = m.b.Reshape(m.b.Slice(sg.in, 0, inHist(n), inHist(n)+NumCodebooks*n*w), NumCodebooks*n, w)
 		}
-		heads := m.backbone(st, m.embedColumn(ids), position{dev: pos}, nil)
+		heads := m.backbone(st, m.embedColumn(ids), compute.Positions{Dev: pos}, nil)
 		logits := ops.Guide(heads, k.cfg, k.padFrom, EOS, true)
 		sg.tok = g.SampleAt(logits, hist, k.spec, rng)
 		if n == 1 {

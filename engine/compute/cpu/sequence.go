@@ -3,6 +3,7 @@ package cpu
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"zonostream/engine/compute"
 )
@@ -45,32 +46,34 @@ func rotate(v, cos, sin []float32, dr int, style compute.Rotary) {
 	}
 }
 
-func (b *Backend) Attention(q, k, v, kCache, vCache compute.Tensor, pos int, a compute.AttentionSpec) compute.Tensor {
-	return b.attention(q, k, v, kCache, vCache, []int{pos}, a)
-}
-
-var _ compute.RaggedAttention = (*Backend)(nil)
-
-// AttentionRagged is one decode step with a position per row, row b at
-// pos[b mod len(pos)] (compute.RaggedAttention).
-func (b *Backend) AttentionRagged(q, k, v, kCache, vCache compute.Tensor, pos []int, a compute.AttentionSpec) compute.Tensor {
-	if T := cast(q).shape[1]; T != 1 {
-		panic(fmt.Sprintf("cpu.AttentionRagged: %d new positions per row, want 1", T))
+// Attention is compute.SequenceOps.Attention for host positions: Start
+// for every row, or Rows, row b at Rows[b mod len(Rows)]. Device positions
+// (Positions.Dev) belong to recorded step graphs, which this backend does
+// not have.
+func (b *Backend) Attention(qkv, kCache, vCache compute.Tensor, at compute.Positions, a compute.AttentionSpec) compute.Tensor {
+	qt, cs := cast(qkv).shape, cast(kCache).shape
+	if len(qt) != 3 || len(cs) != 4 {
+		panic(fmt.Sprintf("cpu.Attention: qkv %v cache %v spec %+v (want [B, T, (H+2Hkv)·Dh] and [B, maxT, Hkv, Dh])", qt, cs, a))
 	}
-	return b.attention(q, k, v, kCache, vCache, pos, a)
-}
-
-// attention is Attention with row b starting at position pos[b mod
-// len(pos)]; with one position it is the plain op.
-func (b *Backend) attention(q, k, v, kCache, vCache compute.Tensor, pos []int, a compute.AttentionSpec) compute.Tensor {
-	qs, ks, vs := f32Of(q, "Attention"), f32Of(k, "Attention"), f32Of(v, "Attention")
-	kc, vc := f32Of(kCache, "Attention"), f32Of(vCache, "Attention")
-	qt, cs := cast(q).shape, cast(kCache).shape
 	B, T := qt[0], qt[1]
+	pos := []int{at.Start}
+	switch {
+	case at.Dev != nil:
+		panic("cpu.Attention: device positions (Positions.Dev) need a backend with compute.GraphOps; pass Start or Rows")
+	case at.Rows != nil:
+		if T != 1 {
+			panic(fmt.Sprintf("cpu.Attention: %d new positions per row with a position per row (Positions.Rows), want 1", T))
+		}
+		pos = at.Rows
+	}
+	qkvs := f32Of(qkv, "Attention")
+	kc, vc := f32Of(kCache, "Attention"), f32Of(vCache, "Attention")
 	H, Hk, Dh := a.Heads, a.KVHeads, a.HeadDim
+	w := (H + 2*Hk) * Dh // floats per (b, t) row of qkv
+	kOff, vOff := H*Dh, (H+Hk)*Dh
 	maxT := cs[1]
-	if qt[2] != H*Dh || cast(k).shape[2] != Hk*Dh || cs[0] != B || cs[2] != Hk || cs[3] != Dh {
-		panic(fmt.Sprintf("cpu.Attention: q %v k %v cache %v spec %+v", qt, cast(k).shape, cs, a))
+	if Hk <= 0 || H%Hk != 0 || qt[2] != w || cs[0] != B || cs[2] != Hk || cs[3] != Dh || !slices.Equal(cast(vCache).shape, cs) {
+		panic(fmt.Sprintf("cpu.Attention: qkv %v cache %v spec %+v (want [B, T, %d] and [B, maxT, Hkv, Dh])", qt, cs, a, w))
 	}
 	if len(pos) == 0 || B%len(pos) != 0 {
 		panic(fmt.Sprintf("cpu.Attention: %d positions for %d rows", len(pos), B))
@@ -93,10 +96,10 @@ func (b *Backend) attention(q, k, v, kCache, vCache compute.Tensor, pos []int, a
 		pi := bi % len(pos)
 		for t := 0; t < T; t++ {
 			for h := 0; h < Hk; h++ {
-				src := ((bi*T+t)*Hk + h) * Dh
+				src := (bi*T+t)*w + h*Dh
 				dst := ((bi*maxT+pos[pi]+t)*Hk + h) * Dh
-				copy(kc[dst:dst+Dh], ks[src:src+Dh])
-				copy(vc[dst:dst+Dh], vs[src:src+Dh])
+				copy(kc[dst:dst+Dh], qkvs[kOff+src:][:Dh])
+				copy(vc[dst:dst+Dh], qkvs[vOff+src:][:Dh])
 				rotate(kc[dst:dst+Dh], cos[pi][t*half:], sin[pi][t*half:], dr, a.Rotary)
 			}
 		}
@@ -111,7 +114,7 @@ func (b *Backend) attention(q, k, v, kCache, vCache compute.Tensor, pos []int, a
 			bi, t, h := idx/(T*H), (idx/H)%T, idx%H
 			pi := bi % len(pos)
 			kh := h / group
-			copy(qv, qs[((bi*T+t)*H+h)*Dh:])
+			copy(qv, qkvs[(bi*T+t)*w+h*Dh:][:Dh])
 			rotate(qv, cos[pi][t*half:], sin[pi][t*half:], dr, a.Rotary)
 			n := pos[pi] + t + 1
 			mx := float32(math.Inf(-1))

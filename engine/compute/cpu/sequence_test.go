@@ -24,7 +24,11 @@ func TestAttentionWithoutRotary(t *testing.T) {
 	run := func(dr int) []float32 {
 		s := compute.AttentionSpec{Heads: H, KVHeads: 1, HeadDim: Dh, RotaryBase: 10000, Rotary: compute.RotaryHalves, RotaryDim: dr}
 		kc, vc := b.Zeros(1, 8, 1, Dh), b.Zeros(1, 8, 1, Dh)
-		return b.ReadF32(b.Attention(b.FromF32(qv, 1, T, H*Dh), b.FromF32(kv, 1, T, Dh), b.FromF32(vv, 1, T, Dh), kc, vc, 0, s))
+		var qkv []float32 // [1, T, (H+2)·Dh]: q, k, v of each position
+		for t := 0; t < T; t++ {
+			qkv = append(append(append(qkv, qv[t*H*Dh:][:H*Dh]...), kv[t*Dh:][:Dh]...), vv[t*Dh:][:Dh]...)
+		}
+		return b.ReadF32(b.Attention(b.FromF32(qkv, 1, T, (H+2)*Dh), kc, vc, compute.Positions{}, s))
 	}
 	// Plain causal attention, both query heads sharing the one KV head.
 	want := make([]float32, T*H*Dh)
