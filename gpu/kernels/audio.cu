@@ -6,14 +6,11 @@
 // window of a longer signal reproduces the long result, which the DAC
 // streamer's exactness rests on. Weights are fp32 here (converted once).
 #include "common.cuh"
-
-#define CM 64
-#define CN 64
-#define CK 16
+#include "tile.cuh"
 
 // conv_gemm: grouped convolutions, and transposed ones of dilation > 1 or
-// whose kernel is not a multiple of the stride, on fp32 FMAs: grid
-// (⌈Tout/64⌉, ⌈opg/64⌉, B·groups), 256 threads.
+// whose kernel is not a multiple of the stride, on simt_tile's fp32 FMAs:
+// grid (⌈Tout/64⌉, ⌈opg/64⌉, B·groups), 256 threads.
 // transposed = 0: x [B, Cin, T], w [Cout, Cin/groups, K];
 // transposed = 1: groups 1, w [Cin, Cout, K], output o reads input
 // t = (o + pad − k·dil)/stride when that division is exact.
@@ -22,69 +19,46 @@ extern "C" __global__ void __launch_bounds__(256) conv_gemm(const float* __restr
                                      int Cin, int T, int Cout, int K, int Tout, int stride, int pad,
                                      int dil, int groups, int transposed) {
     pdl_begin();
-    __shared__ float Ws[CK][CM + 4];
-    __shared__ float Xs[CK][CN + 4];
     int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
     int bg = blockIdx.z;
     int b = bg / groups, g = bg % groups;
     int Cg = Cin / groups, opg = Cout / groups;
-    int co0 = blockIdx.y * CM, t0 = blockIdx.x * CN;
+    int co0 = blockIdx.y * ST_M, t0 = blockIdx.x * ST_N;
     int R = Cg * K;
     const float* xb = x + ((long long)b * Cin + (long long)g * Cg) * T;
-    float acc[4][4];
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-#pragma unroll
-        for (int j = 0; j < 4; j++) acc[i][j] = 0.f;
-    for (int r0 = 0; r0 < R; r0 += CK) {
-        for (int i = threadIdx.x; i < CM * CK; i += 256) {
-            int rr = i % CK, m = i / CK;
-            int r = r0 + rr, col = co0 + m;  // col: output channel within the group
-            float wv = 0.f;
-            if (r < R && col < opg) {
-                int co = g * opg + col;
-                if (!transposed) wv = w[(long long)co * R + r];
-                else {
-                    int ci = r / K, k = r % K;
-                    wv = w[((long long)ci * Cout + co) * K + k];
-                }
-            }
-            Ws[rr][m] = wv;
-        }
-        for (int i = threadIdx.x; i < CN * CK; i += 256) {
-            int nn = i % CN, rr = i / CN;
-            int r = r0 + rr, t = t0 + nn;
-            float xv = 0.f;
-            if (r < R && t < Tout) {
+    auto w_at = [&](int r, int m) {
+        int col = co0 + m;  // output channel within the group
+        float wv = 0.f;
+        if (r < R && col < opg) {
+            int co = g * opg + col;
+            if (!transposed) wv = w[(long long)co * R + r];
+            else {
                 int ci = r / K, k = r % K;
-                if (!transposed) {
-                    int p = t * stride + k * dil - pad;
-                    if (p >= 0 && p < T) xv = xb[(long long)ci * T + p];
-                } else {
-                    int num = t + pad - k * dil;
-                    if (num >= 0 && num % stride == 0) {
-                        int p = num / stride;
-                        if (p < T) xv = xb[(long long)ci * T + p];
-                    }
+                wv = w[((long long)ci * Cout + co) * K + k];
+            }
+        }
+        return wv;
+    };
+    auto x_at = [&](int r, int nn) {
+        int t = t0 + nn;
+        float xv = 0.f;
+        if (r < R && t < Tout) {
+            int ci = r / K, k = r % K;
+            if (!transposed) {
+                int p = t * stride + k * dil - pad;
+                if (p >= 0 && p < T) xv = xb[(long long)ci * T + p];
+            } else {
+                int num = t + pad - k * dil;
+                if (num >= 0 && num % stride == 0) {
+                    int p = num / stride;
+                    if (p < T) xv = xb[(long long)ci * T + p];
                 }
             }
-            Xs[rr][nn] = xv;
         }
-        __syncthreads();
-#pragma unroll
-        for (int kk = 0; kk < CK; kk++) {
-            float a[4], c[4];
-#pragma unroll
-            for (int i = 0; i < 4; i++) a[i] = Ws[kk][ty * 4 + i];
-#pragma unroll
-            for (int j = 0; j < 4; j++) c[j] = Xs[kk][tx * 4 + j];
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-#pragma unroll
-                for (int j = 0; j < 4; j++) acc[i][j] += a[i] * c[j];
-        }
-        __syncthreads();
-    }
+        return xv;
+    };
+    float acc[4][4];
+    simt_tile(R, w_at, x_at, acc);
 #pragma unroll
     for (int i = 0; i < 4; i++) {
         int col = co0 + ty * 4 + i;

@@ -13,26 +13,24 @@ import (
 	"testing"
 )
 
-// TestPTXUpToDate fails when a .cu (or common.cuh) changed without
-// regenerating its PTX: run `make kernels`.
+// TestPTXUpToDate fails when a .cu, or a header it includes, changed
+// without regenerating its PTX: run `make kernels`.
 func TestPTXUpToDate(t *testing.T) {
-	common, err := os.ReadFile("common.cuh")
-	if err != nil {
-		t.Fatal(err)
-	}
 	srcs, _ := filepath.Glob("*.cu")
 	if len(srcs) == 0 {
 		t.Fatal("no .cu sources")
 	}
 	for _, cu := range srcs {
 		mod := strings.TrimSuffix(cu, ".cu")
-		src, err := os.ReadFile(cu)
-		if err != nil {
-			t.Fatal(err)
-		}
 		h := sha256.New()
-		h.Write(src)
-		h.Write(common)
+		files := append([]string{cu}, localHeaders(t, cu, map[string]bool{})...)
+		for _, f := range files {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.Write(src)
+		}
 		want := hex.EncodeToString(h.Sum(nil))
 		hopper, err := HopperPTX(mod)
 		if err != nil {
@@ -41,13 +39,39 @@ func TestPTXUpToDate(t *testing.T) {
 		base, _ := PTX(mod)
 		for _, v := range []struct{ file, text string }{{mod + ".ptx", base}, {mod + ".sm90.ptx", hopper}} {
 			if got := sourceHash(v.text); got != want {
-				t.Errorf("%s was generated from other sources (header sha256 %q, sources %s): run `make kernels`", v.file, got, want)
+				t.Errorf("%s was generated from other sources (header sha256 %q, sources %s %s): run `make kernels`",
+					v.file, got, strings.Join(files, " + "), want)
 			}
 		}
 	}
 	if n, m := len(Modules()), len(srcs); n != m {
 		t.Errorf("%d PTX modules embedded for %d .cu sources", n, m)
 	}
+}
+
+// localHeaders lists the headers file includes with `#include "…"`, each
+// followed by its own, depth first, skipping those in seen: the order in
+// which gen.sh hashes them after the .cu.
+func localHeaders(t *testing.T, file string, seen map[string]bool) []string {
+	src, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(src), "\n") {
+		rest, ok := strings.CutPrefix(line, `#include "`)
+		if !ok || !strings.HasSuffix(rest, `"`) {
+			continue
+		}
+		h := strings.TrimSuffix(rest, `"`)
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		out = append(out, h)
+		out = append(out, localHeaders(t, h, seen)...)
+	}
+	return out
 }
 
 // sourceHash is the source-sha256 a generated PTX text's header names.

@@ -3,64 +3,39 @@
 // converted once, fp32 accumulation), the SimAM block tail and attentive
 // statistics pooling (per-plane / per-row statistics in double, as the CPU).
 #include "common.cuh"
+#include "tile.cuh"
 
-#define SM 64
-#define SN 64
-#define SK 16
-
-// conv2d_gemm: grid (⌈Ho·Wo/64⌉, ⌈Cout/64⌉, B), 256 threads.
-// out[b, co, p] = bias[co] + Σ_r w[co, r]·x[b, r(p)], r = (ci, kh, kw).
+// conv2d_gemm: simt_tile's fp32 FMAs, grid (⌈Ho·Wo/64⌉, ⌈Cout/64⌉, B),
+// 256 threads. out[b, co, p] = bias[co] + Σ_r w[co, r]·x[b, r(p)],
+// r = (ci, kh, kw).
 extern "C" __global__ void __launch_bounds__(256) conv2d_gemm(const float* __restrict__ x, const float* __restrict__ w,
                                        const float* __restrict__ bias, float* __restrict__ out,
                                        int Cin, int H, int W, int Cout, int KH, int KW, int Ho, int Wo,
                                        int stride, int pad, int relu) {
     pdl_begin();
-    __shared__ float Ws[SK][SM + 4];
-    __shared__ float Xs[SK][SN + 4];
     int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
     int b = blockIdx.z;
-    int co0 = blockIdx.y * SM, p0 = blockIdx.x * SN;
+    int co0 = blockIdx.y * ST_M, p0 = blockIdx.x * ST_N;
     int KK = KH * KW, R = Cin * KK, P = Ho * Wo;
     const float* xb = x + (long long)b * Cin * H * W;
+    auto w_at = [&](int r, int m) {
+        int co = co0 + m;
+        return (r < R && co < Cout) ? w[(long long)co * R + r] : 0.f;
+    };
+    auto x_at = [&](int r, int nn) {
+        int p = p0 + nn;
+        float xv = 0.f;
+        if (r < R && p < P) {
+            int ci = r / KK, k = r % KK;
+            int kh = k / KW, kw = k % KW;
+            int ho = p / Wo, wo = p % Wo;
+            int y = ho * stride + kh - pad, xx = wo * stride + kw - pad;
+            if (y >= 0 && y < H && xx >= 0 && xx < W) xv = xb[((long long)ci * H + y) * W + xx];
+        }
+        return xv;
+    };
     float acc[4][4];
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-#pragma unroll
-        for (int j = 0; j < 4; j++) acc[i][j] = 0.f;
-    for (int r0 = 0; r0 < R; r0 += SK) {
-        for (int i = threadIdx.x; i < SM * SK; i += 256) {
-            int rr = i % SK, m = i / SK;
-            int r = r0 + rr, co = co0 + m;
-            Ws[rr][m] = (r < R && co < Cout) ? w[(long long)co * R + r] : 0.f;
-        }
-        for (int i = threadIdx.x; i < SN * SK; i += 256) {
-            int nn = i % SN, rr = i / SN;
-            int r = r0 + rr, p = p0 + nn;
-            float xv = 0.f;
-            if (r < R && p < P) {
-                int ci = r / KK, k = r % KK;
-                int kh = k / KW, kw = k % KW;
-                int ho = p / Wo, wo = p % Wo;
-                int y = ho * stride + kh - pad, xx = wo * stride + kw - pad;
-                if (y >= 0 && y < H && xx >= 0 && xx < W) xv = xb[((long long)ci * H + y) * W + xx];
-            }
-            Xs[rr][nn] = xv;
-        }
-        __syncthreads();
-#pragma unroll
-        for (int kk = 0; kk < SK; kk++) {
-            float a[4], c[4];
-#pragma unroll
-            for (int i = 0; i < 4; i++) a[i] = Ws[kk][ty * 4 + i];
-#pragma unroll
-            for (int j = 0; j < 4; j++) c[j] = Xs[kk][tx * 4 + j];
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-#pragma unroll
-                for (int j = 0; j < 4; j++) acc[i][j] += a[i] * c[j];
-        }
-        __syncthreads();
-    }
+    simt_tile(R, w_at, x_at, acc);
 #pragma unroll
     for (int i = 0; i < 4; i++) {
         int co = co0 + ty * 4 + i;

@@ -119,12 +119,10 @@ __device__ __forceinline__ void place(const Problem& p, const float* bias, float
     else out[idx] = v + bv;
 }
 
-// block_tile sets the block's per-tile fields of p (phase ρ, batch item,
+// block_tile_z sets the block's per-tile fields of p (phase ρ, batch item,
 // the transposed conv's phase geometry) for a grid whose z index is
 // (batch item · phases + ρ) · splits + split. It returns false when phase
-// ρ has no output column at n0: the block then has nothing to do. Shared
-// by gemm_tile and conv_tcq_tile (and check/gather_check.cu), which differ
-// in tile sizes and gather.
+// ρ has no output column at n0: the block then has nothing to do.
 __host__ __device__ __forceinline__ bool block_tile_z(Problem& p, int splits, int n0, int z) {
     int phases = p.mode == TC_CONVT ? p.stride : 1;
     p.rho = (z / splits) % phases;
@@ -140,8 +138,38 @@ __host__ __device__ __forceinline__ bool block_tile_z(Problem& p, int splits, in
     return true;
 }
 
-__device__ __forceinline__ bool block_tile(Problem& p, int splits, int n0) {
-    return block_tile_z(p, splits, n0, blockIdx.z);
+// BlockK is a block's share of the reduction, k in [k_lo, k_hi), and its
+// split s.
+struct BlockK {
+    int s, k_lo, k_hi;
+};
+
+// block_k: split s = z mod splits of a grid whose z index ends in the split
+// reduces k in [s·kchunk, min(Kr, (s+1)·kchunk)); with fold and splits = 1
+// the block takes the whole reduction (conv_tcq_tile sums its kchunk
+// pieces itself). Every tile's prologue.
+__host__ __device__ __forceinline__ BlockK block_k(int Kr, int splits, int kchunk, unsigned z, bool fold) {
+    BlockK k;
+    k.s = z % splits;
+    k.k_lo = k.s * kchunk;
+    k.k_hi = fold && splits == 1 ? Kr : min(Kr, k.k_lo + kchunk);
+    return k;
+}
+
+// block_span is the rest of gemm_tile's and conv_tcq_tile's prologue after
+// block_tile_z (check/gather_check.cu runs conv_tcq_tile's for every
+// block): block z of a grid of zdim slices along z reduces block_k's range,
+// reads its batch item's input p.xb, and writes its outputs among total,
+// the grid's output count (a split's stride in the partials). tcq selects
+// conv_tcq_tile's: convolutions only, and an unsplit grid folds the whole
+// reduction into each block; gemm_tile's takes TC_LINEAR too.
+__host__ __device__ __forceinline__ BlockK block_span(Problem& p, int splits, int kchunk, bool tcq, unsigned z,
+                                                      unsigned zdim, long long& total) {
+    int phases = p.mode == TC_CONVT ? p.stride : 1;
+    bool linear = !tcq && p.mode == TC_LINEAR;
+    p.xb = linear ? p.x : p.x + (long long)p.bat * p.Cin * p.T;
+    total = linear ? (long long)p.M * p.N : (long long)(zdim / (splits * phases)) * p.Cout * p.Tout;
+    return block_k(p.Kr, splits, kchunk, z, tcq);
 }
 
 // gemm_tile: grid (⌈N/64⌉, ⌈M/64⌉, batch·phases·splits), 128 threads.
@@ -155,14 +183,11 @@ __device__ __forceinline__ void gemm_tile(Problem p, const float* __restrict__ b
     float* As = smem;
     float* Bs = smem + TC_K * SI_LD;
 
-    int s = blockIdx.z % splits;
     int m0 = blockIdx.y * TC_M, n0 = blockIdx.x * TC_N;
-    if (!block_tile(p, splits, n0)) return;
-    int phases = p.mode == TC_CONVT ? p.stride : 1;
-    int k_lo = s * kchunk, k_hi = min(p.Kr, k_lo + kchunk);
-    p.xb = p.mode == TC_LINEAR ? p.x : p.x + (long long)p.bat * p.Cin * p.T;
-    long long total = p.mode == TC_LINEAR ? (long long)p.M * p.N
-                                          : (long long)(gridDim.z / (splits * phases)) * p.Cout * p.Tout;
+    if (!block_tile_z(p, splits, n0, blockIdx.z)) return;
+    long long total;
+    const BlockK kr = block_span(p, splits, kchunk, false, blockIdx.z, gridDim.z, total);
+    const int s = kr.s, k_lo = kr.k_lo, k_hi = kr.k_hi;
 
     // Each thread gathers TC_PER elements of each tile: element e of the
     // 64 × 32 tile is (row e / 32, k e % 32), consecutive threads along k.
@@ -313,9 +338,9 @@ __device__ __forceinline__ void tc_wide_tile(const Problem& p, const float* __re
     extern __shared__ __align__(16) unsigned char tw_smem[];
     float* As = (float*)tw_smem;                                          // [stage][TW_M][TW_LDA]
     unsigned short* Bs = (unsigned short*)(As + TW_STAGES * TW_STAGE_A); // [stage][TW_N][TW_LDB]
-    int s = blockIdx.z % splits;
+    const BlockK kr = block_k(p.Kr, splits, kchunk, blockIdx.z, false);
     int m0 = blockIdx.y * TW_M, n0 = blockIdx.x * TW_N;
-    int k_lo = s * kchunk, k_hi = min(p.Kr, k_lo + kchunk);
+    const int s = kr.s, k_lo = kr.k_lo, k_hi = kr.k_hi;
     long long total = (long long)p.M * p.N;
     int nk = k_hi > k_lo ? (k_hi - k_lo + TW_K - 1) / TW_K : 0;
     auto load = [&](int st, int k0) {
@@ -405,9 +430,9 @@ __device__ __forceinline__ void tc_wbf_tile(const Problem& p, const float* __res
     float* As = (float*)wb_smem;                                                        // [stage][TW_M][WB_LDA]
     unsigned short* Bs = (unsigned short*)(As + TW_STAGES * TW_M * WB_LDA);             // [stage][TW_N][TW_LDB]
     unsigned short* Ps = Bs + TW_STAGES * TW_STAGE_B;                                   // [3][TW_M][WB_LDP]
-    int s = blockIdx.z % splits;
+    const BlockK kr = block_k(p.Kr, splits, kchunk, blockIdx.z, false);
     int m0 = blockIdx.y * TW_M, n0 = blockIdx.x * TW_N;
-    int k_lo = s * kchunk, k_hi = min(p.Kr, k_lo + kchunk);
+    const int s = kr.s, k_lo = kr.k_lo, k_hi = kr.k_hi;
     long long total = (long long)p.M * p.N;
     int nk = k_hi > k_lo ? (k_hi - k_lo + TW_K - 1) / TW_K : 0;
     auto load = [&](int st, int k0) {
@@ -687,15 +712,13 @@ __device__ __forceinline__ void conv_tcq_tile(Problem p, const float* __restrict
                                               unsigned (*Ap)[2048], float (*Bs)[CV_K * (TN + 8)]) {
     constexpr int LDB = TN + 8;
     constexpr int NACC = TN / 2;
-    int s = blockIdx.z % splits;
     int m0 = blockIdx.y * CV_M, n0 = blockIdx.x * TN;
-    if (!block_tile(p, splits, n0)) return;
-    int phases = p.mode == TC_CONVT ? p.stride : 1;
     // Unsplit (splits = 1) the block folds the whole reduction in kchunk
     // pieces (see the comment above).
-    int k_lo = s * kchunk, k_hi = splits == 1 ? p.Kr : min(p.Kr, k_lo + kchunk);
-    p.xb = p.x + (long long)p.bat * p.Cin * p.T;
-    long long total = (long long)(gridDim.z / (splits * phases)) * p.Cout * p.Tout;
+    if (!block_tile_z(p, splits, n0, blockIdx.z)) return;
+    long long total;
+    const BlockK kr = block_span(p, splits, kchunk, true, blockIdx.z, gridDim.z, total);
+    const int s = kr.s, k_lo = kr.k_lo, k_hi = kr.k_hi;
     const int tid = threadIdx.x;
     ConvRowGather<TN / 8> gather;
     gather.init(p, n0, tid >> 3, tid & 7, k_lo, k_hi);

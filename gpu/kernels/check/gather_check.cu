@@ -49,10 +49,10 @@ static long checkRows(Problem p, int splits, int kchunk, int batch, const char* 
         for (int n0 = 0; n0 < p.N; n0 += TN) {
             // conv_tcq_tile's prologue
             Problem q = p;
-            int s = z % splits;
             if (!block_tile_z(q, splits, n0, z)) continue;
-            int k_lo = s * kchunk, k_hi = splits == 1 ? q.Kr : std::min(q.Kr, k_lo + kchunk);
-            q.xb = q.x + (long long)q.bat * q.Cin * q.T;
+            long long total;
+            const BlockK kr = block_span(q, splits, kchunk, true, z, batch * phases * splits, total);
+            const int k_lo = kr.k_lo, k_hi = kr.k_hi;
             int steps = k_lo < k_hi ? (k_hi - k_lo + CV_K - 1) / CV_K : 0;
             for (int tid = 0; tid < TC_THREADS; tid++) {
                 int row = tid >> 3, c0 = tid & 7;
