@@ -70,7 +70,7 @@ func TestScreenshotRealShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := engine.New(b, m, codec)
-	if err := e.Warmup(context.Background(), engine.Request{Text: "Warm up.", Language: "en-us"}); err != nil {
+	if err := e.Warmup(context.Background(), engine.Request{Text: "Warm up.", Language: "en-us", Knobs: engine.DefaultKnobs()}); err != nil {
 		t.Fatal(err)
 	}
 
