@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image"
 	"image/color"
+	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -22,6 +23,7 @@ type metersView struct {
 	obj                            fyne.CanvasObject
 	phase, ttfa, sound, rtf, frame binding.String
 	steps, ring, under, backend    binding.String
+	backendRow, planChoices        binding.String // backend split for display (splitBackendLine)
 	output, device                 binding.String
 	ringBar                        *levelBar
 	snap                           MeterSnapshot
@@ -31,7 +33,7 @@ type metersView struct {
 
 func newMetersView() *metersView {
 	v := &metersView{}
-	for _, b := range []*binding.String{&v.phase, &v.ttfa, &v.sound, &v.rtf, &v.frame, &v.steps, &v.ring, &v.under, &v.backend, &v.output, &v.device} {
+	for _, b := range []*binding.String{&v.phase, &v.ttfa, &v.sound, &v.rtf, &v.frame, &v.steps, &v.ring, &v.under, &v.backend, &v.backendRow, &v.planChoices, &v.output, &v.device} {
 		*b = binding.NewString()
 	}
 	v.ringBar = newLevelBar()
@@ -44,8 +46,14 @@ func newMetersView() *metersView {
 		l.TextStyle = fyne.TextStyle{Monospace: true}
 		return l
 	}
-	backendLbl := value(v.backend)
-	backendLbl.Wrapping = fyne.TextWrapWord // the plan makes it long
+	// The plan's full line is long: the form shows the backend, its
+	// device and the plan's name on one line, and the plan's choices wrap
+	// below the form (a word-wrapped label inside a form row would not
+	// grow its row and would draw over the next one).
+	planLbl := widget.NewLabelWithData(v.planChoices)
+	planLbl.Wrapping = fyne.TextWrapWord
+	planLbl.SizeName = theme.SizeNameCaptionText
+	planLbl.Importance = widget.LowImportance
 	v.outputLbl = widget.NewLabelWithData(v.output)
 	v.outputLbl.Wrapping = fyne.TextWrapWord
 	v.outputLbl.Importance = widget.WarningImportance
@@ -61,10 +69,10 @@ func newMetersView() *metersView {
 		widget.NewFormItem("Real-time factor", value(v.rtf)),
 		widget.NewFormItem("Ring fill", container.NewBorder(nil, nil, nil, value(v.ring), v.ringBar)),
 		widget.NewFormItem("Underruns", value(v.under)),
-		widget.NewFormItem("Backend", backendLbl),
+		widget.NewFormItem("Backend", value(v.backendRow)),
 		widget.NewFormItem("Output", value(v.device)),
 	)
-	v.obj = widget.NewCard("", "Meters", container.NewVBox(form, v.outputLbl))
+	v.obj = widget.NewCard("", "Meters", container.NewVBox(form, planLbl, v.outputLbl))
 	return v
 }
 
@@ -87,6 +95,9 @@ func (v *metersView) show(s MeterSnapshot) {
 	v.ringBar.SetValue(s.RingFill)
 	v.under.Set(fmt.Sprint(s.Underruns))
 	v.backend.Set(s.Backend)
+	row, choices := splitBackendLine(s.Backend)
+	v.backendRow.Set(row)
+	v.planChoices.Set(choices)
 	v.output.Set(s.Output)
 	if s.Device == "" {
 		v.device.Set("none")
@@ -179,4 +190,20 @@ func fill(img *image.RGBA, x0, x1, y0, y1 int, c color.Color) {
 			img.Set(xx, yy, c)
 		}
 	}
+}
+
+// splitBackendLine cuts a BackendLine ("cuda — NVIDIA H200 … · plan:
+// hopper: sm_90 modules; persistent Mamba2 runs; …") into the form's row
+// ("cuda — NVIDIA H200 … · plan hopper") and the plan's choices ("hopper
+// plan: sm_90 modules; persistent Mamba2 runs; …").
+func splitBackendLine(line string) (row, choices string) {
+	head, plan, ok := strings.Cut(line, " · plan: ")
+	if !ok {
+		return line, ""
+	}
+	name, rest, ok := strings.Cut(plan, ": ")
+	if !ok {
+		return head + " · plan: " + plan, ""
+	}
+	return head + " · plan " + name, name + " plan: " + rest
 }

@@ -17,6 +17,7 @@ import (
 	"zonostream/engine"
 	"zonostream/engine/compute"
 	"zonostream/engine/dac"
+	"zonostream/engine/speaker"
 	"zonostream/engine/zonos"
 	"zonostream/internal/backend"
 	"zonostream/internal/randmodel"
@@ -37,6 +38,14 @@ func (m realModels) Load(context.Context, string) (*engine.Engine, error) { retu
 func (m realModels) Backend() string {
 	b := m.e.Backend()
 	return b.Name() + " — " + b.Device() + " — " + compute.PlanOf(b)
+}
+
+// randomVoice is the full-size speaker encoder with random weights on the
+// GPU, so the window offers voice cloning as a real install does.
+type randomVoice struct{ m *speaker.Model }
+
+func (v randomVoice) Embed(ctx context.Context, samples []float32, rate int) ([]float32, error) {
+	return v.m.EmbedAt(ctx, samples, rate)
 }
 
 // TestScreenshotRealShape draws the window with Fyne's software renderer
@@ -81,7 +90,8 @@ func TestScreenshotRealShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer out.Close()
-	ui := New(a, Config{Models: realModels{e}, Output: out, NullMicrophone: true})
+	voice := randomVoice{randmodel.Speaker(b.(compute.SpeakerBackend), 64, speaker.RealBlocks, 1)}
+	ui := New(a, Config{Models: realModels{e}, Output: out, Voice: voice, NullMicrophone: true})
 	ui.Speaker.MaxSeconds = 6
 	tu := testUI{UI: ui, out: out, mu: &sync.Mutex{}, ended: make(chan struct{}, 4)}
 	ui.do = tu.on
