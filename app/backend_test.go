@@ -71,14 +71,15 @@ func TestGPUPlanSetting(t *testing.T) {
 // plan name on one line and the plan's choices below the form (a wrapped
 // label inside a form row drew over the Output row).
 func TestBackendRowFitsOneLine(t *testing.T) {
-	row, choices := splitBackendLine("cuda — NVIDIA H200 (139.8 GiB, sm_90) · plan: hopper: sm_90 modules; persistent Mamba2 runs")
-	if row != "cuda — NVIDIA H200 (139.8 GiB, sm_90) · plan hopper" || choices != "hopper plan: sm_90 modules; persistent Mamba2 runs" {
-		t.Fatalf("row %q, choices %q", row, choices)
-	}
-	if row, choices := splitBackendLine("cpu — CPU (2 threads) · plan: pure-Go reference ops on 2 threads"); row != "cpu — CPU (2 threads) · plan: pure-Go reference ops on 2 threads" || choices != "" {
-		t.Fatalf("CPU row %q, choices %q", row, choices)
-	}
-	if row, _ := splitBackendLine("cpu — test"); row != "cpu — test" {
-		t.Fatalf("plain row %q", row)
+	for _, c := range []struct{ line, row, details string }{
+		{"cuda — NVIDIA H200 (139.8 GiB, sm_90) · plan: hopper: sm_90 modules; persistent Mamba2 runs",
+			"cuda · hopper plan", "NVIDIA H200 (139.8 GiB, sm_90); hopper plan: sm_90 modules; persistent Mamba2 runs"},
+		{"cpu — CPU (2 threads) · plan: pure-Go reference ops on 2 threads", "cpu", "CPU (2 threads); plan: pure-Go reference ops on 2 threads"},
+		{"cpu — test", "cpu", "test"},
+		{"loading", "loading", ""},
+	} {
+		if row, details := splitBackendLine(c.line); row != c.row || details != c.details {
+			t.Errorf("splitBackendLine(%q) = %q, %q; want %q, %q", c.line, row, details, c.row, c.details)
+		}
 	}
 }

@@ -23,7 +23,7 @@ type metersView struct {
 	obj                            fyne.CanvasObject
 	phase, ttfa, sound, rtf, frame binding.String
 	steps, ring, under, backend    binding.String
-	backendRow, planChoices        binding.String // backend split for display (splitBackendLine)
+	backendRow, planChoices        binding.String // BackendLine split for display (splitBackendLine)
 	output, device                 binding.String
 	ringBar                        *levelBar
 	snap                           MeterSnapshot
@@ -192,18 +192,24 @@ func fill(img *image.RGBA, x0, x1, y0, y1 int, c color.Color) {
 	}
 }
 
-// splitBackendLine cuts a BackendLine ("cuda — NVIDIA H200 … · plan:
-// hopper: sm_90 modules; persistent Mamba2 runs; …") into the form's row
-// ("cuda — NVIDIA H200 … · plan hopper") and the plan's choices ("hopper
-// plan: sm_90 modules; persistent Mamba2 runs; …").
-func splitBackendLine(line string) (row, choices string) {
-	head, plan, ok := strings.Cut(line, " · plan: ")
-	if !ok {
+// splitBackendLine cuts a BackendLine ("cuda — NVIDIA H200 (…) · plan:
+// hopper: sm_90 modules; persistent Mamba2 runs; …") into the form's short
+// row ("cuda · hopper plan") and the details that wrap below the form
+// ("NVIDIA H200 (…); hopper plan: sm_90 modules; persistent Mamba2 runs;
+// …"). A line without a named plan keeps its backend name in the row and
+// the rest below.
+func splitBackendLine(line string) (row, details string) {
+	head, plan, hasPlan := strings.Cut(line, " · plan: ")
+	name, device, hasDevice := strings.Cut(head, " — ")
+	if !hasDevice {
 		return line, ""
 	}
-	name, rest, ok := strings.Cut(plan, ": ")
-	if !ok {
-		return head + " · plan: " + plan, ""
+	row, details = name, device
+	if !hasPlan {
+		return row, details
 	}
-	return head + " · plan " + name, name + " plan: " + rest
+	if pname, rest, ok := strings.Cut(plan, ": "); ok {
+		return name + " · " + pname + " plan", device + "; " + pname + " plan: " + rest
+	}
+	return row, device + "; plan: " + plan
 }
