@@ -15,8 +15,9 @@
 //
 // Which kernel runs an op depends on the GPU class, and is decided once,
 // when the backend opens, from the device's compute capability and
-// Options (plan.go): the Hopper plan on compute capability 9.0 and newer,
-// the generic plan on Ampere and Ada (A100, A10G, RTX 4090) or wherever
+// Options (plan.go): the Hopper plan on compute capability 9.x, the
+// generic plan on Ampere and Ada (A100, A10G, RTX 4090), on GPUs after
+// Hopper (wgmma's sm_90a PTX does not run there) or wherever
 // Options.Generic asks for it (tests; `--gpu-plan generic`). Each module
 // is embedded twice: compute_80 PTX, which every GPU from Ampere on
 // compiles, for the generic plan, and compute_90 PTX for the Hopper plan,
