@@ -181,7 +181,10 @@ func gpuChecks(b compute.Backend, note string) []doctorCheck {
 		}
 		out = append(out, doctorCheck{Name: "cuda", Status: statusMissing, Detail: d,
 			Fix: "build with 'make build-cuda' (needs the CUDA toolkit) to run on an NVIDIA GPU; the CPU backend works without it"})
-	case note != "":
+	case note != "" || b == nil:
+		if note == "" {
+			note = "built in, but the CUDA backend did not open (see the backend line)"
+		}
 		out = append(out, doctorCheck{Name: "cuda", Status: statusMissing, Detail: note,
 			Fix: "check that the NVIDIA driver sees the GPU (nvidia-smi) and that the GPU is Ampere (sm_80) or newer"})
 	default:
@@ -327,8 +330,8 @@ func modelChecks(dir string, verify bool) ([]doctorCheck, doctorCheck) {
 		return nil, doctorCheck{Name: "model cache", Status: statusMissing, Detail: err.Error(), Fix: "set HF_HOME or HF_HUB_CACHE to a writable directory"}
 	}
 	cl := doctorCheck{Name: "model cache", Status: statusOK, Detail: fmt.Sprintf("%s (from %s)", cache.Dir, cache.From)}
-	if os.Getenv("HF_HUB_OFFLINE") != "" && os.Getenv("HF_HUB_OFFLINE") != "0" {
-		cl.Detail += "; HF_HUB_OFFLINE is set, so 'zonos pull' does not download"
+	if weights.OfflineFromEnv() {
+		cl.Detail += "; HF_HUB_OFFLINE (or TRANSFORMERS_OFFLINE) is set, so 'zonos pull' does not download"
 	}
 	if st, err := os.Stat(cache.Dir); err != nil || !st.IsDir() {
 		cl.Status = statusMissing

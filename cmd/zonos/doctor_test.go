@@ -206,3 +206,13 @@ func TestDoctorReadsTheGPU(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctorNoBackendOpened: when the backend did not open (a CUDA build on
+// a machine whose GPU fails), the GPU lines say so instead of using the
+// missing backend.
+func TestDoctorNoBackendOpened(t *testing.T) {
+	cs := gpuChecks(nil, "")
+	if len(cs) == 0 || cs[0].Name != "cuda" || cs[0].Status != statusMissing {
+		t.Fatalf("checks without a backend: %+v", cs)
+	}
+}

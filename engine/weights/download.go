@@ -74,9 +74,14 @@ func NewDownloader(c Cache) (*Downloader, error) {
 		return nil, err
 	}
 	d.Token = Secret(envToken())
-	d.Offline = envTrue("HF_HUB_OFFLINE") || envTrue("TRANSFORMERS_OFFLINE")
+	d.Offline = OfflineFromEnv()
 	return d, nil
 }
+
+// OfflineFromEnv reports whether the environment forbids downloads as
+// huggingface_hub reads it: HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE set to
+// 1, ON, YES or TRUE.
+func OfflineFromEnv() bool { return envTrue("HF_HUB_OFFLINE") || envTrue("TRANSFORMERS_OFFLINE") }
 
 func envTrue(name string) bool {
 	switch strings.ToUpper(strings.TrimSpace(os.Getenv(name))) {

@@ -638,3 +638,18 @@ func TestMirrorRedirectToStorage(t *testing.T) {
 		t.Errorf("check %q, want unverified", st[0].Check.State)
 	}
 }
+
+// TestOfflineFromEnv reads HF_HUB_OFFLINE and TRANSFORMERS_OFFLINE as
+// huggingface_hub does: only 1/ON/YES/TRUE forbid downloads.
+func TestOfflineFromEnv(t *testing.T) {
+	for _, c := range []struct {
+		hub, transformers string
+		want              bool
+	}{{"", "", false}, {"1", "", true}, {"true", "", true}, {"false", "", false}, {"0", "", false}, {"", "1", true}, {"", "yes", true}} {
+		t.Setenv("HF_HUB_OFFLINE", c.hub)
+		t.Setenv("TRANSFORMERS_OFFLINE", c.transformers)
+		if got := OfflineFromEnv(); got != c.want {
+			t.Errorf("HF_HUB_OFFLINE=%q TRANSFORMERS_OFFLINE=%q: offline %v, want %v", c.hub, c.transformers, got, c.want)
+		}
+	}
+}
