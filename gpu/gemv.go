@@ -115,7 +115,7 @@ func gemvKT(k int) int {
 // useGemvChunk reports whether the chunk GEMV serves a K-wide weight on this
 // device (Hopper loads the sm_90 module, where it is compiled).
 func (b *Backend) useGemvChunk(k int) bool {
-	return b.hopper && gemvKT(k) != 0
+	return b.chunkGemv && gemvKT(k) != 0
 }
 
 // gemvChunkKernel and gemvChunkNormKernel name the chunk GEMV's variants
@@ -215,7 +215,7 @@ const gemvTCMaxRows = 32
 // useGemvTC reports whether Linear gives m rows of a K-wide weight w to
 // the tensor-core GEMV.
 func (b *Backend) useGemvTC(m, k int, w *tensor) bool {
-	return b.hopper && m > 2 && m <= gemvTCMaxRows && w.dt == compute.BF16 && k > 0 && k%256 == 0
+	return b.tcGemv && m > 2 && m <= gemvTCMaxRows && w.dt == compute.BF16 && k > 0 && k%256 == 0
 }
 
 // gemvTCVariant is one compiled gemv_tc kernel: the batch rows it is

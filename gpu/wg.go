@@ -30,7 +30,7 @@ const tcWgSmem = kernels.WgSmem
 
 // usesWg reports whether Linear of m rows over kr on w runs on tc_wg.
 func (b *Backend) usesWg(w *tensor, m, kr int) bool {
-	return b.hopper && w.dt == compute.BF16 && kr%8 == 0 && m >= wgMinRows
+	return b.wgmmaPrefill && w.dt == compute.BF16 && kr%8 == 0 && m >= wgMinRows
 }
 
 // wgSplits splits k only when the output tiles fill less than half the
