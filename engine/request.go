@@ -82,6 +82,18 @@ const MaxTextBytes = 64 << 10
 // of minutes on the tiny model) is refused instead.
 const MaxPartPhonemes = 1024
 
+// Check reports what Synthesize would refuse in r without a model: a
+// limit, a knob or the text (the front end runs over all of it). A caller
+// that loads a model only to speak one request (zonos say) checks first, so
+// a mistake is reported before a load of seconds to minutes.
+func (r Request) Check() error {
+	if err := r.normalise(); err != nil {
+		return err
+	}
+	_, err := splitPieces(r)
+	return err
+}
+
 func (r *Request) normalise() error {
 	if len(r.Text) > MaxTextBytes {
 		return fmt.Errorf("text of %d bytes exceeds the %d-byte limit; split it into several requests", len(r.Text), MaxTextBytes)

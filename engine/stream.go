@@ -93,7 +93,7 @@ func (e *Engine) Synthesize(ctx context.Context, req Request) (*Stream, error) {
 			return nil, fmt.Errorf("unconditional %q: the model has no conditioner of that name (e.g. speaker, emotion, vqscore_8, dnsmos_ovrl)", u)
 		}
 	}
-	pieces, err := e.pieces(req)
+	pieces, err := splitPieces(req)
 	if err != nil {
 		return nil, err
 	}
@@ -122,9 +122,10 @@ type piece struct {
 	ids  []int32
 }
 
-// pieces runs the text front end, splitting long text under the phoneme
-// budget so every piece fits the model's conditioning well.
-func (e *Engine) pieces(req Request) ([]piece, error) {
+// splitPieces runs the text front end, splitting long text under the phoneme
+// budget so every piece fits the model's conditioning well. It needs no
+// model (Request.Check runs it before one loads).
+func splitPieces(req Request) ([]piece, error) {
 	parts := text.Split(req.Text, req.PhonemeBudget, text.PhonemeCost(req.Language))
 	var out []piece
 	for _, p := range parts {

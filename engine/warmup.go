@@ -47,7 +47,7 @@ func (e *Engine) Warmup(ctx context.Context, req Request) error {
 		if err := w.normalise(); err != nil {
 			return err
 		}
-		if _, err := e.pieces(w); err != nil {
+		if _, err := splitPieces(w); err != nil {
 			return fmt.Errorf("engine warm-up: %w", err)
 		}
 		e.warmed = true

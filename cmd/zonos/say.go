@@ -14,7 +14,6 @@ import (
 	"zonostream/audio"
 	"zonostream/engine"
 	"zonostream/engine/dac"
-	"zonostream/engine/text"
 )
 
 func init() {
@@ -116,7 +115,7 @@ func runSay(args []string) int {
 
 	// The inputs are checked before the model loads, which takes seconds
 	// to minutes: a typo is reported at once.
-	if err := checkText(text, f.lang); err != nil {
+	if err := req.Check(); err != nil {
 		fmt.Fprintln(os.Stderr, "zonos say:", err)
 		return 2
 	}
@@ -167,19 +166,6 @@ func runSay(args []string) int {
 		return c // 143 after SIGTERM; the WAV was finalized all the same
 	}
 	return code
-}
-
-// checkText refuses what the engine would refuse in the text alone — too
-// long, an unsupported language, nothing to pronounce — without a model.
-func checkText(s, lang string) error {
-	if len(s) > engine.MaxTextBytes {
-		return fmt.Errorf("text of %d bytes exceeds the %d-byte limit; split it into several requests", len(s), engine.MaxTextBytes)
-	}
-	if err := text.CheckLanguage(lang); err != nil {
-		return fmt.Errorf("--lang: %w", err)
-	}
-	_, _, err := text.Prepare(s, lang)
-	return err
 }
 
 // sayText picks the text from the arguments, --text or --file.

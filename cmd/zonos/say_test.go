@@ -293,3 +293,24 @@ func emptyCacheWithClip(t *testing.T) (dir, clip string) {
 	writeTone(t, clip, 16000, 16000)
 	return dir, clip
 }
+
+// TestSayChecksLimitsBeforeLoading: --max-seconds and the vocoder chunk
+// sizes out of range are reported before the model loads, like the text.
+func TestSayChecksLimitsBeforeLoading(t *testing.T) {
+	dir, _ := emptyCacheWithClip(t)
+	noModel := t.TempDir()
+	base := []string{"--zonos-dir", noModel, "--dac-dir", noModel, "--play", "false", "--out", filepath.Join(dir, "o.wav")}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max-seconds", "90", "Hi."}, "max seconds"},
+		{[]string{"--first-chunk", "900", "Hi."}, "chunk sizes"},
+	} {
+		var code int
+		msg := captureStderr(t, func() { code = runSay(append(append([]string(nil), base...), c.args...)) })
+		if code == 0 || !strings.Contains(msg, c.want) || strings.Contains(msg, "config.json") {
+			t.Errorf("say %q: exit %d, stderr %q; want %q before any model is loaded", c.args, code, msg, c.want)
+		}
+	}
+}
