@@ -55,7 +55,7 @@
 //     bulk copies (one stage in flight, two for the in_proj stages past
 //     the ring's depth), 8 consumer warps doing the norm, in_proj with the
 //     causal conv, the scan and out_proj with the gated norm between grid
-//     barriers. The weight stream no longer stops at kernel boundaries. It
+//     barriers, so the weight stream does not stop at kernel boundaries. It
 //     is compiled for Zonos's shape (d_model 2048, head dim 64, d_state
 //     128, conv width 4, one or two rows); other shapes run Mamba2Block,
 //     three kernels on the chunk GEMV (in_proj with the conv in its

@@ -344,12 +344,11 @@ func (s *convTState) finish(be compute.Backend, x compute.Tensor) compute.Tensor
 // over that window and conv1 without padding (its outputs are the window's
 // centres), and takes the residual from the centre of the same window.
 // Snake maps a zero column to zeros exactly, so conv1 reads the zeros
-// one-shot decoding pads with, and every output is the same arithmetic as
-// before. The window and its Snake come from one pass where the backend
-// has compute.SnakeWindows: on the GPU one kernel per push where a join,
-// a cut and a Snake were three to five (the stateful streamer's copies
-// had been 106 of a 16-frame emission's ~218 kernels; a steady emission is
-// now 71 kernels: H200, 2026-11-30, docs/performance.md).
+// one-shot decoding pads with, and every output is the arithmetic of
+// one-shot decoding. The window and its Snake come from one pass where the
+// backend has compute.SnakeWindows: on the GPU one kernel per push instead
+// of a join, a cut and a Snake, which keeps a steady emission at 71
+// kernels (H200, 2026-11-30, docs/performance.md).
 type resState struct {
 	r       *resUnit
 	spec1   compute.Conv1dSpec // conv1's, without padding

@@ -1,6 +1,6 @@
 // Package check is the result type and the comparisons of conformance
 // checks: every stage's checks against the golden packs
-// (internal/conformance; the resampler's in audio) report Results, and
+// (internal/conformance) report Results, and
 // `zonos conformance` prints them.
 package check
 
