@@ -17,7 +17,6 @@ type stopSignals struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	ch     chan os.Signal
-	done   chan struct{}
 	once   sync.Once
 	mu     sync.Mutex
 	got    os.Signal
@@ -27,7 +26,7 @@ type stopSignals struct {
 // work they would cancel is over.
 func catchStopSignals() *stopSignals {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &stopSignals{ctx: ctx, cancel: cancel, ch: make(chan os.Signal, 1), done: make(chan struct{})}
+	s := &stopSignals{ctx: ctx, cancel: cancel, ch: make(chan os.Signal, 1)}
 	signal.Notify(s.ch, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		select {
@@ -37,7 +36,7 @@ func catchStopSignals() *stopSignals {
 			s.mu.Unlock()
 			signal.Stop(s.ch)
 			cancel()
-		case <-s.done:
+		case <-ctx.Done(): // stop was called
 		}
 	}()
 	return s
@@ -47,7 +46,6 @@ func catchStopSignals() *stopSignals {
 func (s *stopSignals) stop() {
 	s.once.Do(func() {
 		signal.Stop(s.ch)
-		close(s.done)
 		s.cancel()
 	})
 }
