@@ -16,7 +16,8 @@ func CUDABuilt() bool { return backend.Built("cuda") }
 // BackendOptions are the backend choices the settings make: GPUPlanGeneric
 // forces the CUDA backend's generic plan on any GPU.
 func BackendOptions(s Settings) backend.Options {
-	return backend.Options{GenericGPU: s.GPUPlan == GPUPlanGeneric}
+	o, _ := backend.PlanOptions(s.GPUPlan) // LoadSettings keeps only known plans
+	return o
 }
 
 // OpenBackend creates the named backend with the settings' options; the

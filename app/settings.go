@@ -8,6 +8,7 @@ import (
 	"zonostream/engine"
 	"zonostream/engine/text"
 	"zonostream/engine/weights"
+	"zonostream/internal/backend"
 )
 
 // Settings is everything the user sets in the window that is remembered
@@ -50,8 +51,8 @@ type Settings struct {
 // from the GPU (the Hopper plan on sm_90); generic forces the kernels every
 // NVIDIA GPU from Ampere on runs.
 const (
-	GPUPlanAuto    = "auto"
-	GPUPlanGeneric = "generic"
+	GPUPlanAuto    = backend.PlanAuto
+	GPUPlanGeneric = backend.PlanGeneric
 )
 
 // UnconditionalKeys are the conditioners Zonos' interface lets the user

@@ -9,23 +9,17 @@ import (
 	"zonostream/internal/backend"
 )
 
-// GPU plans --gpu-plan takes.
-const (
-	planAuto    = "auto"    // what the device's compute capability picks (Hopper kernels on sm_90)
-	planGeneric = "generic" // the kernels every NVIDIA GPU from Ampere on runs
-)
-
 // backendFlags are --backend and --gpu-plan, the same on every command that
 // computes.
 type backendFlags struct {
 	name string // auto, cpu or cuda
-	plan string // planAuto or planGeneric
+	plan string // backend.PlanAuto or backend.PlanGeneric
 }
 
 // addBackendFlags adds --backend (default def) and --gpu-plan to fs. An
 // unknown plan is refused when the flags are parsed.
 func addBackendFlags(fs *flag.FlagSet, def string) *backendFlags {
-	bf := &backendFlags{plan: planAuto}
+	bf := &backendFlags{plan: backend.PlanAuto}
 	usage := "compute backend: auto (CUDA when built in and present, else CPU), cpu or cuda"
 	if def != backend.Auto {
 		usage = "compute backend: cpu or cuda"
@@ -33,7 +27,7 @@ func addBackendFlags(fs *flag.FlagSet, def string) *backendFlags {
 	fs.StringVar(&bf.name, "backend", def, usage)
 	fs.Func("gpu-plan", "the CUDA backend's `plan`: auto (chosen from the GPU: the Hopper kernels on sm_90, the generic ones elsewhere) or generic (the kernels every GPU from Ampere on runs) (default auto)",
 		func(s string) error {
-			if s != planAuto && s != planGeneric {
+			if _, err := backend.PlanOptions(s); err != nil {
 				return fmt.Errorf("want auto or generic, not %q", s)
 			}
 			bf.plan = s
@@ -45,15 +39,24 @@ func addBackendFlags(fs *flag.FlagSet, def string) *backendFlags {
 // openBackend opens --backend with --gpu-plan and says on stderr what was
 // chosen when auto picked it.
 func openBackend(bf backendFlags) (compute.Backend, error) {
-	b, note, err := backend.OpenWith(bf.name, backend.Options{GenericGPU: bf.plan == planGeneric})
+	b, note, err := bf.open()
 	if err != nil {
 		return nil, err
 	}
 	if note != "" {
 		fmt.Fprintln(os.Stderr, "zonos:", note)
 	}
-	if bf.plan == planGeneric && b.Name() != "cuda" {
+	if bf.plan == backend.PlanGeneric && b.Name() != "cuda" {
 		fmt.Fprintf(os.Stderr, "zonos: --gpu-plan generic has no effect on the %s backend\n", b.Name())
 	}
 	return b, nil
+}
+
+// open opens the backend the flags name, saying nothing.
+func (bf backendFlags) open() (compute.Backend, string, error) {
+	o, err := backend.PlanOptions(bf.plan)
+	if err != nil {
+		return nil, "", err
+	}
+	return backend.OpenWith(bf.name, o)
 }

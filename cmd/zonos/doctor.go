@@ -113,7 +113,7 @@ func diagnose(bf backendFlags, cacheDir string, verify bool) *doctorReport {
 	r := &doctorReport{Essentials: map[string]bool{"backend": false, "espeak-ng": false, "model": false}}
 	add := func(c doctorCheck) { r.Checks = append(r.Checks, c) }
 
-	b, note, err := backend.OpenWith(bf.name, backend.Options{GenericGPU: bf.plan == planGeneric})
+	b, note, err := bf.open()
 	if err != nil {
 		add(doctorCheck{Name: "backend", Status: statusMissing, Detail: err.Error(), Fix: "use --backend auto or cpu"})
 	} else {

@@ -24,6 +24,29 @@ type Options struct {
 	GenericGPU bool
 }
 
+// The GPU plans a user may ask for (--gpu-plan, the app's GPU plan
+// setting).
+const (
+	// PlanAuto is the plan the device's compute capability allows: the
+	// Hopper kernels on sm_90, the generic ones elsewhere.
+	PlanAuto = "auto"
+	// PlanGeneric is the kernels every NVIDIA GPU from Ampere on runs,
+	// even on a Hopper.
+	PlanGeneric = "generic"
+)
+
+// PlanOptions are the Options a GPU plan name asks for ("" is PlanAuto);
+// an unknown name is an error naming the ones there are.
+func PlanOptions(plan string) (Options, error) {
+	switch plan {
+	case PlanAuto, "":
+		return Options{}, nil
+	case PlanGeneric:
+		return Options{GenericGPU: true}, nil
+	}
+	return Options{}, fmt.Errorf("GPU plan %q: want %s or %s", plan, PlanAuto, PlanGeneric)
+}
+
 // constructors maps a name to its constructor; cuda.go adds "cuda".
 var constructors = map[string]func(Options) (compute.Backend, error){
 	"cpu": func(Options) (compute.Backend, error) { return cpu.New(0), nil },

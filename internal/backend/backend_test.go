@@ -26,3 +26,15 @@ func TestOpen(t *testing.T) {
 		}
 	}
 }
+
+func TestPlanOptions(t *testing.T) {
+	for plan, generic := range map[string]bool{"": false, PlanAuto: false, PlanGeneric: true} {
+		o, err := PlanOptions(plan)
+		if err != nil || o.GenericGPU != generic {
+			t.Errorf("PlanOptions(%q) = %+v, %v; want GenericGPU %v", plan, o, err, generic)
+		}
+	}
+	if _, err := PlanOptions("fastest"); err == nil {
+		t.Error("an unknown plan was accepted")
+	}
+}
