@@ -27,8 +27,8 @@ func addBackendFlags(fs *flag.FlagSet, def string) *backendFlags {
 	fs.StringVar(&bf.name, "backend", def, usage)
 	fs.Func("gpu-plan", "the CUDA backend's `plan`: auto (chosen from the GPU: the Hopper kernels on sm_90, the generic ones elsewhere) or generic (the kernels every GPU from Ampere on runs) (default auto)",
 		func(s string) error {
-			if _, err := backend.PlanOptions(s); err != nil {
-				return fmt.Errorf("want auto or generic, not %q", s)
+			if s != backend.PlanAuto && s != backend.PlanGeneric {
+				return fmt.Errorf("want %s or %s, not %q", backend.PlanAuto, backend.PlanGeneric, s)
 			}
 			bf.plan = s
 			return nil
