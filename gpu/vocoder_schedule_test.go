@@ -20,7 +20,7 @@ var vocoderTime = flag.Bool("vocoder.time", false, "run TestVocoderSchedule, whi
 // frames pushed one at a time under the default stream configuration
 // (first push recorded, as the bench does), then the flush. It logs, per
 // emission in order, the frames it took, the samples it gave and the
-// median device time over the rounds (the backend's event timer, host
+// median GPU time over the rounds (the backend's event timer, host
 // launches and read-backs included), and the whole run's real-time factor:
 // where the bench's vocoder time goes. A measurement, not a check: it
 // runs only with -vocoder.time.
