@@ -25,6 +25,7 @@ type sayFlags struct {
 	noPlay, playedOnly, listDevices        bool
 	quiet, nullAudio, asJSON               bool
 	play, speakerPath, speakerDir, prefix  string
+	voiceName                              string
 	seed                                   int64
 	maxSeconds                             float64
 	firstChunk, chunk                      int
@@ -65,6 +66,7 @@ func runSay(args []string) int {
 	fs.IntVar(&f.chunk, "chunk", dac.DefaultStreamConfig.Chunk, "frames per later vocoder chunk (throughput)")
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing but errors")
 	fs.StringVar(&f.speakerPath, "speaker", "", "voice to clone: a clip (WAV, FLAC, MP3, Ogg) or a vector from 'zonos embed -o'")
+	fs.StringVar(&f.voiceName, "voice", "", "a voice saved in the library by 'zonos voice add' (see 'zonos voice list'), by name")
 	fs.StringVar(&f.speakerDir, "speaker-dir", "", "folder with the speaker model's two .pt files (default: the model cache)")
 	fs.StringVar(&f.prefix, "prefix", "", "audio clip the speech continues from (encoded with the DAC)")
 	mf := addModelFlags(fs)
@@ -132,9 +134,18 @@ func runSay(args []string) int {
 		return 2
 	}
 	var v *voice
-	if f.speakerPath != "" {
+	switch {
+	case f.speakerPath != "" && f.voiceName != "":
+		fmt.Fprintln(os.Stderr, "zonos say: --speaker and --voice both choose the voice: give one of them")
+		return 2
+	case f.speakerPath != "":
 		if v, err = readVoice(f.speakerPath, f.speakerDir, logf); err != nil {
 			fmt.Fprintln(os.Stderr, "zonos say: speaker:", err)
+			return 1
+		}
+	case f.voiceName != "":
+		if v, err = libraryVoice(f.voiceName, logf); err != nil {
+			fmt.Fprintln(os.Stderr, "zonos say: voice:", err)
 			return 1
 		}
 	}
