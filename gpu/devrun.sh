@@ -14,7 +14,8 @@
 # exactness tests under both GPU plans), conformance-cuda.log and
 # conformance-cuda-generic.log (every golden pack on the device's plan,
 # then on the generic plan), bench.log and bench/<date>-<gpu>.md
-# (memcheck.log when SAN is set, ab.log and ab-summary.txt when AB is set).
+# (memcheck.log when SAN is set, ab.log and ab-summary.txt when AB is set,
+# soak.log and soak/ when SOAK=<duration> runs the long-form soak).
 #
 # Same-run A/B between the binaries of two or more commits (machines
 # differ by up to 10 ms of TTFA between calls, so a change is measured
@@ -138,7 +139,10 @@ fi
 [ -z "${NOTEST:-}" ] && step gpu.test ${TT:-400} gpu-test.log env ZONOS_GOLDEN_DIR=$G ./gpu.test -test.v -test.count=1 -test.timeout ${TT:-400}s ${TARGS}
 [ -z "${NOCONF:-}" ] && step conformance ${TC:-150} conformance-cuda.log env ZONOS_GOLDEN_DIR=$G ./zonos conformance --backend cuda --golden $G
 [ -z "${NOCONF:-}" ] && step conformance-generic ${TC:-150} conformance-cuda-generic.log env ZONOS_GOLDEN_DIR=$G ./zonos conformance --backend cuda --gpu-plan generic --golden $G
-[ -z "${NOBENCH:-}" ] && step bench ${TB:-220} bench.log ./zonos bench --backend cuda --write $OUT/bench
+[ -z "${NOBENCH:-}" ] && step bench ${TB:-300} bench.log ./zonos bench --backend cuda --write $OUT/bench
+if [ -n "${SOAK:-}" ]; then # SOAK=<duration>: the long-form soak, one reading of that much audio (bench --long-form; heap and device memory over it)
+	step soak $((${TSOAK:-590})) soak.log ./zonos bench --backend cuda --runs 1 --steps 10 --batch 0 --long-form $SOAK --write $OUT/soak
+fi
 if [ -f /tmp/zb/app.test ]; then # SHOT=1 at build time: the README's screenshot of the window after one utterance on the GPU
 	step screenshot 180 screenshot.log ./app.test -test.v -test.run TestScreenshotRealShape -screenshot $OUT/main.png
 fi

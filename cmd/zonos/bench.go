@@ -29,7 +29,9 @@ Measures the engine's speed on a randomly initialised model of the real
 shapes (Zonos hybrid or transformer and the 44 kHz DAC), built in memory, so
 no download is needed: decode step against the weight-read floor, prefill,
 time to first audio, steady per-frame latency, generation and vocoder
-real-time factors, batched decode steps and memory, each as p50 / p90.
+real-time factors, batched decode steps and memory, each as p50 / p90;
+then a long-form reading (--long-form) streamed to a simulated real-time
+player: underruns, the latency at part boundaries, heap and device memory.
 
 On a GPU it builds the whole model. On the CPU the default is --quick: the
 real widths with 2 of the backbone's layers, one short run, which finishes
@@ -52,6 +54,8 @@ flags:`)
 	fs.IntVar(&o.FirstChunk, "first-chunk", o.FirstChunk, "vocoder first chunk, frames")
 	fs.IntVar(&o.Chunk, "chunk", o.Chunk, "vocoder steady chunk, frames")
 	batches := fs.String("batch", "", "batch sizes whose decode step is timed, comma-separated, 0 for none (default 1,4,16 on cuda, 1,2 on cpu, none with --quick)")
+	longForm := fs.Duration("long-form", 0, "audio of the long-form reading streamed to a simulated player (default 10m on cuda, none on cpu; 0 for none)")
+	fs.IntVar(&o.LongFormPartFrames, "long-form-part", o.LongFormPartFrames, "frames in each part of the long-form reading")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	write := fs.String("write", "", "also write the markdown report into this directory (e.g. docs/bench)")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of the measurements to this file (host-side costs)")
@@ -83,8 +87,13 @@ flags:`)
 	case *quick:
 		q := bench.QuickOptions()
 		o.Layers, o.Runs, o.DecodeSteps, o.Frames, o.BandwidthMB, o.Batches = q.Layers, q.Runs, q.DecodeSteps, q.Frames, q.BandwidthMB, q.Batches
+		o.LongFormSeconds = q.LongFormSeconds
 	case onCPU:
 		o.Runs, o.DecodeSteps, o.Frames, o.BandwidthMB, o.Batches = 2, 5, 24, 512, []int{1, 2}
+		o.LongFormSeconds = 0
+	}
+	if flagSet(fs, "long-form") {
+		o.LongFormSeconds = longForm.Seconds()
 	}
 	for _, f := range []struct {
 		p *int

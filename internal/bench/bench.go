@@ -41,6 +41,10 @@ type Options struct {
 	// a slow machine finishes: the per-layer costs are the real model's, the
 	// totals are not.
 	Layers int
+	// LongFormSeconds of audio are streamed as one reading of parts of
+	// LongFormPartFrames frames each (the long-form section); 0 skips it.
+	LongFormSeconds    float64
+	LongFormPartFrames int
 	// Model and DAC override the real shapes (tests use tiny ones).
 	Model *zonos.Config
 	DAC   *dac.Config
@@ -53,6 +57,7 @@ type Options struct {
 func QuickOptions() Options {
 	o := DefaultOptions()
 	o.Layers, o.Runs, o.DecodeSteps, o.Frames, o.BandwidthMB, o.Batches = 2, 1, 3, 9, 256, nil
+	o.LongFormSeconds = 0
 	return o
 }
 
@@ -60,7 +65,7 @@ func QuickOptions() Options {
 func DefaultOptions() Options {
 	return Options{Variant: zonos.Hybrid, Runs: 10, DecodeSteps: 200, PrefixLen: 80, Frames: 172,
 		FirstChunk: dac.DefaultStreamConfig.FirstChunk, Chunk: dac.DefaultStreamConfig.Chunk, BandwidthMB: 2048, Seed: 1,
-		Batches: []int{1, 4, 16}}
+		Batches: []int{1, 4, 16}, LongFormSeconds: 600, LongFormPartFrames: 516}
 }
 
 // Report holds every figure of one run.
@@ -103,6 +108,7 @@ type Report struct {
 	MemoryGB      float64     `json:"device_memory_gb"`       // after the single-utterance measurements
 	MemoryBatchGB float64     `json:"device_memory_batch_gb"` // after the batches too (their states stay cached)
 	LoadSeconds   float64     `json:"load_seconds"`
+	LongForm      *LongForm   `json:"long_form,omitempty"`
 }
 
 // BatchStep is the decode step of n utterances decoded at once.
@@ -134,6 +140,9 @@ func Run(ctx context.Context, b compute.Backend, o Options, progress func(string
 		if n < 1 || n > zonos.MaxBatch {
 			return nil, fmt.Errorf("bench: batch of %d utterances; 1 to %d", n, zonos.MaxBatch)
 		}
+	}
+	if o.LongFormSeconds < 0 || o.LongFormSeconds > 24*3600 || o.LongFormSeconds > 0 && (o.LongFormPartFrames < 9 || o.LongFormPartFrames > zonos.MaxFrames) {
+		return nil, fmt.Errorf("bench: long-form reading of %g s (0 to 24 h) in parts of %d frames (9–%d) out of range", o.LongFormSeconds, o.LongFormPartFrames, zonos.MaxFrames)
 	}
 	if o.FirstChunk < 1 || o.Chunk < 1 || o.FirstChunk > 512 || o.Chunk > 512 {
 		return nil, fmt.Errorf("bench: vocoder chunk sizes %d/%d frames must be in [1, 512]", o.FirstChunk, o.Chunk)
@@ -209,6 +218,11 @@ func Run(ctx context.Context, b compute.Backend, o Options, progress func(string
 	}
 	if len(o.Batches) > 0 {
 		r.MemoryBatchGB = float64(timer.MemoryInUse()) / 1e9
+	}
+	if o.LongFormSeconds > 0 {
+		if err := measureLongForm(ctx, timer, e, o, r, progress); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }

@@ -19,7 +19,7 @@ import (
 func TestRunTiny(t *testing.T) {
 	zc, dc := tinyConfigs(t)
 	o := Options{Variant: zonos.Hybrid, Runs: 2, DecodeSteps: 3, PrefixLen: 30, Frames: 12, FirstChunk: 2, Chunk: 4,
-		BandwidthMB: 8, Seed: 1, Model: zc, DAC: &dc, Batches: []int{1, 3}}
+		BandwidthMB: 8, Seed: 1, Model: zc, DAC: &dc, Batches: []int{1, 3}, LongFormSeconds: 0.5, LongFormPartFrames: 15}
 	var phases []string
 	r, err := Run(context.Background(), cpu.New(0), o, func(s string) { phases = append(phases, s) })
 	if err != nil {
@@ -40,12 +40,17 @@ func TestRunTiny(t *testing.T) {
 	if len(r.Batches) != 2 || r.Batches[1].N != 3 || r.Batches[1].Step.N != 3 || r.Batches[1].Step.P50 <= 0 || r.Batches[1].RTF <= 0 {
 		t.Errorf("batched steps: %+v", r.Batches)
 	}
+	// 0.5 s of audio is 44 frames: three parts of 15.
+	if lf := r.LongForm; lf == nil || lf.Parts != 3 || lf.AudioSeconds != 3*15*512/44100.0 || lf.ContextFrames != 30 ||
+		lf.BoundaryMaxMs <= 0 || lf.BoundaryP50Ms <= 0 || lf.HeapEndMB <= 0 || lf.DevEndGB <= 0 || lf.Underruns < 0 {
+		t.Errorf("long-form: %+v", r.LongForm)
+	}
 	if len(phases) < 4 {
 		t.Errorf("progress phases %v", phases)
 	}
 	var md bytes.Buffer
 	r.Markdown(&md)
-	for _, want := range []string{"decode step", "TTFA", "reference ÷ ours", "floor", "chunk 4", "| 3 |", "First utterance", "Where the rollouts' TTFA goes", "Plan: "} {
+	for _, want := range []string{"decode step", "TTFA", "reference ÷ ours", "floor", "chunk 4", "| 3 |", "First utterance", "Where the rollouts' TTFA goes", "Plan: ", "Long-form reading"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q", want)
 		}

@@ -106,6 +106,16 @@ func (r *Report) Markdown(w io.Writer) {
 		}
 		fmt.Fprintf(w, "\nMemory in use after the batches: %.2f GB (the allocator keeps their freed states cached).\n", r.MemoryBatchGB)
 	}
+	if lf := r.LongForm; lf != nil {
+		fmt.Fprintf(w, "\nLong-form reading: %.0f s of audio in %d parts of %d frames, each continuing from %d frames of the audio before it, streamed to a simulated player (pre-roll %.0f ms, real time):\n\n",
+			lf.AudioSeconds, lf.Parts, lf.PartFrames, lf.ContextFrames, lf.PreRollMs)
+		fmt.Fprintln(w, "| underruns | least lead | boundary p50 | boundary max | TTFA | generation | Go heap start → end (max) | device memory start → end (max) |")
+		fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- |")
+		fmt.Fprintf(w, "| %d | %.0f ms | %.2f ms | %.2f ms | %.1f ms | %s× real time | %.1f → %.1f (%.1f) MB | %.2f → %.2f (%.2f) GB |\n",
+			lf.Underruns, lf.MinLeadMs, lf.BoundaryP50Ms, lf.BoundaryMaxMs, lf.TTFAMs, ratioText(lf.RTF),
+			lf.HeapStartMB, lf.HeapEndMB, lf.HeapMaxMB, lf.DevStartGB, lf.DevEndGB, lf.DevMaxGB)
+		fmt.Fprintln(w, "\nA boundary is a part's last frame to the next part's first: its conditioning, prefill over the context and the eight decode steps of the codebook delay. Generation runs ahead of playback, so it is heard only if it outlasts the audio buffered (the least lead).")
+	}
 }
 
 // ratioText is a real-time factor with one decimal, or two significant
