@@ -44,6 +44,10 @@ type LongForm struct {
 	DevStartGB  float64 `json:"device_memory_start_gb"`
 	DevEndGB    float64 `json:"device_memory_end_gb"`
 	DevMaxGB    float64 `json:"device_memory_max_gb"`
+	// HeapMB and DevGB are the same at the start of every tenth of the
+	// parts: the shape of memory over the reading, not only its ends.
+	HeapMB []float64 `json:"heap_by_tenth_mb"`
+	DevGB  []float64 `json:"device_memory_by_tenth_gb"`
 }
 
 // longFormPreRoll is the simulated player's pre-roll, the default of
@@ -96,6 +100,10 @@ func measureLongForm(ctx context.Context, timer compute.Timer, e *engine.Engine,
 		switch ev.Kind {
 		case engine.PartStart:
 			ctxFrame = ev.Part.ContextFrames
+			if tenth := max(1, parts/10); ev.Part.Index%tenth == 0 && ev.Part.Index > 0 {
+				lf.HeapMB = append(lf.HeapMB, heapMB())
+				lf.DevGB = append(lf.DevGB, float64(timer.MemoryInUse())/1e9)
+			}
 		case engine.Audio:
 			now := time.Now()
 			if samples == 0 {

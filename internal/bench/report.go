@@ -114,6 +114,9 @@ func (r *Report) Markdown(w io.Writer) {
 		fmt.Fprintf(w, "| %d | %.0f ms | %.2f ms | %.2f ms | %.1f ms | %s× real time | %.1f → %.1f (%.1f) MB | %.2f → %.2f (%.2f) GB |\n",
 			lf.Underruns, lf.MinLeadMs, lf.BoundaryP50Ms, lf.BoundaryMaxMs, lf.TTFAMs, ratioText(lf.RTF),
 			lf.HeapStartMB, lf.HeapEndMB, lf.HeapMaxMB, lf.DevStartGB, lf.DevEndGB, lf.DevMaxGB)
+		if len(lf.DevGB) > 0 {
+			fmt.Fprintf(w, "\nAt every tenth of the parts: Go heap %s MB; device memory %s GB.\n", series(lf.HeapMB, "%.1f"), series(lf.DevGB, "%.2f"))
+		}
 		fmt.Fprintln(w, "\nA boundary is a part's last frame to the next part's first: its conditioning, prefill over the context and the eight decode steps of the codebook delay. Generation runs ahead of playback, so it is heard only if it outlasts the audio buffered (the least lead).")
 	}
 }
@@ -160,4 +163,13 @@ func (r *Report) FileName() string {
 		return fmt.Sprintf("%s-%s-%dof%d-layers.md", r.Date, dev, r.Layers, r.ModelLayers)
 	}
 	return r.Date + "-" + dev + ".md"
+}
+
+// series formats values as "a → b → c".
+func series(vs []float64, f string) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = fmt.Sprintf(f, v)
+	}
+	return strings.Join(s, " → ")
 }
