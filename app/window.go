@@ -43,6 +43,9 @@ type Config struct {
 	// GPUPlans offers the GPU plan setting (CUDABuilt: only the CUDA
 	// backend has a plan to choose); main opens the backend with it.
 	GPUPlans bool
+	// HistoryDir is where the history keeps long utterances
+	// (DefaultHistoryDir); "" keeps them in memory.
+	HistoryDir string
 }
 
 // UI is the main window and its state. Fields are touched on the UI
@@ -91,6 +94,10 @@ func New(a fyne.App, cfg Config) *UI {
 	ui.Speaker.Voice = cfg.Voice
 	ui.Speaker.OnNotice = func(m string) { ui.do(func() { ui.notify(m) }) }
 	ui.Speaker.OnEnd = func(u *Utterance) { ui.do(func() { ui.ended(u) }) }
+	var historyErr error
+	if cfg.HistoryDir != "" {
+		historyErr = ui.Speaker.History.UseDisk(cfg.HistoryDir)
+	}
 
 	ui.Win = a.NewWindow("Zonos Stream")
 	ui.status = widget.NewLabel("Ready. Type some text and press Speak (Ctrl+Enter).")
@@ -120,6 +127,7 @@ func New(a fyne.App, cfg Config) *UI {
 	ui.Win.SetOnDropped(ui.dropped)
 	ui.Win.SetCloseIntercept(func() {
 		ui.Speaker.Stop()
+		ui.Speaker.History.Close() // a run still stopping loses only its file
 		ui.SaveSettings()
 		ui.Win.Close()
 	})
@@ -128,6 +136,8 @@ func New(a fyne.App, cfg Config) *UI {
 	if !ui.anyInstalled() {
 		ui.tabs.SelectIndex(2)
 		ui.notify("No model is installed yet: the Models tab explains what is needed and can download it.")
+	} else if historyErr != nil {
+		ui.notify(fmt.Sprintf("The history keeps every utterance in memory: %v", historyErr))
 	}
 	return ui
 }
@@ -256,7 +266,7 @@ func (ui *UI) ended(u *Utterance) {
 	ui.stopBtn.Disable()
 	ui.refreshMeters()
 	ui.history.refresh(ui.Speaker.History)
-	if last := ui.Speaker.History.Last(); last != nil && len(last.PCM) > 0 {
+	if last := ui.Speaker.History.Last(); last != nil && last.Samples() > 0 {
 		ui.saveBtn.Enable()
 	}
 	snap := ui.Speaker.Meters.Snapshot()

@@ -221,7 +221,7 @@ func TestSaveWritesStreamedWAV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writeUtterance(w, u.PCM); err != nil {
+	if err := writeUtterance(w, u); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(path)
