@@ -104,11 +104,11 @@ func byteSize(n int) string {
 }
 
 // SentenceAt is the index of the sentence holding byte offset off, or of
-// the first one after it when off falls between sentences (the last
-// sentence past the end).
+// the one before it when off falls between sentences (the first before
+// the first sentence).
 func (d *Document) SentenceAt(off int) int {
-	i := sort.Search(len(d.Sentences), func(i int) bool { return d.Sentences[i].End > off })
-	return min(i, len(d.Sentences)-1)
+	i := sort.Search(len(d.Sentences), func(i int) bool { return d.Sentences[i].Start > off })
+	return max(i-1, 0)
 }
 
 // Sentence ends as the engine's text splitter knows them (engine/text):

@@ -98,7 +98,7 @@ func TestDocumentSentenceAt(t *testing.T) {
 		t.Fatalf("sentences %q", got)
 	}
 	for _, c := range []struct{ off, want int }{
-		{0, 0}, {3, 0}, {4, 1}, {5, 1}, {9, 2}, {10, 2}, {11, 2}, {17, 3}, {18, 3}, {100, 3},
+		{0, 0}, {3, 0}, {4, 0}, {5, 1}, {9, 1}, {10, 1}, {11, 2}, {17, 2}, {18, 3}, {100, 3},
 	} {
 		if got := d.SentenceAt(c.off); got != c.want {
 			t.Errorf("SentenceAt(%d) = %d, want %d", c.off, got, c.want)
