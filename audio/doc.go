@@ -9,9 +9,10 @@
 //   - Player (player.go, devices.go, backend.go): plays a Ring on an output
 //     device through miniaudio (github.com/gen2brain/malgo) at 44.1 kHz
 //     mono float32, with pre-roll, underrun counting and first-sound times.
-//   - WAVWriter (wav.go): streams samples to a WAV file whose header is valid
-//     after every write, so a cancelled, interrupted or failed run still
-//     leaves a playable file.
+//   - WAVWriter (wav.go, its header in wav_header.go): streams samples to a
+//     WAV file whose header is valid after every write, so a cancelled,
+//     interrupted or failed run still leaves a playable file; past 4 GiB the
+//     file becomes RF64 in place.
 //   - Resampler (resample.go): torchaudio.functional.resample with its
 //     defaults, reproduced to float32 rounding, for speaker clips and audio
 //     prefixes; internal/conformance.Resample checks it against the

@@ -55,27 +55,17 @@ func (f WAVFormat) bytesPerSample() int {
 	return 2
 }
 
-// Header layout. go-audio/wav's Encoder is not used for writing: it writes
-// format 3 only as a tag (its Write takes integer buffers, so float samples
-// would go through one reflective binary.Write per sample), it leaves
-// placeholder sizes in the header until Close, and after a failed write its
-// Close patches in the size of frames that never reached the file. This
-// writer keeps the header valid after every Write instead. go-audio/wav's
-// Decoder reads the files back in the tests.
-const (
-	pcmHeaderLen   = 44 // RIFF(12) + fmt (8+16) + data(8)
-	floatHeaderLen = 58 // RIFF(12) + fmt (8+18, cbSize 0) + fact(8+4) + data(8)
-	factSizeOff    = 46 // sample-frame count in the fact chunk (float only)
-	maxWAVBytes    = math.MaxUint32 - 64
-)
-
 // WAVWriter streams mono samples to a WAV file as they arrive. When the
-// destination can be rewritten in place (a regular file), the RIFF, data
-// and fact sizes are patched after every Write, so the file is valid with
-// exactly the samples written so far at any moment: after Close, after a
-// cancelled run, after a failed write, even after the process is killed.
+// destination can be rewritten in place (a regular file), the header is
+// rewritten after every Write, so the file is valid with exactly the samples
+// written so far at any moment: after Close, after a cancelled run, after a
+// failed write, even after the process is killed. Such a file has no length
+// limit: it is a plain RIFF/WAVE up to 4 GiB, which every player reads, and
+// becomes RF64 (EBU Tech 3306, read by sox and ffmpeg) in the same place
+// when it grows past that, because the 32-bit RIFF sizes cannot count it
+// (hours of float32 audio reach it: 4 GiB is 6.8 h at 44.1 kHz).
 // On a pipe the sizes are written as 0xFFFFFFFF ("until end of stream"),
-// which sox and most players accept.
+// which sox and most players accept, and a stream may go on indefinitely.
 //
 // A WAVWriter is used by one goroutine at a time.
 type WAVWriter struct {
@@ -89,7 +79,8 @@ type WAVWriter struct {
 	dataOff int64 // offset of the first sample
 	samples int64 // complete samples in the file
 	buf     []byte
-	err     error // first write error; later Writes return it
+	hdr     []byte // the header last built, reused by patch
+	err     error  // first write error; later Writes return it
 	closed  bool
 }
 
@@ -157,9 +148,9 @@ func NewWAVWriter(w io.Writer, rate int, format WAVFormat) (*WAVWriter, error) {
 			}
 		}
 	}
-	hdr := ww.header()
-	ww.dataOff = int64(len(hdr))
-	if _, err := w.Write(hdr); err != nil {
+	ww.hdr = ww.appendHeader(nil)
+	ww.dataOff = int64(len(ww.hdr))
+	if _, err := w.Write(ww.hdr); err != nil {
 		return nil, fmt.Errorf("WAV header: %w", err)
 	}
 	return ww, nil
@@ -175,71 +166,15 @@ func checkWAVArgs(rate int, format WAVFormat) error {
 	return nil
 }
 
-// header builds the header for the current sample count, or with unknown
-// sizes when they cannot be patched later.
-func (w *WAVWriter) header() []byte {
-	bps := w.format.bytesPerSample()
-	le := binary.LittleEndian
-	var h []byte
-	h = append(h, "RIFF\x00\x00\x00\x00WAVEfmt "...)
-	if w.format == WAVFloat32 {
-		h = le.AppendUint32(h, 18)
-		h = le.AppendUint16(h, 3) // WAVE_FORMAT_IEEE_FLOAT
-	} else {
-		h = le.AppendUint32(h, 16)
-		h = le.AppendUint16(h, 1) // WAVE_FORMAT_PCM
-	}
-	h = le.AppendUint16(h, 1) // mono
-	h = le.AppendUint32(h, uint32(w.rate))
-	h = le.AppendUint32(h, uint32(w.rate*bps))
-	h = le.AppendUint16(h, uint16(bps)) // block align
-	h = le.AppendUint16(h, uint16(8*bps))
-	if w.format == WAVFloat32 {
-		h = le.AppendUint16(h, 0)                 // cbSize
-		h = append(h, "fact\x04\x00\x00\x00"...)  // non-PCM formats carry a fact chunk
-		h = le.AppendUint32(h, uint32(w.samples)) // sample frames
-	}
-	h = append(h, "data\x00\x00\x00\x00"...)
-	riff, data := w.sizes()
-	le.PutUint32(h[4:], riff)
-	le.PutUint32(h[len(h)-4:], data)
-	if w.format == WAVFloat32 && w.at == nil {
-		le.PutUint32(h[factSizeOff:], math.MaxUint32)
-	}
-	return h
-}
-
-// sizes are the RIFF and data chunk sizes for the samples written so far.
-func (w *WAVWriter) sizes() (riff, data uint32) {
-	if w.at == nil {
-		return math.MaxUint32, math.MaxUint32
-	}
-	d := w.samples * int64(w.format.bytesPerSample())
-	return uint32(w.dataOff - 8 + d), uint32(d)
-}
-
-// patch rewrites the size fields for the samples written so far.
+// patch rewrites the header for the samples written so far, whole and in
+// one WriteAt, so the switch to RF64 and back is never half made.
 func (w *WAVWriter) patch() error {
 	if w.at == nil {
 		return nil
 	}
-	var b [4]byte
-	riff, data := w.sizes()
-	binary.LittleEndian.PutUint32(b[:], riff)
-	if _, err := w.at.WriteAt(b[:], 4); err != nil {
-		return err
-	}
-	binary.LittleEndian.PutUint32(b[:], data)
-	if _, err := w.at.WriteAt(b[:], w.dataOff-4); err != nil {
-		return err
-	}
-	if w.format == WAVFloat32 {
-		binary.LittleEndian.PutUint32(b[:], uint32(w.samples))
-		if _, err := w.at.WriteAt(b[:], factSizeOff); err != nil {
-			return err
-		}
-	}
-	return nil
+	w.hdr = w.appendHeader(w.hdr[:0])
+	_, err := w.at.WriteAt(w.hdr, 0)
+	return err
 }
 
 // Write appends samples and, where possible, updates the header to count
@@ -257,10 +192,6 @@ func (w *WAVWriter) Write(samples []float32) error {
 		return nil
 	}
 	bps := w.format.bytesPerSample()
-	if w.dataOff+(w.samples+int64(len(samples)))*int64(bps) > maxWAVBytes {
-		w.err = fmt.Errorf("WAV %s: over 4 GiB, the format's limit; start a new file", w.name())
-		return w.err
-	}
 	w.buf = w.buf[:0]
 	le := binary.LittleEndian
 	if w.format == WAVFloat32 {
@@ -324,6 +255,7 @@ func (w *WAVWriter) Format() WAVFormat { return w.format }
 // Truncate cuts the audio to its first n samples, e.g. to keep only what was
 // actually played when an utterance is cancelled. It needs a file opened by
 // CreateWAV or an *os.File given to NewWAVWriter; it cannot grow the audio.
+// An RF64 file cut back under 4 GiB becomes a plain RIFF/WAVE again.
 func (w *WAVWriter) Truncate(n int64) error {
 	if w.closed {
 		return fmt.Errorf("WAV %s: truncate after Close", w.name())

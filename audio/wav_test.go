@@ -247,11 +247,7 @@ func TestWAVErrorMidStream(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		hdr := pcmHeaderLen
-		if format == WAVFloat32 {
-			hdr = floatHeaderLen
-		}
-		ff := &failingFile{File: f, budget: hdr + 1001} // 1001 bytes of samples: a torn one at the end
+		ff := &failingFile{File: f, budget: fileHeaderLen(format) + 1001} // 1001 bytes of samples: a torn one at the end
 		w, err := NewWAVWriter(ff, SampleRate, format)
 		if err != nil {
 			t.Fatal(err)

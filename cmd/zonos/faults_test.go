@@ -142,7 +142,10 @@ func TestFaultSayDiskFull(t *testing.T) {
 		os.Exit(runSay(append(faultArgs(t, os.Getenv("ZONOS_DISKFULL_OUT")), "--play", "false")))
 	}
 	want := referenceWAV(t)
-	for _, limit := range []int{58 + 4*1000 + 3, 58 + 4*10000} { // float32 header is 58 bytes; a torn sample, then a whole one
+	// A float32 file's header is 94 bytes: RIFF, JUNK (room for RF64's
+	// ds64), fmt, fact, data. The first limit tears a sample, the second ends on a whole one.
+	const hdr = 94
+	for _, limit := range []int{hdr + 4*1000 + 3, hdr + 4*10000} {
 		out := filepath.Join(t.TempDir(), "full.wav")
 		cmd := exec.Command(os.Args[0], "-test.run=^TestFaultSayDiskFull$")
 		cmd.Env = append(os.Environ(), "ZONOS_DISKFULL_CHILD=1", "ZONOS_DISKFULL_OUT="+out, "ZONOS_DISKFULL_LIMIT="+strconv.Itoa(limit),
@@ -159,7 +162,7 @@ func TestFaultSayDiskFull(t *testing.T) {
 			t.Errorf("limit %d: the error does not name the file and the cause:\n%s", limit, msg)
 		}
 		got := floatWAV(t, out) // checks the header's sizes against the file
-		if n := (limit - 58) / 4; len(got) != n {
+		if n := (limit - hdr) / 4; len(got) != n {
 			t.Fatalf("limit %d: %d samples kept, want the %d complete ones that fit", limit, len(got), n)
 		}
 		sameSamples(t, "WAV cut by a full disk", got, want[:len(got)])
