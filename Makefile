@@ -113,7 +113,7 @@ FUZZ_TARGETS ?= engine/weights:FuzzParse engine/weights:FuzzParseTorch \
   engine/zonos:FuzzParseConfig engine/dac:FuzzParseConfig \
   engine/text:FuzzPrepare engine/text:FuzzSplit \
   audio:FuzzDecodeClipWAV audio:FuzzDecodeClipFLAC audio:FuzzDecodeClipMP3 audio:FuzzDecodeClipVorbis \
-  cmd/zonos:FuzzReadNpyVector
+  cmd/zonos:FuzzReadNpyVector internal/voices:FuzzDecode
 .PHONY: fuzz
 fuzz: deps
 	@set -e; for pt in $(FUZZ_TARGETS); do \

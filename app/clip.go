@@ -18,6 +18,9 @@ type Clip struct {
 	Name    string // file name or "microphone"
 	Samples []float32
 	Rate    int
+	// SHA256 is the hex SHA-256 of the file the clip was read from (""
+	// for a recording): a voice saved from the clip records it.
+	SHA256 string
 }
 
 // Duration of the clip.
@@ -53,7 +56,11 @@ func LoadClip(path string) (*Clip, error) {
 	if err != nil {
 		return nil, fmt.Errorf("clip %s: %w", filepath.Base(path), err)
 	}
-	return &Clip{Name: filepath.Base(path), Samples: c.Samples, Rate: c.Rate}, nil
+	sum, err := fileSHA256(path)
+	if err != nil {
+		return nil, fmt.Errorf("clip %s: %w", filepath.Base(path), err)
+	}
+	return &Clip{Name: filepath.Base(path), Samples: c.Samples, Rate: c.Rate, SHA256: sum}, nil
 }
 
 // sniff names a few common audio formats by their magic bytes.

@@ -27,6 +27,7 @@ type clipView struct {
 	playBtn *widget.Button
 	clrBtn  *widget.Button
 	rec     *Recorder
+	library *voiceLibraryView // the speaker clip's saved voices; nil without a library
 }
 
 func newClipView(ui *UI, title, help string, speaker bool) *clipView {
@@ -41,7 +42,7 @@ func newClipView(ui *UI, title, help string, speaker bool) *clipView {
 	open := widget.NewButtonWithIcon("Open…", theme.FolderOpenIcon(), v.openDialog)
 	v.recBtn = widget.NewButtonWithIcon("Record", theme.MediaRecordIcon(), v.toggleRecord)
 	v.playBtn = widget.NewButtonWithIcon("Play", theme.MediaPlayIcon(), v.play)
-	v.clrBtn = widget.NewButtonWithIcon("Clear", theme.ContentClearIcon(), func() { v.set(nil) })
+	v.clrBtn = widget.NewButtonWithIcon("Clear", theme.ContentClearIcon(), v.clear)
 	v.playBtn.Disable()
 	v.clrBtn.Disable()
 	rows := []fyne.CanvasObject{v.info}
@@ -54,6 +55,10 @@ func newClipView(ui *UI, title, help string, speaker bool) *clipView {
 	rows = append(rows,
 		container.NewHBox(open, v.recBtn, v.playBtn, v.clrBtn, v.timer),
 		v.level)
+	if speaker && ui.cfg.Voices != nil {
+		v.library = newVoiceLibraryView(ui, ui.cfg.Voices, v)
+		rows = append(rows, v.library.obj)
+	}
 	v.card = widget.NewCard("", title, container.NewVBox(rows...))
 	v.obj = v.card
 	return v
@@ -65,6 +70,9 @@ func (v *clipView) set(c *Clip) {
 	v.clip = c
 	if v.speaker {
 		v.ui.Speaker.PrepareVoice(c)
+	}
+	if v.library != nil {
+		v.library.clipSet(c)
 	}
 	if c == nil {
 		v.info.SetText("No clip.")

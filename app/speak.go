@@ -18,6 +18,9 @@ type Job struct {
 	Settings Settings
 	Speaker  *Clip // nil: no speaker clip
 	Prefix   *Clip // nil: no audio prefix
+	// SpeakerEmbedding is a saved voice's embedding (the voice library),
+	// used as is when there is no speaker clip.
+	SpeakerEmbedding []float32
 }
 
 // ErrBusy is returned by Speak and Play while something is playing.
@@ -229,7 +232,7 @@ func (s *Speaker) start() (context.Context, func(), error) {
 // emotions at zero) come back at once; everything later arrives as a
 // failed utterance in the history and a notice.
 func (s *Speaker) Speak(job Job) (engine.Request, error) {
-	req, notices, err := BuildRequest(job.Settings, Voice{}, s.rng.Uint64)
+	req, notices, err := BuildRequest(job.Settings, Voice{Speaker: job.SpeakerEmbedding}, s.rng.Uint64)
 	if err != nil {
 		return req, err
 	}

@@ -66,6 +66,18 @@ func (e *SpeakerEncoder) Embed(ctx context.Context, samples []float32, rate int)
 	return v, err
 }
 
+// ModelID is the hash of the speaker model last loaded ("" before the
+// first Embed): a voice saved from a clip records which model made its
+// embedding.
+func (e *SpeakerEncoder) ModelID() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.m == nil {
+		return ""
+	}
+	return e.m.ID
+}
+
 // SpeakerFilesIn finds the speaker checkpoints in a Hugging Face cache
 // (cache is read at each call, so a folder chosen later is used).
 func SpeakerFilesIn(cache func() weights.Cache) func() (string, string, error) {

@@ -28,9 +28,15 @@ func TestSpeakerEncoderTiny(t *testing.T) {
 	for i := range clip {
 		clip[i] = 0.3 * float32(math.Sin(2*math.Pi*220*float64(i)/44100))
 	}
+	if id := enc.ModelID(); id != "" {
+		t.Fatalf("model hash %q before any model was loaded", id)
+	}
 	v, err := enc.Embed(context.Background(), clip, 44100)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if id := enc.ModelID(); len(id) != 64 { // a saved voice records it
+		t.Fatalf("model hash %q after embedding; want the SHA-256 of the two checkpoints", id)
 	}
 	if len(v) == 0 {
 		t.Fatal("empty embedding")

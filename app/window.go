@@ -14,6 +14,7 @@ import (
 	"zonostream/audio"
 	"zonostream/engine"
 	"zonostream/engine/weights"
+	"zonostream/internal/voices"
 )
 
 // UIRate bounds how often the meters and waveform redraw while speaking.
@@ -46,6 +47,9 @@ type Config struct {
 	// HistoryDir is where the history keeps long utterances
 	// (DefaultHistoryDir); "" keeps them in memory.
 	HistoryDir string
+	// Voices is the named voice library shared with the CLI; nil hides
+	// the saved-voice picker and "Save as voice…".
+	Voices *voices.Library
 }
 
 // UI is the main window and its state. Fields are touched on the UI
@@ -188,7 +192,8 @@ func (ui *UI) Speak() {
 		return
 	}
 	ui.SaveSettings()
-	req, err := ui.Speaker.Speak(Job{Settings: ui.settings, Speaker: ui.compose.speaker.clip, Prefix: ui.compose.prefix.clip})
+	req, err := ui.Speaker.Speak(Job{Settings: ui.settings, Speaker: ui.compose.speaker.clip, Prefix: ui.compose.prefix.clip,
+		SpeakerEmbedding: ui.compose.speaker.savedVoice()})
 	if err != nil {
 		ui.showError(err)
 		return
@@ -235,8 +240,11 @@ func (ui *UI) busy() {
 	if ui.ticking {
 		return
 	}
-	ui.ticking = true
 	done := ui.Speaker.Done()
+	if done == nil {
+		return // the run is already over (a cached voice): ended() is on its way
+	}
+	ui.ticking = true
 	ui.tickers.Add(1)
 	go func() {
 		defer ui.tickers.Done()

@@ -90,11 +90,15 @@ func (u testUI) waitEnded(t *testing.T) {
 }
 
 // newTestUI builds the main window on the test driver; null plays through
-// miniaudio's null backend, else there is no output at all.
-func newTestUI(t *testing.T, null bool) testUI {
+// miniaudio's null backend, else there is no output at all. opts change
+// the configuration before the window is built.
+func newTestUI(t *testing.T, null bool, opts ...func(*Config)) testUI {
 	t.Helper()
 	a := test.NewTempApp(t)
 	cfg := Config{Models: newTinyModels(t), NullMicrophone: true}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	var out *PlayerOutput
 	if null {
 		var err error

@@ -67,6 +67,9 @@ type Engine struct {
 	mu      sync.Mutex // one utterance at a time
 	warmMu  sync.Mutex // one Warmup at a time
 	warmed  bool       // Warmup has run (warmup.go)
+	// generate is model.Generate; tests wrap it to see what each part of
+	// a long text is generated from.
+	generate func(context.Context, zonos.Inputs, zonos.GenerateOptions, func(zonos.Frame) error) (*zonos.Result, error)
 }
 
 // Load reads the bundle onto backend b. A backend that panics while the
@@ -98,13 +101,13 @@ func LoadContext(ctx context.Context, b compute.Backend, p Paths) (e *Engine, er
 		return nil, fmt.Errorf("DAC in %s runs at %d Hz with hop %d; Zonos needs descript/dac_44khz (44100 Hz, hop 512)",
 			p.DACConfig, c.Config().SamplingRate, c.Config().HopLength)
 	}
-	return &Engine{backend: b, model: m, codec: c}, nil
+	return New(b, m, c), nil
 }
 
 // New wraps models already loaded on backend b (benchmarks build random
 // models of the real shapes in memory).
 func New(b compute.Backend, m *zonos.Model, c *dac.Model) *Engine {
-	return &Engine{backend: b, model: m, codec: c}
+	return &Engine{backend: b, model: m, codec: c, generate: m.Generate}
 }
 
 // Model is the loaded Zonos model.

@@ -92,8 +92,8 @@ func TestStreamIsExactOneShot(t *testing.T) {
 					t.Fatalf("sample %d: streamed %g, one-shot %g", i, c.pcm[i], ref[i])
 				}
 			}
-			if c.kinds[0] != PrefillDone {
-				t.Errorf("first event %v, want prefill-done", c.kinds[0])
+			if c.kinds[0] != PartStart || c.kinds[1] != PrefillDone {
+				t.Errorf("first events %v, %v; want part, prefill-done", c.kinds[0], c.kinds[1])
 			}
 			m := c.final.Metrics
 			if m.TTFA <= 0 || m.FirstFrame <= 0 || m.Prefill <= 0 || m.TTFA < m.FirstFrame || m.FirstFrame < m.Prefill {

@@ -21,7 +21,7 @@ func TestLimitsRequestRefused(t *testing.T) {
 		mod  func(*Request)
 		want string
 	}{
-		{"text over 64 KiB", func(r *Request) { r.Text = strings.Repeat("a ", MaxTextBytes/2+1) }, "limit"},
+		{"text over the limit", func(r *Request) { r.Text = strings.Repeat("a ", MaxTextBytes/2+1) }, "limit"},
 		{"max seconds NaN", func(r *Request) { r.MaxSeconds = math.NaN() }, "max seconds"},
 		{"max seconds +Inf", func(r *Request) { r.MaxSeconds = math.Inf(1) }, "max seconds"},
 		{"max seconds -1", func(r *Request) { r.MaxSeconds = -1 }, "max seconds"},
@@ -49,7 +49,7 @@ func TestLimitsRequestRefused(t *testing.T) {
 		{"japanese", func(r *Request) { r.Language = "ja" }, "japanese"},
 		{"phoneme budget -1", func(r *Request) { r.PhonemeBudget = -1 }, "phoneme budget"},
 		{"phoneme budget 1025", func(r *Request) { r.PhonemeBudget = MaxPartPhonemes + 1 }, "phoneme budget"},
-		{"64 KiB without a space", func(r *Request) { r.Text = strings.Repeat("x", MaxTextBytes) }, "add spaces"},
+		{"4 MiB without a space", func(r *Request) { r.Text = strings.Repeat("x", MaxTextBytes) }, "add spaces"},
 		{"punctuation only", func(r *Request) { r.Text = "?!… — ..." }, "nothing"},
 	}
 	for _, c := range cases {
@@ -181,12 +181,12 @@ func TestLimitsSeeds(t *testing.T) {
 func TestLimitsTextBounded(t *testing.T) {
 	e := tinyEngine(t, "hybrid")
 	texts := map[string]string{
-		"64 KiB of words":      strings.Repeat("Hello there. ", MaxTextBytes/13),
-		"60000-digit number":   strings.Repeat("9", 60000),
-		"64 KiB without space": strings.Repeat("x", MaxTextBytes),
-		"combining marks":      "a" + strings.Repeat("\u0301", MaxTextBytes/2-1),
-		"NULs":                 strings.Repeat("\x00a", 1000),
-		"invalid UTF-8":        strings.Repeat("\xff\xfe hi ", 1000),
+		"4 MiB of words":        strings.Repeat("Hello there. ", MaxTextBytes/13),
+		"60000-digit number":    strings.Repeat("9", 60000),
+		"4 MiB without a space": strings.Repeat("x", MaxTextBytes),
+		"combining marks":       "a" + strings.Repeat("\u0301", MaxTextBytes/2-1),
+		"NULs":                  strings.Repeat("\x00a", 1000),
+		"invalid UTF-8":         strings.Repeat("\xff\xfe hi ", 1000),
 	}
 	for name, text := range texts {
 		var before, after runtime.MemStats

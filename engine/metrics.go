@@ -43,6 +43,15 @@ type Metrics struct {
 	Elapsed          time.Duration // since the request was accepted
 	// RTF: seconds of audio committed / seconds of wall time.
 	RTF float64
+	// Parts is how many parts of the text have begun (PartStart).
+	Parts int
+	// BoundaryP50/Max: the wall time from a part's last frame to the next
+	// part's first frame (its conditioning, prefill and the decode steps
+	// the codebook delay needs), over the last parts and over all; time
+	// spent waiting for text that had not yet arrived does not count.
+	// Generation runs ahead of playback, so a boundary is heard as a gap
+	// only if it outlasts the audio buffered.
+	BoundaryP50, BoundaryMax time.Duration
 }
 
 // rolling keeps the last n durations for percentiles.
@@ -88,15 +97,23 @@ type meter struct {
 	steps      *rolling
 	lastCommit time.Time
 	samples    int
+	boundaries *rolling
 }
 
 func newMeter(start time.Time) *meter {
-	return &meter{start: start, frameLat: newRolling(128), steps: newRolling(128)}
+	return &meter{start: start, frameLat: newRolling(128), steps: newRolling(128), boundaries: newRolling(256)}
 }
 
 func (mt *meter) step(d time.Duration) {
 	mt.steps.add(d)
 	mt.m.StepP50, mt.m.StepP90 = mt.steps.percentiles()
+}
+
+// boundary records the gap between two parts.
+func (mt *meter) boundary(d time.Duration) {
+	mt.boundaries.add(d)
+	mt.m.BoundaryP50, _ = mt.boundaries.percentiles()
+	mt.m.BoundaryMax = max(mt.m.BoundaryMax, d)
 }
 
 // commit records n newly committed samples at time now.

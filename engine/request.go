@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"math"
+	"unicode/utf8"
 
 	"zonostream/engine/dac"
 	"zonostream/engine/sample"
@@ -65,16 +67,32 @@ type Request struct {
 	// size emissions ramp up to (default 1 and 32: dac.DefaultStreamConfig). A vocoder that has fallen behind
 	// takes every frame queued at once, so an emission can be larger.
 	FirstChunk, Chunk int
-	// PhonemeBudget splits long text into pieces of at most this many
-	// phonemes, generated one after another into one stream (default 400).
+	// PhonemeBudget is the size of a part of a long text: whole sentences
+	// packed up to this many phonemes (default 150, about 10 s of speech),
+	// a longer sentence cut at clauses, then words. Parts are generated
+	// one after another into one stream, each continuing from the audio
+	// before it (LongForm).
 	PhonemeBudget int
+	// LongForm says how the parts of a long text continue one another.
+	LongForm LongForm
+	// Feed, when set, is the text, given while it is spoken (Text must be
+	// empty): each sentence is spoken once it is complete, and the
+	// utterance ends after the feed's End. Metrics.TTFA then counts from
+	// the first complete sentence.
+	Feed *TextFeed
+	// DiscardCodes stops the stream keeping every frame for Codes, so a
+	// reading of hours holds no more than its last parts in memory; the
+	// FrameDone events still carry each frame.
+	DiscardCodes bool
 	// FixedFrames, when > 0, generates exactly that many frames with EOS
 	// suppressed (benchmarks' fixed-length rollouts); MaxSeconds is ignored.
 	FixedFrames int
 }
 
-// MaxTextBytes bounds the input text (about 30 minutes of speech).
-const MaxTextBytes = 64 << 10
+// MaxTextBytes bounds the text of one utterance (4 MiB: some 60 hours of
+// speech), whole or fed. The text is cut into parts only as they are about
+// to be spoken, so its length costs nothing before the first part.
+const MaxTextBytes = 4 << 20
 
 // MaxPartPhonemes bounds the phonemes of one part of the text, the length
 // of the prompt the model prefills: text.Split never cuts inside a word, so
@@ -82,21 +100,33 @@ const MaxTextBytes = 64 << 10
 // of minutes on the tiny model) is refused instead.
 const MaxPartPhonemes = 1024
 
+// DefaultPhonemeBudget is the default size of a part of a long text:
+// about 10 s of speech, so that with 20 s of context a part's prompt
+// stays within the 30 s clips Zonos was trained on.
+const DefaultPhonemeBudget = 150
+
 // Check reports what Synthesize would refuse in r without a model: a
-// limit, a knob or the text (the front end runs over all of it). A caller
-// that loads a model only to speak one request (zonos say) checks first, so
-// a mistake is reported before a load of seconds to minutes.
+// limit, a knob or the text (its first part through the front end; a later
+// part it refuses ends the utterance there, after the parts before it). A
+// caller that loads a model only to speak one request (zonos say) checks
+// first, so a mistake is reported before a load of seconds to minutes.
 func (r Request) Check() error {
 	if err := r.normalise(); err != nil {
 		return err
 	}
-	_, err := splitPieces(r)
+	_, _, err := r.firstPiece(context.Background())
 	return err
 }
 
 func (r *Request) normalise() error {
 	if len(r.Text) > MaxTextBytes {
-		return fmt.Errorf("text of %d bytes exceeds the %d-byte limit; split it into several requests", len(r.Text), MaxTextBytes)
+		return fmt.Errorf("text of %d bytes exceeds the %d-byte (%d MiB) limit; split it into several requests", len(r.Text), MaxTextBytes, MaxTextBytes>>20)
+	}
+	if r.Feed != nil && r.Text != "" {
+		return fmt.Errorf("give the text either whole or through a feed, not both")
+	}
+	if r.Feed == nil && !utf8.ValidString(r.Text) {
+		return fmt.Errorf("text is not valid UTF-8; give UTF-8 text")
 	}
 	if r.Language == "" {
 		r.Language = "en-us"
@@ -123,10 +153,13 @@ func (r *Request) normalise() error {
 		return fmt.Errorf("fixed frames %d must be in [0, %d]", r.FixedFrames, zonos.MaxFrames)
 	}
 	if r.PhonemeBudget == 0 {
-		r.PhonemeBudget = 400
+		r.PhonemeBudget = DefaultPhonemeBudget
 	}
 	if r.PhonemeBudget < 1 || r.PhonemeBudget > MaxPartPhonemes {
 		return fmt.Errorf("phoneme budget %d must be in [1, %d]", r.PhonemeBudget, MaxPartPhonemes)
+	}
+	if err := r.LongForm.normalise(); err != nil {
+		return err
 	}
 	if r.Speaker != nil && len(r.Speaker) != 128 {
 		return fmt.Errorf("speaker embedding has %d values, want 128", len(r.Speaker))

@@ -2,8 +2,8 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"io"
 	"math"
 	"sync"
 	"time"
@@ -33,10 +33,14 @@ const (
 	// Failed: the utterance ended with an error (Event.Err); cancellation
 	// reports context.Canceled. Nothing follows it.
 	Failed
+	// PartStart: a part of the text begins (Event.Part), before its first
+	// frame. A short text is one part; a long one is spoken as several,
+	// each continuing from the audio before it (LongForm).
+	PartStart
 )
 
 func (k EventKind) String() string {
-	return [...]string{"prefill-done", "first-frame", "audio", "frame", "notice", "done", "failed"}[k]
+	return [...]string{"prefill-done", "first-frame", "audio", "frame", "notice", "done", "failed", "part"}[k]
 }
 
 // Event is one thing that happened during an utterance.
@@ -49,7 +53,24 @@ type Event struct {
 	Step    time.Duration // FrameDone: wall time since the previous frame (one decode step once streaming)
 	Message string        // Notice
 	Err     error         // Failed
+	Part    Part          // PartStart
 	Metrics Metrics       // snapshot at the event
+}
+
+// Part is one part of an utterance's text as it is spoken. The stream's
+// committed PCM sample n belongs to frame n/512, so a player that knows
+// how many samples it has played knows which part is heard: the last one
+// whose FirstSample is at most that.
+type Part struct {
+	Index      int    // 0, 1, 2, … in the stream
+	Start, End int    // byte offsets of Text in the whole text (Request.Text, or all of a feed)
+	Text       string // the part's text
+	// FirstFrame is the stream's index of the part's first frame, and
+	// FirstSample = 512·FirstFrame the first sample of its audio.
+	FirstFrame  int
+	FirstSample int64
+	// ContextFrames is how many frames of earlier audio it continues from.
+	ContextFrames int
 }
 
 // Stream is an utterance in progress. Read Events until it is closed: the
@@ -74,12 +95,16 @@ func (s *Stream) Cancel() { s.cancel() }
 // Done). Wait does not consume events: read them concurrently or Cancel.
 func (s *Stream) Wait() error { <-s.done; return s.err }
 
-// Codes are all frames generated (valid after the stream ended).
+// Codes are all frames spoken, in order (valid after the stream ended;
+// nil with Request.DiscardCodes). Vocoding them in one piece gives exactly
+// the stream's audio.
 func (s *Stream) Codes() [][zonos.NumCodebooks]int32 { <-s.done; return s.codes }
 
 // Synthesize validates req and starts it. Errors in the request (bad
-// language, empty text, knobs out of range) are returned at once; later
-// failures arrive as a Failed event.
+// language, empty text, knobs out of range, a first part the front end
+// refuses) are returned at once; later failures, including a later part
+// of a long text the front end refuses, arrive as a Failed event after
+// everything before it was spoken.
 func (e *Engine) Synthesize(ctx context.Context, req Request) (*Stream, error) {
 	start := time.Now()
 	if err := req.normalise(); err != nil {
@@ -93,15 +118,16 @@ func (e *Engine) Synthesize(ctx context.Context, req Request) (*Stream, error) {
 			return nil, fmt.Errorf("unconditional %q: the model has no conditioner of that name (e.g. speaker, emotion, vqscore_8, dnsmos_ovrl)", u)
 		}
 	}
-	pieces, err := splitPieces(req)
-	if err != nil {
-		return nil, err
-	}
 	langID, err := text.LanguageID(req.Language)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
+	cut, first, err := req.firstPiece(ctx)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
 	s := &Stream{events: make(chan Event, 64), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer cancel()
@@ -109,47 +135,37 @@ func (e *Engine) Synthesize(ctx context.Context, req Request) (*Stream, error) {
 		defer e.mu.Unlock()
 		r := &run{e: e, req: req, s: s, ctx: ctx, mt: newMeter(start), langID: langID}
 		r.mt.m.Started = time.Since(start)
-		s.err = r.run(pieces)
+		s.err = r.run(cut, first)
 		close(s.done)
 		close(s.events)
 	}()
 	return s, nil
 }
 
-// piece is one part of a long text with its phoneme ids.
-type piece struct {
-	text string
-	ids  []int32
-}
-
-// splitPieces runs the text front end, splitting long text under the phoneme
-// budget so every piece fits the model's conditioning well. It needs no
-// model (Request.Check runs it before one loads).
-func splitPieces(req Request) ([]piece, error) {
-	parts := text.Split(req.Text, req.PhonemeBudget, text.PhonemeCost(req.Language))
-	var out []piece
-	for _, p := range parts {
-		ids, _, err := text.Prepare(p, req.Language)
-		if err != nil {
-			if errors.Is(err, text.ErrEmpty) || errors.Is(err, text.ErrNothingToSay) {
-				continue // a whitespace or punctuation-only piece between sentences
-			}
-			return nil, err
-		}
-		if len(ids) > MaxPartPhonemes+2 { // + BOS and EOS
-			return nil, fmt.Errorf("text: %q… gives %d phonemes without a place to split it (limit %d); add spaces or punctuation",
-				truncate(p, 40), len(ids)-2, MaxPartPhonemes)
-		}
-		out = append(out, piece{p, ids})
+// firstPiece starts cutting the request's text. For a whole text it cuts
+// the first piece now, so a text the front end refuses is an error of the
+// request; a feed's first piece is awaited by the utterance (first.p is
+// empty).
+func (r Request) firstPiece(ctx context.Context) (*cutter, pieceOrErr, error) {
+	feed := r.Feed
+	if feed == nil {
+		feed = textFeed(r.Text)
 	}
-	if len(out) == 0 {
-		_, _, err := text.Prepare(req.Text, req.Language)
+	c := newCutter(feed, r.Language, r.PhonemeBudget)
+	if r.Feed != nil {
+		return c, pieceOrErr{}, nil
+	}
+	p, err := c.next(ctx)
+	if err == io.EOF {
+		_, _, err = text.Prepare(r.Text, r.Language)
 		if err == nil {
-			err = fmt.Errorf("nothing to say in %q", req.Text)
+			err = fmt.Errorf("nothing to say in %q", truncate(r.Text, 40))
 		}
-		return nil, err
 	}
-	return out, nil
+	if err != nil {
+		return nil, pieceOrErr{}, err
+	}
+	return c, pieceOrErr{p: p}, nil
 }
 
 // truncate cuts s to at most n runes, for messages.
@@ -195,7 +211,7 @@ type run struct {
 	mu     sync.Mutex // guards mt
 	mt     *meter
 	langID int
-	frames int
+	frames int // frames spoken so far (given to the vocoder)
 }
 
 func (r *run) send(ev Event) error { return r.sendCtx(r.ctx, ev) }
@@ -223,7 +239,7 @@ func (r *run) meter(f func(mt *meter)) {
 	f(r.mt)
 }
 
-func (r *run) run(pieces []piece) (err error) {
+func (r *run) run(cut *cutter, first pieceOrErr) (err error) {
 	defer func() {
 		if err != nil {
 			// Deliver the failure even if the context is gone: the reader
@@ -255,40 +271,121 @@ func (r *run) run(pieces []piece) (err error) {
 	}
 	voc := r.startVocoder(streamer)
 	defer voc.stop() // runs before the Failed event above is sent
-	if len(pieces) > 1 {
-		if err := r.send(Event{Kind: Notice, Message: fmt.Sprintf("long text: speaking it in %d parts", len(pieces))}); err != nil {
-			return err
-		}
-	}
 	maxFrames := int(math.Ceil(r.req.MaxSeconds * SampleRate / 512))
 	if r.req.FixedFrames > 0 {
 		maxFrames = r.req.FixedFrames
 	}
-	for i, p := range pieces {
-		in := r.req.inputs(p.ids, r.langID, r.e.model.HasConditioner)
+	// The cutter runs ahead on its own goroutine, so the next part's text
+	// front end is done while this one is generated; what it has cut
+	// waits in pending until the loop takes it.
+	ahead := cut.ahead(r.ctx)
+	var pending *pieceOrErr
+	if r.req.Feed == nil {
+		pending = &first
+	}
+	take := func(wait bool) *pieceOrErr {
+		if pending == nil {
+			if wait {
+				select {
+				case v, ok := <-ahead:
+					if !ok {
+						v = pieceOrErr{err: r.ctx.Err()}
+					}
+					pending = &v
+				case <-r.ctx.Done():
+					v := pieceOrErr{err: r.ctx.Err()}
+					pending = &v
+				}
+			} else {
+				select {
+				case v, ok := <-ahead:
+					if ok {
+						pending = &v
+					}
+				default:
+				}
+			}
+		}
+		return pending
+	}
+	spoken := spokenContext{cfg: r.req.LongForm}
+	var lastSpoken time.Time // when the previous part's last frame was spoken
+	for i := 0; ; i++ {
+		next := take(true)
+		pending = nil
+		if next.err == io.EOF {
+			if i == 0 {
+				return fmt.Errorf("nothing to say in the text given")
+			}
+			break
+		}
+		if next.err != nil {
+			if r.ctx.Err() == nil {
+				// The text failed (the feed, or the front end on a later
+				// part): what was generated before it is still committed.
+				if err := voc.finish(); err != nil {
+					return err
+				}
+			}
+			return next.err
+		}
+		p := next.p
+		if i == 0 && r.req.Feed != nil {
+			// A fed utterance's clock starts when its first sentence is
+			// complete: the time before is the writer's, not ours.
+			r.meter(func(mt *meter) { mt.start = p.ready })
+		}
+		if i == 1 {
+			if err := r.send(Event{Kind: Notice, Message: "long text: speaking it part by part, each continuing the voice of the audio before it"}); err != nil {
+				return err
+			}
+		}
+		prefix, ids, _ := spoken.prompt(p)
+		if i == 0 {
+			prefix = r.req.AudioPrefix
+		}
+		part := Part{Index: i, Start: p.start, End: p.end, Text: p.text, FirstFrame: r.frames,
+			FirstSample: int64(r.frames) * 512, ContextFrames: len(prefix)}
+		if i == 0 {
+			part.ContextFrames = 0
+		}
+		r.meter(func(mt *meter) { mt.m.Parts = i + 1 })
+		if err := r.send(Event{Kind: PartStart, Part: part}); err != nil {
+			return err
+		}
+		in := r.req.inputs(ids, r.langID, r.e.model.HasConditioner)
 		o := zonos.GenerateOptions{
 			MaxNewTokens: maxFrames,
 			CFGScale:     r.req.Knobs.CFGScale,
 			Sampling:     r.req.Knobs.Sampling,
 			Seed:         r.req.Seed + uint64(i),
 			ForbidEOS:    r.req.FixedFrames > 0,
-		}
-		if i == 0 {
-			o.AudioPrefix = r.req.AudioPrefix
+			AudioPrefix:  prefix,
+			// Ask at EOS whether another part follows (the cutter may know
+			// by then): only a part that another continues from is trimmed.
+			TailTrim: func() int {
+				// Once all the text is in, the cutter is at most one front
+				// end call from knowing: wait for it. A feed still open
+				// may yet bring more, so the part is trimmed.
+				if v := take(cut.feed.isEnded()); v != nil && v.err == io.EOF {
+					return 0
+				}
+				return r.req.LongForm.TrimFrames
+			},
 		}
 		if i == 0 {
 			o.OnConditioned = func() { r.meter(func(mt *meter) { mt.m.Conditioned = time.Since(mt.start) }) }
 		}
 		if i == 0 && holdFirstEmission(r.e.backend) {
-			// Every frame generated goes to the vocoder, prefix frames
-			// too, so its first emission follows the push of frame
+			// Every frame of the first part goes to the vocoder, prefix
+			// frames too, so its first emission follows the push of frame
 			// FirstEmissionFrames−1 whatever the prefix.
 			o.HoldAfterFrames = r.e.codec.FirstEmissionFrames(sc)
 			o.Hold = voc.awaitFirstAudio
 		}
 		o.OnPrefill = func(d time.Duration) error {
 			if i > 0 {
-				return nil // later pieces of a long text: prefill is mid-stream
+				return nil // later parts: prefill is mid-stream
 			}
 			r.meter(func(mt *meter) { mt.m.Prefill, mt.m.PrefillCompute = time.Since(mt.start), d })
 			return r.send(Event{Kind: PrefillDone})
@@ -297,11 +394,23 @@ func (r *run) run(pieces []piece) (err error) {
 			r.meter(func(mt *meter) { mt.step(d) })
 			return nil
 		}
+		var codes [][zonos.NumCodebooks]int32 // this part's spoken frames
 		lastFrame := time.Now()
-		res, err := r.e.model.Generate(r.ctx, in, o, func(f zonos.Frame) error {
+		res, err := r.e.generate(r.ctx, in, o, func(f zonos.Frame) error {
+			if f.Prefix && i > 0 {
+				return nil // earlier audio, already spoken
+			}
 			now := time.Now()
 			step := now.Sub(lastFrame)
 			lastFrame = now
+			if len(codes) == 0 && i > 0 {
+				from := lastSpoken
+				if p.ready.After(from) {
+					from = p.ready // the text came later than the audio before it ended
+				}
+				r.meter(func(mt *meter) { mt.boundary(now.Sub(from)) })
+			}
+			codes = append(codes, f.Codes)
 			r.frames++
 			r.meter(func(mt *meter) {
 				mt.m.Frames = r.frames
@@ -321,9 +430,15 @@ func (r *run) run(pieces []piece) (err error) {
 			}
 			return r.send(Event{Kind: FrameDone, Frame: r.frames - 1, Codes: f.Codes, Step: step})
 		})
+		lastSpoken = lastFrame
+		if !r.req.DiscardCodes {
+			r.s.codes = append(r.s.codes, codes...)
+		}
 		if res != nil {
-			r.s.codes = append(r.s.codes, res.Codes...)
 			for _, n := range res.Notes {
+				if i > 0 {
+					break // the same knobs: noticed at the first part
+				}
 				if err := r.send(Event{Kind: Notice, Message: n}); err != nil {
 					return err
 				}
@@ -332,6 +447,7 @@ func (r *run) run(pieces []piece) (err error) {
 		if err != nil {
 			return err
 		}
+		spoken.add(spokenPart{index: i, phonemes: p.phonemes, codes: codes})
 	}
 	if err := voc.finish(); err != nil {
 		return err

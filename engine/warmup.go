@@ -42,12 +42,12 @@ func (e *Engine) Warmup(ctx context.Context, req Request) error {
 		return nil
 	}
 	w := req
-	w.Text, w.AudioPrefix, w.FixedFrames = warmupText, nil, 0
+	w.Text, w.Feed, w.AudioPrefix, w.FixedFrames = warmupText, nil, nil, 0
 	if !fullWarmup(e.backend) {
 		if err := w.normalise(); err != nil {
 			return err
 		}
-		if _, err := splitPieces(w); err != nil {
+		if _, _, err := w.firstPiece(ctx); err != nil {
 			return fmt.Errorf("engine warm-up: %w", err)
 		}
 		e.warmed = true

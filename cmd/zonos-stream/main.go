@@ -19,6 +19,7 @@ import (
 	"zonostream/engine/compute"
 	"zonostream/engine/speaker"
 	"zonostream/engine/weights"
+	"zonostream/internal/voices"
 )
 
 // version is stamped by the build (-ldflags "-X main.version=…").
@@ -99,6 +100,11 @@ func run(backend, modelDir, dacDir, device string, null bool, say string, maxSec
 		}
 		cfg.Voice = enc
 	} // else the window says plainly that voice cloning is unavailable
+	if lib, err := voices.Open(); err == nil {
+		cfg.Voices = lib
+	} else {
+		fmt.Fprintln(os.Stderr, "zonos-stream:", err, "(saved voices are unavailable)")
+	}
 
 	ui := app.New(a, cfg)
 	ui.Speaker.MaxSeconds = maxSeconds

@@ -185,7 +185,7 @@ func lastLine(s string) string {
 	return s[strings.LastIndexByte(s, '\n')+1:]
 }
 
-// TestMalformedFlags: every flag of say, bench, embed, conformance, pull and doctor
+// TestMalformedFlags: every flag of say, bench, embed, voice, conformance, pull and doctor
 // given malformed or out-of-range input exits non-zero with a message and
 // never panics (a panic fails the whole test binary). Values that are in
 // range after clamping are accepted with a notice.
@@ -194,6 +194,7 @@ func TestMalformedFlags(t *testing.T) {
 	t.Setenv("HF_HUB_CACHE", filepath.Join(dir, "hub"))
 	t.Setenv("HF_HUB_OFFLINE", "1")
 	t.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
+	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
 	file := func(name string, data []byte) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, data, 0o644); err != nil {
@@ -302,6 +303,31 @@ func TestMalformedFlags(t *testing.T) {
 		{"say", w("--repetition-window", "-1", "hi"), 2, "window"},
 		{"say", w("--no-such-flag", "hi"), 2, "no-such-flag"},
 		{"say", w("--gpu-plan", "fast", "hi"), 2, "want auto or generic"},
+		{"say", w("--voice", "../x", "hi"), 1, "path separator"},
+		{"say", w("--voice", "nobody", "hi"), 1, "empty"},
+		{"say", w("--voice", "a", "--speaker", clip, "hi"), 2, "give one"},
+		// voice: every subcommand and flag
+		{"voice", nil, 2, "usage"},
+		{"voice", []string{"rename", "a", "b"}, 2, "rename"},
+		{"voice", []string{"add"}, 2, "usage"},
+		{"voice", []string{"add", "a"}, 2, "usage"},
+		{"voice", []string{"add", "a", clip, clip}, 2, "usage"},
+		{"voice", []string{"add", "a/b", clip}, 2, "path separator"},
+		{"voice", []string{"add", "..", clip}, 2, "not allowed"},
+		{"voice", []string{"add", "a", clip, "--replace=maybe"}, 2, "replace"},
+		{"voice", []string{"add", "a", filepath.Join(dir, "absent.wav")}, 1, "absent.wav"},
+		{"voice", []string{"add", "a", garbage}, 1, "garbage.wav"},
+		{"voice", []string{"add", "a", badNpy}, 1, "float32"},
+		{"voice", []string{"add", "a", clip}, 1, "speaker model"}, // none in the (empty) cache
+		{"voice", []string{"add", "a", clip, "--speaker-dir", dir}, 1, ".pt"},
+		{"voice", []string{"add", "a", clip, "--speaker-dir", speakerDir, "--backend", "tpu"}, 2, "tpu"},
+		{"voice", []string{"add", "a", clip, "--speaker-dir", speakerDir, "--gpu-plan", "x"}, 2, "want auto or generic"},
+		{"voice", []string{"list", "stray"}, 2, "usage"},
+		{"voice", []string{"list", "--json=maybe"}, 2, "json"},
+		{"voice", []string{"rm"}, 2, "usage"},
+		{"voice", []string{"rm", "a", "b"}, 2, "usage"},
+		{"voice", []string{"rm", ".hidden"}, 2, "dot"},
+		{"voice", []string{"rm", "nobody"}, 1, "nobody"},
 		// bench: every flag (each refused before a real-size model is built)
 		{"bench", []string{"--model", "tiny"}, 2, "tiny"},
 		{"bench", []string{"--backend", "tpu"}, 2, "tpu"},
@@ -362,7 +388,7 @@ func TestMalformedFlags(t *testing.T) {
 		{"pull", []string{"--cache", filepath.Join(dir, "hub2"), "hybrid"}, 1, "offline"},
 	}
 	os.MkdirAll(filepath.Join(dir, "cache"), 0o755)
-	runs := map[string]func([]string) int{"say": runSay, "bench": runBench, "embed": runEmbed, "conformance": runConformance, "pull": runPull, "doctor": runDoctor}
+	runs := map[string]func([]string) int{"say": runSay, "voice": runVoice, "bench": runBench, "embed": runEmbed, "conformance": runConformance, "pull": runPull, "doctor": runDoctor}
 	for _, c := range cases {
 		var code int
 		msg := captureStderr(t, func() { code = runs[c.cmd](c.args) })

@@ -21,20 +21,24 @@ func init() {
 }
 
 type sayFlags struct {
-	text, file, lang, out, format, device string
-	noPlay, playedOnly, listDevices       bool
-	quiet, nullAudio, asJSON              bool
-	play, speakerPath, speakerDir, prefix string
-	seed                                  int64
-	maxSeconds                            float64
-	firstChunk, chunk                     int
-	preRoll                               time.Duration
+	text, file, lang, out, format, device  string
+	noPlay, playedOnly, listDevices        bool
+	quiet, nullAudio, asJSON               bool
+	play, speakerPath, speakerDir, prefix  string
+	voiceName                              string
+	seed                                   int64
+	maxSeconds                             float64
+	firstChunk, chunk                      int
+	preRoll                                time.Duration
+	partPhonemes, contextParts, trimFrames int
+	anchor                                 bool
+	maxContext                             float64
 }
 
 func runSay(args []string) int {
 	fs := flag.NewFlagSet("say", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: zonos say [flags] [text…]\n\nSpeaks text as it is generated. Text comes from the arguments, --text, --file, or standard input.")
+		fmt.Fprintln(fs.Output(), "usage: zonos say [flags] [text…]\n\nSpeaks text as it is generated. Text comes from the arguments, --text, --file, or standard input;\nstandard input is spoken sentence by sentence as it arrives (some-program | zonos say).\nA long text is spoken in parts, each continuing the voice of the audio before it.")
 		fs.PrintDefaults()
 	}
 	var f sayFlags
@@ -52,11 +56,17 @@ func runSay(args []string) int {
 	fs.BoolVar(&f.nullAudio, "null-audio", false, "play into a silent null device (measure first-sound without a sound card)")
 	fs.DurationVar(&f.preRoll, "pre-roll", 0, "audio buffered before playback starts (default 50ms)")
 	fs.Int64Var(&f.seed, "seed", -1, "sampling seed (default: random)")
-	fs.Float64Var(&f.maxSeconds, "max-seconds", 30, "longest audio per sentence group, seconds")
+	fs.Float64Var(&f.maxSeconds, "max-seconds", 30, "longest audio of one part of the text, seconds")
+	fs.IntVar(&f.partPhonemes, "part-phonemes", engine.DefaultPhonemeBudget, "size of a part of a long text, in phonemes (whole sentences packed up to it)")
+	fs.IntVar(&f.contextParts, "context-parts", 1, "parts of a long text each part continues from (0: none, every part starts afresh)")
+	fs.BoolVar(&f.anchor, "anchor", true, "keep the first part in every later part's context, so the voice holds")
+	fs.IntVar(&f.trimFrames, "trim-frames", 3, "frames dropped from the end of a part that another follows (0: none)")
+	fs.Float64Var(&f.maxContext, "max-context-seconds", 20, "most audio a part continues from, seconds")
 	fs.IntVar(&f.firstChunk, "first-chunk", dac.DefaultStreamConfig.FirstChunk, "frames committed in the vocoder's first chunk (time to first audio)")
 	fs.IntVar(&f.chunk, "chunk", dac.DefaultStreamConfig.Chunk, "frames per later vocoder chunk (throughput)")
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing but errors")
 	fs.StringVar(&f.speakerPath, "speaker", "", "voice to clone: a clip (WAV, FLAC, MP3, Ogg) or a vector from 'zonos embed -o'")
+	fs.StringVar(&f.voiceName, "voice", "", "a voice saved in the library by 'zonos voice add' (see 'zonos voice list'), by name")
 	fs.StringVar(&f.speakerDir, "speaker-dir", "", "folder with the speaker model's two .pt files (default: the model cache)")
 	fs.StringVar(&f.prefix, "prefix", "", "audio clip the speech continues from (encoded with the DAC)")
 	mf := addModelFlags(fs)
@@ -67,7 +77,7 @@ func runSay(args []string) int {
 	if f.listDevices {
 		return listDevices(f.nullAudio)
 	}
-	text, err := sayText(f, fs.Args())
+	text, stdin, err := sayText(f, fs.Args())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "zonos say:", err)
 		return 2
@@ -106,7 +116,11 @@ func runSay(args []string) int {
 		seed = uint64(time.Now().UnixNano())
 	}
 	req := engine.Request{Text: text, Language: f.lang, Knobs: knobs, Seed: seed, MaxSeconds: f.maxSeconds,
-		FirstChunk: f.firstChunk, Chunk: f.chunk}
+		FirstChunk: f.firstChunk, Chunk: f.chunk, PhonemeBudget: f.partPhonemes, LongForm: f.longForm(),
+		DiscardCodes: true}
+	if stdin != nil {
+		req.Feed = engine.NewTextFeed()
+	}
 	logf := func(format string, a ...any) {
 		if !f.quiet {
 			fmt.Fprintf(os.Stderr, format+"\n", a...)
@@ -120,9 +134,18 @@ func runSay(args []string) int {
 		return 2
 	}
 	var v *voice
-	if f.speakerPath != "" {
+	switch {
+	case f.speakerPath != "" && f.voiceName != "":
+		fmt.Fprintln(os.Stderr, "zonos say: --speaker and --voice both choose the voice: give one of them")
+		return 2
+	case f.speakerPath != "":
 		if v, err = readVoice(f.speakerPath, f.speakerDir, logf); err != nil {
 			fmt.Fprintln(os.Stderr, "zonos say: speaker:", err)
+			return 1
+		}
+	case f.voiceName != "":
+		if v, err = libraryVoice(f.voiceName, logf); err != nil {
+			fmt.Fprintln(os.Stderr, "zonos say: voice:", err)
 			return 1
 		}
 	}
@@ -161,6 +184,9 @@ func runSay(args []string) int {
 			return 1
 		}
 	}
+	if stdin != nil {
+		go feedText(req.Feed, stdin, logf)
+	}
 	code := speak(sig.ctx, e, req, f, format)
 	if c := sig.exitCode(); c != 0 && code == 130 {
 		return c // 143 after SIGTERM; the WAV was finalized all the same
@@ -168,8 +194,9 @@ func runSay(args []string) int {
 	return code
 }
 
-// sayText picks the text from the arguments, --text or --file.
-func sayText(f sayFlags, args []string) (string, error) {
+// sayText picks the text from the arguments, --text or --file, or says
+// to read it from standard input as it arrives (stdin set).
+func sayText(f sayFlags, args []string) (text string, stdin io.Reader, err error) {
 	sources := 0
 	for _, s := range []bool{f.text != "", f.file != "", len(args) > 0} {
 		if s {
@@ -177,33 +204,70 @@ func sayText(f sayFlags, args []string) (string, error) {
 		}
 	}
 	if sources > 1 {
-		return "", fmt.Errorf("give the text one way: arguments, --text or --file")
+		return "", nil, fmt.Errorf("give the text one way: arguments, --text or --file")
 	}
 	switch {
 	case f.text != "":
-		return f.text, nil
+		return f.text, nil, nil
 	case len(args) > 0:
-		return strings.Join(args, " "), nil
-	case f.file != "" || !isTerminal(os.Stdin):
-		var r io.Reader = os.Stdin
-		if f.file != "" && f.file != "-" {
-			fh, err := os.Open(f.file)
-			if err != nil {
-				return "", err
-			}
-			defer fh.Close()
-			r = fh
-		}
-		data, err := io.ReadAll(io.LimitReader(r, engine.MaxTextBytes+1))
+		return strings.Join(args, " "), nil, nil
+	case f.file == "-" || f.file == "" && !isTerminal(os.Stdin):
+		return "", sayStdin, nil
+	case f.file != "":
+		fh, err := os.Open(f.file)
 		if err != nil {
-			return "", err
+			return "", nil, err
+		}
+		defer fh.Close()
+		data, err := io.ReadAll(io.LimitReader(fh, engine.MaxTextBytes+1))
+		if err != nil {
+			return "", nil, err
 		}
 		if len(data) > engine.MaxTextBytes {
-			return "", fmt.Errorf("text file exceeds %d bytes; split it", engine.MaxTextBytes)
+			return "", nil, fmt.Errorf("%s is over %d MiB, the longest text one reading takes; split it", f.file, engine.MaxTextBytes>>20)
 		}
-		return string(data), nil
+		return string(data), nil, nil
 	}
-	return "", fmt.Errorf("no text: pass it as arguments, --text, --file or on standard input")
+	return "", nil, fmt.Errorf("no text: pass it as arguments, --text, --file or on standard input")
+}
+
+// sayStdin is where say reads text that arrives while it is spoken (a
+// seam: tests feed a pipe).
+var sayStdin io.Reader = os.Stdin
+
+// feedText copies r into the feed as it arrives, so each sentence is
+// spoken once it is complete rather than at the end of the input, and
+// ends the text at EOF. A read error ends it too, after what was read.
+func feedText(feed *engine.TextFeed, r io.Reader, logf func(string, ...any)) {
+	defer feed.End()
+	buf := make([]byte, 4096)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			if ferr := feed.Append(string(buf[:n])); ferr != nil {
+				return // the utterance ends with this error
+			}
+		}
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			logf("reading standard input: %v; speaking what was read", err)
+			return
+		}
+	}
+}
+
+// longForm is the long-form options the flags give.
+func (f sayFlags) longForm() engine.LongForm {
+	lf := engine.LongForm{ContextParts: f.contextParts, NoAnchor: !f.anchor, TrimFrames: f.trimFrames, MaxContextSeconds: f.maxContext}
+	if f.contextParts == 0 {
+		lf.ContextParts = -1
+	}
+	if f.trimFrames == 0 {
+		lf.TrimFrames = -1
+	}
+	return lf
 }
 
 func listDevices(null bool) int {
@@ -333,7 +397,8 @@ func speak(ctx context.Context, e *engine.Engine, req engine.Request, f sayFlags
 	sum := summary{TTFAms: ms(m.TTFA), PrefillMs: ms(m.Prefill), FirstFrameMs: ms(m.FirstFrame), AudioSeconds: m.AudioSeconds,
 		ElapsedSeconds: m.Elapsed.Seconds(), RTF: m.RTF, FrameP50ms: ms(m.FrameLatencyP50), FrameP90ms: ms(m.FrameLatencyP90),
 		BudgetMs: ms(engine.FrameBudget), StepP50ms: ms(m.StepP50), StepP90ms: ms(m.StepP90), Frames: m.Frames,
-		Backend: e.Backend().Device(), Seed: req.Seed, Out: f.out, Cancelled: cancelled}
+		Backend: e.Backend().Device(), Seed: req.Seed, Out: f.out, Cancelled: cancelled,
+		Parts: m.Parts, BoundaryP50ms: ms(m.BoundaryP50), BoundaryMaxms: ms(m.BoundaryMax)}
 	if utt != nil {
 		sum.Underruns = utt.Underruns()
 		if t, ok := utt.FirstSound(); ok {
@@ -355,6 +420,9 @@ func speak(ctx context.Context, e *engine.Engine, req engine.Request, f sayFlags
 		}
 		logf("TTFA %.0f ms · first sound %s · %.2f s audio in %.2f s (RTF %.2f×) · frame p50/p90 %.2f/%.2f ms (budget %.2f) · step p50 %.1f ms",
 			ms(m.TTFA), fs, m.AudioSeconds, m.Elapsed.Seconds(), m.RTF, ms(m.FrameLatencyP50), ms(m.FrameLatencyP90), ms(engine.FrameBudget), ms(m.StepP50))
+		if m.Parts > 1 {
+			logf("%d parts · boundary p50/max %.1f/%.1f ms (generation runs ahead of playback)", m.Parts, ms(m.BoundaryP50), ms(m.BoundaryMax))
+		}
 		if utt != nil && utt.Underruns() > 0 {
 			logf("playback underruns: %d", utt.Underruns())
 		}
@@ -394,6 +462,9 @@ type summary struct {
 	StepP50ms      float64 `json:"step_p50_ms"`
 	StepP90ms      float64 `json:"step_p90_ms"`
 	Underruns      int64   `json:"underruns"`
+	Parts          int     `json:"parts"`
+	BoundaryP50ms  float64 `json:"boundary_p50_ms,omitempty"`
+	BoundaryMaxms  float64 `json:"boundary_max_ms,omitempty"`
 	Backend        string  `json:"backend"`
 	Seed           uint64  `json:"seed"`
 	Out            string  `json:"out,omitempty"`

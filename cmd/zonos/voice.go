@@ -26,6 +26,9 @@ type voice struct {
 	path         string
 	clip         *audio.Clip
 	weights, lda string
+	// model is the speaker model's hash once embed has run on a clip
+	// (what `zonos voice add` records); "" for a saved vector.
+	model string
 }
 
 // readVoice reads --speaker: a saved vector (.npy from `zonos embed -o`,
@@ -102,6 +105,7 @@ func (v *voice) embed(ctx context.Context, b compute.Backend, logf func(string, 
 		return nil, err
 	}
 	defer m.Close()
+	v.model = m.ID
 	cache, err := speaker.DefaultCache()
 	if err != nil {
 		logf("warning: %v (embedding without a cache)", err)

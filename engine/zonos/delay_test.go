@@ -115,3 +115,54 @@ func TestEOSAtEveryOffset(t *testing.T) {
 		}
 	}
 }
+
+// TestTailTrim: a generation told at EOS to drop its last t frames streams
+// and returns exactly the untrimmed generation's frames less those t, for
+// every t the loop allows and wherever EOS falls, and never drops a frame
+// of the audio prefix. It asks once, and only when EOS comes.
+func TestTailTrim(t *testing.T) {
+	const maxNew = 30
+	prefix := [][NumCodebooks]int32{{1, 2, 3, 4, 5, 6, 7, 8, 9}, {9, 8, 7, 6, 5, 4, 3, 2, 1}}
+	for _, P := range []int{0, len(prefix)} {
+		for eos := 1; eos <= maxNew; eos++ {
+			base := GenerateOptions{MaxNewTokens: maxNew, CFGScale: 2, Sampling: sample.Params{RepetitionPenalty: 1}, AudioPrefix: prefix[:P]}
+			whole, err := GenerateFrom(context.Background(), &scripted{eosStep: eos}, base, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for trim := 0; trim <= MaxTailTrim; trim++ {
+				o := base
+				asked := 0
+				o.TailTrim = func() int { asked++; return trim }
+				var frames [][NumCodebooks]int32
+				res, err := GenerateFrom(context.Background(), &scripted{eosStep: eos}, o, func(f Frame) error {
+					frames = append(frames, f.Codes)
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := whole.Codes[:max(P, len(whole.Codes)-trim)]
+				if asked != 1 {
+					t.Fatalf("prefix %d, eos %d, trim %d: asked %d times, want once", P, eos, trim, asked)
+				}
+				if len(res.Codes) != len(want) || len(frames) != len(want) {
+					t.Fatalf("prefix %d, eos %d, trim %d: returned %d and streamed %d frames, want %d",
+						P, eos, trim, len(res.Codes), len(frames), len(want))
+				}
+				for i := range want {
+					if res.Codes[i] != want[i] || frames[i] != want[i] {
+						t.Fatalf("prefix %d, eos %d, trim %d: frame %d differs", P, eos, trim, i)
+					}
+				}
+			}
+		}
+	}
+	// Without EOS nothing is trimmed and nobody is asked.
+	o := GenerateOptions{MaxNewTokens: maxNew, CFGScale: 2, Sampling: sample.Params{RepetitionPenalty: 1},
+		TailTrim: func() int { t.Fatal("asked without EOS"); return 0 }}
+	res, err := GenerateFrom(context.Background(), &scripted{}, o, nil)
+	if err != nil || len(res.Codes) != maxNew {
+		t.Fatalf("no EOS: %d frames, %v; want %d", len(res.Codes), err, maxNew)
+	}
+}

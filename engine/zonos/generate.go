@@ -48,7 +48,21 @@ type GenerateOptions struct {
 	// that delivers fewer frames never calls it.
 	HoldAfterFrames int
 	Hold            func() error
+	// TailTrim, when set, is asked once, as codebook 0 emits EOS, how many
+	// of the last generated frames to drop (0…MaxTailTrim): they are never
+	// given to onFrame nor returned. A part of a long text that another
+	// part continues from ends this way (engine/longform.go): the frames
+	// just before EOS are where generated speech fades into an ending, and
+	// the next part's audio prefix must be exactly the audio kept. Asking
+	// at EOS, not before, lets the caller learn meanwhile whether more text
+	// follows. Prefix frames are never dropped.
+	TailTrim func() int
 }
+
+// MaxTailTrim bounds GenerateOptions.TailTrim: EOS on codebook 0 is known
+// eight steps before the frame it ends is complete, so up to seven frames
+// before it can still be held back without delaying any frame.
+const MaxTailTrim = NumCodebooks - 2
 
 // Frame is one complete 9-code frame, released the moment the delay pattern
 // lets go of it (its codebook 8 is written). Codes ≥ 1024 are already 0.
@@ -488,6 +502,14 @@ func runTokens(ctx context.Context, s tokenSource, o GenerateOptions, onFrame fu
 	grid := ApplyDelay(codes)
 	W := len(grid)
 	res := &Result{Delayed: grid}
+	// cut bounds the frames delivered and returned (GenerateOptions.
+	// TailTrim); done is finish with it applied.
+	cut := audioLen
+	done := func(offset int) *Result {
+		r := finish(res, offset)
+		r.Codes = r.Codes[:min(len(r.Codes), cut)]
+		return r
+	}
 
 	// delivered is how many frames have gone to onFrame once column col is
 	// written: frame j is released once its codebook-8 cell (column j+9)
@@ -500,7 +522,7 @@ func runTokens(ctx context.Context, s tokenSource, o GenerateOptions, onFrame fu
 		if last {
 			upto--
 		}
-		return min(max(P, upto+1), audioLen)
+		return min(max(P, upto+1), audioLen, cut)
 	}
 	emitted := 0
 	emit := func(col, step int, last bool) error {
@@ -553,14 +575,14 @@ func runTokens(ctx context.Context, s tokenSource, o GenerateOptions, onFrame fu
 	res.PrefillTime = time.Since(t0)
 	if o.OnPrefill != nil {
 		if err := o.OnPrefill(res.PrefillTime); err != nil {
-			return finish(res, offset), err
+			return done(offset), err
 		}
 	}
 	if err := emit(offset, 0, false); err != nil {
-		return finish(res, offset), err
+		return done(offset), err
 	}
 	if err := hold(); err != nil {
-		return finish(res, offset), err
+		return done(offset), err
 	}
 
 	remaining := W - offset
@@ -568,7 +590,7 @@ func runTokens(ctx context.Context, s tokenSource, o GenerateOptions, onFrame fu
 	history := make([][]int32, NumCodebooks)
 	for step := 1; remaining > 0; step++ {
 		if err := ctx.Err(); err != nil {
-			return finish(res, offset), err
+			return done(offset), err
 		}
 		ts := time.Now()
 		offset++
@@ -609,27 +631,33 @@ func runTokens(ctx context.Context, s tokenSource, o GenerateOptions, onFrame fu
 			tok, err = s.stepTokens(grid[offset-1], history)
 		}
 		if err != nil {
-			return finish(res, offset-1), fmt.Errorf("decode step %d: %w", step, err)
+			return done(offset - 1), fmt.Errorf("decode step %d: %w", step, err)
 		}
 		var col [NumCodebooks]int32
 		var eos bool
 		col, remaining, stopping, eos = EOSRule(tok, remaining, stopping)
+		if eos && !res.EOS && o.TailTrim != nil {
+			// Column offset holds codebook 0's EOS: frame offset−1 is the
+			// EOS frame, the frames before it the speech.
+			t := min(max(o.TailTrim(), 0), MaxTailTrim)
+			cut = max(P, min(cut, offset-1-t))
+		}
 		res.EOS = res.EOS || eos
 		write(offset, col[:])
 		res.StepTimes = append(res.StepTimes, time.Since(ts))
 		if o.OnStep != nil {
 			if err := o.OnStep(step, res.StepTimes[len(res.StepTimes)-1]); err != nil {
-				return finish(res, offset), err
+				return done(offset), err
 			}
 		}
 		if err := emit(offset, step, remaining == 0); err != nil {
-			return finish(res, offset), err
+			return done(offset), err
 		}
 		if err := hold(); err != nil {
-			return finish(res, offset), err
+			return done(offset), err
 		}
 	}
-	return finish(res, offset), nil
+	return done(offset), nil
 }
 
 // BiasEOS applies generate()'s logit_bias to one decode step's logits
