@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"zonostream/engine"
+	"zonostream/engine/text"
 )
 
 // Document is a text opened in the reading view: what is shown and spoken
@@ -48,17 +49,17 @@ func NewDocument(name string, data []byte) (*Document, error) {
 		return nil, fmt.Errorf("%s is not UTF-8 text (byte 0x%02X at offset %d is not UTF-8): save it as UTF-8 and open it again", name, data[off], off)
 	}
 	src := strings.ReplaceAll(strings.ReplaceAll(string(data), "\r\n", "\n"), "\r", "\n")
-	var text string
+	var speech string
 	switch strings.ToLower(filepath.Ext(name)) {
 	case ".md", ".markdown":
-		text = tidyLines(markdownSpeech([]byte(src)), false)
+		speech = tidyLines(markdownSpeech([]byte(src)), false)
 	default:
-		text = tidyLines(src, true)
+		speech = tidyLines(src, true)
 	}
-	if len(text) > engine.MaxTextBytes {
-		return nil, fmt.Errorf("%s holds %s of text: the reader takes texts up to %s", name, byteSize(len(text)), byteSize(engine.MaxTextBytes))
+	if len(speech) > engine.MaxTextBytes {
+		return nil, fmt.Errorf("%s holds %s of text: the reader takes texts up to %s", name, byteSize(len(speech)), byteSize(engine.MaxTextBytes))
 	}
-	d := &Document{Name: name, Text: text, Sentences: splitSentences(text)}
+	d := &Document{Name: name, Text: speech, Sentences: splitSentences(speech)}
 	if !d.hasWords() {
 		return nil, fmt.Errorf("%s has no text to read", name)
 	}
@@ -111,42 +112,31 @@ func (d *Document) SentenceAt(off int) int {
 	return max(i-1, 0)
 }
 
-// Sentence ends as the engine's text splitter knows them (engine/text):
-// one of these, then optional closing quotes or brackets, then whitespace.
+// Sentence ends and the closing quotes and brackets that may follow them,
+// as the engine's text splitter knows them (engine/text): tidyLines keeps
+// a line break after them.
 const (
 	sentenceEnds    = ".!?…‼⁇⁈⁉。！？"
 	sentenceClosers = "\"'”’»)]}」』）"
 )
 
-// splitSentences cuts text into sentences at a sentence end followed by
-// whitespace and at every line break (the engine's rule, so a part of its
-// stream starts at a sentence the view shows). Whitespace between
-// sentences belongs to none.
-func splitSentences(text string) []Span {
+// splitSentences cuts text where the engine cuts sentences
+// (text.FirstSentence: a sentence end followed by whitespace, or a line
+// break), so every part of the stream starts at a sentence the view
+// shows. Whitespace between sentences belongs to none.
+func splitSentences(t string) []Span {
 	var out []Span
-	start, end, ends := -1, 0, false
-	for i, r := range text {
-		if unicode.IsSpace(r) {
-			if start >= 0 && (ends || r == '\n' || r == '\u2029') {
-				out = append(out, Span{start, end})
-				start = -1
-			}
-			continue
+	for off := 0; off < len(t); {
+		n := text.FirstSentence(t[off:], true)
+		if n <= 0 {
+			n = len(t) - off
 		}
-		if start < 0 {
-			start = i
+		seg := t[off : off+n]
+		if body := strings.TrimSpace(seg); body != "" {
+			start := off + strings.Index(seg, body)
+			out = append(out, Span{start, start + len(body)})
 		}
-		end = i + utf8.RuneLen(r)
-		switch {
-		case strings.ContainsRune(sentenceEnds, r):
-			ends = true
-		case strings.ContainsRune(sentenceClosers, r):
-		default:
-			ends = false
-		}
-	}
-	if start >= 0 {
-		out = append(out, Span{start, end})
+		off += n
 	}
 	return out
 }

@@ -3,8 +3,10 @@ package app
 import (
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"zonostream/audio"
 	"zonostream/engine"
@@ -13,7 +15,7 @@ import (
 // Utterance is one spoken text as it was streamed.
 type Utterance struct {
 	ID       int
-	Text     string
+	Text     string // the text spoken, its first HistoryText bytes for a long one
 	Language string
 	Seed     uint64
 	When     time.Time
@@ -67,6 +69,22 @@ func (u *Utterance) Title() string {
 		t = append(t[:47], '…')
 	}
 	return fmt.Sprintf("%s  %.1fs  %s", u.When.Format("15:04:05"), u.Duration().Seconds(), string(t))
+}
+
+// HistoryText is how much of an utterance's text the history keeps: a
+// reading of a whole book needs only its beginning for its title.
+const HistoryText = 1 << 10
+
+// historyText is text cut to HistoryText bytes at a rune boundary.
+func historyText(text string) string {
+	if len(text) <= HistoryText {
+		return text
+	}
+	n := HistoryText
+	for n > 0 && !utf8.RuneStart(text[n]) {
+		n--
+	}
+	return strings.Clone(text[:n]) + "…"
 }
 
 // HistoryLimit bounds the history: at most this many utterances…

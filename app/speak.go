@@ -237,6 +237,7 @@ func (s *Speaker) Speak(job Job) (engine.Request, error) {
 		return req, err
 	}
 	req.MaxSeconds = s.MaxSeconds
+	req.DiscardCodes = true // the app never reads Stream.Codes: memory stays flat with the text's length
 	ctx, finish, err := s.start()
 	if err != nil {
 		return req, err
@@ -246,7 +247,7 @@ func (s *Speaker) Speak(job Job) (engine.Request, error) {
 		for _, n := range notices {
 			s.OnNotice(n)
 		}
-		u := s.run(ctx, job, req, notices)
+		u := s.run(ctx, job, req, notices, nil)
 		finish()
 		if s.OnEnd != nil {
 			s.OnEnd(u)
@@ -255,16 +256,17 @@ func (s *Speaker) Speak(job Job) (engine.Request, error) {
 	return req, nil
 }
 
-// run is one utterance; it always returns a history entry.
-func (s *Speaker) run(ctx context.Context, job Job, req engine.Request, notices []string) *Utterance {
-	u := &Utterance{Text: req.Text, Language: req.Language, Seed: req.Seed, When: time.Now(), Notices: notices}
+// run is one utterance; it always returns a history entry. tr, when not
+// nil, follows the stream for the reading view.
+func (s *Speaker) run(ctx context.Context, job Job, req engine.Request, notices []string, tr *readTrack) *Utterance {
+	u := &Utterance{Text: historyText(req.Text), Language: req.Language, Seed: req.Seed, When: time.Now(), Notices: notices}
 	notice := func(m string) {
 		u.Notices = append(u.Notices, m)
 		s.OnNotice(m)
 	}
 	eng, req, err := s.setUp(ctx, job, req, notice)
 	if err == nil {
-		err = s.utter(ctx, eng, req, u, notice)
+		err = s.utter(ctx, eng, req, u, notice, tr)
 	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
@@ -320,8 +322,9 @@ func (s *Speaker) setUp(ctx context.Context, job Job, req engine.Request, notice
 // utter streams req to the output, the meters, the waveform and u's audio
 // (through the history's spool: long utterances go to disk as they
 // stream). On a cancel u keeps what was heard. The error is the stream's
-// (context.Canceled when stopped).
-func (s *Speaker) utter(ctx context.Context, eng *engine.Engine, req engine.Request, u *Utterance, notice func(string)) error {
+// (context.Canceled when stopped). tr, when not nil, gets the parts, the
+// committed samples and the playback.
+func (s *Speaker) utter(ctx context.Context, eng *engine.Engine, req engine.Request, u *Utterance, notice func(string), tr *readTrack) error {
 	s.Meters.Begin(time.Now())
 	stream, err := eng.Synthesize(ctx, req)
 	if err != nil {
@@ -334,6 +337,9 @@ func (s *Speaker) utter(ctx context.Context, eng *engine.Engine, req engine.Requ
 	}
 	stopPoll := s.pollPlayback(out, pb)
 	defer stopPoll()
+	if tr != nil {
+		tr.playing(pb)
+	}
 	sp := s.History.spool()
 	defer func() {
 		if err := sp.finish(u); err != nil {
@@ -346,9 +352,16 @@ func (s *Speaker) utter(ctx context.Context, eng *engine.Engine, req engine.Requ
 	for ev := range stream.Events() {
 		s.Meters.Observe(ev)
 		switch ev.Kind {
+		case engine.PartStart:
+			if tr != nil {
+				tr.part(ev.Part.Start, ev.Part.End, ev.Part.FirstSample)
+			}
 		case engine.Audio:
 			sp.Write(ev.PCM)
 			s.Wave.Push(ev.PCM)
+			if tr != nil {
+				tr.commit(len(ev.PCM))
+			}
 			if out != nil {
 				if err := out.WriteAll(ctx, ev.PCM); err != nil && ctx.Err() == nil {
 					s.dropOutput(err)
@@ -363,6 +376,9 @@ func (s *Speaker) utter(ctx context.Context, eng *engine.Engine, req engine.Requ
 		}
 	}
 	u.Metrics = final.Metrics
+	if tr != nil {
+		tr.end() // every sample is committed: the last part ends here
+	}
 	if final.Kind == engine.Failed {
 		if out != nil {
 			out.Cancel()
