@@ -69,7 +69,9 @@ type UI struct {
 	wave    *waveformView
 	history *historyView
 	models  *weightsView
+	reading *readingView
 	tabs    *container.AppTabs
+	readTab *container.TabItem
 
 	speakBtn, stopBtn, saveBtn *widget.Button
 	status                     *widget.Label
@@ -112,12 +114,16 @@ func New(a fyne.App, cfg Config) *UI {
 	ui.wave = newWaveformView(ui.Speaker.Wave)
 	ui.history = newHistoryView(ui)
 	ui.models = newWeightsView(ui)
+	ui.reading = newReadingView(ui)
+	ui.readTab = container.NewTabItemWithIcon("Read", theme.FileTextIcon(), ui.reading.obj)
 
 	ui.tabs = container.NewAppTabs(
 		container.NewTabItemWithIcon("Compose", theme.DocumentCreateIcon(), ui.compose.obj),
 		container.NewTabItemWithIcon("Knobs", theme.SettingsIcon(), ui.knobs.obj),
 		container.NewTabItemWithIcon("Models", theme.DownloadIcon(), ui.models.obj),
+		ui.readTab,
 	)
+	ui.tabs.OnSelected = func(*container.TabItem) { ui.Win.Canvas().Unfocus() } // keys go to the tab shown
 	right := container.NewBorder(
 		container.NewVBox(ui.meters.obj, widget.NewCard("", "Streamed audio", ui.wave.obj)),
 		nil, nil, nil,
@@ -285,6 +291,7 @@ func (ui *UI) ended(u *Utterance) {
 	case u.Outcome == PhaseStopped:
 		ui.notify("Stopped.")
 	}
+	ui.reading.ended(u)
 	if ui.OnEnded != nil {
 		ui.OnEnded()
 	}
@@ -293,6 +300,7 @@ func (ui *UI) ended(u *Utterance) {
 func (ui *UI) refreshMeters() {
 	ui.meters.show(ui.Speaker.Meters.Snapshot())
 	ui.wave.refresh()
+	ui.reading.tick()
 }
 
 // SaveLast saves the newest utterance (Ctrl+S).
