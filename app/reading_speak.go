@@ -26,7 +26,7 @@ func (s *Speaker) readRequest(job Job, text string) (engine.Request, []string, i
 	lead := len(text) - len(strings.TrimLeft(text, " \t\r\n\f\v\u00a0\u2028\u2029"))
 	st := job.Settings
 	st.Text = text
-	req, notices, err := BuildRequest(st, Voice{}, s.rng.Uint64)
+	req, notices, err := BuildRequest(st, Voice{Speaker: job.SpeakerEmbedding}, s.rng.Uint64)
 	if err != nil {
 		return req, nil, 0, err
 	}

@@ -451,7 +451,8 @@ func (v *readingView) startAt(i int) {
 
 // job is the window's current voice and knobs.
 func (v *readingView) job() Job {
-	return Job{Settings: v.ui.settings, Speaker: v.ui.compose.speaker.clip, Prefix: v.ui.compose.prefix.clip}
+	c := v.ui.compose
+	return Job{Settings: v.ui.settings, Speaker: c.speaker.clip, Prefix: c.prefix.clip, SpeakerEmbedding: c.speaker.savedVoice()}
 }
 
 // stop ends a reading or an export.

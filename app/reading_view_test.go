@@ -265,7 +265,8 @@ func TestReadingDropAndPaste(t *testing.T) {
 	})
 }
 
-// TestReadingRateSetsTheKnob: the Read tab's speaking rate is the request's.
+// TestReadingRateSetsTheKnob: the Read tab's speaking rate is the request's,
+// and so is a saved voice.
 func TestReadingRateSetsTheKnob(t *testing.T) {
 	ui := newTestUI(t, false)
 	ui.on(func() {
@@ -277,6 +278,12 @@ func TestReadingRateSetsTheKnob(t *testing.T) {
 		}
 		if req.Knobs.SpeakingRate != 22 || !req.DiscardCodes || LoadSettings(ui.App.Preferences()).SpeakingRate != 22 {
 			t.Fatalf("rate %g, discard codes %v", req.Knobs.SpeakingRate, req.DiscardCodes)
+		}
+		job := ui.reading.job()
+		job.SpeakerEmbedding = make([]float32, 128)
+		job.SpeakerEmbedding[0] = 0.5
+		if req, _, _, err = ui.Speaker.readRequest(job, "Hello."); err != nil || len(req.Speaker) != 128 || req.Speaker[0] != 0.5 {
+			t.Fatalf("a saved voice is not the reading's speaker: %v", err)
 		}
 	})
 }
