@@ -72,6 +72,12 @@ func TestReadingOpensMarkdownAndRefusesBinary(t *testing.T) {
 			t.Errorf("position %q", v.position.Text)
 		}
 	})
+	ui.key(fyne.KeySpace) // this window has no sound output
+	ui.on(func() {
+		if ui.Speaker.Busy() || !strings.Contains(ui.status.Text, "no sound output") || !strings.Contains(ui.status.Text, "Export") {
+			t.Errorf("reading without an output: busy %v, status %q", ui.Speaker.Busy(), ui.status.Text)
+		}
+	})
 	bin := filepath.Join(t.TempDir(), "photo.md")
 	if err := os.WriteFile(bin, []byte("\x89PNG\r\n\x1a\n\x00\x00binary"), 0o644); err != nil {
 		t.Fatal(err)
