@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -205,10 +206,17 @@ func (v *clipView) contains(p fyne.Position) bool {
 	return v.card.Visible() && p.X >= at.X && p.Y >= at.Y && p.X <= at.X+sz.Width && p.Y <= at.Y+sz.Height
 }
 
-// dropped takes files dropped on the window: onto the prefix card they set
-// the prefix, anywhere else the speaker clip.
+// dropped takes files dropped on the window: a text file (or any file
+// that is not audio, while the Read tab is shown) opens in the Read tab;
+// audio dropped onto the prefix card sets the prefix, anywhere else the
+// speaker clip.
 func (ui *UI) dropped(p fyne.Position, uris []fyne.URI) {
 	if len(uris) == 0 {
+		return
+	}
+	if ui.forReading(uris[0]) {
+		ui.tabs.Select(ui.readTab)
+		ui.reading.open(uris[0])
 		return
 	}
 	target := ui.compose.speaker
@@ -217,4 +225,15 @@ func (ui *UI) dropped(p fyne.Position, uris []fyne.URI) {
 	}
 	ui.tabs.SelectIndex(0)
 	target.load(uris[0])
+}
+
+// forReading says whether a dropped file is one for the Read tab.
+func (ui *UI) forReading(u fyne.URI) bool {
+	switch strings.ToLower(u.Extension()) {
+	case ".txt", ".text", ".md", ".markdown":
+		return true
+	case ".wav", ".wave", ".flac", ".mp3", ".ogg", ".oga", ".opus", ".m4a", ".aif", ".aiff":
+		return false
+	}
+	return ui.tabs.Selected() == ui.readTab
 }

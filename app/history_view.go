@@ -47,14 +47,14 @@ func newHistoryView(ui *UI) *historyView {
 			lbl.SetText(text)
 			play, save := btns.Objects[0].(*widget.Button), btns.Objects[1].(*widget.Button)
 			play.OnTapped = func() {
-				if err := ui.Speaker.Play(u.PCM, engine.SampleRate); err != nil {
+				if err := ui.Speaker.PlayUtterance(u); err != nil {
 					ui.showError(err)
 					return
 				}
 				ui.busy()
 			}
 			save.OnTapped = func() { ui.saveDialog(u) }
-			if len(u.PCM) == 0 {
+			if u.Samples() == 0 {
 				play.Disable()
 				save.Disable()
 			} else {
@@ -84,7 +84,7 @@ func (v *historyView) refresh(h *History) {
 
 // saveDialog asks where to save u and writes it as WAV.
 func (ui *UI) saveDialog(u *Utterance) {
-	if len(u.PCM) == 0 {
+	if u.Samples() == 0 {
 		ui.showError(fmt.Errorf("this utterance has no audio to save"))
 		return
 	}
@@ -96,7 +96,7 @@ func (ui *UI) saveDialog(u *Utterance) {
 		if w == nil {
 			return
 		}
-		if err := writeUtterance(w, u.PCM); err != nil {
+		if err := writeUtterance(w, u); err != nil {
 			ui.showError(err)
 			return
 		}
@@ -108,21 +108,21 @@ func (ui *UI) saveDialog(u *Utterance) {
 
 // writeUtterance saves through a local path when it can (atomic rename),
 // else through the writer the dialog opened.
-func writeUtterance(w fyne.URIWriteCloser, pcm []float32) error {
+func writeUtterance(w fyne.URIWriteCloser, u *Utterance) error {
 	if w.URI().Scheme() == "file" {
 		w.Close()
 		path := w.URI().Path()
 		if st, err := os.Stat(path); err == nil && st.Size() == 0 {
 			os.Remove(path) // the dialog created it empty; SaveWAV renames over it anyway
 		}
-		return SaveWAV(path, pcm)
+		return SaveUtteranceWAV(path, u)
 	}
 	defer w.Close()
 	ww, err := audio.NewWAVWriter(w, engine.SampleRate, audio.WAVFloat32)
 	if err != nil {
 		return err
 	}
-	if err := ww.Write(pcm); err != nil {
+	if err := u.EachPCM(ww.Write); err != nil {
 		return err
 	}
 	return ww.Close()

@@ -55,5 +55,10 @@ func (o *PlayerOutput) Fill() (int, int) {
 	return o.P.Buffered(), int(o.P.Config().Buffer * engine.SampleRate / time.Second)
 }
 
+// Pause, Resume and Paused hold and release playback (audio.Player).
+func (o *PlayerOutput) Pause()       { o.P.Pause() }
+func (o *PlayerOutput) Resume()      { o.P.Resume() }
+func (o *PlayerOutput) Paused() bool { return o.P.Paused() }
+
 // Close releases the device.
 func (o *PlayerOutput) Close() error { return o.P.Close() }

@@ -237,6 +237,7 @@ func (s *Speaker) Speak(job Job) (engine.Request, error) {
 		return req, err
 	}
 	req.MaxSeconds = s.MaxSeconds
+	req.DiscardCodes = true // the app never reads Stream.Codes: memory stays flat with the text's length
 	ctx, finish, err := s.start()
 	if err != nil {
 		return req, err
@@ -246,7 +247,7 @@ func (s *Speaker) Speak(job Job) (engine.Request, error) {
 		for _, n := range notices {
 			s.OnNotice(n)
 		}
-		u := s.run(ctx, job, req, notices)
+		u := s.run(ctx, job, req, notices, nil)
 		finish()
 		if s.OnEnd != nil {
 			s.OnEnd(u)
@@ -255,36 +256,47 @@ func (s *Speaker) Speak(job Job) (engine.Request, error) {
 	return req, nil
 }
 
-// run is one utterance; it always returns a history entry.
-func (s *Speaker) run(ctx context.Context, job Job, req engine.Request, notices []string) *Utterance {
-	start := time.Now()
-	u := &Utterance{Text: req.Text, Language: req.Language, Seed: req.Seed, When: start, Notices: notices}
-	fail := func(err error) *Utterance {
+// run is one utterance; it always returns a history entry. tr, when not
+// nil, follows the stream for the reading view.
+func (s *Speaker) run(ctx context.Context, job Job, req engine.Request, notices []string, tr *readTrack) *Utterance {
+	u := &Utterance{Text: historyText(req.Text), Language: req.Language, Seed: req.Seed, When: time.Now(), Notices: notices}
+	notice := func(m string) {
+		u.Notices = append(u.Notices, m)
+		s.OnNotice(m)
+	}
+	eng, req, err := s.setUp(ctx, job, req, notice)
+	if err == nil {
+		err = s.utter(ctx, eng, req, u, notice, tr)
+	}
+	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			u.Outcome = PhaseStopped
 		} else {
 			u.Outcome, u.Err = PhaseFailed, err.Error()
 			s.OnNotice(err.Error())
 		}
-		s.Meters.SetPhase(u.Outcome)
-		return s.History.Add(u)
 	}
-	notice := func(m string) {
-		u.Notices = append(u.Notices, m)
-		s.OnNotice(m)
+	if u.Outcome == "" {
+		u.Outcome = PhaseDone
 	}
+	s.Meters.SetPhase(u.Outcome)
+	return s.History.Add(u)
+}
 
+// setUp loads the model and turns the job's clips into the request's
+// voice.
+func (s *Speaker) setUp(ctx context.Context, job Job, req engine.Request, notice func(string)) (*engine.Engine, engine.Request, error) {
 	s.Meters.SetPhase(PhaseLoading)
 	eng, err := s.Models.Load(ctx, job.Settings.Variant)
 	if err != nil {
-		return fail(fmt.Errorf("loading the %s model: %w", job.Settings.Variant, err))
+		return nil, req, fmt.Errorf("loading the %s model: %w", job.Settings.Variant, err)
 	}
 	// Still in the loading phase: the one-time costs of a fresh engine
 	// (espeak-ng's data, on the GPU the recorded decode step) are paid
 	// here, not in this utterance's time to first audio. Other warm-up
 	// errors are the request's own and come back from Synthesize below.
 	if err := eng.Warmup(ctx, req); err != nil && ctx.Err() != nil {
-		return fail(ctx.Err())
+		return nil, req, ctx.Err()
 	}
 	if job.Speaker != nil && !job.Settings.IsUnconditional("speaker") {
 		emb, err := s.voices.embed(ctx, s.Voice, job.Speaker)
@@ -292,7 +304,7 @@ func (s *Speaker) run(ctx context.Context, job Job, req engine.Request, notices 
 		case errors.Is(err, ErrNoVoiceEncoder), errors.Is(err, ErrSpeakerModelMissing):
 			notice(err.Error())
 		case err != nil:
-			return fail(fmt.Errorf("speaker clip %s: %w", job.Speaker.Name, err))
+			return nil, req, fmt.Errorf("speaker clip %s: %w", job.Speaker.Name, err)
 		default:
 			req.Speaker = emb
 		}
@@ -300,18 +312,23 @@ func (s *Speaker) run(ctx context.Context, job Job, req engine.Request, notices 
 	if job.Prefix != nil {
 		codes, err := encodePrefix(eng, job.Prefix)
 		if err != nil {
-			return fail(fmt.Errorf("prefix clip %s: %w", job.Prefix.Name, err))
+			return nil, req, fmt.Errorf("prefix clip %s: %w", job.Prefix.Name, err)
 		}
 		req.AudioPrefix = codes
 	}
-	if ctx.Err() != nil {
-		return fail(ctx.Err())
-	}
+	return eng, req, ctx.Err()
+}
 
+// utter streams req to the output, the meters, the waveform and u's audio
+// (through the history's spool: long utterances go to disk as they
+// stream). On a cancel u keeps what was heard. The error is the stream's
+// (context.Canceled when stopped). tr, when not nil, gets the parts, the
+// committed samples and the playback.
+func (s *Speaker) utter(ctx context.Context, eng *engine.Engine, req engine.Request, u *Utterance, notice func(string), tr *readTrack) error {
 	s.Meters.Begin(time.Now())
 	stream, err := eng.Synthesize(ctx, req)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	out := s.Output()
 	var pb Playback
@@ -320,14 +337,31 @@ func (s *Speaker) run(ctx context.Context, job Job, req engine.Request, notices 
 	}
 	stopPoll := s.pollPlayback(out, pb)
 	defer stopPoll()
+	if tr != nil {
+		tr.playing(pb)
+	}
+	sp := s.History.spool()
+	defer func() {
+		if err := sp.finish(u); err != nil {
+			notice(err.Error())
+		}
+		s.note(u, pb)
+	}()
 
 	var final engine.Event
 	for ev := range stream.Events() {
 		s.Meters.Observe(ev)
 		switch ev.Kind {
+		case engine.PartStart:
+			if tr != nil {
+				tr.part(ev.Part.Start, ev.Part.End, ev.Part.FirstSample)
+			}
 		case engine.Audio:
-			u.PCM = append(u.PCM, ev.PCM...)
+			sp.Write(ev.PCM)
 			s.Wave.Push(ev.PCM)
+			if tr != nil {
+				tr.commit(len(ev.PCM))
+			}
 			if out != nil {
 				if err := out.WriteAll(ctx, ev.PCM); err != nil && ctx.Err() == nil {
 					s.dropOutput(err)
@@ -342,15 +376,17 @@ func (s *Speaker) run(ctx context.Context, job Job, req engine.Request, notices 
 		}
 	}
 	u.Metrics = final.Metrics
+	if tr != nil {
+		tr.end() // every sample is committed: the last part ends here
+	}
 	if final.Kind == engine.Failed {
 		if out != nil {
 			out.Cancel()
 			if errors.Is(final.Err, context.Canceled) {
-				u.PCM = u.PCM[:min(len(u.PCM), int(pb.Played()))] // keep what was heard
+				sp.Truncate(int(pb.Played())) // keep what was heard
 			}
 		}
-		s.note(u, pb)
-		return fail(final.Err)
+		return final.Err
 	}
 	if out != nil {
 		out.End()
@@ -359,18 +395,13 @@ func (s *Speaker) run(ctx context.Context, job Job, req engine.Request, notices 
 		}
 		if ctx.Err() != nil {
 			out.Cancel()
-			u.Outcome = PhaseStopped
-			u.PCM = u.PCM[:min(len(u.PCM), int(pb.Played()))]
+			sp.Truncate(int(pb.Played()))
+			return ctx.Err()
 		} else if err := out.Err(); err != nil {
 			s.dropOutput(err)
 		}
 	}
-	s.note(u, pb)
-	if u.Outcome == "" {
-		u.Outcome = PhaseDone
-	}
-	s.Meters.SetPhase(u.Outcome)
-	return s.History.Add(u)
+	return nil
 }
 
 // note copies the playback figures into the utterance.
@@ -443,17 +474,28 @@ func encodePrefix(eng *engine.Engine, c *Clip) ([][zonos.NumCodebooks]int32, err
 	return out, nil
 }
 
-// Play plays samples (a history entry or a clip) on the output.
+// Play plays samples (a clip) on the output.
 func (s *Speaker) Play(pcm []float32, rate int) error {
-	out := s.Output()
-	if out == nil {
-		return fmt.Errorf("no audio output to play on; save the audio as WAV instead")
-	}
 	if rate != engine.SampleRate {
 		var err error
 		if pcm, err = audio.Resample(pcm, rate, engine.SampleRate); err != nil {
 			return err
 		}
+	}
+	return s.playFrom(func(write func([]float32) error) error { return write(pcm) })
+}
+
+// PlayUtterance plays a history entry, reading it from disk a second at a
+// time when it is kept there.
+func (s *Speaker) PlayUtterance(u *Utterance) error {
+	return s.playFrom(u.EachPCM)
+}
+
+// playFrom plays what each hands to its write function.
+func (s *Speaker) playFrom(each func(write func([]float32) error) error) error {
+	out := s.Output()
+	if out == nil {
+		return fmt.Errorf("no audio output to play on; save the audio as WAV instead")
 	}
 	ctx, finish, err := s.start()
 	if err != nil {
@@ -467,10 +509,12 @@ func (s *Speaker) Play(pcm []float32, rate int) error {
 			}
 		}()
 		pb := out.Begin()
-		if err := out.WriteAll(ctx, pcm); err != nil {
+		if err := each(func(pcm []float32) error { return out.WriteAll(ctx, pcm) }); err != nil {
 			out.Cancel()
-			if ctx.Err() == nil {
+			if ctx.Err() == nil && out.Err() != nil {
 				s.dropOutput(err)
+			} else if ctx.Err() == nil {
+				s.OnNotice(err.Error())
 			}
 			return
 		}

@@ -44,6 +44,9 @@ type Config struct {
 	// GPUPlans offers the GPU plan setting (CUDABuilt: only the CUDA
 	// backend has a plan to choose); main opens the backend with it.
 	GPUPlans bool
+	// HistoryDir is where the history keeps long utterances
+	// (DefaultHistoryDir); "" keeps them in memory.
+	HistoryDir string
 	// Voices is the named voice library shared with the CLI; nil hides
 	// the saved-voice picker and "Save as voice…".
 	Voices *voices.Library
@@ -66,7 +69,9 @@ type UI struct {
 	wave    *waveformView
 	history *historyView
 	models  *weightsView
+	reading *readingView
 	tabs    *container.AppTabs
+	readTab *container.TabItem
 
 	speakBtn, stopBtn, saveBtn *widget.Button
 	status                     *widget.Label
@@ -95,6 +100,10 @@ func New(a fyne.App, cfg Config) *UI {
 	ui.Speaker.Voice = cfg.Voice
 	ui.Speaker.OnNotice = func(m string) { ui.do(func() { ui.notify(m) }) }
 	ui.Speaker.OnEnd = func(u *Utterance) { ui.do(func() { ui.ended(u) }) }
+	var historyErr error
+	if cfg.HistoryDir != "" {
+		historyErr = ui.Speaker.History.UseDisk(cfg.HistoryDir)
+	}
 
 	ui.Win = a.NewWindow("Zonos Stream")
 	ui.status = widget.NewLabel("Ready. Type some text and press Speak (Ctrl+Enter).")
@@ -105,12 +114,16 @@ func New(a fyne.App, cfg Config) *UI {
 	ui.wave = newWaveformView(ui.Speaker.Wave)
 	ui.history = newHistoryView(ui)
 	ui.models = newWeightsView(ui)
+	ui.reading = newReadingView(ui)
+	ui.readTab = container.NewTabItemWithIcon("Read", theme.FileTextIcon(), ui.reading.obj)
 
 	ui.tabs = container.NewAppTabs(
 		container.NewTabItemWithIcon("Compose", theme.DocumentCreateIcon(), ui.compose.obj),
 		container.NewTabItemWithIcon("Knobs", theme.SettingsIcon(), ui.knobs.obj),
 		container.NewTabItemWithIcon("Models", theme.DownloadIcon(), ui.models.obj),
+		ui.readTab,
 	)
+	ui.tabs.OnSelected = func(*container.TabItem) { ui.Win.Canvas().Unfocus() } // keys go to the tab shown
 	right := container.NewBorder(
 		container.NewVBox(ui.meters.obj, widget.NewCard("", "Streamed audio", ui.wave.obj)),
 		nil, nil, nil,
@@ -124,6 +137,7 @@ func New(a fyne.App, cfg Config) *UI {
 	ui.Win.SetOnDropped(ui.dropped)
 	ui.Win.SetCloseIntercept(func() {
 		ui.Speaker.Stop()
+		ui.Speaker.History.Close() // a run still stopping loses only its file
 		ui.SaveSettings()
 		ui.Win.Close()
 	})
@@ -132,6 +146,8 @@ func New(a fyne.App, cfg Config) *UI {
 	if !ui.anyInstalled() {
 		ui.tabs.SelectIndex(2)
 		ui.notify("No model is installed yet: the Models tab explains what is needed and can download it.")
+	} else if historyErr != nil {
+		ui.notify(fmt.Sprintf("The history keeps every utterance in memory: %v", historyErr))
 	}
 	return ui
 }
@@ -264,7 +280,7 @@ func (ui *UI) ended(u *Utterance) {
 	ui.stopBtn.Disable()
 	ui.refreshMeters()
 	ui.history.refresh(ui.Speaker.History)
-	if last := ui.Speaker.History.Last(); last != nil && len(last.PCM) > 0 {
+	if last := ui.Speaker.History.Last(); last != nil && last.Samples() > 0 {
 		ui.saveBtn.Enable()
 	}
 	snap := ui.Speaker.Meters.Snapshot()
@@ -275,6 +291,7 @@ func (ui *UI) ended(u *Utterance) {
 	case u.Outcome == PhaseStopped:
 		ui.notify("Stopped.")
 	}
+	ui.reading.ended(u)
 	if ui.OnEnded != nil {
 		ui.OnEnded()
 	}
@@ -283,6 +300,7 @@ func (ui *UI) ended(u *Utterance) {
 func (ui *UI) refreshMeters() {
 	ui.meters.show(ui.Speaker.Meters.Snapshot())
 	ui.wave.refresh()
+	ui.reading.tick()
 }
 
 // SaveLast saves the newest utterance (Ctrl+S).

@@ -141,7 +141,7 @@ func TestMainWindowSmoke(t *testing.T) {
 	if ui.Win.Title() != "Zonos Stream" || ui.Win.Content() == nil {
 		t.Fatal("no window content")
 	}
-	if got := len(ui.tabs.Items); got != 3 {
+	if got := len(ui.tabs.Items); got != 4 {
 		t.Fatalf("%d tabs", got)
 	}
 	if len(ui.compose.model.Options) != 2 || ui.compose.model.Selected != "hybrid" {
@@ -225,7 +225,7 @@ func TestSaveWritesStreamedWAV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writeUtterance(w, u.PCM); err != nil {
+	if err := writeUtterance(w, u); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(path)

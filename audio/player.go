@@ -114,6 +114,7 @@ type Player struct {
 	settled    atomic.Uint64
 	underruns  atomic.Int64
 	lastFrames atomic.Uint32
+	paused     atomic.Bool // Pause: the callback plays silence and takes nothing
 
 	// Callback-owned state: touched only by the device callback.
 	cb struct {
@@ -217,6 +218,11 @@ func (p *Player) fill(buf []float32, frames uint32) {
 	p.lastFrames.Store(frames)
 	latest := p.latest.Load()
 
+	if p.paused.Load() {
+		p.ring.Read(buf[:0]) // apply a pending Cancel so Done sees it
+		clear(buf)
+		return
+	}
 	if !p.cb.playing {
 		p.ring.Read(buf[:0]) // apply a pending Cancel so Done sees it
 		buffered := p.ring.Len()
@@ -325,6 +331,21 @@ func (p *Player) Cancel() {
 	p.EndUtterance()
 	p.ring.Reset()
 }
+
+// Pause holds playback at the next device period: the callback plays
+// silence and takes nothing from the ring, so Played and the underrun
+// counts stand still (a pause is not an underrun) and Resume carries on
+// with the very next sample. Writers keep filling the ring and then wait
+// in WriteAll, so a producer runs ahead of a paused player by at most the
+// ring's capacity (PlayerConfig.Buffer). Cancel still drops what is
+// queued; the player stays paused until Resume. Safe from any goroutine.
+func (p *Player) Pause() { p.paused.Store(true) }
+
+// Resume lets a paused player go on from where it stopped.
+func (p *Player) Resume() { p.paused.Store(false) }
+
+// Paused reports whether playback is held by Pause.
+func (p *Player) Paused() bool { return p.paused.Load() }
 
 // Write queues as many samples as fit without waiting and returns how many
 // were taken. Producer only.

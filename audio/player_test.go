@@ -408,3 +408,123 @@ func TestPlayerRealBackends(t *testing.T) {
 	}
 	p.Close()
 }
+
+// TestPauseHoldsPlaybackWithoutLosingASample: while paused the callback
+// plays silence and takes nothing from the ring; nothing counts as played
+// or as an underrun, and Resume goes on with the next sample.
+func TestPauseHoldsPlaybackWithoutLosingASample(t *testing.T) {
+	p := fakePlayer(t, 0)
+	u := p.BeginUtterance()
+	p.Write(ramp(0, 100))
+	period(p, 32)
+	p.Pause()
+	if !p.Paused() {
+		t.Fatal("Paused() false after Pause")
+	}
+	for range 5 {
+		out := period(p, 32)
+		for i, v := range out {
+			if v != 0 {
+				t.Fatalf("paused period plays %g at %d", v, i)
+			}
+		}
+	}
+	if p.Played() != 32 || u.Played() != 32 || p.Buffered() != 68 || p.Underruns() != 0 || u.Underruns() != 0 {
+		t.Fatalf("while paused: played %d/%d, buffered %d, underruns %d/%d; want 32/32, 68, 0/0",
+			p.Played(), u.Played(), p.Buffered(), p.Underruns(), u.Underruns())
+	}
+	p.Resume()
+	if p.Paused() {
+		t.Fatal("Paused() true after Resume")
+	}
+	out := period(p, 32)
+	if out[0] != 33 || out[31] != 64 {
+		t.Fatalf("after Resume %v…%v, want 33…64", out[0], out[31])
+	}
+	p.EndUtterance()
+	period(p, 64)
+	if !u.Done() || u.Played() != 100 || p.Underruns() != 0 {
+		t.Fatalf("done %v played %d underruns %d; want true 100 0", u.Done(), u.Played(), p.Underruns())
+	}
+}
+
+// TestPauseOnAnEmptyRingIsNoUnderrun: a pause while the producer is behind
+// does not count the waiting periods as underruns.
+func TestPauseOnAnEmptyRingIsNoUnderrun(t *testing.T) {
+	p := fakePlayer(t, 0)
+	u := p.BeginUtterance()
+	p.Write(ramp(0, 32))
+	period(p, 32)
+	p.Pause()
+	period(p, 32)
+	period(p, 32)
+	if p.Underruns() != 0 || u.Underruns() != 0 {
+		t.Fatalf("%d underruns while paused", p.Underruns())
+	}
+	p.Resume()
+	period(p, 32) // not paused, not ended, nothing queued: this one is
+	if p.Underruns() != 1 {
+		t.Fatalf("underruns %d after resuming on an empty ring, want 1", p.Underruns())
+	}
+}
+
+// TestPauseThenCancel: Cancel drops the queued audio of a paused player, so
+// its utterance is Done; the player stays paused for the next one.
+func TestPauseThenCancel(t *testing.T) {
+	p := fakePlayer(t, 0)
+	u := p.BeginUtterance()
+	p.Write(ramp(0, 500))
+	period(p, 32)
+	p.Pause()
+	p.Cancel()
+	period(p, 32)
+	if !u.Done() || u.Played() != 32 || p.Buffered() != 0 {
+		t.Fatalf("cancel while paused: done %v played %d buffered %d", u.Done(), u.Played(), p.Buffered())
+	}
+	v := p.BeginUtterance()
+	p.Write(ramp(1000, 10))
+	p.EndUtterance()
+	if out := period(p, 32); out[0] != 0 || v.Played() != 0 {
+		t.Fatal("the next utterance played while still paused")
+	}
+	p.Resume()
+	if out := period(p, 32); out[0] != 1001 || v.Played() != 10 {
+		t.Fatalf("after Resume %v, played %d", out[0], v.Played())
+	}
+}
+
+// TestPauseBoundsTheProducer: on a running device, a writer ahead of a
+// paused player fills the ring and then waits; nothing is played until
+// Resume, and then every sample is, in order.
+func TestPauseBoundsTheProducer(t *testing.T) {
+	p := newNullPlayer(t, PlayerConfig{PreRoll: -1, Period: 5 * time.Millisecond, Buffer: 100 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	p.Pause()
+	u := p.BeginUtterance()
+	total := 3 * p.ring.Cap()
+	wrote := make(chan error, 1)
+	go func() { wrote <- p.WriteAll(ctx, ramp(0, total)) }()
+	waitFor(t, "the ring to fill", func() bool { return p.Buffered() == p.ring.Cap() })
+	c := p.Callbacks()
+	waitFor(t, "ten more device periods", func() bool { return p.Callbacks() >= c+10 })
+	select {
+	case err := <-wrote:
+		t.Fatalf("WriteAll returned (%v) while the paused ring was full", err)
+	default:
+	}
+	if p.Played() != 0 || p.Underruns() != 0 || p.Buffered() != p.ring.Cap() {
+		t.Fatalf("paused: played %d, underruns %d, buffered %d of %d", p.Played(), p.Underruns(), p.Buffered(), p.ring.Cap())
+	}
+	p.Resume()
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	p.EndUtterance()
+	if err := u.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if u.Played() != int64(total) {
+		t.Fatalf("played %d of %d", u.Played(), total)
+	}
+}

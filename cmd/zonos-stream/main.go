@@ -58,7 +58,7 @@ func run(backend, modelDir, dacDir, device string, null bool, say string, maxSec
 	}
 	defer b.Close()
 	models := &app.HubModels{B: b, ModelDir: modelDir, DACDir: dacDir}
-	cfg := app.Config{Models: models, GPUPlans: app.CUDABuilt()}
+	cfg := app.Config{Models: models, GPUPlans: app.CUDABuilt(), HistoryDir: app.DefaultHistoryDir()}
 	if modelDir == "" {
 		c, err := weights.DefaultCache()
 		if err != nil {
