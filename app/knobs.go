@@ -138,6 +138,14 @@ func newKnobsView(ui *UI) *knobsView {
 		unc = append(unc, c)
 	}
 
+	longForm := container.NewVBox(
+		widget.NewLabel("A long text is spoken in parts of whole sentences; each part continues from the audio before it."),
+		ui.knob("Part size (phonemes)", PartPhonemesRange, integer(func(s *Settings) *int { return &s.PartPhonemes })),
+		ui.knob("Context (parts; 0: each afresh)", ContextPartsRange, integer(func(s *Settings) *int { return &s.ContextParts })),
+		ui.check("Keep the first part in every context (holds the voice)", func(s *Settings) *bool { return &s.Anchor }),
+		ui.knob("Frames trimmed at a part's end", TrimFramesRange, integer(func(s *Settings) *int { return &s.TrimFrames })),
+	)
+
 	reset := widget.NewButtonWithIcon("Reset to defaults", theme.ViewRefreshIcon(), ui.ResetKnobs)
 	v.obj = container.NewVScroll(container.NewVBox(
 		title("Emotion"),
@@ -149,6 +157,8 @@ func newKnobsView(ui *UI) *knobsView {
 		acc,
 		title("Unconditional (left to the model's learned default)"),
 		container.NewGridWithColumns(3, unc...),
+		title("Long texts"),
+		longForm,
 		container.NewHBox(reset),
 	))
 	return v

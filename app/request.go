@@ -34,6 +34,18 @@ func (s Settings) Knobs() engine.Knobs {
 	return k
 }
 
+// LongForm turns the settings into the engine's long-form options.
+func (s Settings) LongForm() engine.LongForm {
+	lf := engine.LongForm{ContextParts: s.ContextParts, NoAnchor: !s.Anchor, TrimFrames: s.TrimFrames}
+	if s.ContextParts == 0 {
+		lf.ContextParts = -1 // every part afresh
+	}
+	if s.TrimFrames == 0 {
+		lf.TrimFrames = -1
+	}
+	return lf
+}
+
 // Voice is the conditioning that comes from clips rather than knobs.
 type Voice struct {
 	Speaker []float32                   // 128-d embedding, nil for none
@@ -54,7 +66,7 @@ func BuildRequest(s Settings, v Voice, seed func() uint64) (engine.Request, []st
 	if len(t) > engine.MaxTextBytes {
 		var cut int
 		t, cut = trimText(t, engine.MaxTextBytes)
-		notices = append(notices, fmt.Sprintf("text is longer than %d KiB: the last %d characters were left out", engine.MaxTextBytes>>10, cut))
+		notices = append(notices, fmt.Sprintf("text is longer than %d MiB: the last %d characters were left out", engine.MaxTextBytes>>20, cut))
 	}
 	sum := 0.0
 	for _, e := range s.Emotion {
@@ -70,6 +82,9 @@ func BuildRequest(s Settings, v Voice, seed func() uint64) (engine.Request, []st
 		Seed:        s.Seed,
 		Speaker:     v.Speaker,
 		AudioPrefix: v.Prefix,
+
+		PhonemeBudget: s.PartPhonemes,
+		LongForm:      s.LongForm(),
 	}
 	if s.IsUnconditional("speaker") {
 		r.Speaker = nil

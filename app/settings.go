@@ -45,6 +45,14 @@ type Settings struct {
 	// GPUPlan is GPUPlanAuto or GPUPlanGeneric; the backend is opened with
 	// it when the app starts.
 	GPUPlan string `json:"gpu_plan"`
+
+	// How a long text's parts continue one another (engine.LongForm):
+	// part size in phonemes, parts of context (0: each part afresh), the
+	// first part kept in every context, frames trimmed at a part's end.
+	PartPhonemes int  `json:"part_phonemes"`
+	ContextParts int  `json:"context_parts"`
+	Anchor       bool `json:"anchor"`
+	TrimFrames   int  `json:"trim_frames"`
 }
 
 // GPU plans the settings offer. Auto lets the CUDA backend pick its kernels
@@ -85,6 +93,10 @@ func DefaultSettings() Settings {
 		MinP:           float64(k.Sampling.MinP),
 		Unconditional:  slices.Clone(k.Unconditional),
 		GPUPlan:        GPUPlanAuto,
+		PartPhonemes:   engine.DefaultPhonemeBudget,
+		ContextParts:   1,
+		Anchor:         true,
+		TrimFrames:     3,
 	}
 	for i, e := range k.Emotion {
 		s.Emotion[i] = round4(float64(e))
@@ -113,6 +125,9 @@ var (
 	TopPRange         = Range{0, 1, 0.01}
 	TopKRange         = Range{0, 1024, 1}
 	MinPRange         = Range{0, 1, 0.01}
+	PartPhonemesRange = Range{40, 400, 10}
+	ContextPartsRange = Range{0, 4, 1}
+	TrimFramesRange   = Range{0, 7, 1} // zonos.MaxTailTrim
 )
 
 // Clamp puts v in the range (NaN becomes Min).
@@ -149,6 +164,9 @@ func (s Settings) Sanitize() Settings {
 	s.TopP = TopPRange.Clamp(s.TopP)
 	s.TopK = int(TopKRange.Clamp(float64(s.TopK)))
 	s.MinP = MinPRange.Clamp(s.MinP)
+	s.PartPhonemes = int(PartPhonemesRange.Clamp(float64(s.PartPhonemes)))
+	s.ContextParts = int(ContextPartsRange.Clamp(float64(s.ContextParts)))
+	s.TrimFrames = int(TrimFramesRange.Clamp(float64(s.TrimFrames)))
 	var keys []string
 	for _, k := range s.Unconditional {
 		if slices.Contains(UnconditionalKeys, k) && !slices.Contains(keys, k) {

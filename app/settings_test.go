@@ -102,3 +102,31 @@ func TestBuildRequestTrimsLongText(t *testing.T) {
 		t.Fatalf("trimmed to %d bytes (ends %q), notes %v", len(r.Text), r.Text[len(r.Text)-5:], notes)
 	}
 }
+
+// TestLongFormSettings: the Long texts settings reach the request (0 parts
+// of context speaks each part afresh), are clamped into their ranges, and
+// settings saved before they existed load with the engine's defaults.
+func TestLongFormSettings(t *testing.T) {
+	s := DefaultSettings()
+	s.Text = "One. Two."
+	r, _, err := BuildRequest(s, Voice{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.PhonemeBudget != engine.DefaultPhonemeBudget || r.LongForm != (engine.LongForm{ContextParts: 1, TrimFrames: 3}) {
+		t.Errorf("defaults: budget %d, %+v", r.PhonemeBudget, r.LongForm)
+	}
+	s.PartPhonemes, s.ContextParts, s.Anchor, s.TrimFrames = 80, 0, false, 0
+	r, _, _ = BuildRequest(s, Voice{}, nil)
+	if r.PhonemeBudget != 80 || r.LongForm.ContextParts >= 0 || !r.LongForm.NoAnchor || r.LongForm.TrimFrames >= 0 {
+		t.Errorf("afresh, no trim: budget %d, %+v", r.PhonemeBudget, r.LongForm)
+	}
+	s.PartPhonemes, s.ContextParts, s.TrimFrames = 100000, 99, -5
+	if c := s.Sanitize(); c.PartPhonemes != 400 || c.ContextParts != 4 || c.TrimFrames != 0 {
+		t.Errorf("sanitized: %d phonemes, %d parts, %d frames", c.PartPhonemes, c.ContextParts, c.TrimFrames)
+	}
+	old := mapPrefs{settingsKey: `{"text":"hi","language":"en-us"}`}
+	if l := LoadSettings(old); l.PartPhonemes != engine.DefaultPhonemeBudget || l.ContextParts != 1 || !l.Anchor || l.TrimFrames != 3 {
+		t.Errorf("older preferences: %+v", l)
+	}
+}
