@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"zonostream/audio"
+	"zonostream/internal/voices"
 )
 
 // Clip is a mono recording: a speaker sample or an audio prefix.
@@ -56,7 +57,7 @@ func LoadClip(path string) (*Clip, error) {
 	if err != nil {
 		return nil, fmt.Errorf("clip %s: %w", filepath.Base(path), err)
 	}
-	sum, err := fileSHA256(path)
+	sum, err := voices.FileSHA256(path)
 	if err != nil {
 		return nil, fmt.Errorf("clip %s: %w", filepath.Base(path), err)
 	}

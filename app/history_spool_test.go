@@ -193,14 +193,7 @@ func TestLongUtteranceReplaysFromDisk(t *testing.T) {
 	if err := SaveUtteranceWAV(path, u); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := DecodeWAV(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := readWAV(t, path)
 	want := collect(t, u)
 	if len(c.Samples) != len(want) {
 		t.Fatalf("saved %d samples, kept %d", len(c.Samples), len(want))

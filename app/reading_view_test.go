@@ -306,14 +306,7 @@ func TestReadingExportWritesWAV(t *testing.T) {
 	ui.on(func() { ui.reading.export(path) })
 	ui.waitEnded(t)
 	ui.on(func() {})
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := DecodeWAV(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := readWAV(t, path)
 	if got := ui.Speaker.Meters.Snapshot().AudioSeconds; len(c.Samples) == 0 || float64(len(c.Samples))/engine.SampleRate != got {
 		t.Fatalf("WAV holds %d samples, the engine committed %.4f s", len(c.Samples), got)
 	}

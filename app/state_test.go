@@ -50,14 +50,7 @@ func TestSaveWAVExact(t *testing.T) {
 	if err := SaveWAV(path, pcm); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := DecodeWAV(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := readWAV(t, path)
 	if c.Rate != engine.SampleRate || len(c.Samples) != len(pcm) {
 		t.Fatalf("rate %d, %d samples", c.Rate, len(c.Samples))
 	}
@@ -114,4 +107,18 @@ func TestWaveform(t *testing.T) {
 	if len(w.Peaks()) != 0 {
 		t.Fatal("reset")
 	}
+}
+
+// readWAV decodes the WAV file at path.
+func readWAV(t *testing.T, path string) *Clip {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := DecodeWAV(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -4,9 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"io"
 	"math"
-	"os"
 	"time"
 
 	"zonostream/internal/voices"
@@ -68,18 +66,4 @@ func clipSHA256(c *Clip) string {
 		h.Write(b[:])
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// fileSHA256 is the hex SHA-256 of a file's bytes.
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -228,14 +228,7 @@ func TestSaveWritesStreamedWAV(t *testing.T) {
 	if err := writeUtterance(w, u); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := DecodeWAV(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := readWAV(t, path)
 	if len(c.Samples) != len(u.PCM) {
 		t.Fatalf("WAV has %d samples, streamed %d", len(c.Samples), len(u.PCM))
 	}

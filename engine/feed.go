@@ -40,11 +40,8 @@ func NewTextFeed() *TextFeed { return &TextFeed{changed: make(chan struct{})} }
 func (f *TextFeed) Append(s string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.ended {
-		return ErrFeedEnded
-	}
-	if f.err != nil {
-		return f.err
+	if err := f.refusal(); err != nil {
+		return err
 	}
 	if len(f.text)+len(s) > MaxTextBytes {
 		return f.fail(fmt.Errorf("text beyond the %d-byte limit (%d MiB); end this text and start another", MaxTextBytes, MaxTextBytes>>20))
@@ -70,11 +67,8 @@ func (f *TextFeed) Append(s string) error {
 func (f *TextFeed) Flush() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.ended {
-		return ErrFeedEnded
-	}
-	if f.err != nil {
-		return f.err
+	if err := f.refusal(); err != nil {
+		return err
 	}
 	f.flushed = f.valid
 	f.signal()
@@ -94,6 +88,15 @@ func (f *TextFeed) End() error {
 		f.fail(fmt.Errorf("text ends inside a UTF-8 character at byte %d", f.valid))
 	}
 	f.signal()
+	return f.err
+}
+
+// refusal is why the feed takes no more text (under mu): it ended or
+// failed; nil while it takes text.
+func (f *TextFeed) refusal() error {
+	if f.ended {
+		return ErrFeedEnded
+	}
 	return f.err
 }
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -68,15 +69,14 @@ func drainParts(s *Stream) partRun {
 	return r
 }
 
-const fourSentences = "The first sentence sets the voice. A second one follows it closely. " +
-	"Then a third arrives, a little longer than the others. And the fourth ends it."
+const fourSentences = "One sets the voice. Two follows it. Three is next. Four ends it."
 
 // longRequest speaks fourSentences one sentence a part, briefly each.
 func longRequest() Request {
 	r := shortRequest()
 	r.Text = fourSentences
-	r.PhonemeBudget = 60
-	r.MaxSeconds = 0.3
+	r.PhonemeBudget = 30 // each sentence alone (15–21 phonemes): two cost more
+	r.MaxSeconds = 0.15
 	return r
 }
 
@@ -127,7 +127,7 @@ func TestLongFormContinues(t *testing.T) {
 			want = append(append(want, got.codes[0]...), got.codes[i-1]...)
 			wantPh = []string{phonemes[0], phonemes[i-1]}
 		}
-		if !sameCodes(g.prefix, want) {
+		if !slices.Equal(g.prefix, want) {
 			t.Errorf("part %d: generated from a prefix of %d frames, not the %d frames spoken in parts 0 and %d", i, len(g.prefix), len(want), i-1)
 		}
 		if p.ContextFrames != len(want) {
@@ -137,7 +137,7 @@ func TestLongFormContinues(t *testing.T) {
 		if i == 0 {
 			wantIDs, _, _ = text.Prepare(p.Text, req.Language)
 		}
-		if !sameIDs(g.ids, wantIDs) {
+		if !slices.Equal(g.ids, wantIDs) {
 			t.Errorf("part %d: conditioned on %d phoneme ids, want the %d of its context's and its own phonemes", i, len(g.ids), len(wantIDs))
 		}
 		all = append(all, got.codes[i]...)
@@ -145,7 +145,7 @@ func TestLongFormContinues(t *testing.T) {
 	if strings.TrimSpace(req.Text[end:]) != "" {
 		t.Errorf("the parts end at byte %d of %d", end, len(req.Text))
 	}
-	if !sameCodes(s.Codes(), all) {
+	if !slices.Equal(s.Codes(), all) {
 		t.Fatalf("Codes() holds %d frames, the FrameDone events %d", len(s.Codes()), len(all))
 	}
 	matchesOneShot(t, e.Codec(), all, got.pcm)
@@ -199,8 +199,8 @@ func TestLongFormOptions(t *testing.T) {
 			}
 			return append(append([][zonos.NumCodebooks]int32(nil), c[i-2]...), c[i-1]...)
 		}},
-		{"bounded", LongForm{MaxContextSeconds: 0.35}, func(i int, c [][][zonos.NumCodebooks]int32) [][zonos.NumCodebooks]int32 {
-			return c[i-1] // 0.3 s a part: the anchor and the previous part are over 0.35 s
+		{"bounded", LongForm{MaxContextSeconds: 0.2}, func(i int, c [][][zonos.NumCodebooks]int32) [][zonos.NumCodebooks]int32 {
+			return c[i-1] // 0.15 s a part: the anchor and the previous part are over 0.2 s
 		}},
 	} {
 		seen := watchGenerate(e)
@@ -211,7 +211,7 @@ func TestLongFormOptions(t *testing.T) {
 			t.Fatalf("%s: %v", c.name, got.final.Err)
 		}
 		for i := 1; i < len(*seen); i++ {
-			if want := c.want(i, got.codes); !sameCodes((*seen)[i].prefix, want) {
+			if want := c.want(i, got.codes); !slices.Equal((*seen)[i].prefix, want) {
 				t.Errorf("%s: part %d continues from %d frames, want %d", c.name, i, len((*seen)[i].prefix), len(want))
 			}
 		}
@@ -291,28 +291,4 @@ func TestLongFormCancelAtBoundary(t *testing.T) {
 	if got := drain(mustSynthesize(t, e, shortRequest())); got.final.Kind != Done {
 		t.Fatalf("next utterance: %v", got.final.Err)
 	}
-}
-
-func sameCodes(a, b [][zonos.NumCodebooks]int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func sameIDs(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"zonostream/audio"
+	"zonostream/engine"
 	"zonostream/internal/golden"
 )
 
@@ -209,7 +210,7 @@ func TestMalformedFlags(t *testing.T) {
 	badNpy := file("bad.npy", []byte("\x93NUMPY\x01\x00\x10\x00{'descr': '<f8'}"))
 	bigNpy := file("big.npy", append([]byte("\x93NUMPY\x01\x00\x10\x00{'descr': '<f4'}"), make([]byte, 100<<10)...))
 	badST := file("bad.safetensors", []byte("\xff\xff\xff\xff\xff\xff\xff\x7f{}"))
-	bigText := file("big.txt", bytes.Repeat([]byte("word "), 14000))
+	bigText := file("big.txt", bytes.Repeat([]byte("word "), engine.MaxTextBytes/5+1))
 	speakerDir := golden.Pack(t, "speaker-tiny")
 	out := filepath.Join(dir, "o.wav")
 	nowhere := filepath.Join(dir, "no", "such", "dir", "x.wav")
@@ -227,10 +228,11 @@ func TestMalformedFlags(t *testing.T) {
 	}{
 		// say: every flag
 		{"say", w("--text", "a", "b"), 2, "one way"},
-		{"say", w("--text", strings.Repeat("a", 70000)), 2, "limit"},
+		{"say", w("--text", strings.Repeat("a ", engine.MaxTextBytes/2+1)), 2, "limit"},
+		{"say", w("--text", strings.Repeat("a", 70000)), 2, "add spaces"},
 		{"say", w("--file", filepath.Join(dir, "absent.txt")), 2, "absent.txt"},
 		{"say", w("--file", dir), 2, "directory"},
-		{"say", w("--file", bigText), 2, "exceeds"},
+		{"say", w("--file", bigText), 2, "longest text"},
 		{"say", w("..."), 2, "nothing to pronounce"},
 		{"say", w("--lang", "xx-yy", "hi"), 2, "xx-yy"},
 		{"say", w("--lang", "ja", "hi"), 2, "Japanese"},

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -121,7 +119,7 @@ func runVoiceAdd(args []string) int {
 	}
 	saved := voices.Voice{Name: name, Created: time.Now().UTC().Truncate(time.Second)}
 	if v.clip != nil {
-		if saved.ClipSHA256, err = fileSHA256(clipPath); err != nil {
+		if saved.ClipSHA256, err = voices.FileSHA256(clipPath); err != nil {
 			fmt.Fprintln(os.Stderr, "zonos voice add:", err)
 			return 1
 		}
@@ -153,20 +151,6 @@ func runVoiceAdd(args []string) int {
 	}
 	fmt.Printf("saved voice %q in %s\n", name, lib.File(name))
 	return 0
-}
-
-// fileSHA256 is the hex SHA-256 of a file's bytes.
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // voiceListing is one voice in `zonos voice list --json`: the metadata and
