@@ -288,8 +288,11 @@ func (r *run) run(cut *cutter, first pieceOrErr) (err error) {
 			if wait {
 				select {
 				case v, ok := <-ahead:
-					if !ok {
+					if !ok { // the cutter stopped: cancelled, or past its end
 						v = pieceOrErr{err: r.ctx.Err()}
+						if v.err == nil {
+							v.err = io.EOF
+						}
 					}
 					pending = &v
 				case <-r.ctx.Done():
@@ -340,15 +343,16 @@ func (r *run) run(cut *cutter, first pieceOrErr) (err error) {
 				return err
 			}
 		}
+		// Later parts continue from the audio already spoken; the first
+		// from the request's own audio prefix, which it speaks (as
+		// generate() returns it).
 		prefix, ids, _ := spoken.prompt(p)
+		contextFrames := len(prefix)
 		if i == 0 {
-			prefix = r.req.AudioPrefix
+			prefix, contextFrames = r.req.AudioPrefix, 0
 		}
 		part := Part{Index: i, Start: p.start, End: p.end, Text: p.text, FirstFrame: r.frames,
-			FirstSample: int64(r.frames) * 512, ContextFrames: len(prefix)}
-		if i == 0 {
-			part.ContextFrames = 0
-		}
+			FirstSample: int64(r.frames) * 512, ContextFrames: contextFrames}
 		r.meter(func(mt *meter) { mt.m.Parts = i + 1 })
 		if err := r.send(Event{Kind: PartStart, Part: part}); err != nil {
 			return err
