@@ -22,9 +22,7 @@ type TextFeed struct {
 	ended   bool          // End was called
 	err     error         // the feed failed (invalid UTF-8, over the limit)
 	changed chan struct{} // closed and replaced whenever the above change
-	// readyAt is when the text first held something to say: the clock of
-	// a fed utterance's TTFA starts there, not when the request came.
-	readyAt time.Time
+	at      time.Time     // when they last changed
 }
 
 // ErrFeedEnded is returned by Append and Flush after End.
@@ -115,9 +113,7 @@ func (f *TextFeed) fail(err error) error {
 }
 
 func (f *TextFeed) signal() {
-	if f.readyAt.IsZero() && f.valid > 0 {
-		f.readyAt = time.Now()
-	}
+	f.at = time.Now()
 	close(f.changed)
 	f.changed = make(chan struct{})
 }
@@ -131,6 +127,7 @@ type feedView struct {
 	ended   bool
 	err     error
 	changed <-chan struct{} // closes at the next change
+	at      time.Time       // when the feed last changed: text in the view was complete by then
 }
 
 // scanWindow bounds what one look at a feed copies: a part is cut from the
@@ -144,7 +141,7 @@ func (f *TextFeed) view(pos int) feedView {
 	for end < f.valid && !utf8.RuneStart(f.text[end]) {
 		end--
 	}
-	v := feedView{text: string(f.text[pos:end]), more: end < f.valid, ended: f.ended, err: f.err, changed: f.changed}
+	v := feedView{text: string(f.text[pos:end]), more: end < f.valid, ended: f.ended, err: f.err, changed: f.changed, at: f.at}
 	if f.flushed > pos {
 		v.flushed = min(f.flushed, end) - pos
 	}
@@ -154,6 +151,6 @@ func (f *TextFeed) view(pos int) feedView {
 // textFeed is a feed holding all of text, already ended (Request.Text).
 func textFeed(text string) *TextFeed {
 	f := NewTextFeed()
-	f.text, f.valid, f.ended = []byte(text), len(text), true
+	f.text, f.valid, f.ended, f.at = []byte(text), len(text), true, time.Now()
 	return f
 }

@@ -19,7 +19,7 @@ type piece struct {
 	start, end int // byte offsets in the whole text
 	ids        []int32
 	phonemes   string
-	ready      time.Time // when its text was complete
+	ready      time.Time // when its text was complete (at the latest)
 }
 
 // maxPending is how much text without a sentence end a feed may hold
@@ -76,7 +76,7 @@ func (c *cutter) next(ctx context.Context) (piece, error) {
 		}
 		start := c.pos
 		c.pos += n
-		ready := time.Now()
+		ready := v.at
 		var parts []string
 		if len(group) == 1 && c.cost(group[0]) > c.budget {
 			parts = text.Split(group[0], c.budget, c.cost)
