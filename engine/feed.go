@@ -42,7 +42,7 @@ func (f *TextFeed) Append(s string) error {
 		return err
 	}
 	if len(f.text)+len(s) > MaxTextBytes {
-		return f.fail(fmt.Errorf("text beyond the %d-byte limit (%d MiB); end this text and start another", MaxTextBytes, MaxTextBytes>>20))
+		return f.fail(fmt.Errorf("text beyond the %d-byte (%d MiB) limit of one utterance", MaxTextBytes, MaxTextBytes>>20))
 	}
 	f.text = append(f.text, s...)
 	for f.valid < len(f.text) {

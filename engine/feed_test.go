@@ -90,9 +90,9 @@ func TestFeedFlush(t *testing.T) {
 }
 
 // TestFeedBadText: invalid UTF-8, text past the limit, or an end inside a
-// character fail the feed; the utterance speaks what came before and
-// then fails with a message saying what was wrong; the engine serves the
-// next utterance.
+// character fail the feed; the utterance speaks what came before, the
+// unfinished sentence too, then fails with a message saying what was
+// wrong; the engine serves the next utterance.
 func TestFeedBadText(t *testing.T) {
 	e := tinyEngine(t, "hybrid")
 	for _, c := range []struct {
@@ -108,7 +108,7 @@ func TestFeedBadText(t *testing.T) {
 		req := shortRequest()
 		req.Text, req.Feed = "", f
 		s := mustSynthesize(t, e, req)
-		f.Append("A good sentence first. ")
+		f.Append("A good sentence first. And an unfinished one ")
 		if err := c.bad(f); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: the feed returned %v, want it to mention %q", c.name, err, c.want)
 		}
@@ -116,8 +116,12 @@ func TestFeedBadText(t *testing.T) {
 		if got.final.Kind != Failed || !strings.Contains(got.final.Err.Error(), c.want) {
 			t.Errorf("%s: ended %v (%v), want Failed mentioning %q", c.name, got.final.Kind, got.final.Err, c.want)
 		}
-		if len(got.parts) != 1 || len(got.pcm) == 0 || len(got.pcm) != got.frames*512 {
-			t.Errorf("%s: %d parts, %d samples for %d frames; want the first sentence spoken whole", c.name, len(got.parts), len(got.pcm), got.frames)
+		var said string
+		for _, p := range got.parts {
+			said += p.Text
+		}
+		if !strings.HasPrefix(said, "A good sentence first. And an unfinished one") || len(got.pcm) == 0 || len(got.pcm) != got.frames*512 {
+			t.Errorf("%s: parts %+v, %d samples for %d frames; want both sentences spoken whole", c.name, got.parts, len(got.pcm), got.frames)
 		}
 	}
 	req := shortRequest()
@@ -201,5 +205,29 @@ func TestCutter(t *testing.T) {
 	p, err := c.next(context.Background())
 	if err != nil || !strings.HasSuffix(p.text, " ") || len(p.text) > maxPending {
 		t.Fatalf("run-on line: first piece %d bytes %q…, %v", len(p.text), truncate(p.text, 20), err)
+	}
+}
+
+// TestRefusedPieceAfterSpokenOnes: when a later clause of a sentence too
+// long for one part is refused by the front end, the clauses before it
+// are spoken first and the stream then fails naming the problem.
+func TestRefusedPieceAfterSpokenOnes(t *testing.T) {
+	e := tinyEngine(t, "hybrid")
+	req := shortRequest()
+	req.Text = "This first clause is fine and long enough to need a cut of its own, then " +
+		strings.Repeat("9", 40) + " is a number too large to read."
+	req.PhonemeBudget = 40
+	s, err := e.Synthesize(context.Background(), req)
+	if err != nil {
+		t.Fatalf("refused at once: %v", err)
+	}
+	got := drainParts(s)
+	var said string
+	for _, p := range got.parts {
+		said += p.Text
+	}
+	if got.final.Kind != Failed || !strings.Contains(got.final.Err.Error(), "too large") || said != req.Text[:len(said)] ||
+		!strings.HasSuffix(said, "then ") || len(got.pcm) != got.frames*512 || got.frames == 0 {
+		t.Fatalf("ended %v (%v) after parts %+v and %d samples for %d frames", got.final.Kind, got.final.Err, got.parts, len(got.pcm), got.frames)
 	}
 }

@@ -292,3 +292,29 @@ func TestLongFormCancelAtBoundary(t *testing.T) {
 		t.Fatalf("next utterance: %v", got.final.Err)
 	}
 }
+
+// TestLongFormFailureKeepsAudio: a part failing in the middle ends the
+// stream with its error after every frame generated before it is
+// committed.
+func TestLongFormFailureKeepsAudio(t *testing.T) {
+	e := tinyEngine(t, "hybrid")
+	boom := errors.New("decode failed")
+	part := 0
+	e.generate = func(ctx context.Context, in zonos.Inputs, o zonos.GenerateOptions, f func(zonos.Frame) error) (*zonos.Result, error) {
+		part++
+		n := 0
+		return e.model.Generate(ctx, in, o, func(fr zonos.Frame) error {
+			if n++; part == 2 && n > 5 {
+				return boom
+			}
+			return f(fr)
+		})
+	}
+	got := drainParts(mustSynthesize(t, e, longRequest()))
+	if got.final.Kind != Failed || !errors.Is(got.final.Err, boom) {
+		t.Fatalf("ended %v (%v), want the part's error", got.final.Kind, got.final.Err)
+	}
+	if len(got.parts) != 2 || len(got.pcm) != got.frames*512 {
+		t.Fatalf("%d parts, %d samples for %d frames: generated audio was lost", len(got.parts), len(got.pcm), got.frames)
+	}
+}

@@ -38,10 +38,23 @@ type cutter struct {
 	cost   func(string) int
 	pos    int     // bytes of the feed already cut
 	queue  []piece // cut from one oversized sentence, not yet returned
+	err    error   // a later piece of that sentence refused: returned after queue
+	// last is the last text costed, and its cost: the sentence that did
+	// not fit one part is the first of the next.
+	last     string
+	lastCost int
 }
 
 func newCutter(f *TextFeed, lang string, budget int) *cutter {
-	return &cutter{feed: f, lang: lang, budget: budget, cost: text.PhonemeCost(lang)}
+	c := &cutter{feed: f, lang: lang, budget: budget}
+	phonemes := text.PhonemeCost(lang)
+	c.cost = func(s string) int {
+		if s != c.last {
+			c.last, c.lastCost = s, phonemes(s)
+		}
+		return c.lastCost
+	}
+	return c
 }
 
 // next returns the next piece, io.EOF once the text ended and all of it
@@ -54,8 +67,11 @@ func (c *cutter) next(ctx context.Context) (piece, error) {
 			c.queue = c.queue[1:]
 			return p, nil
 		}
+		if c.err != nil {
+			return piece{}, c.err
+		}
 		v := c.feed.view(c.pos)
-		group, n := c.group(v)
+		group, n, cost := c.group(v)
 		if n < 0 {
 			return piece{}, fmt.Errorf("text at byte %d: %q… runs over %d bytes without a space or punctuation to split it at; add spaces or punctuation",
 				c.pos, truncate(v.text, 20), maxPending)
@@ -78,7 +94,7 @@ func (c *cutter) next(ctx context.Context) (piece, error) {
 		c.pos += n
 		ready := v.at
 		var parts []string
-		if len(group) == 1 && c.cost(group[0]) > c.budget {
+		if len(group) == 1 && cost > c.budget {
 			parts = text.Split(group[0], c.budget, c.cost)
 		} else {
 			parts = []string{strings.Join(group, "")}
@@ -91,7 +107,9 @@ func (c *cutter) next(ctx context.Context) (piece, error) {
 				continue
 			}
 			if err != nil {
-				return piece{}, err
+				// The pieces before it are spoken first.
+				c.err = err
+				break
 			}
 			c.queue = append(c.queue, p)
 		}
@@ -101,15 +119,15 @@ func (c *cutter) next(ctx context.Context) (piece, error) {
 // group takes the complete sentences at the front of v, packed while
 // their costs add up to at most the budget, and returns them with the
 // bytes they span (0: nothing complete yet; −1: a run of maxPending bytes
-// without a space or sentence end, which no part can hold).
-func (c *cutter) group(v feedView) (group []string, n int) {
-	total := 0
+// without a space or punctuation, which no part can hold) and their cost.
+func (c *cutter) group(v feedView) (group []string, n, total int) {
 	for {
 		rest := v.text[n:]
 		if rest == "" {
-			return group, n
+			return group, n, total
 		}
-		final := v.ended && !v.more
+		// A failed feed gets no more text: what it holds is complete.
+		final := v.ended && !v.more || v.err != nil && !v.more
 		m := text.FirstSentence(rest, final)
 		if f := v.flushed - n; f > 0 {
 			if k := text.FirstSentence(rest[:f], true); m == 0 || k < m {
@@ -117,25 +135,26 @@ func (c *cutter) group(v feedView) (group []string, n int) {
 			}
 		}
 		if m == 0 && len(group) == 0 && (len(rest) >= maxPending || v.more) {
-			// A run without a sentence end: cut after its last space
-			// within the window. None there: a "word" no part can hold.
-			if m = text.LastSpace(rest[:min(len(rest), maxPending)]); m == 0 {
-				return nil, -1
+			// A run without a sentence end: cut after its last space or
+			// clause mark within the window. None there: a "word" no
+			// part can hold.
+			if m = text.LastBreak(rest[:min(len(rest), maxPending)]); m == 0 {
+				return nil, -1, 0
 			}
 		}
 		if m == 0 {
-			return group, n
+			return group, n, total
 		}
 		s := rest[:m]
 		k := c.cost(s)
 		if len(group) > 0 && total+k > c.budget {
-			return group, n
+			return group, n, total
 		}
 		group = append(group, s)
 		total += k
 		n += m
 		if total >= c.budget {
-			return group, n
+			return group, n, total
 		}
 	}
 }

@@ -339,7 +339,11 @@ func (r *run) run(cut *cutter, first pieceOrErr) (err error) {
 			r.meter(func(mt *meter) { mt.start = p.ready })
 		}
 		if i == 1 {
-			if err := r.send(Event{Kind: Notice, Message: "long text: speaking it part by part, each continuing the voice of the audio before it"}); err != nil {
+			msg := "long text: speaking it part by part, each continuing the voice of the audio before it"
+			if r.req.LongForm.ContextParts == 0 && r.req.LongForm.NoAnchor {
+				msg = "long text: speaking it part by part, each part afresh (no context)"
+			}
+			if err := r.send(Event{Kind: Notice, Message: msg}); err != nil {
 				return err
 			}
 		}
@@ -371,8 +375,8 @@ func (r *run) run(cut *cutter, first pieceOrErr) (err error) {
 				// Once all the text is in, the cutter is at most one front
 				// end call from knowing: wait for it. A feed still open
 				// may yet bring more, so the part is trimmed.
-				if v := take(cut.feed.isEnded()); v != nil && v.err == io.EOF {
-					return 0
+				if v := take(cut.feed.isEnded()); v != nil && v.err != nil {
+					return 0 // the end of the text, or an error: no part follows
 				}
 				return r.req.LongForm.TrimFrames
 			},
@@ -449,6 +453,13 @@ func (r *run) run(cut *cutter, first pieceOrErr) (err error) {
 			}
 		}
 		if err != nil {
+			if r.ctx.Err() == nil {
+				// The frames generated before the failure are still
+				// committed (a failed vocoder returns its own error here).
+				if ferr := voc.finish(); ferr != nil {
+					return ferr
+				}
+			}
 			return err
 		}
 		spoken.add(spokenPart{index: i, phonemes: p.phonemes, codes: codes})

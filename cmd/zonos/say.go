@@ -61,7 +61,7 @@ func runSay(args []string) int {
 	fs.IntVar(&f.contextParts, "context-parts", 1, "parts of a long text each part continues from (0: none, every part starts afresh)")
 	fs.BoolVar(&f.anchor, "anchor", true, "keep the first part in every later part's context, so the voice holds")
 	fs.IntVar(&f.trimFrames, "trim-frames", 3, "frames dropped from the end of a part that another follows (0: none)")
-	fs.Float64Var(&f.maxContext, "max-context-seconds", 20, "most audio a part continues from, seconds")
+	fs.Float64Var(&f.maxContext, "max-context-seconds", 20, "most audio a part continues from, seconds (0: the default)")
 	fs.IntVar(&f.firstChunk, "first-chunk", dac.DefaultStreamConfig.FirstChunk, "frames committed in the vocoder's first chunk (time to first audio)")
 	fs.IntVar(&f.chunk, "chunk", dac.DefaultStreamConfig.Chunk, "frames per later vocoder chunk (throughput)")
 	fs.BoolVar(&f.quiet, "quiet", false, "print nothing but errors")

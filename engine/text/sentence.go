@@ -60,11 +60,14 @@ func endsSentence(text string) bool {
 	return strings.ContainsRune(sentenceEnds, r)
 }
 
-// LastSpace returns the offset just after the last whitespace in text, 0
-// when it has none: where a run of text too long to wait for its sentence
-// end is cut so no word is split.
-func LastSpace(text string) int {
-	i := strings.LastIndexFunc(text, isPySpace)
+// LastBreak returns the offset just after the last whitespace or clause
+// or sentence mark in text (CJK ones included), 0 when it has none: where a
+// run of text too long to wait for its sentence end is cut so no word is
+// split.
+func LastBreak(text string) int {
+	i := strings.LastIndexFunc(text, func(r rune) bool {
+		return isPySpace(r) || strings.ContainsRune(sentenceEnds+clauseEnds, r)
+	})
 	if i < 0 {
 		return 0
 	}

@@ -56,13 +56,14 @@ func TestFirstSentenceAgreesWithSplit(t *testing.T) {
 	}
 }
 
-func TestLastSpace(t *testing.T) {
+func TestLastBreak(t *testing.T) {
 	for _, c := range []struct {
 		text string
 		want int
-	}{{"no spaces", 3}, {"nospace", 0}, {"two words here", 10}, {"tab\there", 4}, {"", 0}} {
-		if got := LastSpace(c.text); got != c.want {
-			t.Errorf("LastSpace(%q) = %d, want %d", c.text, got, c.want)
+	}{{"no spaces", 3}, {"nospace", 0}, {"two words here", 10}, {"tab\there", 4}, {"", 0},
+		{"a,b,c", 4}, {"你好，世界", len("你好，")}, {"end.x", 4}} {
+		if got := LastBreak(c.text); got != c.want {
+			t.Errorf("LastBreak(%q) = %d, want %d", c.text, got, c.want)
 		}
 	}
 }
