@@ -216,7 +216,7 @@ func TestRefusedPieceAfterSpokenOnes(t *testing.T) {
 	req := shortRequest()
 	req.Text = "This first clause is fine and long enough to need a cut of its own, then " +
 		strings.Repeat("9", 40) + " is a number too large to read."
-	req.PhonemeBudget = 40
+	req.PhonemeBudget, req.MaxSeconds = 40, 0.15
 	s, err := e.Synthesize(context.Background(), req)
 	if err != nil {
 		t.Fatalf("refused at once: %v", err)
