@@ -390,9 +390,12 @@ func (v *readingView) toggle() {
 	if !ok {
 		return
 	}
-	if p.Paused() {
+	switch {
+	case p.Paused():
 		p.Resume()
-	} else {
+	case v.ui.Speaker.Busy():
+		// Only while the reading runs: once it has ended (its end not yet
+		// shown here) a pause would hold the next run's playback instead.
 		p.Pause()
 	}
 	v.show()
@@ -433,9 +436,6 @@ func (v *readingView) startAt(i int) {
 		return
 	}
 	v.pending = -1
-	if p, ok := v.ui.Speaker.Output().(Pauser); ok {
-		p.Resume()
-	}
 	from := v.doc.Sentences[i].Start
 	v.ui.SaveSettings()
 	tr, err := v.ui.Speaker.Read(v.job(), v.doc.Text[from:], from)

@@ -389,3 +389,39 @@ func TestReadingHighlightFollowsARealReading(t *testing.T) {
 	}
 	t.Logf("sentences highlighted in turn: %v", seen)
 }
+
+// TestPauseLeftWithoutAReadingIsNotKept: Space in the gap after a reading
+// ended (before the window has seen it end) does not pause, and a pause
+// left on the output with no reading neither silences the next Speak or
+// Play nor keeps them from finishing.
+func TestPauseLeftWithoutAReadingIsNotKept(t *testing.T) {
+	ui := newTestUI(t, true)
+	ui.openText(t, "t.txt", "One sentence here.")
+	p := ui.out.P
+	ui.on(func() {
+		ui.reading.track = newReadTrack(0) // ended: the Speaker is idle, the view not told yet
+		ui.reading.toggle()
+		ui.reading.track = nil
+	})
+	if p.Paused() {
+		t.Fatal("Space paused the output with no reading running")
+	}
+
+	p.Pause() // the state the gap used to leave
+	played := p.Played()
+	ui.speak(t, "Hello there.")
+	u := ui.Speaker.History.Last()
+	if u.Outcome != PhaseDone || p.Played() <= played || p.Paused() {
+		t.Fatalf("Speak after a pause: %s, played %d more samples, paused %v", u.Outcome, p.Played()-played, p.Paused())
+	}
+
+	p.Pause()
+	played = p.Played()
+	if err := ui.Speaker.PlayUtterance(u); err != nil {
+		t.Fatal(err)
+	}
+	ui.waitEnded(t)
+	if got := p.Played() - played; got < int64(u.Samples()) {
+		t.Fatalf("Play after a pause played %d of %d samples", got, u.Samples())
+	}
+}
