@@ -383,7 +383,7 @@ func (s *Speaker) utter(ctx context.Context, eng *engine.Engine, req engine.Requ
 	}
 	u.Metrics = final.Metrics
 	if tr != nil {
-		tr.end() // every sample is committed: the last part ends here
+		tr.end(final.Kind == engine.Done) // every sample is committed: the last part ends here
 	}
 	if final.Kind == engine.Failed {
 		if out != nil {
