@@ -580,6 +580,8 @@ func (v *readingView) exportEnded(path string, samples int64, err error) {
 		v.ui.notify(fmt.Sprintf("Exported %s of audio to %s.", clock(time.Duration(samples)*time.Second/engine.SampleRate), path))
 	case errors.Is(err, context.Canceled):
 		v.ui.notify(fmt.Sprintf("Export cancelled: nothing was written to %s.", path))
+	case errors.Is(err, errExportIncomplete):
+		v.ui.showError(fmt.Errorf("export to %s: %w", path, err))
 	default:
 		v.ui.showError(fmt.Errorf("export to %s failed, nothing was written there: %w", path, err))
 	}
