@@ -115,9 +115,12 @@ func (s *pcmSpool) finish(u *Utterance) error {
 	}
 	err := s.w.Close()
 	u.PCM, u.file, u.samples = nil, s.w.Path(), int(s.w.Samples())
-	if s.err != nil || err != nil {
+	if s.err != nil && !errors.Is(err, s.err) { // Close repeats a failed write's error
+		err = errors.Join(s.err, err)
+	}
+	if err != nil {
 		return fmt.Errorf("the history keeps only the first %.0f s of this utterance: %w",
-			float64(u.samples)/engine.SampleRate, errors.Join(s.err, err))
+			float64(u.samples)/engine.SampleRate, err)
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package app
 
 import (
 	"fmt"
-	"os"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -112,9 +111,7 @@ func writeUtterance(w fyne.URIWriteCloser, u *Utterance) error {
 	if w.URI().Scheme() == "file" {
 		w.Close()
 		path := w.URI().Path()
-		if st, err := os.Stat(path); err == nil && st.Size() == 0 {
-			os.Remove(path) // the dialog created it empty; SaveWAV renames over it anyway
-		}
+		removeDialogFile(path)
 		return SaveUtteranceWAV(path, u)
 	}
 	defer w.Close()

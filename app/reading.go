@@ -19,6 +19,7 @@ type readTrack struct {
 	parts     []trackPart
 	committed int64 // samples committed so far
 	ended     bool  // the stream is over: the last part ends at committed
+	whole     bool  // it ended Done: the last part was generated to its end
 	pb        Playback
 }
 
@@ -46,10 +47,11 @@ func (t *readTrack) commit(n int) {
 	t.mu.Unlock()
 }
 
-// end marks the stream as over.
-func (t *readTrack) end() {
+// end marks the stream as over; done says it ended with Done (not
+// stopped or failed part way through its last part).
+func (t *readTrack) end(done bool) {
 	t.mu.Lock()
-	t.ended = true
+	t.ended, t.whole = true, done
 	t.mu.Unlock()
 }
 
@@ -112,12 +114,15 @@ func (t *readTrack) heard(played int64, spb float64) int {
 	return min(p.start+int(frac*float64(p.end-p.start)), p.end-1)
 }
 
-// pace adds this run's finished parts to a pace estimate.
+// pace adds this run's finished parts to a pace estimate. The last part
+// counts only when the stream ended Done: a stopped reading's last part
+// has only some of its samples for all of its text, and would make speech
+// look faster than it is.
 func (t *readTrack) pace(into *pace) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i := range t.parts {
-		if i+1 == len(t.parts) && !t.ended {
+		if i+1 == len(t.parts) && !t.whole {
 			break
 		}
 		into.add(t.partEnd(i, 0)-t.parts[i].first, t.parts[i].end-t.parts[i].start)

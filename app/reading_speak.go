@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -73,14 +75,16 @@ func (s *Speaker) Read(job Job, text string, base int) (*readTrack, error) {
 // Export renders text to a 32-bit float WAV file at path without playing
 // it, as fast as the engine generates. progress is called (on the
 // Speaker's goroutine) with the bytes of text done as each part starts;
-// end with the samples written and the outcome. Stop cancels: the file is
-// then not written (audio.WAVWriter.Abort), and a file that was at path
-// stays as it was.
+// end with the samples written and the outcome. The file is written
+// beside path and renamed over it at the end (audio.CreateWAV): on Stop or
+// a failure it is removed, and what was at path is left as it was. An
+// error wrapping errExportIncomplete says the file did reach path.
 func (s *Speaker) Export(job Job, text, path string, progress func(done int), end func(samples int64, err error)) error {
 	req, notices, lead, err := s.readRequest(job, text)
 	if err != nil {
 		return err
 	}
+	before, _ := os.Stat(path) // nil: nothing there
 	w, err := audio.CreateWAV(path, engine.SampleRate, audio.WAVFloat32)
 	if err != nil {
 		return err
@@ -97,8 +101,8 @@ func (s *Speaker) Export(job Job, text, path string, progress func(done int), en
 		err := s.export(ctx, job, req, w, func(done int) { progress(lead + done) })
 		if err != nil {
 			w.Abort()
-		} else if err = w.Close(); err != nil {
-			w.Abort()
+		} else {
+			err = finishExport(path, before, w.Close)
 		}
 		phase := PhaseDone
 		switch {
@@ -115,6 +119,27 @@ func (s *Speaker) Export(job Job, text, path string, progress func(done int), en
 		}
 	}()
 	return nil
+}
+
+// errExportIncomplete marks an export whose file reached its path though
+// finishing it failed.
+var errExportIncomplete = errors.New("the file was written but may be incomplete")
+
+// finishExport closes an export's file with close (WAVWriter.Close). Close
+// renames the file into place even when updating its header or syncing it
+// to disk failed, and returns that error; the error then wraps
+// errExportIncomplete, since the file is at path. before is what was at
+// path when the export began (nil: nothing), to tell the new file from one
+// a failed rename left there.
+func finishExport(path string, before os.FileInfo, close func() error) error {
+	err := close()
+	if err == nil {
+		return nil
+	}
+	if after, serr := os.Stat(path); serr == nil && (before == nil || !os.SameFile(before, after)) {
+		return fmt.Errorf("%w: %w", errExportIncomplete, err)
+	}
+	return err
 }
 
 // export is one export's stream into w.

@@ -63,7 +63,7 @@ func TestTrackFollowsThePlayedPosition(t *testing.T) {
 		t.Errorf("early in the open part: sentence %d, want 4", got)
 	}
 	tr.commit(60000)
-	tr.end() // part 2 ends at 150000
+	tr.end(true) // part 2 ends at 150000
 	if got := at(149000); got != 5 {
 		t.Errorf("late in the last part: sentence %d, want 5", got)
 	}
@@ -91,5 +91,23 @@ func TestPaceAndPositionText(t *testing.T) {
 	}
 	if got := clock(2*time.Hour + 3*time.Minute + 4*time.Second); got != "2:03:04" {
 		t.Fatalf("clock %q", got)
+	}
+}
+
+// TestPaceLeavesOutAStoppedLastPart: a reading stopped while its last
+// part was being generated adds only the parts before it to the pace;
+// the cut part (half its samples for all its text) would make speech
+// look twice as fast.
+func TestPaceLeavesOutAStoppedLastPart(t *testing.T) {
+	tr := newReadTrack(0)
+	tr.part(0, 100, 0)
+	tr.commit(50000)
+	tr.part(100, 200, 50000)
+	tr.commit(25000) // half of the 50000 the part would take
+	tr.end(false)
+	var p pace
+	tr.pace(&p)
+	if p.samples != 50000 || p.bytes != 100 {
+		t.Fatalf("pace %d samples over %d bytes, want 50000 over 100 (the stopped part left out)", p.samples, p.bytes)
 	}
 }

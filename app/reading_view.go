@@ -390,9 +390,12 @@ func (v *readingView) toggle() {
 	if !ok {
 		return
 	}
-	if p.Paused() {
+	switch {
+	case p.Paused():
 		p.Resume()
-	} else {
+	case v.ui.Speaker.Busy():
+		// Only while the reading runs: once it has ended (its end not yet
+		// shown here) a pause would hold the next run's playback instead.
 		p.Pause()
 	}
 	v.show()
@@ -433,9 +436,6 @@ func (v *readingView) startAt(i int) {
 		return
 	}
 	v.pending = -1
-	if p, ok := v.ui.Speaker.Output().(Pauser); ok {
-		p.Resume()
-	}
 	from := v.doc.Sentences[i].Start
 	v.ui.SaveSettings()
 	tr, err := v.ui.Speaker.Read(v.job(), v.doc.Text[from:], from)
@@ -519,23 +519,31 @@ func (v *readingView) exportDialog() {
 	if v.doc == nil {
 		return
 	}
-	d := dialog.NewFileSave(func(w fyne.URIWriteCloser, err error) {
-		if err != nil {
-			v.ui.showError(err)
-			return
-		}
-		if w == nil {
-			return
-		}
-		w.Close()
-		if w.URI().Scheme() != "file" {
-			v.ui.showError(fmt.Errorf("export writes to a local file; choose a folder on this computer"))
-			return
-		}
-		v.export(w.URI().Path())
-	}, v.ui.Win)
+	d := dialog.NewFileSave(v.exportChosen, v.ui.Win)
 	d.SetFileName(strings.TrimSuffix(v.doc.Name, filepath.Ext(v.doc.Name)) + ".wav")
 	d.Show()
+}
+
+// exportChosen is the save dialog's answer: w is the file chosen (nil:
+// none). The dialog has already created that file empty (a file chosen
+// for overwrite is emptied); it is removed before the export starts, so a
+// cancelled or failed export leaves nothing at the path.
+func (v *readingView) exportChosen(w fyne.URIWriteCloser, err error) {
+	if err != nil {
+		v.ui.showError(err)
+		return
+	}
+	if w == nil {
+		return
+	}
+	w.Close()
+	if w.URI().Scheme() != "file" {
+		v.ui.showError(fmt.Errorf("export writes to a local file; choose a folder on this computer"))
+		return
+	}
+	path := w.URI().Path()
+	removeDialogFile(path)
+	v.export(path)
 }
 
 // export renders the whole document to a WAV file at path.
@@ -571,8 +579,10 @@ func (v *readingView) exportEnded(path string, samples int64, err error) {
 	case err == nil:
 		v.ui.notify(fmt.Sprintf("Exported %s of audio to %s.", clock(time.Duration(samples)*time.Second/engine.SampleRate), path))
 	case errors.Is(err, context.Canceled):
-		v.ui.notify(fmt.Sprintf("Export cancelled: %s was not written.", path))
+		v.ui.notify(fmt.Sprintf("Export cancelled: nothing was written to %s.", path))
+	case errors.Is(err, errExportIncomplete):
+		v.ui.showError(fmt.Errorf("export to %s: %w", path, err))
 	default:
-		v.ui.showError(fmt.Errorf("export to %s failed, no file was written: %w", path, err))
+		v.ui.showError(fmt.Errorf("export to %s failed, nothing was written there: %w", path, err))
 	}
 }

@@ -323,9 +323,20 @@ func TestReadingExportWritesWAV(t *testing.T) {
 	}
 }
 
-// TestReadingExportCancel: Cancel stops an export; no file is written (an
-// earlier file at the path stays), nothing is left behind, and the next
-// utterance works.
+// chooseExport answers the Export dialog with path as fyne's save dialog
+// does: it creates the file (an existing one is emptied) and hands it over.
+func (u testUI) chooseExport(t *testing.T, path string) {
+	t.Helper()
+	w, err := storage.Writer(storage.NewFileURI(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.on(func() { u.reading.exportChosen(w, nil) })
+}
+
+// TestReadingExportCancel: Cancel stops an export chosen over an existing
+// file; nothing is left at the path (the dialog emptied the file, the
+// export removes it), nor beside it, and the next utterance works.
 func TestReadingExportCancel(t *testing.T) {
 	ui := newTestUI(t, true)
 	ui.Speaker.MaxSeconds = 30
@@ -333,7 +344,7 @@ func TestReadingExportCancel(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "long.wav")
 	os.WriteFile(path, []byte("earlier"), 0o644)
-	ui.on(func() { ui.reading.export(path) })
+	ui.chooseExport(t, path)
 	waitFor(t, "audio", func() bool { return ui.Speaker.Meters.Snapshot().AudioSeconds > 0 })
 	ui.on(func() {
 		if ui.reading.exportBox.Hidden {
@@ -343,14 +354,11 @@ func TestReadingExportCancel(t *testing.T) {
 	})
 	ui.waitEnded(t)
 	ui.on(func() {})
-	if b, _ := os.ReadFile(path); string(b) != "earlier" {
-		t.Fatalf("the earlier file at the path is now %d bytes", len(b))
-	}
-	if files := filesUnder(t, dir); len(files) != 1 {
-		t.Fatalf("export folder holds %q", files)
+	if files := filesUnder(t, dir); len(files) != 0 {
+		t.Fatalf("after the cancel the export folder holds %q", files)
 	}
 	ui.on(func() {
-		if !strings.Contains(ui.status.Text, "Export cancelled") || ui.reading.exporting || !ui.reading.exportBox.Hidden {
+		if !strings.Contains(ui.status.Text, "Export cancelled") || !strings.Contains(ui.status.Text, "nothing") || ui.reading.exporting || !ui.reading.exportBox.Hidden {
 			t.Errorf("status %q, exporting %v", ui.status.Text, ui.reading.exporting)
 		}
 	})
@@ -358,6 +366,27 @@ func TestReadingExportCancel(t *testing.T) {
 	ui.speak(t, "Next.")
 	if u := ui.Speaker.History.Last(); u.Outcome != PhaseDone || u.Samples() == 0 {
 		t.Fatalf("the utterance after the cancelled export: %s", u.Outcome)
+	}
+}
+
+// TestReadingExportRefusedLeavesNoFile: an export refused at once (speech
+// is running) leaves no empty file where the dialog created one.
+func TestReadingExportRefusedLeavesNoFile(t *testing.T) {
+	ui := newTestUI(t, true)
+	ui.openText(t, "t.txt", "Export this text.")
+	ui.Speaker.MaxSeconds = 30
+	ui.on(func() { ui.SpeakText(longText(20)) })
+	dir := t.TempDir()
+	ui.chooseExport(t, filepath.Join(dir, "t.wav"))
+	ui.on(func() {
+		if ui.reading.exporting || !strings.Contains(ui.status.Text, "already speaking") {
+			t.Errorf("exporting %v, status %q", ui.reading.exporting, ui.status.Text)
+		}
+		ui.Speaker.Stop()
+	})
+	ui.waitEnded(t)
+	if files := filesUnder(t, dir); len(files) != 0 {
+		t.Fatalf("the refused export left %q", files)
 	}
 }
 
@@ -388,4 +417,40 @@ func TestReadingHighlightFollowsARealReading(t *testing.T) {
 		t.Fatalf("highlight went through %v, want several sentences ending at 11", seen)
 	}
 	t.Logf("sentences highlighted in turn: %v", seen)
+}
+
+// TestPauseLeftWithoutAReadingIsNotKept: Space in the gap after a reading
+// ended (before the window has seen it end) does not pause, and a pause
+// left on the output with no reading neither silences the next Speak or
+// Play nor keeps them from finishing.
+func TestPauseLeftWithoutAReadingIsNotKept(t *testing.T) {
+	ui := newTestUI(t, true)
+	ui.openText(t, "t.txt", "One sentence here.")
+	p := ui.out.P
+	ui.on(func() {
+		ui.reading.track = newReadTrack(0) // ended: the Speaker is idle, the view not told yet
+		ui.reading.toggle()
+		ui.reading.track = nil
+	})
+	if p.Paused() {
+		t.Fatal("Space paused the output with no reading running")
+	}
+
+	p.Pause() // the state the gap used to leave
+	played := p.Played()
+	ui.speak(t, "Hello there.")
+	u := ui.Speaker.History.Last()
+	if u.Outcome != PhaseDone || p.Played() <= played || p.Paused() {
+		t.Fatalf("Speak after a pause: %s, played %d more samples, paused %v", u.Outcome, p.Played()-played, p.Paused())
+	}
+
+	p.Pause()
+	played = p.Played()
+	if err := ui.Speaker.PlayUtterance(u); err != nil {
+		t.Fatal(err)
+	}
+	ui.waitEnded(t)
+	if got := p.Played() - played; got < int64(u.Samples()) {
+		t.Fatalf("Play after a pause played %d of %d samples", got, u.Samples())
+	}
 }

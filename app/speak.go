@@ -209,12 +209,18 @@ func (s *Speaker) Preload(variant string, req engine.Request, done func(error)) 
 	}()
 }
 
-// start claims the speaker for one run.
+// start claims the speaker for one run. A pause on the output belongs to
+// the run it was made in: one still held (Space pressed as a reading
+// ended) would leave the new run silent, its playback never done, so the
+// output is resumed here, before the run begins any playback.
 func (s *Speaker) start() (context.Context, func(), error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.done != nil {
 		return nil, nil, ErrBusy
+	}
+	if p, ok := s.out.(Pauser); ok {
+		p.Resume()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel, s.done = cancel, make(chan struct{})
@@ -377,7 +383,7 @@ func (s *Speaker) utter(ctx context.Context, eng *engine.Engine, req engine.Requ
 	}
 	u.Metrics = final.Metrics
 	if tr != nil {
-		tr.end() // every sample is committed: the last part ends here
+		tr.end(final.Kind == engine.Done) // every sample is committed: the last part ends here
 	}
 	if final.Kind == engine.Failed {
 		if out != nil {

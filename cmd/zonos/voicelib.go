@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"zonostream/engine/compute"
 	"zonostream/internal/voices"
 )
 
@@ -125,12 +126,14 @@ func runVoiceAdd(args []string) int {
 		}
 		saved.ClipSeconds = v.clip.Seconds()
 	}
-	b, err := openBackend(*bf)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "zonos voice add:", err)
-		return 2
+	var b compute.Backend // only a clip is embedded; a saved vector is stored as it is
+	if v.clip != nil {
+		if b, err = openBackend(*bf); err != nil {
+			fmt.Fprintln(os.Stderr, "zonos voice add:", err)
+			return 2
+		}
+		defer b.Close()
 	}
-	defer b.Close()
 	sig := catchStopSignals()
 	defer sig.stop()
 	if saved.Embedding, err = v.embed(sig.ctx, b, logf); err != nil {

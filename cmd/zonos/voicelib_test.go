@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"zonostream/internal/backend"
 	"zonostream/internal/golden"
 	"zonostream/internal/voices"
 )
@@ -202,6 +203,29 @@ func TestVoiceAddImportsVector(t *testing.T) {
 	}
 	v, err := lib.Get("imported")
 	if err != nil || v.ClipSHA256 != "" || v.SpeakerModel != "" || v.Embedding[127] != vec[127] {
+		t.Fatalf("%+v %v", v, err)
+	}
+}
+
+// TestVoiceAddVectorOpensNoBackend: a saved vector is stored as it is, so
+// `voice add` does not open the backend for it; one that cannot open here
+// (--backend cuda without CUDA) does not refuse the vector.
+func TestVoiceAddVectorOpensNoBackend(t *testing.T) {
+	if b, _, err := (backendFlags{name: "cuda", plan: backend.PlanAuto}).open(); err == nil {
+		b.Close()
+		t.Skip("CUDA opens here; the case needs a backend that cannot")
+	}
+	lib := voiceLibrary(t)
+	vec := make([]float32, voices.EmbeddingSize)
+	vec[3] = 0.25
+	p := filepath.Join(t.TempDir(), "v.npy")
+	if err := writeVector(p, vec, "clip.wav"); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, msg := runCaptured(t, runVoice, "add", "Vec", p, "--backend", "cuda"); code != 0 {
+		t.Fatalf("exit %d: %s", code, msg)
+	}
+	if v, err := lib.Get("vec"); err != nil || v.Embedding[3] != 0.25 {
 		t.Fatalf("%+v %v", v, err)
 	}
 }
