@@ -323,7 +323,7 @@ func (r *run) run(cut *cutter, first pieceOrErr) (err error) {
 			break
 		}
 		if next.err != nil {
-			if r.ctx.Err() == nil {
+			if r.ctx.Err() == nil && r.frames > 0 {
 				// The text failed (the feed, or the front end on a later
 				// part): what was generated before it is still committed.
 				if err := voc.finish(); err != nil {
@@ -453,12 +453,10 @@ func (r *run) run(cut *cutter, first pieceOrErr) (err error) {
 			}
 		}
 		if err != nil {
-			if r.ctx.Err() == nil {
+			if r.ctx.Err() == nil && r.frames > 0 {
 				// The frames generated before the failure are still
-				// committed (a failed vocoder returns its own error here).
-				if ferr := voc.finish(); ferr != nil {
-					return ferr
-				}
+				// committed; the failure, not a vocoder's, is reported.
+				_ = voc.finish()
 			}
 			return err
 		}
