@@ -23,8 +23,8 @@ type piece struct {
 }
 
 // maxPending is how much text without a sentence end a feed may hold
-// before it is spoken anyway, cut after its last space: a run-on line is
-// not held back until its end.
+// before it is spoken anyway, cut after its last space or clause mark: a
+// run-on line is not held back until its end.
 const maxPending = 2 << 10
 
 // cutter cuts a feed's text into pieces as it becomes complete. It runs
