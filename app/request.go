@@ -36,14 +36,7 @@ func (s Settings) Knobs() engine.Knobs {
 
 // LongForm turns the settings into the engine's long-form options.
 func (s Settings) LongForm() engine.LongForm {
-	lf := engine.LongForm{ContextParts: s.ContextParts, NoAnchor: !s.Anchor, TrimFrames: s.TrimFrames}
-	if s.ContextParts == 0 {
-		lf.ContextParts = -1 // every part afresh
-	}
-	if s.TrimFrames == 0 {
-		lf.TrimFrames = -1
-	}
-	return lf
+	return engine.LongFormOf(s.ContextParts, s.Anchor, s.TrimFrames, 0)
 }
 
 // Voice is the conditioning that comes from clips rather than knobs.

@@ -38,6 +38,20 @@ type LongForm struct {
 	MaxContextSeconds float64
 }
 
+// LongFormOf is the options as a user states them, where 0 context parts
+// or 0 trimmed frames mean none (in LongForm, 0 means the default): the
+// CLI's flags and the app's settings.
+func LongFormOf(contextParts int, anchor bool, trimFrames int, maxContextSeconds float64) LongForm {
+	lf := LongForm{ContextParts: contextParts, NoAnchor: !anchor, TrimFrames: trimFrames, MaxContextSeconds: maxContextSeconds}
+	if contextParts == 0 {
+		lf.ContextParts = -1 // every part afresh
+	}
+	if trimFrames == 0 {
+		lf.TrimFrames = -1
+	}
+	return lf
+}
+
 // Long-form defaults.
 const (
 	defaultContextParts      = 1

@@ -260,14 +260,7 @@ func feedText(feed *engine.TextFeed, r io.Reader, logf func(string, ...any)) {
 
 // longForm is the long-form options the flags give.
 func (f sayFlags) longForm() engine.LongForm {
-	lf := engine.LongForm{ContextParts: f.contextParts, NoAnchor: !f.anchor, TrimFrames: f.trimFrames, MaxContextSeconds: f.maxContext}
-	if f.contextParts == 0 {
-		lf.ContextParts = -1
-	}
-	if f.trimFrames == 0 {
-		lf.TrimFrames = -1
-	}
-	return lf
+	return engine.LongFormOf(f.contextParts, f.anchor, f.trimFrames, f.maxContext)
 }
 
 func listDevices(null bool) int {
