@@ -176,18 +176,5 @@ func readPrefix(path string, logf func(string, ...any)) (*audio.Clip, error) {
 // prefixCodes encodes an audio clip with the engine's DAC: Zonos continues
 // speech from these frames (the reference's audio_prefix_codes).
 func prefixCodes(e *engine.Engine, clip *audio.Clip) ([][zonos.NumCodebooks]int32, error) {
-	enc, err := e.Codec().Encode(clip.Samples)
-	if err != nil {
-		return nil, err
-	}
-	if len(enc.Codes) != zonos.NumCodebooks {
-		return nil, fmt.Errorf("the DAC makes %d codebooks, Zonos needs %d", len(enc.Codes), zonos.NumCodebooks)
-	}
-	frames := make([][zonos.NumCodebooks]int32, enc.Frames)
-	for k, row := range enc.Codes {
-		for t, c := range row {
-			frames[t][k] = c
-		}
-	}
-	return frames, nil
+	return e.EncodePrefix(clip.Samples)
 }

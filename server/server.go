@@ -1,0 +1,211 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"zonostream/engine"
+	"zonostream/internal/voices"
+)
+
+// Server serves one loaded engine.
+type Server struct {
+	cfg      Config
+	eng      *engine.Engine
+	lib      *voices.Library
+	speaker  SpeakerModel
+	keys     [][sha256.Size]byte
+	loopback bool
+	adm      *admission
+	met      *metrics
+	mux      *http.ServeMux
+	ready    atomic.Bool
+	// streams are the running streams' cancels, ended at shutdown once
+	// the grace period is over; wg counts their handlers.
+	mu      sync.Mutex
+	streams map[*streamEntry]struct{}
+	wg      sync.WaitGroup
+}
+
+type streamEntry struct{ end func(error) }
+
+// New makes a server for e, with lib as its voice library (nil: none)
+// and sp the speaker model for voices made from uploaded clips. The
+// engine should be warmed (engine.Warmup) before the server is marked
+// ready with SetReady; until then /readyz answers 503.
+func New(e *engine.Engine, lib *voices.Library, sp SpeakerModel, cfg Config) (*Server, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	host, _, _ := net.SplitHostPort(cfg.Listen)
+	s := &Server{cfg: cfg, eng: e, lib: lib, speaker: sp, keys: hashKeys(cfg.APIKeys), loopback: isLoopbackHost(host),
+		streams: map[*streamEntry]struct{}{}}
+	s.met = newMetrics(func() float64 { return float64(s.adm.capacity()) })
+	s.adm = newAdmission(1, cfg.Limits.MaxQueue, cfg.Limits.MaxStreamsPerKey, func(running, queued int) {
+		s.met.active.Set(float64(running))
+		s.met.queued.Set(float64(queued))
+	})
+	s.routes()
+	return s, nil
+}
+
+// SetReady marks the model loaded and warmed (or not): /readyz follows.
+func (s *Server) SetReady(ok bool) { s.ready.Store(ok) }
+
+// Handler is the server's HTTP handler (for tests and embedding).
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// endpoint is a handler that answers an error by returning it.
+type endpoint func(w http.ResponseWriter, r *http.Request, who string) *apiError
+
+func (s *Server) routes() {
+	s.mux = http.NewServeMux()
+	api := func(pattern, name string, h endpoint, public bool) {
+		s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			lw := &logWriter{ResponseWriter: w}
+			var who string
+			var ok bool
+			who, ok = s.guard(lw, r, !public)
+			outcome := "ok"
+			if !ok {
+				outcome = statusOutcome(lw.status)
+			} else if aerr := h(lw, r, who); aerr != nil {
+				outcome = aerr.outcome()
+				if aerr.Status == 499 {
+					outcome = "client_gone"
+				} else if !lw.wrote {
+					writeError(lw, aerr)
+				}
+				lw.reason = aerr.Message
+			} else if lw.outcome != "" {
+				outcome = lw.outcome
+			}
+			s.met.requests.WithLabelValues(name, outcome).Inc()
+			s.logRequest(r, lw, name, who, outcome, time.Since(start))
+		})
+	}
+	api("POST /v1/audio/speech", "speech", s.speech, false)
+	api("POST /v1/tts", "tts", s.tts, false)
+	api("GET /v1/tts/stream", "ws", s.websocket, false)
+	api("GET /v1/voices", "voices", func(w http.ResponseWriter, r *http.Request, _ string) *apiError { return s.listVoices(w, r) }, false)
+	api("POST /v1/voices", "voices", s.addVoice, false)
+	api("DELETE /v1/voices/{name}", "voices", func(w http.ResponseWriter, r *http.Request, _ string) *apiError { return s.removeVoice(w, r) }, false)
+	api("GET /v1/models", "models", s.models, false)
+	api("GET /healthz", "healthz", func(w http.ResponseWriter, r *http.Request, _ string) *apiError {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "alive"})
+		return nil
+	}, true)
+	api("GET /readyz", "readyz", s.readyz, true)
+	metricsHandler := promhttp.HandlerFor(s.met.reg, promhttp.HandlerOpts{})
+	api("GET /metrics", "metrics", func(w http.ResponseWriter, r *http.Request, _ string) *apiError {
+		metricsHandler.ServeHTTP(w, r)
+		return nil
+	}, true)
+	api("GET /{$}", "page", s.page, true)
+	// Preflight requests reach guard, which answers them (or refuses).
+	api("OPTIONS /", "preflight", func(w http.ResponseWriter, r *http.Request, _ string) *apiError {
+		return &apiError{Status: http.StatusForbidden, Type: "forbidden", Message: "cross-origin requests need an Origin on the allow-list"}
+	}, false)
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ string) *apiError {
+	running, queued := s.adm.load()
+	body := map[string]any{"ready": s.ready.Load(), "active_streams": running, "queued": queued, "capacity": s.adm.capacity(),
+		"backend": s.eng.Backend().Name(), "device": s.eng.Backend().Device(), "model": string(s.eng.Variant())}
+	status := http.StatusOK
+	switch {
+	case !s.ready.Load():
+		status, body["reason"] = http.StatusServiceUnavailable, "the model is loading or warming up"
+	case s.adm.capacity() == 0:
+		status, body["reason"] = http.StatusServiceUnavailable, "no capacity left: the engine is busy and the queue is full"
+	}
+	writeJSON(w, status, body)
+	return nil
+}
+
+// models answers GET /v1/models as OpenAI's API does, naming the loaded
+// model (clients list models before they speak).
+func (s *Server) models(w http.ResponseWriter, r *http.Request, _ string) *apiError {
+	id := "zonos-" + string(s.eng.Variant())
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []map[string]any{
+		{"id": id, "object": "model", "owned_by": "zyphra", "created": 0},
+	}})
+	return nil
+}
+
+func (s *Server) seed() uint64 { return rand.Uint64() }
+
+// track registers a running stream so shutdown can end it; the returned
+// function unregisters it.
+func (s *Server) track(end func(error)) func() {
+	e := &streamEntry{end: end}
+	s.mu.Lock()
+	s.streams[e] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		delete(s.streams, e)
+		s.mu.Unlock()
+		s.wg.Done()
+	}
+}
+
+// errShutdown ends the streams still running when the grace period of a
+// shutdown is over.
+var errShutdown = errors.New("the server is shutting down")
+
+// Serve answers on ln until ctx ends, then shuts down gracefully: it stops
+// accepting and refuses new streams at once (readyz turns 503), lets
+// running streams finish for Config.ShutdownGrace, then ends the rest
+// (an HTTP body is ended where it is, still a valid file; a WebSocket
+// gets an error event) and returns once every handler has returned, so
+// the caller can free the engine.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
+		MaxHeaderBytes: 64 << 10, BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.ready.Store(false)
+	s.adm.close()
+	grace, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	shut := make(chan error, 1)
+	go func() { shut <- hs.Shutdown(grace) }()
+	select {
+	case <-done:
+	case <-grace.Done():
+		s.mu.Lock()
+		for e := range s.streams {
+			e.end(errShutdown)
+		}
+		s.mu.Unlock()
+		<-done
+	}
+	err := <-shut
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = hs.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("shutting down: %w", err)
+	}
+	return nil
+}
