@@ -11,10 +11,13 @@ export LANG ?= en_US.UTF-8
 # Debian packages the build and the tests need:
 #   libespeak-ng-dev  cgo phonemizer (engine/text)
 #   sox libsox-fmt-mp3  test clips in every format and WAV header checks (audio)
+#   libopusenc-dev    cgo Ogg Opus encoder of the speech server (audio/encode)
+#   libmp3lame-dev    cgo MP3 encoder (LAME) of the speech server (audio/encode)
+#   opus-tools        opusdec, the independent decoder of the Opus tests (audio/encode)
 #   libgl1-mesa-dev xorg-dev  Fyne/GLFW (app, cmd/zonos-stream)
 #   xvfb              headless display for GUI smoke tests
 #   desktop-file-utils appstream xz-utils  release archives: validate the .desktop and metainfo, compress (packaging/)
-DEB_PKGS := libespeak-ng-dev espeak-ng-data sox libsox-fmt-mp3 libgl1-mesa-dev xorg-dev xvfb imagemagick pkg-config gcc desktop-file-utils appstream xz-utils
+DEB_PKGS := libespeak-ng-dev espeak-ng-data sox libsox-fmt-mp3 libopusenc-dev libmp3lame-dev opus-tools libgl1-mesa-dev xorg-dev xvfb imagemagick pkg-config gcc desktop-file-utils appstream xz-utils
 
 .PHONY: deps run build test test-race vet bench clean screenshot
 

@@ -16,7 +16,9 @@
 //   - Resampler (resample.go): torchaudio.functional.resample with its
 //     defaults, reproduced to float32 rounding, for speaker clips and audio
 //     prefixes; internal/conformance.Resample checks it against the
-//     golden pack for `zonos conformance`.
+//     golden pack for `zonos conformance`. ResampleStream
+//     (resample_stream.go) gives the same output for audio arriving in
+//     pieces, for the encoders of audio/encode.
 //
 // Real-time contract: the device callback never blocks, allocates or takes a
 // lock of ours; everything it shares with other goroutines is an atomic.

@@ -187,27 +187,47 @@ func (r *Resampler) ResampleInto(dst, src []float32) []float32 {
 		copy(dst, src)
 		return dst
 	}
-	// Output m = b·new + j uses input samples b·orig + i − width for the
-	// kept taps i of phase j; samples outside src are torchaudio's zero
-	// padding.
 	for m := range dst {
-		b, j := m/r.new, m%r.new
-		first := b*r.orig + r.phaseStart[j] - r.width // input index of the first kept tap
-		taps := r.phaseTaps[j]
-		lo, hi := 0, len(taps)
-		if first < 0 {
-			lo = -first
-		}
-		if first+hi > len(src) {
-			hi = len(src) - first
-		}
-		var acc float64
-		for i := lo; i < hi; i++ {
-			acc += float64(taps[i]) * float64(src[first+i])
-		}
-		dst[m] = float32(acc)
+		dst[m] = r.convolve(m, src, 0)
 	}
 	return dst
+}
+
+// convolve computes output sample m from in, which holds the input samples
+// from index off up to the end of the input received so far. Output m =
+// b·new + j uses input samples b·orig + i − width for the kept taps i of
+// phase j; samples before 0 and past the end of in are torchaudio's zero
+// padding. in must start at or before the first sample m uses. The sum
+// runs in float64 in tap order whatever in holds, so ResampleStream's
+// output equals Resample's for any cutting of the input.
+func (r *Resampler) convolve(m int, in []float32, off int) float32 {
+	b, j := m/r.new, m%r.new
+	first := b*r.orig + r.phaseStart[j] - r.width // input index of the first kept tap
+	taps := r.phaseTaps[j]
+	lo, hi := 0, len(taps)
+	if first < 0 {
+		lo = -first
+	}
+	if end := off + len(in); first+hi > end {
+		hi = end - first
+	}
+	if hi <= lo {
+		return 0
+	}
+	x := in[first-off+lo : first-off+hi]
+	taps = taps[lo:hi]
+	taps = taps[:len(x)]
+	var acc float64
+	for i, v := range x {
+		acc += float64(taps[i]) * float64(v)
+	}
+	return float32(acc)
+}
+
+// windowEnd is one past the last input sample that output m uses.
+func (r *Resampler) windowEnd(m int) int {
+	b, j := m/r.new, m%r.new
+	return b*r.orig + r.phaseStart[j] - r.width + len(r.phaseTaps[j])
 }
 
 // Resample converts mono samples from one rate to another with torchaudio's

@@ -200,7 +200,7 @@ func (w *WAVWriter) Write(samples []float32) error {
 		}
 	} else {
 		for _, s := range samples {
-			w.buf = le.AppendUint16(w.buf, uint16(pcm16(s)))
+			w.buf = le.AppendUint16(w.buf, uint16(PCM16(s)))
 		}
 	}
 	n, err := w.w.Write(w.buf)
@@ -225,10 +225,11 @@ func (w *WAVWriter) Write(samples []float32) error {
 	return nil
 }
 
-// pcm16 converts a float sample to 16-bit PCM: clamp to [−1, 1], scale by
+// PCM16 converts a float sample to 16-bit PCM: clamp to [−1, 1], scale by
 // 32767 (so ±1 maps to ±32767 and 0 stays 0), round half away from zero.
-// NaN becomes 0.
-func pcm16(s float32) int16 {
+// NaN becomes 0. Every 16-bit output (WAV files, the speech server's
+// encoders) quantises with it, so they all carry the same samples.
+func PCM16(s float32) int16 {
 	switch {
 	case s != s:
 		return 0

@@ -191,8 +191,8 @@ func checkSamples(t *testing.T, what string, data []byte, format WAVFormat, want
 			if got := le.Uint32(data[4*i:]); got != math.Float32bits(s) {
 				t.Fatalf("%s: sample %d is %#x, wrote %#x", what, i, got, math.Float32bits(s))
 			}
-		} else if got := int16(le.Uint16(data[2*i:])); got != pcm16(s) {
-			t.Fatalf("%s: sample %d is %d, want %d", what, i, got, pcm16(s))
+		} else if got := int16(le.Uint16(data[2*i:])); got != PCM16(s) {
+			t.Fatalf("%s: sample %d is %d, want %d", what, i, got, PCM16(s))
 		}
 	}
 }
@@ -258,7 +258,7 @@ func TestWAVPlainRIFFUnderLimit(t *testing.T) {
 			t.Fatalf("%v: go-audio/wav reads format %d, %d samples; wrote %d", format, d.WavAudioFormat, len(got), len(sig))
 		}
 		for i := range sig {
-			want := float32(pcm16(sig[i]))
+			want := float32(PCM16(sig[i]))
 			if format == WAVFloat32 {
 				want = sig[i]
 			}

@@ -158,8 +158,8 @@ func TestWAVPCM16RoundTrip(t *testing.T) {
 		t.Fatalf("%d samples back, wrote %d", len(got), len(sig))
 	}
 	for i := range sig {
-		if got[i] != float32(pcm16(sig[i])) {
-			t.Fatalf("sample %d: %v back, want %d", i, got[i], pcm16(sig[i]))
+		if got[i] != float32(PCM16(sig[i])) {
+			t.Fatalf("sample %d: %v back, want %d", i, got[i], PCM16(sig[i]))
 		}
 		if s := float64(sig[i]); s > -1 && s < 1 && math.Abs(float64(got[i])/32767-s) > 0.5/32767+1e-9 {
 			t.Fatalf("sample %d: %v is not %v rounded", i, got[i], s*32767)
