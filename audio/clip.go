@@ -257,17 +257,21 @@ func (s *clipSink) moreAfterLimit(more bool) {
 // sub-format), which go-audio/wav does not resolve. It also refuses chunks
 // before "data" that claim more bytes than the file holds or more than
 // 16 MiB, because go-audio/wav allocates what LIST and smpl chunks claim.
-func wavFormatTag(r io.ReadSeeker) (uint16, error) {
-	size, err := r.Seek(0, io.SeekEnd)
+// dataAt is the offset of the data chunk's size field, and streamed is
+// set when that size is a stream's placeholder (0xFFFFFFFF or 0, as
+// written by a writer that could not seek back: this product's own
+// speech server among them) or runs past the end of the file.
+func wavFormatTag(r io.ReadSeeker) (tag uint16, dataAt, size int64, streamed bool, err error) {
+	size, err = r.Seek(0, io.SeekEnd)
 	if err != nil {
-		return 0, err
+		return 0, 0, 0, false, err
 	}
 	if _, err := r.Seek(12, io.SeekStart); err != nil {
-		return 0, err
+		return 0, 0, 0, false, err
 	}
 	pos := int64(12)
 	var hdr [8]byte
-	tag, haveFmt := uint16(0), false
+	haveFmt := false
 	for i := 0; i < 1024; i++ {
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
 			break
@@ -277,16 +281,16 @@ func wavFormatTag(r io.ReadSeeker) (uint16, error) {
 		id := string(hdr[:4])
 		if id == "data" {
 			if !haveFmt {
-				return 0, fmt.Errorf("audio data before the fmt chunk")
+				return 0, 0, 0, false, fmt.Errorf("audio data before the fmt chunk")
 			}
-			return tag, nil
+			return tag, pos - 4, size, n == 0xFFFFFFFF || n == 0 || n > size-pos, nil
 		}
 		if n > size-pos || n > 16<<20 {
-			return 0, fmt.Errorf("chunk %q claims %d bytes; the file has %d left (truncated or corrupt)", id, n, size-pos)
+			return 0, 0, 0, false, fmt.Errorf("chunk %q claims %d bytes; the file has %d left (truncated or corrupt)", id, n, size-pos)
 		}
 		if id == "fmt " {
 			if n < 16 {
-				return 0, fmt.Errorf("fmt chunk of %d bytes", n)
+				return 0, 0, 0, false, fmt.Errorf("fmt chunk of %d bytes", n)
 			}
 			var fmtb [26]byte
 			got, _ := io.ReadFull(r, fmtb[:min(n, 26)])
@@ -295,24 +299,65 @@ func wavFormatTag(r io.ReadSeeker) (uint16, error) {
 				tag = binary.LittleEndian.Uint16(fmtb[24:26])
 			}
 			if _, err := r.Seek(pos, io.SeekStart); err != nil {
-				return 0, err
+				return 0, 0, 0, false, err
 			}
 		}
 		pos += n + n&1
 		if _, err := r.Seek(pos, io.SeekStart); err != nil {
-			return 0, err
+			return 0, 0, 0, false, err
 		}
 	}
 	if !haveFmt {
-		return 0, fmt.Errorf("no fmt chunk")
+		return 0, 0, 0, false, fmt.Errorf("no fmt chunk")
 	}
-	return 0, fmt.Errorf("no data chunk: no audio")
+	return 0, 0, 0, false, fmt.Errorf("no data chunk: no audio")
+}
+
+// sizeOverlay reads a file with some 32-bit little-endian fields replaced.
+type sizeOverlay struct {
+	io.ReadSeeker
+	pos     int64
+	patches []sizePatch
+}
+
+type sizePatch struct {
+	at int64
+	v  uint32
+}
+
+func (o *sizeOverlay) Read(p []byte) (int, error) {
+	n, err := o.ReadSeeker.Read(p)
+	for _, pt := range o.patches {
+		var field [4]byte
+		binary.LittleEndian.PutUint32(field[:], pt.v)
+		for i := range field {
+			if off := pt.at + int64(i) - o.pos; off >= 0 && off < int64(n) {
+				p[off] = field[i]
+			}
+		}
+	}
+	o.pos += int64(n)
+	return n, err
+}
+
+func (o *sizeOverlay) Seek(offset int64, whence int) (int64, error) {
+	pos, err := o.ReadSeeker.Seek(offset, whence)
+	if err == nil {
+		o.pos = pos
+	}
+	return pos, err
 }
 
 func clipDecodeWAV(r io.ReadSeeker, s *clipSink) error {
-	tag, err := wavFormatTag(r)
+	tag, dataAt, size, streamed, err := wavFormatTag(r)
 	if err != nil {
 		return err
+	}
+	if streamed {
+		// A streamed WAV's sizes are placeholders: read it with the
+		// sizes the file's length gives.
+		r = &sizeOverlay{ReadSeeker: r, patches: []sizePatch{
+			{4, uint32(min(size-8, math.MaxUint32))}, {dataAt, uint32(min(size-dataAt-4, math.MaxUint32))}}}
 	}
 	if _, err := r.Seek(0, io.SeekStart); err != nil {
 		return err

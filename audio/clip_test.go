@@ -305,3 +305,43 @@ func FuzzDecodeClipMP3(f *testing.F) {
 func FuzzDecodeClipVorbis(f *testing.F) {
 	fuzzClip(f, soxSeed(f, "a.ogg", "-r", "8000", "-c", "1"), []byte("OggS\x00\x02\x00\x00\x00\x00\x00\x00\x00\x00\x01vorbis"))
 }
+
+// TestDecodeClipStreamedWAV: a WAV whose sizes are a stream's placeholders
+// (0xFFFFFFFF, or 0) — what a writer that cannot seek back leaves, as
+// the speech server's streamed bodies do — decodes to all its samples.
+func TestDecodeClipStreamedWAV(t *testing.T) {
+	samples := make([]int16, 3000)
+	for i := range samples {
+		samples[i] = int16(i*7%2000 - 1000)
+	}
+	for _, placeholder := range []uint32{0xFFFFFFFF, 0} {
+		var b []byte
+		b = append(b, "RIFF"...)
+		b = binary.LittleEndian.AppendUint32(b, placeholder)
+		b = append(b, "WAVEfmt "...)
+		b = binary.LittleEndian.AppendUint32(b, 16)
+		b = binary.LittleEndian.AppendUint16(b, 1)
+		b = binary.LittleEndian.AppendUint16(b, 1)
+		b = binary.LittleEndian.AppendUint32(b, 16000)
+		b = binary.LittleEndian.AppendUint32(b, 32000)
+		b = binary.LittleEndian.AppendUint16(b, 2)
+		b = binary.LittleEndian.AppendUint16(b, 16)
+		b = append(b, "data"...)
+		b = binary.LittleEndian.AppendUint32(b, placeholder)
+		for _, v := range samples {
+			b = binary.LittleEndian.AppendUint16(b, uint16(v))
+		}
+		clip, err := DecodeClip(bytes.NewReader(b), "streamed.wav", ClipOptions{Rate: 16000})
+		if err != nil {
+			t.Fatalf("size %#x: %v", placeholder, err)
+		}
+		if len(clip.Samples) != len(samples) {
+			t.Fatalf("size %#x: %d samples, want %d", placeholder, len(clip.Samples), len(samples))
+		}
+		for i, v := range samples {
+			if want := float32(v) / 32768; clip.Samples[i] != want {
+				t.Fatalf("size %#x: sample %d = %g, want %g", placeholder, i, clip.Samples[i], want)
+			}
+		}
+	}
+}

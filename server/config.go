@@ -56,8 +56,13 @@ type Limits struct {
 	// stream is ended (default 10 s).
 	MaxBufferedSeconds float64
 	SlowClientTimeout  time.Duration
-	// MaxSeconds bounds the audio of one part of a text (default 30 s).
+	// MaxSeconds bounds the audio of one part of a text, and is what a
+	// request that gives none gets (default 30 s).
 	MaxSeconds float64
+	// TextIdleTimeout ends a WebSocket stream whose client sends no
+	// message for this long before it has sent end (default 60 s), so a
+	// forgotten connection does not hold the engine.
+	TextIdleTimeout time.Duration
 }
 
 func (l *Limits) defaults() {
@@ -86,6 +91,9 @@ func (l *Limits) defaults() {
 	setF(&l.MaxSeconds, 30)
 	if l.SlowClientTimeout <= 0 {
 		l.SlowClientTimeout = 10 * time.Second
+	}
+	if l.TextIdleTimeout <= 0 {
+		l.TextIdleTimeout = 60 * time.Second
 	}
 }
 

@@ -23,9 +23,10 @@ type logWriter struct {
 }
 
 func (l *logWriter) WriteHeader(code int) {
-	if !l.wrote {
-		l.status, l.wrote = code, true
+	if l.wrote {
+		return
 	}
+	l.status, l.wrote = code, true
 	l.ResponseWriter.WriteHeader(code)
 }
 

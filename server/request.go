@@ -80,6 +80,7 @@ type plan struct {
 	prefixAudio  []byte // a clip to encode after admission
 	format       encode.Format
 	opts         encode.Options
+	rate         int // the output's sample rate
 }
 
 func setF(dst *float32, v *float32) {
@@ -159,6 +160,9 @@ func (s *Server) planTTS(r *ttsRequest, needText bool) (*plan, *apiError) {
 	if r.MaxSeconds > s.cfg.Limits.MaxSeconds {
 		return nil, badRequest("max_seconds", "max_seconds %g exceeds this server's limit of %g", r.MaxSeconds, s.cfg.Limits.MaxSeconds)
 	}
+	if r.MaxSeconds == 0 {
+		r.MaxSeconds = s.cfg.Limits.MaxSeconds
+	}
 	seed := s.seed()
 	if r.Seed != nil {
 		seed = *r.Seed
@@ -215,6 +219,14 @@ func (s *Server) planTTS(r *ttsRequest, needText bool) (*plan, *apiError) {
 		return nil, badRequest("sample_rate", "sample_rate must be in [0, 192000] and bitrate ≥ 0")
 	}
 	p.format, p.opts = f, encode.Options{Rate: r.SampleRate, Bitrate: r.Bitrate}
+	// The encoder checks its options (an MP3 rate, an Opus bitrate) as it
+	// starts: start one on nothing, so a mistake is a 400, not a 500.
+	probe, err := encode.New(f, io.Discard, engine.SampleRate, p.opts)
+	if err != nil {
+		return nil, badRequest("sample_rate", "%v", err)
+	}
+	p.rate = probe.Rate()
+	_ = probe.Close()
 	return p, nil
 }
 

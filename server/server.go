@@ -30,6 +30,8 @@ type Server struct {
 	met      *metrics
 	mux      *http.ServeMux
 	ready    atomic.Bool
+	// seed picks the seed of a request that names none (random; tests pin it).
+	seed func() uint64
 	// streams are the running streams' cancels, ended at shutdown once
 	// the grace period is over; wg counts their handlers.
 	mu      sync.Mutex
@@ -49,7 +51,7 @@ func New(e *engine.Engine, lib *voices.Library, sp SpeakerModel, cfg Config) (*S
 	}
 	host, _, _ := net.SplitHostPort(cfg.Listen)
 	s := &Server{cfg: cfg, eng: e, lib: lib, speaker: sp, keys: hashKeys(cfg.APIKeys), loopback: isLoopbackHost(host),
-		streams: map[*streamEntry]struct{}{}}
+		streams: map[*streamEntry]struct{}{}, seed: rand.Uint64}
 	s.met = newMetrics(func() float64 { return float64(s.adm.capacity()) })
 	s.adm = newAdmission(1, cfg.Limits.MaxQueue, cfg.Limits.MaxStreamsPerKey, func(running, queued int) {
 		s.met.active.Set(float64(running))
@@ -144,8 +146,6 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request, _ string) *apiEr
 	return nil
 }
 
-func (s *Server) seed() uint64 { return rand.Uint64() }
-
 // track registers a running stream so shutdown can end it; the returned
 // function unregisters it.
 func (s *Server) track(end func(error)) func() {
@@ -165,6 +165,10 @@ func (s *Server) track(end func(error)) func() {
 // errShutdown ends the streams still running when the grace period of a
 // shutdown is over.
 var errShutdown = errors.New("the server is shutting down")
+
+// endStreamsWithin is how long streams ended by a shutdown have to write
+// their end (an encoder's last bytes, a WebSocket's error event).
+const endStreamsWithin = 5 * time.Second
 
 // Serve answers on ln until ctx ends, then shuts down gracefully: it stops
 // accepting and refuses new streams at once (readyz turns 503), lets
@@ -188,8 +192,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer cancel()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
+	// The HTTP server waits past the grace period for the streams ended
+	// at its close to write their last bytes, then closes what is left.
+	closing, cancelClosing := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace+endStreamsWithin)
+	defer cancelClosing()
 	shut := make(chan error, 1)
-	go func() { shut <- hs.Shutdown(grace) }()
+	go func() { shut <- hs.Shutdown(closing) }()
 	select {
 	case <-done:
 	case <-grace.Done():

@@ -135,11 +135,13 @@ func (s *Server) startBody(w *logWriter, out io.Writer, p *plan) (encode.Encoder
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Trailer", "X-Zonos-TTFA-Ms, X-Zonos-Error")
+	h.Set("X-Zonos-Sample-Rate", strconv.Itoa(p.rate))
+	// The encoder writes its file header as it starts, which sends the
+	// status and headers with it.
 	enc, err := encode.New(p.format, out, engine.SampleRate, p.opts)
 	if err != nil {
 		return nil, fmt.Errorf("starting the %s encoder: %w", p.format, err)
 	}
-	h.Set("X-Zonos-Sample-Rate", strconv.Itoa(enc.Rate()))
 	w.WriteHeader(http.StatusOK)
 	return enc, nil
 }

@@ -73,9 +73,6 @@ type wsStart struct {
 	ttsRequest
 }
 
-// feedIdle is how long a stream waits for more text before it is ended.
-const feedIdle = 60 * time.Second
-
 func (s *Server) websocket(w http.ResponseWriter, r *http.Request, who string) *apiError {
 	lw := w.(*logWriter)
 	// guard has checked Origin against the allow-list already (a browser
@@ -123,7 +120,7 @@ func (ws *wsConn) fail(ctx context.Context, outcome, code, msg string, status we
 func (ws *wsConn) serve(rctx context.Context) (websocket.StatusCode, string) {
 	start := time.Now()
 	ws.outcome = "ok"
-	readCtx, cancelRead := context.WithTimeout(rctx, feedIdle)
+	readCtx, cancelRead := context.WithTimeout(rctx, ws.s.cfg.Limits.TextIdleTimeout)
 	typ, data, err := ws.c.Read(readCtx)
 	cancelRead()
 	if err != nil {
@@ -167,8 +164,7 @@ func (ws *wsConn) serve(rctx context.Context) (websocket.StatusCode, string) {
 	defer untrack()
 	// The client's messages are read throughout: text goes to the feed,
 	// cancel ends the utterance, a closed connection ends it too.
-	clientErr := make(chan error, 1)
-	go func() { clientErr <- ws.readClient(ctx, feed, cancel) }()
+	go ws.readClient(feed, cancel)
 
 	positions := make(chan int, 1)
 	admitted := make(chan struct{})
@@ -335,50 +331,49 @@ type clientError struct{ code, msg string }
 func (e *clientError) Error() string { return e.msg }
 
 // readClient reads the client's messages into feed until the connection
-// or ctx ends. A mistake or a cancel ends the utterance through cancel.
-func (ws *wsConn) readClient(ctx context.Context, feed *engine.TextFeed, cancel context.CancelCauseFunc) error {
-	ended := false
+// closes. A mistake, a cancel, or no message for the text idle timeout
+// before end ends the utterance through cancel. The reads are not given
+// a deadline: the WebSocket library closes a connection whose read is
+// cancelled, and the events of the end must still reach the client.
+func (ws *wsConn) readClient(feed *engine.TextFeed, cancel context.CancelCauseFunc) {
+	idle := ws.s.cfg.Limits.TextIdleTimeout
+	timer := time.AfterFunc(idle, func() {
+		cancel(&clientError{"text_timeout", fmt.Sprintf("no text arrived for %s; send {\"type\": \"end\"} when the text is complete", idle)})
+	})
+	defer timer.Stop()
 	for {
-		rctx, stop := ctx, context.CancelFunc(func() {})
-		if !ended {
-			rctx, stop = context.WithTimeout(ctx, feedIdle)
-		}
-		typ, data, err := ws.c.Read(rctx)
-		idle := rctx.Err() != nil && ctx.Err() == nil
-		stop()
+		typ, data, err := ws.c.Read(context.Background())
 		if err != nil {
-			if idle {
-				cancel(&clientError{"text_timeout", fmt.Sprintf("no text arrived for %s; send {\"type\": \"end\"} when the text is complete", feedIdle)})
-			} else {
-				cancel(err)
-			}
-			return err
+			cancel(err)
+			return
 		}
 		if typ != websocket.MessageText {
 			cancel(&clientError{"bad_message", "send text messages of JSON, not binary"})
-			return nil
+			return
 		}
 		var m wsClient
 		if err := json.Unmarshal(data, &m); err != nil {
 			cancel(&clientError{"bad_message", "a message is not JSON: " + err.Error()})
-			return nil
+			return
 		}
+		timer.Reset(idle)
 		switch m.Type {
 		case "append":
 			err = feed.Append(m.Text)
 		case "flush":
 			err = feed.Flush()
 		case "end":
-			err, ended = feed.End(), true
+			err = feed.End()
+			timer.Stop()
 		case "cancel":
 			cancel(errCancelled)
-			return nil
+			return
 		default:
 			err = fmt.Errorf("unknown message type %q (want append, flush, end or cancel)", m.Type)
 		}
 		if err != nil {
 			cancel(&clientError{"bad_message", err.Error()})
-			return nil
+			return
 		}
 	}
 }
