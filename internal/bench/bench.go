@@ -109,6 +109,7 @@ type Report struct {
 	MemoryBatchGB float64     `json:"device_memory_batch_gb"` // after the batches too (their states stay cached)
 	LoadSeconds   float64     `json:"load_seconds"`
 	LongForm      *LongForm   `json:"long_form,omitempty"`
+	Serve         *Serve      `json:"serve,omitempty"`
 }
 
 // BatchStep is the decode step of n utterances decoded at once.
@@ -210,6 +211,9 @@ func Run(ctx context.Context, b compute.Backend, o Options, progress func(string
 		return nil, err
 	}
 	if err := measureStreaming(ctx, timer, e, codec, o, r, progress); err != nil {
+		return nil, err
+	}
+	if err := measureServe(ctx, e, o, r, progress); err != nil {
 		return nil, err
 	}
 	r.MemoryGB = float64(timer.MemoryInUse()) / 1e9

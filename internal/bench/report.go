@@ -96,6 +96,10 @@ func (r *Report) Markdown(w io.Writer) {
 			r.EagerStep.P50/r.DecodeStep.P50, r.FirstStepMs)
 	}
 	fmt.Fprintf(w, "Memory in use: %.2f GB. Model build: %.1f s.\n", r.MemoryGB, r.LoadSeconds)
+	if sv := r.Serve; sv != nil {
+		fmt.Fprintf(w, "\nSpeech server (`zonos serve`) on the same engine, %d POST /v1/audio/speech requests (%s) over loopback HTTP, one kept-alive connection: time to the first audio byte read by the client p50 %.2f ms (p90 %.2f), the engine's TTFA of the same requests p50 %.2f ms; the server and the socket add p50 %.2f ms (p90 %.2f) per request.\n",
+			sv.Requests, sv.Format, sv.TTFB.P50, sv.TTFB.P90, sv.EngineTTFA.P50, sv.Overhead.P50, sv.Overhead.P90)
+	}
 	if len(r.Batches) > 0 {
 		fmt.Fprintln(w, "\nDecode step of several utterances at once (batched decoding: one backbone pass and one step graph for all, lockstep positions; guidance, sampling and tokens to the host included):")
 		fmt.Fprintln(w, "\n| utterances | step p50 | step p90 | n | per utterance | audio generated per second of decoding | first step |")
