@@ -97,6 +97,15 @@ func (l *Limits) defaults() {
 	}
 }
 
+// Check reports what New would refuse in c, without an engine: a command
+// that loads a model only to serve it checks first, so a mistake is
+// reported before a load of seconds to minutes.
+func (c Config) Check() error {
+	c.APIKeys = append([]string(nil), c.APIKeys...)
+	c.AllowOrigins = append([]string(nil), c.AllowOrigins...)
+	return c.check()
+}
+
 // check normalises c and refuses what would be unsafe.
 func (c *Config) check() error {
 	if c.Listen == "" {

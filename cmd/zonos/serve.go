@@ -44,6 +44,7 @@ func runServe(args []string) int {
 	maxText := fs.Int("max-text-bytes", 1<<20, "longest text one request may give, bytes")
 	maxQueue := fs.Int("max-queue", 16, "requests that may wait for the engine; more get 503")
 	perKey := fs.Int("max-streams-per-key", 4, "streams one API key may have running or queued")
+	quiet := fs.Bool("quiet", false, "print nothing but errors and warnings (no progress lines, no request log)")
 	speakerDir := fs.String("speaker-dir", "", "folder with the speaker model's two .pt files, for voices from clips (default: the model cache)")
 	mf := addModelFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -58,13 +59,21 @@ func runServe(args []string) int {
 		fmt.Fprintln(os.Stderr, "zonos serve:", err)
 		return 2
 	}
-	var handler slog.Handler = slog.NewTextHandler(os.Stderr, nil)
+	opts := &slog.HandlerOptions{}
+	if *quiet {
+		opts.Level = slog.LevelWarn
+	}
+	var handler slog.Handler = slog.NewTextHandler(os.Stderr, opts)
 	if *logJSON {
-		handler = slog.NewJSONHandler(os.Stderr, nil)
+		handler = slog.NewJSONHandler(os.Stderr, opts)
 	}
 	log := slog.New(handler)
 	cfg := server.Config{Listen: *listen, APIKeys: keys, AllowOrigins: origins, Log: log, LogText: *logText, ShutdownGrace: *grace,
 		Limits: server.Limits{MaxTextBytes: *maxText, MaxQueue: *maxQueue, MaxStreamsPerKey: *perKey}}
+	if err := cfg.Check(); err != nil {
+		fmt.Fprintln(os.Stderr, "zonos serve:", err)
+		return 2
+	}
 	if *maxText > engine.MaxTextBytes {
 		fmt.Fprintf(os.Stderr, "zonos serve: --max-text-bytes %d is over the engine's %d-byte limit\n", *maxText, engine.MaxTextBytes)
 		return 2
@@ -78,7 +87,12 @@ func runServe(args []string) int {
 
 	sig := catchStopSignals()
 	defer sig.stop()
-	e, err := mf.load(false)
+	say := func(format string, a ...any) {
+		if !*quiet {
+			fmt.Fprintf(os.Stderr, format+"\n", a...)
+		}
+	}
+	e, err := mf.load(*quiet)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "zonos serve:", err)
 		var nw *noWeightsError
@@ -102,17 +116,17 @@ func runServe(args []string) int {
 	// ready" instead of "refused".
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(sig.ctx, ln) }()
-	fmt.Fprintf(os.Stderr, "warming up the engine…\n")
+	say("warming up the engine…")
 	if err := e.Warmup(sig.ctx, engine.Request{Text: "Warm up.", Knobs: engine.DefaultKnobs(), MaxSeconds: 2}); err != nil && sig.ctx.Err() == nil {
 		fmt.Fprintln(os.Stderr, "zonos serve: warm-up:", err)
 	}
 	srv.SetReady(true)
-	fmt.Fprintf(os.Stderr, "serving on http://%s (OpenAI base_url http://%s/v1); Ctrl-C to stop\n", ln.Addr(), ln.Addr())
+	say("serving on http://%s (OpenAI base_url http://%s/v1); Ctrl-C to stop", ln.Addr(), ln.Addr())
 	if err := <-serveErr; err != nil {
 		fmt.Fprintln(os.Stderr, "zonos serve:", err)
 		return 1
 	}
-	fmt.Fprintln(os.Stderr, "stopped")
+	say("stopped: every stream ended, the engine freed")
 	return 0
 }
 
