@@ -56,7 +56,9 @@ type Limits struct {
 	// stream is ended (default 10 s).
 	MaxBufferedSeconds float64
 	SlowClientTimeout  time.Duration
-	// MaxSeconds bounds the audio of one part of a text (default 30 s).
+	// MaxSeconds bounds the audio of one part of a text; a request that
+	// gives no max_seconds (OpenAI's never do) gets this (default 30 s,
+	// the engine's own default).
 	MaxSeconds float64
 }
 

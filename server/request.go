@@ -159,11 +159,15 @@ func (s *Server) planTTS(r *ttsRequest, needText bool) (*plan, *apiError) {
 	if r.MaxSeconds > s.cfg.Limits.MaxSeconds {
 		return nil, badRequest("max_seconds", "max_seconds %g exceeds this server's limit of %g", r.MaxSeconds, s.cfg.Limits.MaxSeconds)
 	}
+	maxSeconds := r.MaxSeconds
+	if maxSeconds == 0 { // absent: the server's limit, which may be below the engine's default
+		maxSeconds = s.cfg.Limits.MaxSeconds
+	}
 	seed := s.seed()
 	if r.Seed != nil {
 		seed = *r.Seed
 	}
-	p := &plan{req: engine.Request{Text: r.Text, Language: r.Language, Knobs: k, Seed: seed, MaxSeconds: r.MaxSeconds,
+	p := &plan{req: engine.Request{Text: r.Text, Language: r.Language, Knobs: k, Seed: seed, MaxSeconds: maxSeconds,
 		PhonemeBudget: r.PartPhonemes, LongForm: engine.LongFormOf(ctxParts, anchor, trim, maxCtx), DiscardCodes: true}}
 	if err := p.req.Check(); err != nil && (needText || r.Text != "") {
 		return nil, badRequest("", "%v", err)
