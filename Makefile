@@ -17,7 +17,13 @@ export LANG ?= en_US.UTF-8
 #   libgl1-mesa-dev xorg-dev  Fyne/GLFW (app, cmd/zonos-stream)
 #   xvfb              headless display for GUI smoke tests
 #   desktop-file-utils appstream xz-utils  release archives: validate the .desktop and metainfo, compress (packaging/)
-DEB_PKGS := libespeak-ng-dev espeak-ng-data sox libsox-fmt-mp3 libopusenc-dev libmp3lame-dev opus-tools libgl1-mesa-dev xorg-dev xvfb imagemagick pkg-config gcc desktop-file-utils appstream xz-utils
+#   chromium          headless browser that runs the server's page and its cross-origin checks (server/page_test.go)
+DEB_PKGS := libespeak-ng-dev espeak-ng-data sox libsox-fmt-mp3 libopusenc-dev libmp3lame-dev opus-tools libgl1-mesa-dev xorg-dev xvfb imagemagick pkg-config gcc desktop-file-utils appstream xz-utils chromium
+# Node.js and npm run OpenAI's official Node client against the server
+# (server/openai_client_test.go, which installs the client with npm ci).
+# They are installed only when the commands are missing: a nodejs from
+# nodesource bundles npm, and Debian's npm package conflicts with it.
+NODE_PKGS = $$(command -v node >/dev/null || echo nodejs) $$(command -v npm >/dev/null || echo npm)
 
 .PHONY: deps run build test test-race vet bench clean screenshot
 
@@ -47,6 +53,7 @@ deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
+	for p in $(NODE_PKGS); do missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  $(apt_install) $$missing; \

@@ -39,6 +39,10 @@ type Config struct {
 	ShutdownGrace time.Duration
 }
 
+// engineMaxSeconds is the longest part the engine generates
+// (engine.Request.MaxSeconds).
+const engineMaxSeconds = 60
+
 // Limits bound requests. The zero value of a field means its default.
 type Limits struct {
 	MaxBodyBytes   int64   // a JSON request body (default 2 MiB)
@@ -56,8 +60,9 @@ type Limits struct {
 	// stream is ended (default 10 s).
 	MaxBufferedSeconds float64
 	SlowClientTimeout  time.Duration
-	// MaxSeconds bounds the audio of one part of a text, and is what a
-	// request that gives none gets (default 30 s).
+	// MaxSeconds bounds the audio of one part of a text; a request that
+	// gives no max_seconds (OpenAI's never do) gets this (default 30 s,
+	// the engine's own default).
 	MaxSeconds float64
 	// TextIdleTimeout ends a WebSocket stream whose client sends no
 	// message for this long before it has sent end (default 60 s), so a
@@ -139,6 +144,9 @@ func (c *Config) check() error {
 		c.ShutdownGrace = 30 * time.Second
 	}
 	c.Limits.defaults()
+	if c.Limits.MaxSeconds > engineMaxSeconds {
+		return fmt.Errorf("the longest part of %g s is over the engine's %g s", c.Limits.MaxSeconds, float64(engineMaxSeconds))
+	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}

@@ -49,7 +49,7 @@ func (e *apiError) outcome() string {
 		return "bad_request"
 	case http.StatusUnauthorized:
 		return "unauthorized"
-	case http.StatusForbidden, http.StatusMisdirectedRequest:
+	case http.StatusForbidden:
 		return "forbidden"
 	case http.StatusTooManyRequests:
 		return "too_many"

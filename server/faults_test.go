@@ -56,7 +56,15 @@ func TestClientDisconnectStopsGeneration(t *testing.T) {
 // a logged reason and the engine goes to the next request, which is
 // served in full meanwhile.
 func TestSlowClientIsEnded(t *testing.T) {
-	ts := serve(t, tinyEngine(t), Config{Limits: Limits{MaxSeconds: 30, MaxBufferedSeconds: 0.5, SlowClientTimeout: 300 * time.Millisecond}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Small socket buffers on the server's side too, so a client that
+	// stops reading blocks the server's writes after kilobytes, not the
+	// megabytes loopback buffers grow to.
+	ts := serveOn(t, tinyEngine(t), Config{Limits: Limits{MaxSeconds: 30, MaxBufferedSeconds: 0.5, SlowClientTimeout: 300 * time.Millisecond}},
+		smallBuffers{ln.(*net.TCPListener)})
 	// A raw connection with a tiny receive buffer that is never read.
 	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.url, "http://"))
 	if err != nil {
@@ -85,6 +93,18 @@ func TestSlowClientIsEnded(t *testing.T) {
 	if _, s := streamWAV(t, data); resp.StatusCode != 200 || len(s) == 0 {
 		t.Fatalf("next request: status %d, %d samples", resp.StatusCode, len(s))
 	}
+}
+
+// smallBuffers accepts connections with 8 KiB socket buffers.
+type smallBuffers struct{ *net.TCPListener }
+
+func (l smallBuffers) Accept() (net.Conn, error) {
+	c, err := l.AcceptTCP()
+	if err == nil {
+		_ = c.SetWriteBuffer(8 << 10)
+		_ = c.SetReadBuffer(8 << 10)
+	}
+	return c, err
 }
 
 // failingBackend is the CPU backend that fails (as a CUDA kernel launch

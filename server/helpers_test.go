@@ -90,6 +90,12 @@ func serve(t *testing.T, e *engine.Engine, cfg Config) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveOn(t, e, cfg, ln)
+}
+
+// serveOn is serve on a listener of the test's.
+func serveOn(t *testing.T, e *engine.Engine, cfg Config, ln net.Listener) *testServer {
+	t.Helper()
 	if cfg.Listen == "" {
 		cfg.Listen = ln.Addr().String()
 	}

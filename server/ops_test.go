@@ -77,6 +77,9 @@ func TestProbesAndMetrics(t *testing.T) {
 		t.Errorf("requests by outcome: %v", outcomes)
 	}
 
+	if msg := apiErr(t, ts.get(t, "/favicon.ico"), 404); !strings.Contains(msg, "GET /favicon.ico") {
+		t.Errorf("unknown path: %q", msg)
+	}
 	mr := ts.get(t, "/v1/models")
 	data, _ := io.ReadAll(mr.Body)
 	mr.Body.Close()

@@ -19,8 +19,9 @@ import (
 func (s *Server) guard(w http.ResponseWriter, r *http.Request, needKey bool) (who string, ok bool) {
 	if s.loopback && !loopbackHostHeader(r.Host) {
 		// A page on evil.example whose name was rebound to 127.0.0.1 is
-		// same-origin to the browser but names its own host here.
-		writeError(w, &apiError{Status: http.StatusMisdirectedRequest, Type: "forbidden",
+		// same-origin to the browser but names its own host here. 403,
+		// not 421 Misdirected Request, which browsers retry.
+		writeError(w, &apiError{Status: http.StatusForbidden, Type: "forbidden", Code: "host_not_allowed",
 			Message: "this server answers only requests addressed to localhost, 127.0.0.1 or [::1] (Host " + quoteHost(r.Host) + ")"})
 		return "", false
 	}

@@ -20,6 +20,7 @@ func TestKeysRequiredBeyondLoopback(t *testing.T) {
 		{Config{Listen: "0.0.0.0:8790", APIKeys: []string{"short"}}, "too easy"},
 		{Config{Listen: "nonsense"}, "host:port"},
 		{Config{AllowOrigins: []string{"evil.com"}}, "scheme://host"},
+		{Config{Limits: Limits{MaxSeconds: 100}}, "engine's"},
 	} {
 		if _, err := New(e, nil, SpeakerModel{}, c.cfg); err == nil || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("%+v: error %v, want one saying %q", c.cfg.Listen, err, c.says)
@@ -77,8 +78,8 @@ func TestAPIKeys(t *testing.T) {
 // is on the allow-list, for which CORS preflights are answered.
 func TestBrowserRules(t *testing.T) {
 	ts := serve(t, tinyEngine(t), Config{AllowOrigins: []string{"http://localhost:3000"}})
-	apiErr(t, ts.get(t, "/v1/voices", "Host", "evil.example:8790"), http.StatusMisdirectedRequest)
-	apiErr(t, ts.get(t, "/", "Host", "rebound.example"), http.StatusMisdirectedRequest)
+	apiErr(t, ts.get(t, "/v1/voices", "Host", "evil.example:8790"), http.StatusForbidden)
+	apiErr(t, ts.get(t, "/", "Host", "rebound.example"), http.StatusForbidden)
 	apiErr(t, ts.get(t, "/v1/voices", "Origin", "http://evil.example"), http.StatusForbidden)
 	apiErr(t, ts.post(t, "/v1/audio/speech", `{"input": "Hi."}`, "Origin", "http://evil.example", "Content-Type", "text/plain"), http.StatusForbidden)
 	apiErr(t, ts.get(t, "/v1/voices", "Origin", "null"), http.StatusForbidden)

@@ -115,9 +115,15 @@ func (s *Server) routes() {
 		return nil
 	}, true)
 	api("GET /{$}", "page", s.page, true)
-	// Preflight requests reach guard, which answers them (or refuses).
-	api("OPTIONS /", "preflight", func(w http.ResponseWriter, r *http.Request, _ string) *apiError {
-		return &apiError{Status: http.StatusForbidden, Type: "forbidden", Message: "cross-origin requests need an Origin on the allow-list"}
+	// Everything else: a CORS preflight reaches guard, which answers it
+	// for an allowed origin (or refuses it); any other request names no
+	// endpoint.
+	api("/", "unknown", func(w http.ResponseWriter, r *http.Request, _ string) *apiError {
+		if r.Method == http.MethodOptions {
+			return &apiError{Status: http.StatusForbidden, Type: "forbidden", Message: "cross-origin requests need an Origin on the allow-list"}
+		}
+		return &apiError{Status: http.StatusNotFound, Type: "invalid_request_error",
+			Message: fmt.Sprintf("no endpoint %s %s; the endpoints are listed on the page at /", r.Method, r.URL.Path)}
 	}, false)
 }
 
