@@ -80,7 +80,8 @@ type plan struct {
 	prefixAudio  []byte // a clip to encode after admission
 	format       encode.Format
 	opts         encode.Options
-	rate         int // the output's sample rate
+	rate         int  // the output's sample rate
+	sse          bool // the audio framed as OpenAI's server-sent events (sse.go)
 }
 
 func setF(dst *float32, v *float32) {

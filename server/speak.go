@@ -45,9 +45,18 @@ func (s *Server) speakHTTP(w *logWriter, r *http.Request, who, endpoint string, 
 	out := &deadlineWriter{w: w, rc: rc, timeout: s.cfg.Limits.SlowClientTimeout}
 	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }() // the connection may serve another request
 	var enc encode.Encoder
+	var body io.Writer = out
+	var sse *sseBody
+	if p.sse {
+		sse = &sseBody{w: out}
+		body = sse
+	}
 	finish := func(reason error) {
 		if enc != nil {
 			_ = enc.Close()
+		}
+		if sse != nil {
+			_ = sse.done(reason)
 		}
 		if reason != nil {
 			w.Header().Set("X-Zonos-Error", reason.Error())
@@ -75,12 +84,15 @@ func (s *Server) speakHTTP(w *logWriter, r *http.Request, who, endpoint string, 
 		switch ev.Kind {
 		case engine.Audio:
 			if enc == nil {
-				if enc, err = s.startBody(w, out, p); err != nil {
+				if enc, err = s.startBody(w, body, p); err != nil {
 					pm.abandon()
 					return &apiError{Status: http.StatusInternalServerError, Type: "server_error", Message: err.Error()}
 				}
 			}
 			err := enc.Write(ev.PCM)
+			if err == nil && sse != nil {
+				err = sse.event()
+			}
 			if err == nil {
 				err = out.flush()
 			}
@@ -107,7 +119,7 @@ func (s *Server) speakHTTP(w *logWriter, r *http.Request, who, endpoint string, 
 			s.met.audioSecs.Add(float64(len(ev.PCM)) / engine.SampleRate)
 		case engine.Done:
 			if enc == nil { // no audio at all (the model ended at once)
-				if enc, err = s.startBody(w, out, p); err != nil {
+				if enc, err = s.startBody(w, body, p); err != nil {
 					return &apiError{Status: http.StatusInternalServerError, Type: "server_error", Message: err.Error()}
 				}
 			}
@@ -132,6 +144,9 @@ func (s *Server) speakHTTP(w *logWriter, r *http.Request, who, endpoint string, 
 func (s *Server) startBody(w *logWriter, out io.Writer, p *plan) (encode.Encoder, error) {
 	h := w.Header()
 	h.Set("Content-Type", p.format.ContentType())
+	if p.sse {
+		h.Set("Content-Type", "text/event-stream")
+	}
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Trailer", "X-Zonos-TTFA-Ms, X-Zonos-Error")

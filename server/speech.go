@@ -12,7 +12,8 @@ import (
 
 // speechRequest is OpenAI's POST /v1/audio/speech body. Fields it does
 // not know are ignored, as clients add fields of their own; sample_rate
-// is ours (pcm is 24 kHz by default, as OpenAI's is).
+// is ours (pcm is 24 kHz by default, as OpenAI's is). stream_format "sse"
+// sends the audio as OpenAI's server-sent events instead of a plain body.
 type speechRequest struct {
 	Model          string        `json:"model"`
 	Input          string        `json:"input"`
@@ -65,8 +66,8 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request, who string) *api
 	if aerr := decodeJSON(w, r, s.cfg.Limits.MaxBodyBytes, &req, false); aerr != nil {
 		return aerr
 	}
-	if req.StreamFormat != "" && req.StreamFormat != "audio" {
-		return badRequest("stream_format", "stream_format %q is not supported; this server streams the audio itself (stream_format \"audio\")", req.StreamFormat)
+	if req.StreamFormat != "" && req.StreamFormat != "audio" && req.StreamFormat != "sse" {
+		return badRequest("stream_format", "stream_format %q is not one of audio (the default) and sse", req.StreamFormat)
 	}
 	if req.ResponseFormat == "" {
 		req.ResponseFormat = string(encode.MP3) // OpenAI's default
@@ -96,6 +97,7 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request, who string) *api
 		}
 		return aerr
 	}
+	p.sse = req.StreamFormat == "sse"
 	return s.speakHTTP(w.(*logWriter), r, who, "speech", p, start)
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
@@ -158,7 +159,7 @@ func TestSpeechBadRequests(t *testing.T) {
 		{"unknown-voice", `{"input": "Hi.", "voice": "nobody"}`, 400, `no voice is named "nobody"`},
 		{"unknown-format", `{"input": "Hi.", "response_format": "aac"}`, 400, "wav, pcm, flac, opus, mp3"},
 		{"speed-range", `{"input": "Hi.", "speed": 9}`, 400, "between 0.25 and 4"},
-		{"sse", `{"input": "Hi.", "stream_format": "sse"}`, 400, "stream_format"},
+		{"stream-format", `{"input": "Hi.", "stream_format": "json"}`, 400, "stream_format"},
 		{"bad-language", `{"text": "Hi.", "language": "xx-nowhere"}`, 400, "xx-nowhere"},
 	}
 	for _, c := range cases {
@@ -295,4 +296,53 @@ func wavFile(t *testing.T, rate int, samples []float32) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+// TestSpeechServerSentEvents: stream_format "sse" sends OpenAI's
+// speech.audio.delta events whose base64 audio, joined, is the same file
+// as the plain body of the same request, then speech.audio.done.
+func TestSpeechServerSentEvents(t *testing.T) {
+	ts := serve(t, tinyEngine(t), Config{})
+	ts.Server.seed = func() uint64 { return 4 }
+	body := map[string]any{"model": "tts-1", "input": "Events now.", "voice": "alloy", "response_format": "wav"}
+	plain := ts.post(t, "/v1/audio/speech", body)
+	want, _ := io.ReadAll(plain.Body)
+	plain.Body.Close()
+	body["stream_format"] = "sse"
+	resp := ts.post(t, "/v1/audio/speech", body)
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	var got []byte
+	var types []string
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var ev struct {
+			Type  string `json:"type"`
+			Audio string `json:"audio"`
+		}
+		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+			t.Fatalf("event %q: %v", data, err)
+		}
+		types = append(types, ev.Type)
+		if ev.Type == "speech.audio.delta" {
+			b, err := base64.StdEncoding.DecodeString(ev.Audio)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, b...)
+		}
+	}
+	if len(types) < 2 || types[len(types)-1] != "speech.audio.done" {
+		t.Fatalf("events %v: want deltas then speech.audio.done", types)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("the events carry %d bytes, the plain body %d: not the same file", len(got), len(want))
+	}
 }
