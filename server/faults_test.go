@@ -44,11 +44,7 @@ func TestClientDisconnectStopsGeneration(t *testing.T) {
 	if a := metricValue(t, ts, "zonos_audio_seconds_total"); a > 20 {
 		t.Errorf("%g s of audio sent: generation ran on", a)
 	}
-	r2 := ts.post(t, "/v1/tts", map[string]any{"text": "Next.", "max_seconds": 0.3})
-	r2.Body.Close()
-	if r2.StatusCode != 200 {
-		t.Fatalf("next request: status %d", r2.StatusCode)
-	}
+	ts.servesNext(t, "next request")
 }
 
 // TestSlowClientIsEnded: a client that stops reading gets no more than
@@ -151,11 +147,7 @@ func TestModelFailsMidStream(t *testing.T) {
 		t.Errorf("500 says %q", msg)
 	}
 	b.armed.Store(false)
-	r2 := ts.post(t, "/v1/tts", map[string]any{"text": "Recovered.", "max_seconds": 0.3})
-	r2.Body.Close()
-	if r2.StatusCode != 200 {
-		t.Fatalf("after the failure: status %d", r2.StatusCode)
-	}
+	ts.servesNext(t, "after the failure")
 	if n := metricValue(t, ts, `zonos_requests_total{endpoint="tts",outcome="failed"}`); n != 2 {
 		t.Errorf("failed requests %g, want 2", n)
 	}

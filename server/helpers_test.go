@@ -262,3 +262,15 @@ func quantise(pcm []float32) []int16 {
 	}
 	return out
 }
+
+// servesNext checks that the server still speaks after what the test
+// did: a short request is answered 200 with its audio.
+func (ts *testServer) servesNext(t *testing.T, what string) {
+	t.Helper()
+	resp := ts.post(t, "/v1/tts", map[string]any{"text": "Next.", "max_seconds": 0.3})
+	n, _ := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || n == 0 {
+		t.Fatalf("%s: status %d, %d bytes", what, resp.StatusCode, n)
+	}
+}

@@ -175,11 +175,7 @@ func TestWebSocketCancel(t *testing.T) {
 	if r.audioBefore[len(r.audioBefore)-1] > 20*engine.SampleRate {
 		t.Errorf("%d samples before the cancel took: generation did not stop", len(r.pcm))
 	}
-	resp := ts.post(t, "/v1/tts", map[string]any{"text": "Next.", "max_seconds": 0.3})
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("next request: status %d", resp.StatusCode)
-	}
+	ts.servesNext(t, "next request")
 	if n := metricValue(t, ts, `zonos_requests_total{endpoint="ws",outcome="cancelled"}`); n != 1 {
 		t.Errorf("cancelled streams metric %g, want 1", n)
 	}
@@ -251,11 +247,7 @@ func TestWebSocketClientGone(t *testing.T) {
 	if running, _ := ts.adm.load(); running != 0 {
 		t.Fatalf("%d streams still hold the engine after the client left", running)
 	}
-	resp := ts.post(t, "/v1/tts", map[string]any{"text": "Next.", "max_seconds": 0.3})
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("next request: status %d", resp.StatusCode)
-	}
+	ts.servesNext(t, "next request")
 }
 
 // waitFor polls cond (bounded by count, not asserting a time).
