@@ -13,19 +13,21 @@ export LANG ?= en_US.UTF-8
 #   sox libsox-fmt-mp3  test clips in every format and WAV header checks (audio)
 #   libopusenc-dev    cgo Ogg Opus encoder of the speech server (audio/encode)
 #   libmp3lame-dev    cgo MP3 encoder (LAME) of the speech server (audio/encode)
-#   opus-tools        opusdec, the independent decoder of the Opus tests (audio/encode)
 #   libgl1-mesa-dev xorg-dev  Fyne/GLFW (app, cmd/zonos-stream)
 #   xvfb              headless display for GUI smoke tests
 #   desktop-file-utils appstream xz-utils  release archives: validate the .desktop and metainfo, compress (packaging/)
+DEB_PKGS := libespeak-ng-dev espeak-ng-data sox libsox-fmt-mp3 libopusenc-dev libmp3lame-dev libgl1-mesa-dev xorg-dev xvfb imagemagick pkg-config gcc desktop-file-utils appstream xz-utils
+# and what only the tests need (make test-deps):
+#   opus-tools        opusdec, the independent decoder of the Opus tests (audio/encode)
 #   chromium          headless browser that runs the server's page and its cross-origin checks (server/page_test.go)
-DEB_PKGS := libespeak-ng-dev espeak-ng-data sox libsox-fmt-mp3 libopusenc-dev libmp3lame-dev opus-tools libgl1-mesa-dev xorg-dev xvfb imagemagick pkg-config gcc desktop-file-utils appstream xz-utils chromium
+TEST_DEB_PKGS := opus-tools chromium
 # Node.js and npm run OpenAI's official Node client against the server
 # (server/openai_client_test.go, which installs the client with npm ci).
 # They are installed only when the commands are missing: a nodejs from
 # nodesource bundles npm, and Debian's npm package conflicts with it.
 NODE_PKGS = $$(command -v node >/dev/null || echo nodejs) $$(command -v npm >/dev/null || echo npm)
 
-.PHONY: deps run build test test-race vet bench clean screenshot
+.PHONY: deps test-deps run build test test-race vet bench clean screenshot
 
 # Installing Debian packages, as root or through sudo. On a fresh machine
 # another apt process (unattended-upgrades) often holds apt's locks for
@@ -49,15 +51,20 @@ apt_install_note = ! pgrep -x $(apt_procs) >/dev/null 2>&1 || \
 	echo "another package manager is running ($$(pgrep -x -l -d ', ' $(apt_procs))); waiting up to $(APT_LOCK_WAIT) s for it to finish"
 apt_install = $(apt_sudo); $(apt_update); $(apt_install_note); $(apt_get) install -y -qq --no-install-recommends
 
-deps:
-	@missing=""; for p in $(DEB_PKGS); do \
+install_missing = missing=""; for p in $(1); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
-	for p in $(NODE_PKGS); do missing="$$missing $$p"; done; \
+	for p in $(2); do missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  $(apt_install) $$missing; \
 	fi
+
+deps:
+	@$(call install_missing,$(DEB_PKGS),)
+
+test-deps: deps
+	@$(call install_missing,$(TEST_DEB_PKGS),$(NODE_PKGS))
 
 build: deps
 	mkdir -p bin
@@ -80,7 +87,7 @@ vet: deps
 	$(GO) vet ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 
-test: deps vet
+test: test-deps vet
 	$(GO) test -count=1 -timeout 60m ./...
 	$(GO) test -count=1 -race -short -timeout 30m ./engine/... ./audio/... ./app/... ./server/...
 
