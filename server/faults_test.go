@@ -147,7 +147,23 @@ func TestModelFailsMidStream(t *testing.T) {
 		t.Errorf("500 says %q", msg)
 	}
 	b.armed.Store(false)
+	// Over the WebSocket: an error event after the audio sent.
+	c := wsDial(t, ts, nil)
+	wsSend(t, c, map[string]any{"type": "start", "text": strings.Repeat(longText, 4)})
+	wsSend(t, c, map[string]any{"type": "end"})
+	r := wsRead(t, c, func(ev wsEvent) {
+		if ev.Type == "first_audio" {
+			b.armed.Store(true)
+		}
+	})
+	b.armed.Store(false)
+	if ev, ok := r.find("error"); !ok || ev.Code != "generation_failed" || !strings.Contains(ev.Message, "simulated device failure") || len(r.pcm) == 0 {
+		t.Errorf("WebSocket: events %v, %d samples: want audio then a generation_failed error", r.kinds(), len(r.pcm))
+	}
 	ts.servesNext(t, "after the failure")
+	if n := metricValue(t, ts, `zonos_requests_total{endpoint="ws",outcome="failed"}`); n != 1 {
+		t.Errorf("failed WebSocket streams %g, want 1", n)
+	}
 	if n := metricValue(t, ts, `zonos_requests_total{endpoint="tts",outcome="failed"}`); n != 2 {
 		t.Errorf("failed requests %g, want 2", n)
 	}
