@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"time"
 
 	"zonostream/audio/encode"
 	"zonostream/engine"
@@ -254,12 +255,20 @@ func (s *Server) decodeClipField(field, b64 string) ([]byte, *apiError) {
 	return data, nil
 }
 
+// bodyReadTimeout bounds reading a request's body (JSON or an upload).
+const bodyReadTimeout = 60 * time.Second
+
 // decodeJSON reads a JSON body of at most limit bytes into v. strict
 // refuses fields v does not have.
 func decodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any, strict bool) *apiError {
 	// The Content-Type is not checked: `curl -d` labels JSON as a form,
 	// and the body is read as JSON whatever its label (a browser on
 	// another origin is stopped by guard, labels notwithstanding).
+	// A client that trickles its body holds a handler, not the engine
+	// (admission comes after), but not for long.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
 	body := http.MaxBytesReader(w, r.Body, limit)
 	dec := json.NewDecoder(body)
 	if strict {

@@ -110,6 +110,9 @@ func (s *Server) addVoice(w http.ResponseWriter, r *http.Request, who string) *a
 		return &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "no_speaker_model",
 			Message: "the speaker model is not installed, so clips cannot become voices: run 'zonos pull' on the server"}
 	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
 	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.Limits.MaxClipBytes+64<<10)
 	if err := r.ParseMultipartForm(1 << 20); err != nil {
 		var tooBig *http.MaxBytesError
