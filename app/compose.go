@@ -15,6 +15,7 @@ type composeView struct {
 	model    *widget.Select
 	output   *widget.Select // nil without device access
 	gpuPlan  *widget.Select // nil without the CUDA backend
+	serve    *serveView
 	modelMsg *widget.Label
 	speaker  *clipView
 	prefix   *clipView
@@ -87,6 +88,8 @@ func newComposeView(ui *UI) *composeView {
 		note.Importance = widget.LowImportance
 		form.Append("GPU plan", container.NewVBox(v.gpuPlan, note))
 	}
+	v.serve = newServeView(ui)
+	form.Append("Speech service", v.serve.obj)
 	v.obj = container.NewBorder(form,
 		container.NewVBox(v.speaker.obj, v.prefix.obj), nil, nil,
 		v.entry)

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"math"
 	"slices"
+	"strings"
 
 	"zonostream/engine"
 	"zonostream/engine/text"
 	"zonostream/engine/weights"
 	"zonostream/internal/backend"
+	"zonostream/server"
 )
 
 // Settings is everything the user sets in the window that is remembered
@@ -53,6 +55,12 @@ type Settings struct {
 	ContextParts int  `json:"context_parts"`
 	Anchor       bool `json:"anchor"`
 	TrimFrames   int  `json:"trim_frames"`
+
+	// Serve runs the speech server in the app, on the loaded model
+	// (Service), at ServeListen (host:port, loopback: the app has no API
+	// keys, so the server refuses any other address).
+	Serve       bool   `json:"serve"`
+	ServeListen string `json:"serve_listen"`
 }
 
 // GPU plans the settings offer. Auto lets the CUDA backend pick its kernels
@@ -97,6 +105,7 @@ func DefaultSettings() Settings {
 		ContextParts:   1,
 		Anchor:         true,
 		TrimFrames:     3,
+		ServeListen:    server.DefaultListen,
 	}
 	for i, e := range k.Emotion {
 		s.Emotion[i] = round4(float64(e))
@@ -176,6 +185,11 @@ func (s Settings) Sanitize() Settings {
 	s.Unconditional = keys
 	if s.GPUPlan != GPUPlanGeneric {
 		s.GPUPlan = GPUPlanAuto
+	}
+	// An address the server refuses is kept: the settings line shows the
+	// server's reason, which a silent default would hide.
+	if s.ServeListen = strings.TrimSpace(s.ServeListen); s.ServeListen == "" {
+		s.ServeListen = d.ServeListen
 	}
 	if len(s.Text) > engine.MaxTextBytes {
 		s.Text, _ = trimText(s.Text, engine.MaxTextBytes)

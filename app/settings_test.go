@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"zonostream/engine"
+	"zonostream/server"
 )
 
 type mapPrefs map[string]string
@@ -22,8 +23,12 @@ func TestSettingsRoundTrip(t *testing.T) {
 	s.Text, s.Language, s.Variant = "Hola.", "es", "transformer"
 	s.Emotion[0], s.CFGScale, s.TopK, s.RandomSeed, s.Seed = 0.9, 3.1, 50, false, 12345
 	s.SetUnconditional("emotion", true)
+	s.Serve, s.ServeListen = true, "127.0.0.1:9123"
 	SaveSettings(p, s)
 	got := LoadSettings(p)
+	if !got.Serve || got.ServeListen != "127.0.0.1:9123" {
+		t.Errorf("serve setting round trip: %v %q", got.Serve, got.ServeListen)
+	}
 	if got.Text != s.Text || got.Language != "es" || got.Variant != "transformer" || got.Emotion[0] != 0.9 ||
 		got.CFGScale != 3.1 || got.TopK != 50 || got.RandomSeed || got.Seed != 12345 || !got.IsUnconditional("emotion") {
 		t.Fatalf("round trip: got %+v, want %+v", got, s)
@@ -40,6 +45,9 @@ func TestSettingsSanitize(t *testing.T) {
 	got = LoadSettings(p)
 	if got.Language != "en-us" || got.Variant != "hybrid" || got.CFGScale != CFGScaleRange.Min || got.TopK != 0 || got.Fmax != 24000 {
 		t.Fatalf("sanitize: %+v", got)
+	}
+	if got.Serve || got.ServeListen != server.DefaultListen {
+		t.Errorf("serve setting absent from the file: %v %q", got.Serve, got.ServeListen)
 	}
 	if len(got.Unconditional) != 1 || got.Unconditional[0] != "emotion" {
 		t.Fatalf("unconditional keys %v", got.Unconditional)
@@ -128,5 +136,28 @@ func TestLongFormSettings(t *testing.T) {
 	old := mapPrefs{settingsKey: `{"text":"hi","language":"en-us"}`}
 	if l := LoadSettings(old); l.PartPhonemes != engine.DefaultPhonemeBudget || l.ContextParts != 1 || !l.Anchor || l.TrimFrames != 3 {
 		t.Errorf("older preferences: %+v", l)
+	}
+}
+
+// TestServeSettingFromFile: the serve setting is remembered, an address
+// edited by hand is kept even where the server will refuse it (the line
+// shows why), and a blank one is the default.
+func TestServeSettingFromFile(t *testing.T) {
+	p := mapPrefs{}
+	s := DefaultSettings()
+	s.Serve, s.ServeListen = true, "[::1]:9001"
+	SaveSettings(p, s)
+	if got := LoadSettings(p); !got.Serve || got.ServeListen != "[::1]:9001" {
+		t.Errorf("round trip: %v %q", got.Serve, got.ServeListen)
+	}
+	for raw, want := range map[string]string{
+		`{"serve":true,"serve_listen":"0.0.0.0:8790"}`: "0.0.0.0:8790",
+		`{"serve":true,"serve_listen":"  "}`:           server.DefaultListen,
+		`{"serve":true,"serve_listen":"no port"}`:      "no port",
+	} {
+		p[settingsKey] = raw
+		if got := LoadSettings(p); !got.Serve || got.ServeListen != want {
+			t.Errorf("%s: %v %q, want %q", raw, got.Serve, got.ServeListen, want)
+		}
 	}
 }

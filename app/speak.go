@@ -45,6 +45,9 @@ type Speaker struct {
 	// OnEnd is called after an utterance or playback ended (history,
 	// buttons). It may be nil.
 	OnEnd func(*Utterance)
+	// Engines, when set, hears which engine the utterances use (the
+	// in-app speech server follows it).
+	Engines EngineWatcher
 
 	mu      sync.Mutex
 	out     Output
@@ -179,6 +182,30 @@ func (s *Speaker) PrepareVoice(c *Clip) {
 	}()
 }
 
+// EngineWatcher hears of the engines a Speaker loads, on the Speaker's
+// goroutines: Loading before a variant's model is loaded (the model in use
+// so far may be let go: one model is resident at a time), Loaded once it
+// is loaded and warmed.
+type EngineWatcher interface {
+	Loading(variant string)
+	Loaded(variant string, e *engine.Engine)
+}
+
+// load is Models.Load, told to Engines.
+func (s *Speaker) load(ctx context.Context, variant string) (*engine.Engine, error) {
+	if s.Engines != nil {
+		s.Engines.Loading(variant)
+	}
+	return s.Models.Load(ctx, variant)
+}
+
+// loaded tells Engines of a loaded, warmed engine.
+func (s *Speaker) loaded(variant string, e *engine.Engine) {
+	if s.Engines != nil {
+		s.Engines.Loaded(variant, e)
+	}
+}
+
 // Preload loads the variant's model and warms it (engine.Warmup with
 // req's language, knobs and length limit) in the background, so that the
 // first Speak starts speaking instead of loading for seconds. An utterance
@@ -196,9 +223,12 @@ func (s *Speaker) Preload(variant string, req engine.Request, done func(error)) 
 	s.mu.Unlock()
 	go func() {
 		defer cancel()
-		eng, err := s.Models.Load(ctx, variant)
+		eng, err := s.load(ctx, variant)
 		if err == nil {
 			err = eng.Warmup(ctx, req)
+		}
+		if err == nil {
+			s.loaded(variant, eng)
 		}
 		if err != nil && ctx.Err() == nil {
 			s.OnNotice(fmt.Sprintf("Loading the %s model in the background failed: %v", variant, err))
@@ -293,7 +323,7 @@ func (s *Speaker) run(ctx context.Context, job Job, req engine.Request, notices 
 // voice.
 func (s *Speaker) setUp(ctx context.Context, job Job, req engine.Request, notice func(string)) (*engine.Engine, engine.Request, error) {
 	s.Meters.SetPhase(PhaseLoading)
-	eng, err := s.Models.Load(ctx, job.Settings.Variant)
+	eng, err := s.load(ctx, job.Settings.Variant)
 	if err != nil {
 		return nil, req, fmt.Errorf("loading the %s model: %w", job.Settings.Variant, err)
 	}
@@ -304,6 +334,7 @@ func (s *Speaker) setUp(ctx context.Context, job Job, req engine.Request, notice
 	if err := eng.Warmup(ctx, req); err != nil && ctx.Err() != nil {
 		return nil, req, ctx.Err()
 	}
+	s.loaded(job.Settings.Variant, eng)
 	if job.Speaker != nil && !job.Settings.IsUnconditional("speaker") {
 		emb, err := s.voices.embed(ctx, s.Voice, job.Speaker)
 		switch {
@@ -455,7 +486,8 @@ func (s *Speaker) pollPlayback(out Output, pb Playback) (stop func()) {
 	return func() { close(quit); wg.Wait() }
 }
 
-// encodePrefix turns a clip into DAC codes for Request.AudioPrefix.
+// encodePrefix turns a clip into DAC codes for Request.AudioPrefix: the
+// clip at the engine's rate, encoded by the engine (Engine.EncodePrefix).
 func encodePrefix(eng *engine.Engine, c *Clip) ([][zonos.NumCodebooks]int32, error) {
 	pcm := c.Samples
 	if c.Rate != engine.SampleRate {
@@ -464,20 +496,7 @@ func encodePrefix(eng *engine.Engine, c *Clip) ([][zonos.NumCodebooks]int32, err
 			return nil, err
 		}
 	}
-	enc, err := eng.Codec().Encode(pcm)
-	if err != nil {
-		return nil, err
-	}
-	if len(enc.Codes) < zonos.NumCodebooks {
-		return nil, fmt.Errorf("the codec gives %d codebooks, Zonos needs %d", len(enc.Codes), zonos.NumCodebooks)
-	}
-	out := make([][zonos.NumCodebooks]int32, enc.Frames)
-	for t := range out {
-		for k := range zonos.NumCodebooks {
-			out[t][k] = enc.Codes[k][t]
-		}
-	}
-	return out, nil
+	return eng.EncodePrefix(pcm)
 }
 
 // Play plays samples (a clip) on the output.

@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -50,6 +51,9 @@ type Config struct {
 	// Voices is the named voice library shared with the CLI; nil hides
 	// the saved-voice picker and "Save as voice…".
 	Voices *voices.Library
+	// ServeLog receives the in-app speech server's request log; nil
+	// discards it.
+	ServeLog *slog.Logger
 }
 
 // UI is the main window and its state. Fields are touched on the UI
@@ -59,6 +63,9 @@ type UI struct {
 	Win     fyne.Window
 	cfg     Config
 	Speaker *Speaker
+	// Serving is the speech server the serve setting runs on the
+	// Speaker's engine.
+	Serving *Service
 
 	settings  Settings
 	refreshes []func() // push settings into widgets (after Reset)
@@ -100,6 +107,14 @@ func New(a fyne.App, cfg Config) *UI {
 	ui.Speaker.Voice = cfg.Voice
 	ui.Speaker.OnNotice = func(m string) { ui.do(func() { ui.notify(m) }) }
 	ui.Speaker.OnEnd = func(u *Utterance) { ui.do(func() { ui.ended(u) }) }
+	ui.Serving = NewService(ServiceOptions{
+		Voices:     cfg.Voices,
+		Speaker:    speakerModelOf(cfg.Voice),
+		MaxSeconds: func() float64 { return ui.Speaker.MaxSeconds },
+		Log:        cfg.ServeLog,
+		OnState:    func(st ServeState) { ui.do(func() { ui.compose.serve.show(st) }) },
+	})
+	ui.Speaker.Engines = ui.Serving
 	var historyErr error
 	if cfg.HistoryDir != "" {
 		historyErr = ui.Speaker.History.UseDisk(cfg.HistoryDir)
@@ -136,6 +151,7 @@ func New(a fyne.App, cfg Config) *UI {
 	ui.installShortcuts()
 	ui.Win.SetOnDropped(ui.dropped)
 	ui.Win.SetCloseIntercept(func() {
+		ui.Serving.Close() // main waits for it (Serving.Wait) before closing the backend
 		ui.Speaker.Stop()
 		ui.Speaker.History.Close() // a run still stopping loses only its file
 		ui.SaveSettings()
@@ -143,6 +159,7 @@ func New(a fyne.App, cfg Config) *UI {
 	})
 	ui.refreshMeters()
 	ui.refreshModels()
+	ui.Serving.Set(ui.settings.Serve, ui.settings.ServeListen) // serves once the model is loaded
 	if !ui.anyInstalled() {
 		ui.tabs.SelectIndex(2)
 		ui.notify("No model is installed yet: the Models tab explains what is needed and can download it.")
@@ -175,11 +192,12 @@ func (ui *UI) SaveSettings() {
 }
 
 // ResetKnobs puts every knob back to its default (text, language, model,
-// sound output and GPU plan stay).
+// sound output, GPU plan and the serve setting stay).
 func (ui *UI) ResetKnobs() {
 	d := DefaultSettings()
 	d.Text, d.Language, d.Variant, d.SamplingOpen = ui.settings.Text, ui.settings.Language, ui.settings.Variant, ui.settings.SamplingOpen
 	d.OutputDevice, d.GPUPlan = ui.settings.OutputDevice, ui.settings.GPUPlan // not knobs
+	d.Serve, d.ServeListen = ui.settings.Serve, ui.settings.ServeListen
 	ui.settings = d
 	for _, r := range ui.refreshes {
 		r()

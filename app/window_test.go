@@ -119,6 +119,8 @@ func newTestUI(t *testing.T, null bool, opts ...func(*Config)) testUI {
 		ui.Speaker.Stop()
 		ui.Speaker.Wait()
 		ui.tickers.Wait()
+		ui.Serving.Close()
+		ui.Serving.Wait()
 		tu.on(func() {}) // let a pending UI update finish
 	})
 	return tu

@@ -7,6 +7,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
@@ -58,7 +59,8 @@ func run(backend, modelDir, dacDir, device string, null bool, say string, maxSec
 	}
 	defer b.Close()
 	models := &app.HubModels{B: b, ModelDir: modelDir, DACDir: dacDir}
-	cfg := app.Config{Models: models, GPUPlans: app.CUDABuilt(), HistoryDir: app.DefaultHistoryDir()}
+	cfg := app.Config{Models: models, GPUPlans: app.CUDABuilt(), HistoryDir: app.DefaultHistoryDir(),
+		ServeLog: slog.New(slog.NewTextHandler(os.Stderr, nil))}
 	if modelDir == "" {
 		c, err := weights.DefaultCache()
 		if err != nil {
@@ -120,5 +122,8 @@ func run(backend, modelDir, dacDir, device string, null bool, say string, maxSec
 		}()
 	}
 	ui.Win.ShowAndRun()
+	// The in-app server's last request ends before the backend closes.
+	ui.Serving.Close()
+	ui.Serving.Wait()
 	return nil
 }
