@@ -27,10 +27,12 @@ type admission struct {
 	// Retry-After.
 	service  time.Duration
 	onChange func(running, queued int)
+	idleCh   chan struct{} // closed once closed with no slot held (idle)
 }
 
 type ticket struct {
 	ready    chan struct{}
+	refused  bool      // the server closed while it waited
 	position func(int) // told the ticket's place in the queue as it moves (1 = next)
 }
 
@@ -47,8 +49,7 @@ func (a *admission) admit(ctx context.Context, who string, position func(int)) (
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
-		return nil, &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "shutting_down",
-			Message: "the server is shutting down", RetryAfter: time.Second}
+		return nil, errShuttingDown()
 	}
 	if a.perKey[who] >= a.maxPerKey {
 		n := a.perKey[who]
@@ -80,6 +81,12 @@ func (a *admission) admit(ctx context.Context, who string, position func(int)) (
 	a.mu.Unlock()
 	select {
 	case <-t.ready:
+		if t.refused {
+			a.mu.Lock()
+			a.perKey[who]--
+			a.mu.Unlock()
+			return nil, errShuttingDown()
+		}
 		return a.releaser(who), nil
 	case <-ctx.Done():
 	}
@@ -88,7 +95,9 @@ func (a *admission) admit(ctx context.Context, who string, position func(int)) (
 	select {
 	case <-t.ready: // handed the slot as ctx ended: give it on
 		a.perKey[who]--
-		a.handOn()
+		if !t.refused {
+			a.handOn()
+		}
 	default:
 		for i, q := range a.queue {
 			if q == t {
@@ -126,10 +135,18 @@ func (a *admission) releaser(who string) func() {
 	}
 }
 
+func errShuttingDown() *apiError {
+	return &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "shutting_down",
+		Message: "the server is shutting down", RetryAfter: time.Second}
+}
+
 // handOn gives a freed slot to the head of the queue, or frees it.
 func (a *admission) handOn() {
 	if len(a.queue) == 0 {
 		a.running--
+		if a.running == 0 {
+			a.idleNow()
+		}
 		return
 	}
 	t := a.queue[0]
@@ -175,9 +192,47 @@ func (a *admission) load() (running, queued int) {
 	return a.running, len(a.queue)
 }
 
-// close refuses every later request; queued ones keep their place.
+// close refuses every later request and every queued one; running ones
+// go on until they end.
 func (a *admission) close() {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.closed = true
-	a.mu.Unlock()
+	for _, t := range a.queue {
+		t.refused = true
+		close(t.ready)
+	}
+	a.queue = nil
+	a.changed()
+	if a.running == 0 {
+		a.idleNow()
+	}
+}
+
+// idle is closed once the server is closed and nothing holds a slot.
+func (a *admission) idle() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.idleCh == nil {
+		a.idleCh = make(chan struct{})
+		if a.closed && a.running == 0 {
+			close(a.idleCh)
+		}
+	}
+	return a.idleCh
+}
+
+// idleNow closes idle's channel once closed (a.mu held).
+func (a *admission) idleNow() {
+	if !a.closed {
+		return
+	}
+	if a.idleCh == nil {
+		a.idleCh = make(chan struct{})
+	}
+	select {
+	case <-a.idleCh:
+	default:
+		close(a.idleCh)
+	}
 }

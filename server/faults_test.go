@@ -239,11 +239,21 @@ func TestShutdownDuringStreams(t *testing.T) {
 	if _, err := io.ReadFull(resp.Body, head); err != nil {
 		t.Fatal(err)
 	}
-	// A WebSocket client waits in the queue behind the HTTP stream.
+	// A WebSocket client and an HTTP request wait in the queue behind it.
 	c := wsDial(t, ts, nil)
 	wsSend(t, c, map[string]any{"type": "start", "text": "Queued behind."})
 	wsSend(t, c, map[string]any{"type": "end"})
 	waitFor(t, func() bool { _, q := ts.adm.load(); return q == 1 })
+	queuedHTTP := make(chan *http.Response, 1)
+	go func() {
+		r, err := http.Post(ts.url+"/v1/tts", "application/json", strings.NewReader(`{"text": "Also queued."}`))
+		if err != nil {
+			queuedHTTP <- nil
+			return
+		}
+		queuedHTTP <- r
+	}()
+	waitFor(t, func() bool { _, q := ts.adm.load(); return q == 2 })
 	ts.stop()
 	r := wsRead(t, c, nil)
 	if ev, ok := r.find("error"); !ok || ev.Code != "shutting_down" {
@@ -260,10 +270,19 @@ func TestShutdownDuringStreams(t *testing.T) {
 	if _, s := streamWAV(t, append(head, rest...)); len(s) == 0 {
 		t.Error("no audio")
 	}
+	// The queued request is refused, not started after the shutdown began.
+	if qr := <-queuedHTTP; qr == nil {
+		t.Error("the queued request failed without an answer")
+	} else if msg := apiErr(t, qr, http.StatusServiceUnavailable); !strings.Contains(msg, "shutting down") {
+		t.Errorf("the queued request: %q", msg)
+	}
 	select {
 	case err := <-ts.done:
 		ts.done <- err // for the cleanup
 	case <-time.After(time.Minute):
 		t.Fatal("Serve did not return after the grace period")
+	}
+	if running, queued := ts.adm.load(); running != 0 || queued != 0 {
+		t.Errorf("after Serve returned: %d running, %d queued; the engine may be freed only when nothing holds it", running, queued)
 	}
 }

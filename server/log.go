@@ -47,6 +47,13 @@ func (l *logWriter) Flush() {
 	}
 }
 
+// FlushError is what http.ResponseController.Flush calls: it passes the
+// connection's error on (a client gone, a write deadline passed), which
+// Flush would swallow.
+func (l *logWriter) FlushError() error {
+	return http.NewResponseController(l.ResponseWriter).Flush()
+}
+
 // logRequest writes one line per request. It never logs a key (only its
 // short hash, who), a query string or, unless LogText is set, the text.
 func (s *Server) logRequest(r *http.Request, lw *logWriter, endpoint, who, outcome string, d time.Duration) {

@@ -28,7 +28,10 @@ func (s *Server) prepare(ctx context.Context, p *plan) *apiError {
 		}
 		vec, _, err := s.embed(ctx, clip.Samples)
 		if err != nil {
-			return &apiError{Status: http.StatusInternalServerError, Type: "server_error", Message: "embedding speaker_audio: " + err.Error()}
+			if ctx.Err() != nil {
+				return &apiError{Status: 499, Type: "cancelled", Message: "the request ended while its clip was embedded"}
+			}
+			return s.libraryError("speaker_audio cannot be embedded", err)
 		}
 		p.req.Speaker = vec
 	}

@@ -143,6 +143,11 @@ func (s *Server) planTTS(r *ttsRequest, needText bool) (*plan, *apiError) {
 	if err := k.Sampling.Validate(); err != nil {
 		return nil, badRequest("sampling", "%v", err)
 	}
+	for _, u := range k.Unconditional {
+		if !s.eng.Model().HasConditioner(u) {
+			return nil, badRequest("unconditional", "unconditional %q: the model has no conditioner of that name (e.g. speaker, emotion, vqscore_8, dnsmos_ovrl)", u)
+		}
+	}
 	ctxParts, anchor, trim, maxCtx := 1, true, 3, 0.0
 	if r.ContextParts != nil {
 		ctxParts = *r.ContextParts

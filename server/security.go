@@ -38,7 +38,13 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request, needKey bool) (wh
 		h.Set("Access-Control-Expose-Headers", "X-Zonos-Sample-Rate, X-Zonos-TTFA-Ms, X-Zonos-Error, Retry-After")
 		if r.Method == http.MethodOptions {
 			h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
-			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+			// The allowed origin's client may send headers of its own
+			// (OpenAI's sends x-stainless-*): it may send what it asks for.
+			allow := "Authorization, Content-Type"
+			if asked := r.Header.Get("Access-Control-Request-Headers"); asked != "" {
+				allow = asked
+			}
+			h.Set("Access-Control-Allow-Headers", allow)
 			h.Set("Access-Control-Max-Age", "600")
 			w.WriteHeader(http.StatusNoContent)
 			return "", false

@@ -32,11 +32,16 @@ type Server struct {
 	ready    atomic.Bool
 	// seed picks the seed of a request that names none (random; tests pin it).
 	seed func() uint64
-	// streams are the running streams' cancels, ended at shutdown once
-	// the grace period is over; wg counts their handlers.
+	// streams are the cancels of the requests that wait for or hold the
+	// engine, ended at shutdown once the grace period is over (ending
+	// set); idle is signalled each time one leaves.
 	mu      sync.Mutex
 	streams map[*streamEntry]struct{}
-	wg      sync.WaitGroup
+	ending  bool
+	idle    *sync.Cond
+	// reading bounds the requests whose bodies are being read and the
+	// WebSocket connections that have not started (tryRead).
+	reading chan struct{}
 }
 
 type streamEntry struct{ end func(error) }
@@ -46,12 +51,15 @@ type streamEntry struct{ end func(error) }
 // engine should be warmed (engine.Warmup) before the server is marked
 // ready with SetReady; until then /readyz answers 503.
 func New(e *engine.Engine, lib *voices.Library, sp SpeakerModel, cfg Config) (*Server, error) {
+	cfg.APIKeys = append([]string(nil), cfg.APIKeys...)
+	cfg.AllowOrigins = append([]string(nil), cfg.AllowOrigins...)
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
 	host, _, _ := net.SplitHostPort(cfg.Listen)
 	s := &Server{cfg: cfg, eng: e, lib: lib, speaker: sp, keys: hashKeys(cfg.APIKeys), loopback: isLoopbackHost(host),
-		streams: map[*streamEntry]struct{}{}, seed: rand.Uint64}
+		streams: map[*streamEntry]struct{}{}, seed: rand.Uint64, reading: make(chan struct{}, cfg.Limits.MaxQueue+1)}
+	s.idle = sync.NewCond(&s.mu)
 	s.met = newMetrics(func() float64 { return float64(s.adm.capacity()) })
 	s.adm = newAdmission(1, cfg.Limits.MaxQueue, cfg.Limits.MaxStreamsPerKey, func(running, queued int) {
 		s.met.active.Set(float64(running))
@@ -152,20 +160,51 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request, _ string) *apiEr
 	return nil
 }
 
-// track registers a running stream so shutdown can end it; the returned
-// function unregisters it.
+// track registers a request that will wait for or hold the engine, so a
+// shutdown can end it; the returned function unregisters it. One that
+// arrives after the grace period of a shutdown is ended at once.
 func (s *Server) track(end func(error)) func() {
 	e := &streamEntry{end: end}
 	s.mu.Lock()
 	s.streams[e] = struct{}{}
-	s.wg.Add(1)
+	ending := s.ending
 	s.mu.Unlock()
+	if ending {
+		end(errShutdown)
+	}
 	return func() {
 		s.mu.Lock()
 		delete(s.streams, e)
+		s.idle.Broadcast()
 		s.mu.Unlock()
-		s.wg.Done()
 	}
+}
+
+// tryRead takes a place among the requests being read, or answers 503:
+// a body (up to the native request's clips) is held whole while it is
+// parsed, before admission counts it, so their number is bounded too.
+func (s *Server) tryRead() (func(), *apiError) {
+	select {
+	case s.reading <- struct{}{}:
+		return func() { <-s.reading }, nil
+	default:
+		return nil, &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "busy",
+			Message: fmt.Sprintf("%d requests are being read already; retry later", cap(s.reading)), RetryAfter: time.Second}
+	}
+}
+
+// untilIdle is closed once no tracked request is left.
+func (s *Server) untilIdle() <-chan struct{} {
+	ch := make(chan struct{})
+	go func() {
+		s.mu.Lock()
+		for len(s.streams) > 0 {
+			s.idle.Wait()
+		}
+		s.mu.Unlock()
+		close(ch)
+	}()
+	return ch
 }
 
 // errShutdown ends the streams still running when the grace period of a
@@ -183,6 +222,14 @@ const endStreamsWithin = 5 * time.Second
 // gets an error event) and returns once every handler has returned, so
 // the caller can free the engine.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	// The listener decides what is reachable, whatever Config.Listen said.
+	if host, _, err := net.SplitHostPort(ln.Addr().String()); err == nil && !isLoopbackHost(host) {
+		if len(s.keys) == 0 {
+			ln.Close()
+			return fmt.Errorf("listening on %s reaches beyond this computer: give an API key", ln.Addr())
+		}
+		s.loopback = false
+	}
 	hs := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second,
 		MaxHeaderBytes: 64 << 10, BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
 	errc := make(chan error, 1)
@@ -193,11 +240,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.ready.Store(false)
-	s.adm.close()
+	s.adm.close() // new and queued requests are refused from now on
 	grace, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
 	defer cancel()
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
 	// The HTTP server waits past the grace period for the streams ended
 	// at its close to write their last bytes, then closes what is left.
 	closing, cancelClosing := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace+endStreamsWithin)
@@ -205,15 +250,19 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	shut := make(chan error, 1)
 	go func() { shut <- hs.Shutdown(closing) }()
 	select {
-	case <-done:
+	case <-s.untilIdle():
 	case <-grace.Done():
 		s.mu.Lock()
+		s.ending = true
 		for e := range s.streams {
 			e.end(errShutdown)
 		}
 		s.mu.Unlock()
-		<-done
+		<-s.untilIdle()
 	}
+	// Whatever holds the engine without a stream (a clip being embedded)
+	// is let go by its request's context when its connection closes.
+	<-s.adm.idle()
 	err := <-shut
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = hs.Close()

@@ -24,13 +24,16 @@ func (s *Server) speakHTTP(w *logWriter, r *http.Request, who, endpoint string, 
 	w.text = p.req.Text
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
+	untrack := s.track(func(err error) { cancel(err) })
+	defer untrack()
 	release, aerr := s.adm.admit(ctx, who, nil)
 	if aerr != nil {
+		if errors.Is(context.Cause(ctx), errShutdown) {
+			return errShuttingDown()
+		}
 		return aerr
 	}
 	defer release()
-	untrack := s.track(func(err error) { cancel(err) })
-	defer untrack()
 	if aerr := s.prepare(ctx, p); aerr != nil {
 		return aerr
 	}
@@ -45,6 +48,11 @@ func (s *Server) speakHTTP(w *logWriter, r *http.Request, who, endpoint string, 
 	out := &deadlineWriter{w: w, rc: rc, timeout: s.cfg.Limits.SlowClientTimeout}
 	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }() // the connection may serve another request
 	var enc encode.Encoder
+	defer func() {
+		if enc != nil {
+			_ = enc.Close() // frees a codec's C state on every path (a second Close does nothing)
+		}
+	}()
 	var body io.Writer = out
 	var sse *sseBody
 	if p.sse {

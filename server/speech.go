@@ -63,7 +63,13 @@ const (
 func (s *Server) speech(w http.ResponseWriter, r *http.Request, who string) *apiError {
 	start := time.Now()
 	var req speechRequest
-	if aerr := decodeJSON(w, r, s.cfg.Limits.MaxBodyBytes, &req, false); aerr != nil {
+	done, aerr := s.tryRead()
+	if aerr != nil {
+		return aerr
+	}
+	aerr = decodeJSON(w, r, s.cfg.Limits.MaxBodyBytes, &req, false)
+	done()
+	if aerr != nil {
 		return aerr
 	}
 	if req.StreamFormat != "" && req.StreamFormat != "audio" && req.StreamFormat != "sse" {
@@ -105,10 +111,17 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request, who string) *api
 func (s *Server) tts(w http.ResponseWriter, r *http.Request, who string) *apiError {
 	start := time.Now()
 	var req ttsRequest
-	if aerr := decodeJSON(w, r, s.ttsBodyLimit(), &req, true); aerr != nil {
+	done, aerr := s.tryRead()
+	if aerr != nil {
 		return aerr
 	}
-	p, aerr := s.planTTS(&req, true)
+	aerr = decodeJSON(w, r, s.ttsBodyLimit(), &req, true)
+	if aerr != nil {
+		done()
+		return aerr
+	}
+	p, aerr := s.planTTS(&req, true) // holds the decoded clips: still counted as reading
+	done()
 	if aerr != nil {
 		return aerr
 	}

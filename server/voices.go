@@ -49,7 +49,7 @@ func (s *Server) voiceByName(name string) ([]float32, string, *apiError) {
 			return v.Embedding, v.Name, nil
 		}
 		if !errors.Is(err, voices.ErrNotFound) && voices.CheckName(name) == nil {
-			return nil, "", &apiError{Status: http.StatusInternalServerError, Type: "server_error", Message: "voice library: " + err.Error()}
+			return nil, "", s.libraryError(fmt.Sprintf("the saved voice %q cannot be read", name), err)
 		}
 	}
 	for _, o := range openAIVoices {
@@ -85,13 +85,14 @@ func (s *Server) listVoices(w http.ResponseWriter, r *http.Request) *apiError {
 	if s.lib != nil {
 		vs, damaged, err := s.lib.List()
 		if err != nil {
-			return &apiError{Status: http.StatusInternalServerError, Type: "server_error", Message: "voice library: " + err.Error()}
+			return s.libraryError("the voice library cannot be listed", err)
 		}
 		for _, v := range vs {
 			out.Voices = append(out.Voices, voiceJSON{Name: v.Name, ClipSeconds: v.ClipSeconds, ClipSHA256: v.ClipSHA256, SpeakerModel: v.SpeakerModel, Created: v.Created})
 		}
 		for _, d := range damaged {
-			out.Damaged = append(out.Damaged, d.Error())
+			out.Damaged = append(out.Damaged, d.File) // the file's name only: its path and error go to the log
+			s.cfg.Log.Warn("damaged voice file", "file", d.File, "error", d.Err.Error())
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -110,6 +111,11 @@ func (s *Server) addVoice(w http.ResponseWriter, r *http.Request, who string) *a
 		return &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "no_speaker_model",
 			Message: "the speaker model is not installed, so clips cannot become voices: run 'zonos pull' on the server"}
 	}
+	doneReading, aerr := s.tryRead()
+	if aerr != nil {
+		return aerr
+	}
+	defer doneReading()
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
 	defer func() { _ = rc.SetReadDeadline(time.Time{}) }()
@@ -164,14 +170,14 @@ func (s *Server) addVoice(w http.ResponseWriter, r *http.Request, who string) *a
 		if r.Context().Err() != nil {
 			return &apiError{Status: 499, Type: "cancelled", Message: "the client went away"}
 		}
-		return &apiError{Status: http.StatusInternalServerError, Type: "server_error", Message: "embedding the clip: " + err.Error()}
+		return s.libraryError("the clip cannot be embedded", err)
 	}
 	v := voices.Voice{Name: name, Embedding: vec, ClipSHA256: sha256Hex(data), ClipSeconds: clip.Seconds(), SpeakerModel: model, Created: time.Now().UTC()}
 	if err := s.lib.Add(v, replace); err != nil {
 		if errors.Is(err, voices.ErrExists) {
 			return &apiError{Status: http.StatusConflict, Type: "invalid_request_error", Param: "name", Message: err.Error()}
 		}
-		return &apiError{Status: http.StatusInternalServerError, Type: "server_error", Message: err.Error()}
+		return s.libraryError("the voice cannot be saved", err)
 	}
 	out := voiceJSON{Name: v.Name, ClipSeconds: v.ClipSeconds, ClipSHA256: v.ClipSHA256, SpeakerModel: v.SpeakerModel, Created: v.Created}
 	if clip.Notice != "" {
@@ -210,10 +216,18 @@ func (s *Server) removeVoice(w http.ResponseWriter, r *http.Request) *apiError {
 		if errors.Is(err, voices.ErrNotFound) {
 			return &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "name", Code: "unknown_voice", Message: err.Error()}
 		}
-		return &apiError{Status: http.StatusInternalServerError, Type: "server_error", Message: err.Error()}
+		return s.libraryError("the voice cannot be deleted", err)
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// libraryError answers a failure of the server's own files with what
+// failed, and logs the detail: errors from the file system name paths on
+// the server, which a client has no business seeing.
+func (s *Server) libraryError(what string, err error) *apiError {
+	s.cfg.Log.Error(what, "error", err.Error())
+	return &apiError{Status: http.StatusInternalServerError, Type: "server_error", Message: what + " (the server's log says why)"}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -83,8 +83,14 @@ func (s *Server) websocket(w http.ResponseWriter, r *http.Request, who string) *
 		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Message: "WebSocket handshake: " + err.Error()}
 	}
 	c.SetReadLimit(s.ttsBodyLimit())
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	// Tracked from the handshake to the close frame, so a shutdown waits
+	// for the frame that says how the stream ended.
+	untrack := s.track(func(err error) { cancel(err) })
+	defer untrack()
 	ws := &wsConn{s: s, c: c, lw: lw, who: who, timeout: s.cfg.Limits.SlowClientTimeout}
-	code, reason := ws.serve(r.Context())
+	code, reason := ws.serve(r.Context(), ctx, cancel)
 	lw.outcome, lw.reason = ws.outcome, reason
 	_ = c.Close(code, truncateReason(reason))
 	return nil
@@ -117,12 +123,20 @@ func (ws *wsConn) fail(ctx context.Context, outcome, code, msg string, status we
 	return status, msg
 }
 
-func (ws *wsConn) serve(rctx context.Context) (websocket.StatusCode, string) {
+// serve runs one utterance: rctx is the connection's (events are written
+// under it), ctx the utterance's, which cancel ends (the client's cancel,
+// a mistake, the shutdown).
+func (ws *wsConn) serve(rctx, ctx context.Context, cancel context.CancelCauseFunc) (websocket.StatusCode, string) {
 	start := time.Now()
 	ws.outcome = "ok"
+	doneReading, aerr := ws.s.tryRead()
+	if aerr != nil {
+		return ws.refuse(rctx, aerr)
+	}
 	readCtx, cancelRead := context.WithTimeout(rctx, ws.s.cfg.Limits.TextIdleTimeout)
 	typ, data, err := ws.c.Read(readCtx)
 	cancelRead()
+	doneReading()
 	if err != nil {
 		ws.outcome = "client_gone"
 		return websocket.StatusNormalClosure, "no start message: " + err.Error()
@@ -144,11 +158,17 @@ func (ws *wsConn) serve(rctx context.Context) (websocket.StatusCode, string) {
 		st.Format = string(encode.PCM)
 	}
 	initial := st.Text
-	st.Text = ""
-	p, aerr := ws.s.planTTS(&st.ttsRequest, false)
-	if aerr != nil {
-		return ws.fail(rctx, aerr.outcome(), "invalid_request", aerr.Message, websocket.StatusPolicyViolation)
+	if strings.TrimSpace(st.Text) == "" {
+		// The text is yet to come: the request is checked with a word in
+		// its place (language, knobs, limits), so a mistake is refused now,
+		// not after the wait for the engine.
+		st.Text = "Hello."
 	}
+	p, aerr := ws.s.planTTS(&st.ttsRequest, true)
+	if aerr != nil {
+		return ws.refuse(rctx, aerr)
+	}
+	p.req.Text = ""
 	ws.lw.voice = p.voice
 	feed := engine.NewTextFeed()
 	p.req.Feed = feed
@@ -158,23 +178,26 @@ func (ws *wsConn) serve(rctx context.Context) (websocket.StatusCode, string) {
 		}
 	}
 
-	ctx, cancel := context.WithCancelCause(rctx)
-	defer cancel(nil)
-	untrack := ws.s.track(func(err error) { cancel(err) })
-	defer untrack()
 	// The client's messages are read throughout: text goes to the feed,
 	// cancel ends the utterance, a closed connection ends it too.
-	go ws.readClient(feed, cancel)
+	go ws.readClient(feed, cancel, len(initial))
 
 	positions := make(chan int, 1)
 	admitted := make(chan struct{})
+	told := make(chan struct{})
 	go func() {
+		defer close(told)
 		for {
 			select {
-			case n := <-positions:
-				_ = ws.send(ctx, wsEvent{Type: "queued", Position: n})
 			case <-admitted:
 				return
+			case n := <-positions:
+				select {
+				case <-admitted: // a place that no longer holds
+					return
+				default:
+				}
+				_ = ws.send(rctx, wsEvent{Type: "queued", Position: n})
 			}
 		}
 	}()
@@ -190,6 +213,7 @@ func (ws *wsConn) serve(rctx context.Context) (websocket.StatusCode, string) {
 		}
 	})
 	close(admitted)
+	<-told // no queued event after this point
 	if aerr != nil {
 		return ws.ended(ctx, rctx, aerr)
 	}
@@ -213,7 +237,7 @@ func (ws *wsConn) serve(rctx context.Context) (websocket.StatusCode, string) {
 		return ws.fail(rctx, "failed", "server_error", err.Error(), websocket.StatusInternalError)
 	}
 	defer enc.Close()
-	if err := ws.send(ctx, wsEvent{Type: "started", SampleRate: enc.Rate(), Format: string(p.format), Voice: p.voice}); err != nil {
+	if err := ws.send(rctx, wsEvent{Type: "started", SampleRate: enc.Rate(), Format: string(p.format), Voice: p.voice}); err != nil {
 		pm.abandon()
 		return ws.gone(err)
 	}
@@ -221,7 +245,7 @@ func (ws *wsConn) serve(rctx context.Context) (websocket.StatusCode, string) {
 		if buf.Len() == 0 {
 			return nil
 		}
-		err := ws.write(ctx, websocket.MessageBinary, buf.Bytes())
+		err := ws.write(rctx, websocket.MessageBinary, buf.Bytes())
 		buf.Reset()
 		return err
 	}
@@ -251,7 +275,7 @@ func (ws *wsConn) serve(rctx context.Context) (websocket.StatusCode, string) {
 			if first {
 				first = false
 				ws.lw.ttfa = time.Since(start)
-				ws.s.met.ttfa.WithLabelValues("ws").Observe(ev.Metrics.TTFA.Seconds())
+				ws.s.met.ttfa.WithLabelValues("ws").Observe(ws.lw.ttfa.Seconds())
 				out = &wsEvent{Type: "first_audio", TTFAMs: ms(ev.Metrics.TTFA)}
 			}
 		case engine.PartStart:
@@ -267,7 +291,7 @@ func (ws *wsConn) serve(rctx context.Context) (websocket.StatusCode, string) {
 				_ = sendAudio()
 			}
 			m := ev.Metrics
-			_ = ws.send(ctx, wsEvent{Type: "done", TTFAMs: ms(m.TTFA), AudioSeconds: m.AudioSeconds, Frames: m.Frames, RTF: m.RTF, Parts: m.Parts,
+			_ = ws.send(rctx, wsEvent{Type: "done", TTFAMs: ms(m.TTFA), AudioSeconds: m.AudioSeconds, Frames: m.Frames, RTF: m.RTF, Parts: m.Parts,
 				BoundaryP50Ms: ms(m.BoundaryP50), BoundaryMaxMs: ms(m.BoundaryMax), StepP50Ms: ms(m.StepP50), FrameLatP90Ms: ms(m.FrameLatencyP90), ElapsedSeconds: m.Elapsed.Seconds()})
 			return websocket.StatusNormalClosure, "done"
 		case engine.Failed:
@@ -280,7 +304,7 @@ func (ws *wsConn) serve(rctx context.Context) (websocket.StatusCode, string) {
 			return ws.fail(rctx, "failed", "generation_failed", ev.Err.Error(), websocket.StatusInternalError)
 		}
 		if out != nil {
-			if err := ws.send(ctx, *out); err != nil {
+			if err := ws.send(rctx, *out); err != nil {
 				pm.abandon()
 				return ws.gone(err)
 			}
@@ -307,10 +331,28 @@ func (ws *wsConn) ended(ctx, rctx context.Context, aerr *apiError) (websocket.St
 		return websocket.StatusNormalClosure, "the client went away"
 	}
 	if aerr != nil {
-		return ws.fail(rctx, aerr.outcome(), strings.ToLower(strings.ReplaceAll(http.StatusText(aerr.Status), " ", "_")), aerr.Message, websocket.StatusTryAgainLater)
+		return ws.refuse(rctx, aerr)
 	}
 	ws.outcome = "client_gone"
 	return websocket.StatusNormalClosure, "the client went away"
+}
+
+// refuse ends the stream with a refusal's code and message, closing as
+// its status says: a mistake 1008 (policy), busy or shutting down 1013
+// (try again later), the server's failure 1011.
+func (ws *wsConn) refuse(rctx context.Context, aerr *apiError) (websocket.StatusCode, string) {
+	code := aerr.Code
+	if code == "" {
+		code = strings.ToLower(strings.ReplaceAll(http.StatusText(aerr.Status), " ", "_"))
+	}
+	status := websocket.StatusPolicyViolation
+	switch {
+	case aerr.Status == http.StatusTooManyRequests || aerr.Status == http.StatusServiceUnavailable:
+		status = websocket.StatusTryAgainLater
+	case aerr.Status >= 500:
+		status = websocket.StatusInternalError
+	}
+	return ws.fail(rctx, aerr.outcome(), code, aerr.Message, status)
 }
 
 func (ws *wsConn) gone(err error) (websocket.StatusCode, string) {
@@ -335,8 +377,9 @@ func (e *clientError) Error() string { return e.msg }
 // before end ends the utterance through cancel. The reads are not given
 // a deadline: the WebSocket library closes a connection whose read is
 // cancelled, and the events of the end must still reach the client.
-func (ws *wsConn) readClient(feed *engine.TextFeed, cancel context.CancelCauseFunc) {
+func (ws *wsConn) readClient(feed *engine.TextFeed, cancel context.CancelCauseFunc, total int) {
 	idle := ws.s.cfg.Limits.TextIdleTimeout
+	limit := ws.s.cfg.Limits.MaxTextBytes
 	timer := time.AfterFunc(idle, func() {
 		cancel(&clientError{"text_timeout", fmt.Sprintf("no text arrived for %s; send {\"type\": \"end\"} when the text is complete", idle)})
 	})
@@ -359,6 +402,10 @@ func (ws *wsConn) readClient(feed *engine.TextFeed, cancel context.CancelCauseFu
 		timer.Reset(idle)
 		switch m.Type {
 		case "append":
+			if total += len(m.Text); total > limit {
+				cancel(&clientError{"text_too_long", fmt.Sprintf("the text sent reached %d bytes, over this server's %d-byte limit for one stream", total, limit)})
+				return
+			}
 			err = feed.Append(m.Text)
 		case "flush":
 			err = feed.Flush()

@@ -185,7 +185,7 @@ func TestWebSocketCancel(t *testing.T) {
 // a binary message, an unknown message type, and silence each end the
 // stream with an error event naming the problem.
 func TestWebSocketProtocolMistakes(t *testing.T) {
-	ts := serve(t, tinyEngine(t), Config{Limits: Limits{TextIdleTimeout: 300 * time.Millisecond}})
+	ts := serve(t, tinyEngine(t), Config{Limits: Limits{TextIdleTimeout: 300 * time.Millisecond, MaxTextBytes: 64}})
 	cases := []struct {
 		name string
 		send func(c *websocket.Conn)
@@ -202,6 +202,11 @@ func TestWebSocketProtocolMistakes(t *testing.T) {
 			wsSend(t, c, map[string]any{"type": "start"})
 			wsSend(t, c, map[string]any{"type": "speak"})
 		}, `"speak"`},
+		{"bad-language", func(c *websocket.Conn) { wsSend(t, c, map[string]any{"type": "start", "language": "xx-nope"}) }, "xx-nope"},
+		{"too-much-text", func(c *websocket.Conn) {
+			wsSend(t, c, map[string]any{"type": "start", "text": strings.Repeat("a", 40)})
+			wsSend(t, c, map[string]any{"type": "append", "text": strings.Repeat("b", 40)})
+		}, "64-byte limit"},
 		{"silence", func(c *websocket.Conn) { wsSend(t, c, map[string]any{"type": "start", "text": "Waiting"}) }, "no text arrived"},
 	}
 	for _, tc := range cases {

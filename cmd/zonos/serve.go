@@ -117,10 +117,19 @@ func runServe(args []string) int {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(sig.ctx, ln) }()
 	say("warming up the engine…")
-	if err := e.Warmup(sig.ctx, engine.Request{Text: "Warm up.", Knobs: engine.DefaultKnobs(), MaxSeconds: 2}); err != nil && sig.ctx.Err() == nil {
-		fmt.Fprintln(os.Stderr, "zonos serve: warm-up:", err)
+	// Ready only once warmed: a warm-up that fails means the model does
+	// not run here, and the server stops instead of answering every
+	// request with that failure.
+	if err := e.Warmup(sig.ctx, engine.Request{Text: "Warm up.", Knobs: engine.DefaultKnobs(), MaxSeconds: 2}); err != nil {
+		if sig.ctx.Err() == nil {
+			fmt.Fprintln(os.Stderr, "zonos serve: warm-up:", err)
+			sig.stop()
+			<-serveErr
+			return 1
+		}
+	} else {
+		srv.SetReady(true)
 	}
-	srv.SetReady(true)
 	say("serving on http://%s (OpenAI base_url http://%s/v1); Ctrl-C to stop", ln.Addr(), ln.Addr())
 	if err := <-serveErr; err != nil {
 		fmt.Fprintln(os.Stderr, "zonos serve:", err)
