@@ -17,11 +17,11 @@ import (
 	"zonostream/internal/voices"
 )
 
-// TestSpeechWAVStreamsTheEngineAudio: POST /v1/audio/speech as OpenAI
-// clients send it answers a streamed WAV whose samples are exactly the
-// engine's for the same request alone (the seed is the native field; the
-// OpenAI body ignores fields it does not know, so clients' extras pass).
-func TestSpeechWAVStreamsTheEngineAudio(t *testing.T) {
+// TestTTSStreamsTheEngineAudio: POST /v1/tts answers a WAV streamed in
+// chunks whose samples are exactly the engine's for the same request
+// alone, with the engine's TTFA in a trailer. (OpenAI's body names no
+// seed: TestSpeechSpeedMapsToSpeakingRate compares it with this one.)
+func TestTTSStreamsTheEngineAudio(t *testing.T) {
 	e := tinyEngine(t)
 	ts := serve(t, e, Config{})
 	resp := ts.post(t, "/v1/tts", map[string]any{"text": "Hello there.", "seed": 7, "format": "wav"})
