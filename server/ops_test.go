@@ -80,6 +80,18 @@ func TestProbesAndMetrics(t *testing.T) {
 	if msg := apiErr(t, ts.get(t, "/favicon.ico"), 404); !strings.Contains(msg, "GET /favicon.ico") {
 		t.Errorf("unknown path: %q", msg)
 	}
+	wrong := ts.get(t, "/v1/audio/speech")
+	if allow := wrong.Header.Get("Allow"); allow != "POST" {
+		t.Errorf("GET /v1/audio/speech: Allow %q", allow)
+	}
+	if msg := apiErr(t, wrong, 405); !strings.Contains(msg, "takes POST") {
+		t.Errorf("wrong method: %q", msg)
+	}
+	vr := ts.post(t, "/v1/voices/someone", "")
+	if allow := vr.Header.Get("Allow"); allow != "DELETE" {
+		t.Errorf("POST /v1/voices/someone: Allow %q", allow)
+	}
+	apiErr(t, vr, 405)
 	mr := ts.get(t, "/v1/models")
 	data, _ := io.ReadAll(mr.Body)
 	mr.Body.Close()

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -80,7 +81,21 @@ type endpoint func(w http.ResponseWriter, r *http.Request, who string) *apiError
 
 func (s *Server) routes() {
 	s.mux = http.NewServeMux()
+	type route struct {
+		methods []string
+		name    string
+		public  bool
+	}
+	paths := map[string]*route{}
+	var order []string
 	api := func(pattern, name string, h endpoint, public bool) {
+		if method, path, ok := strings.Cut(pattern, " "); ok {
+			if paths[path] == nil {
+				paths[path] = &route{name: name, public: public}
+				order = append(order, path)
+			}
+			paths[path].methods = append(paths[path].methods, method)
+		}
 		s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
 			lw := &logWriter{ResponseWriter: w}
@@ -124,11 +139,25 @@ func (s *Server) routes() {
 	}, true)
 	api("GET /{$}", "page", s.page, true)
 	// Everything else: a CORS preflight reaches guard, which answers it
-	// for an allowed origin (or refuses it); any other request names no
-	// endpoint.
+	// for an allowed origin (or refuses it); another method on an
+	// endpoint's path is a 405 naming the ones it takes; any other
+	// request names no endpoint.
+	preflight := &apiError{Status: http.StatusForbidden, Type: "forbidden", Message: "cross-origin requests need an Origin on the allow-list"}
+	for _, path := range order {
+		rt := paths[path]
+		allow := strings.Join(rt.methods, ", ")
+		api(path, rt.name, func(w http.ResponseWriter, r *http.Request, _ string) *apiError {
+			if r.Method == http.MethodOptions {
+				return preflight
+			}
+			w.Header().Set("Allow", allow)
+			return &apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error",
+				Message: fmt.Sprintf("%s takes %s, not %s", r.URL.Path, allow, r.Method)}
+		}, rt.public)
+	}
 	api("/", "unknown", func(w http.ResponseWriter, r *http.Request, _ string) *apiError {
 		if r.Method == http.MethodOptions {
-			return &apiError{Status: http.StatusForbidden, Type: "forbidden", Message: "cross-origin requests need an Origin on the allow-list"}
+			return preflight
 		}
 		return &apiError{Status: http.StatusNotFound, Type: "invalid_request_error",
 			Message: fmt.Sprintf("no endpoint %s %s; the endpoints are listed on the page at /", r.Method, r.URL.Path)}
