@@ -44,8 +44,14 @@ func TestRunTiny(t *testing.T) {
 	// The speech server's section: every request that gave audio timed at
 	// the client and by the engine; the client's first byte comes after
 	// the engine committed it.
-	if sv := r.Serve; sv == nil || sv.Requests == 0 || sv.Requests > 2 || sv.TTFB.P50 < sv.EngineTTFA.Min || sv.EngineTTFA.P50 <= 0 {
+	if sv := r.Serve; sv == nil || sv.Requests == 0 || sv.Requests > 2 || sv.TTFB.P50 < sv.EngineTTFA.Min || sv.EngineTTFA.P50 <= 0 || len(sv.Formats) != 4 {
 		t.Errorf("serve: %+v", r.Serve)
+	} else {
+		for _, f := range sv.Formats {
+			if f.FirstAudioByte.N == 0 || f.FirstAudioByte.P50 <= 0 {
+				t.Errorf("serve, %s: %+v", f.Format, f.FirstAudioByte)
+			}
+		}
 	}
 	if lf := r.LongForm; lf == nil || lf.Parts != 3 || lf.AudioSeconds != 3*15*512/44100.0 || lf.ContextFrames != 30 ||
 		lf.BoundaryMaxMs <= 0 || lf.BoundaryP50Ms <= 0 || lf.HeapEndMB <= 0 || lf.DevEndGB <= 0 || lf.Underruns < 0 {

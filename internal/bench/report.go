@@ -99,6 +99,13 @@ func (r *Report) Markdown(w io.Writer) {
 	if sv := r.Serve; sv != nil {
 		fmt.Fprintf(w, "\nSpeech server (`zonos serve`) on the same engine, %d POST /v1/audio/speech requests (%s) over loopback HTTP, one kept-alive connection: time to the first audio byte read by the client p50 %.2f ms (p90 %.2f), the engine's TTFA of the same requests p50 %.2f ms; the server and the socket add p50 %.2f ms (p90 %.2f) per request.\n",
 			sv.Requests, sv.Format, sv.TTFB.P50, sv.TTFB.P90, sv.EngineTTFA.P50, sv.Overhead.P50, sv.Overhead.P90)
+		if len(sv.Formats) > 0 {
+			var parts []string
+			for _, f := range sv.Formats {
+				parts = append(parts, fmt.Sprintf("%s %.2f ms", f.Format, f.FirstAudioByte.P50))
+			}
+			fmt.Fprintf(w, "The other formats' first audio byte (past the file header; p50): %s — their codec frames hold the first samples back.\n", strings.Join(parts, ", "))
+		}
 	}
 	if len(r.Batches) > 0 {
 		fmt.Fprintln(w, "\nDecode step of several utterances at once (batched decoding: one backbone pass and one step graph for all, lockstep positions; guidance, sampling and tokens to the host included):")
