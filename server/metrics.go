@@ -19,7 +19,15 @@ type metrics struct {
 	capacity  prometheus.GaugeFunc
 }
 
-func newMetrics(capacity func() float64) *metrics {
+// memoryReporter is a backend that can say how much device memory it
+// holds (compute.Timer's MemoryInUse: the CUDA backend's reserved blocks,
+// the CPU backend's Go heap).
+type memoryReporter interface{ MemoryInUse() int64 }
+
+// newMetrics makes the server's metrics. capacity is read on each scrape;
+// memory too, when the backend can report it (nil: it cannot, and
+// zonos_device_memory_bytes is not exported rather than exported as 0).
+func newMetrics(capacity func() float64, memory memoryReporter) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	m.ttfa = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "zonos_ttfa_seconds",
@@ -44,5 +52,10 @@ func newMetrics(capacity func() float64) *metrics {
 		Help: "Streams the server can still admit now (free engine slots plus free queue places)."}, capacity)
 	m.reg.MustRegister(m.ttfa, m.step, m.active, m.queued, m.rtf, m.requests, m.audioSecs, m.capacity,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if memory != nil {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "zonos_device_memory_bytes",
+			Help: "Memory the compute backend holds on its device, read at each scrape (CUDA: every block its allocators reserved; CPU: the Go heap in use)."},
+			func() float64 { return float64(memory.MemoryInUse()) }))
+	}
 	return m
 }

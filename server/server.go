@@ -61,7 +61,8 @@ func New(e *engine.Engine, lib *voices.Library, sp SpeakerModel, cfg Config) (*S
 	s := &Server{cfg: cfg, eng: e, lib: lib, speaker: sp, keys: hashKeys(cfg.APIKeys), loopback: isLoopbackHost(host),
 		streams: map[*streamEntry]struct{}{}, seed: rand.Uint64, reading: make(chan struct{}, cfg.Limits.MaxQueue+1)}
 	s.idle = sync.NewCond(&s.mu)
-	s.met = newMetrics(func() float64 { return float64(s.adm.capacity()) })
+	mem, _ := e.Backend().(memoryReporter)
+	s.met = newMetrics(func() float64 { return float64(s.adm.capacity()) }, mem)
 	s.adm = newAdmission(1, cfg.Limits.MaxQueue, cfg.Limits.MaxStreamsPerKey, func(running, queued int) {
 		s.met.active.Set(float64(running))
 		s.met.queued.Set(float64(queued))
