@@ -19,7 +19,8 @@ import (
 // The WebSocket protocol (GET /v1/tts/stream, subprotocol "zonos.v1"):
 // the client's first message is {"type": "start", …} with any field of
 // the native request (ttsRequest; format defaults to pcm: 16-bit
-// little-endian at 44.1 kHz); then it sends text as it is produced:
+// little-endian at 44.1 kHz) and "end": true when its text is the whole
+// text; else it sends text as it is produced:
 // {"type": "append", "text": …}, {"type": "flush"} (speak what has come
 // even without a sentence end), {"type": "end"} (no more text), and
 // {"type": "cancel"} at any moment. The server sends JSON events —
@@ -70,6 +71,10 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // wsStart is the first message: the native request's fields and type.
 type wsStart struct {
 	Type string `json:"type"`
+	// End says the start's text is the whole text (as an end message
+	// right after it would, but decided before the engine starts, so the
+	// text is cut into parts as /v1/tts cuts it, whatever the timing).
+	End bool `json:"end"`
 	ttsRequest
 }
 
@@ -174,6 +179,14 @@ func (ws *wsConn) serve(rctx, ctx context.Context, cancel context.CancelCauseFun
 	p.req.Feed = feed
 	if initial != "" {
 		if err := feed.Append(initial); err != nil {
+			return ws.fail(rctx, "bad_request", "invalid_request", err.Error(), websocket.StatusPolicyViolation)
+		}
+	}
+	if st.End {
+		if strings.TrimSpace(initial) == "" {
+			return ws.fail(rctx, "bad_request", "invalid_request", "end is set but the start gives no text", websocket.StatusPolicyViolation)
+		}
+		if err := feed.End(); err != nil {
 			return ws.fail(rctx, "bad_request", "invalid_request", err.Error(), websocket.StatusPolicyViolation)
 		}
 	}
@@ -409,7 +422,7 @@ func (ws *wsConn) readClient(feed *engine.TextFeed, cancel context.CancelCauseFu
 			err = feed.Append(m.Text)
 		case "flush":
 			err = feed.Flush()
-		case "end":
+		case "end": // again after start's end: nothing more to do
 			err = feed.End()
 			timer.Stop()
 		case "cancel":

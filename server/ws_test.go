@@ -266,3 +266,27 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 	t.Fatal("condition never became true")
 }
+
+// TestWebSocketWholeTextInStart: a start with "end": true speaks its text
+// as /v1/tts does — cut into the same parts whatever the timing — so the
+// audio equals the same request alone with the whole text.
+func TestWebSocketWholeTextInStart(t *testing.T) {
+	e := tinyEngine(t)
+	ts := serve(t, e, Config{})
+	text := "The first sentence is here. And a second one follows it."
+	c := wsDial(t, ts, nil)
+	wsSend(t, c, map[string]any{"type": "start", "seed": 6, "text": text, "end": true})
+	r := wsRead(t, c, nil)
+	if k := r.kinds(); k[len(k)-1] != "done" {
+		t.Fatalf("events %v", k)
+	}
+	want := alone(t, e, engine.Request{Text: text, Knobs: engine.DefaultKnobs(), Seed: 6, MaxSeconds: 0.5, DiscardCodes: true})
+	if !equal16(r.pcm, want) {
+		t.Fatalf("%d samples over the WebSocket, %d alone: not equal", len(r.pcm), len(want))
+	}
+	c2 := wsDial(t, ts, nil)
+	wsSend(t, c2, map[string]any{"type": "start", "end": true})
+	if ev, ok := wsRead(t, c2, nil).find("error"); !ok || !strings.Contains(ev.Message, "no text") {
+		t.Errorf("end without text: %+v", ev)
+	}
+}

@@ -310,6 +310,10 @@ type request struct {
 	Seed       uint64  `json:"seed"`
 	Format     string  `json:"format"`
 	MaxSeconds float64 `json:"max_seconds,omitempty"`
+	// End, on the WebSocket's start: the text is all of it, so it is cut
+	// into parts as /v1/tts cuts it (an end message after the start would
+	// race the engine's first cut).
+	End bool `json:"end,omitempty"`
 }
 
 func (c *client) request(s *Stream) request {

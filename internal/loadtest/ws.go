@@ -70,13 +70,11 @@ func (c *client) streamWS(ctx context.Context, s *Stream, keep bool) error {
 	defer conn.CloseNow()
 	conn.SetReadLimit(64 << 20)
 	start := c.request(s)
-	start.Type = "start"
-	for _, m := range []any{start, map[string]string{"type": "end"}} {
-		data, _ := json.Marshal(m)
-		if err := conn.Write(ctx, websocket.MessageText, data); err != nil {
-			s.Error, s.Message = errConnection, "sending the text: "+err.Error()
-			return nil
-		}
+	start.Type, start.End = "start", true
+	data, _ := json.Marshal(start)
+	if err := conn.Write(ctx, websocket.MessageText, data); err != nil {
+		s.Error, s.Message = errConnection, "sending the text: "+err.Error()
+		return nil
 	}
 	s.SampleRate = engineRate // the WebSocket's pcm, until started says
 	rc := newReceiver(s, sent, c.o.PreRoll, keep)
