@@ -35,9 +35,9 @@ func TestChartDefaults(t *testing.T) {
 	if d.Spec.Replicas != nil {
 		t.Errorf("with the HPA on the Deployment names %d replicas: the HPA owns the count", *d.Spec.Replicas)
 	}
-	checkKeyEnv(t, pod, fullname+"-api-keys", "api-keys")
-	if s := m.secrets[0]; s.Name != fullname+"-api-keys" || string(s.Data["api-keys"]) != "k1-0123456789abcdef,k2-0123456789abcdef" {
-		t.Errorf("Secret %s holds %q under api-keys, want the keys comma-separated", s.Name, s.Data["api-keys"])
+	checkKeyFile(t, pod, fullname+"-api-keys", "api-keys")
+	if s := m.secrets[0]; s.Name != fullname+"-api-keys" || string(s.Data["api-keys"]) != "k1-0123456789abcdef\nk2-0123456789abcdef" {
+		t.Errorf("Secret %s holds %q under api-keys, want the keys one a line", s.Name, s.Data["api-keys"])
 	}
 	if a := d.Spec.Template.Annotations["checksum/api-keys"]; a == "" {
 		t.Error("no checksum/api-keys annotation: changing the keys would not restart the pods")
@@ -78,7 +78,7 @@ func TestChartExistingSecret(t *testing.T) {
 	m := render(t, map[string]any{"existingSecret": "tts-keys", "existingSecretKey": "keys"})
 	counts(t, m, 1, 1, 0, 1, 1, 0)
 	pod := checkPod(t, m.deployments[0])
-	checkKeyEnv(t, pod, "tts-keys", "keys")
+	checkKeyFile(t, pod, "tts-keys", "keys")
 	if _, ok := m.deployments[0].Spec.Template.Annotations["checksum/api-keys"]; ok {
 		t.Error("a checksum of keys the chart does not hold")
 	}
@@ -158,7 +158,7 @@ func TestChartRefuses(t *testing.T) {
 	}{
 		{"no keys", map[string]any{}, "API keys are required"},
 		{"short key", map[string]any{"apiKeys": []any{"short"}}, "too easy to guess"},
-		{"comma in a key", map[string]any{"apiKeys": []any{"a-0123456789abcdef,b"}}, "may not hold a comma"},
+		{"space in a key", map[string]any{"apiKeys": []any{"a-0123456789abcdef b"}}, "may not hold a space"},
 		{"grace too short", map[string]any{"apiKeys": testKeys, "terminationGracePeriodSeconds": 35}, "must exceed"},
 		{"gpu in resources", map[string]any{"apiKeys": testKeys, "resources": map[string]any{"limits": map[string]any{"nvidia.com/gpu": 2}}}, "the chart sets it to 1"},
 		{"no weights", map[string]any{"apiKeys": testKeys, "models": map[string]any{"pull": map[string]any{"enabled": false}}}, "no model weights"},
@@ -282,16 +282,40 @@ func portOf(c *corev1.Container, p intstr.IntOrString) int32 {
 	return -1
 }
 
-// checkKeyEnv: ZONOS_API_KEYS comes from the Secret, never inline.
-func checkKeyEnv(t *testing.T, pod *corev1.PodSpec, secret, key string) {
+// checkKeyFile: the server reads its keys from a file mounted read-only
+// from the Secret (--api-key-file), never from an inline value or the
+// environment.
+func checkKeyFile(t *testing.T, pod *corev1.PodSpec, secret, key string) {
 	t.Helper()
-	e := envMap(container(t, pod.Containers, "zonos").Env)["ZONOS_API_KEYS"]
-	if e == nil || e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
-		t.Fatalf("ZONOS_API_KEYS %+v, want it from a Secret", e)
+	c := container(t, pod.Containers, "zonos")
+	const file = "/etc/zonos-stream/api-keys"
+	if !slices.Contains(c.Args, "--api-key-file="+file) {
+		t.Errorf("args %q: want --api-key-file=%s", c.Args, file)
 	}
-	if r := e.ValueFrom.SecretKeyRef; r.Name != secret || r.Key != key {
-		t.Errorf("ZONOS_API_KEYS from Secret %s key %s, want %s key %s", r.Name, r.Key, secret, key)
+	for _, e := range c.Env {
+		if strings.Contains(e.Name, "API_KEY") {
+			t.Errorf("env %s: the keys go in a file, not the environment", e.Name)
+		}
 	}
+	var mounted bool
+	for _, m := range c.VolumeMounts {
+		if m.MountPath == "/etc/zonos-stream" {
+			mounted = m.ReadOnly && m.Name == "api-keys"
+		}
+	}
+	if !mounted {
+		t.Errorf("mounts %+v: want the api-keys volume read-only at /etc/zonos-stream", c.VolumeMounts)
+	}
+	for _, v := range pod.Volumes {
+		if v.Name != "api-keys" {
+			continue
+		}
+		if v.Secret == nil || v.Secret.SecretName != secret || len(v.Secret.Items) != 1 || v.Secret.Items[0].Key != key || v.Secret.Items[0].Path != "api-keys" {
+			t.Errorf("volume api-keys %+v: want Secret %s key %s as the file api-keys", v.VolumeSource, secret, key)
+		}
+		return
+	}
+	t.Errorf("no api-keys volume")
 }
 
 // checkPulledModels: an init container pulls model into the volume the

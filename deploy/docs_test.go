@@ -120,7 +120,7 @@ func TestDocsInstallValues(t *testing.T) {
 	m := render(t, values)
 	counts(t, m, 1, 1, 0, 1, 1, 0)
 	pod := checkPod(t, m.deployments[0])
-	checkKeyEnv(t, pod, "zonos-api-keys", "api-keys")
+	checkKeyFile(t, pod, "zonos-api-keys", "api-keys")
 	if c := container(t, pod.Containers, "zonos"); c.Image != "registry.example/zonos-stream:0.1.0" {
 		t.Errorf("image %s, want the one the docs push", c.Image)
 	}

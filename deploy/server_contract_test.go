@@ -22,7 +22,7 @@ func TestChartNamesWhatTheServerHas(t *testing.T) {
 		"server/server.go":     {`"GET /healthz"`, `"GET /readyz"`, `"GET /metrics"`},
 		"server/metrics.go":    {`Name: "` + activeStreamsMetric + `"`, `Name: "` + queueLengthMetric + `"`},
 		"server/config.go":     {`DefaultListen = "127.0.0.1:8790"`},
-		"cmd/zonos/serve.go":   {`"listen"`, `"shutdown-grace"`, `"max-queue"`, `"max-streams-per-key"`, `"log-json"`, `Getenv("ZONOS_API_KEYS")`},
+		"cmd/zonos/serve.go":   {`"listen"`, `"shutdown-grace"`, `"max-queue"`, `"max-streams-per-key"`, `"log-json"`, `"api-key-file"`},
 		"cmd/zonos/model.go":   {`"model"`},
 		"cmd/zonos/backend.go": {`"backend"`},
 		"cmd/zonos/pull.go":    {`register("pull"`, `"plain"`},

@@ -131,7 +131,7 @@ func (c *Config) check() error {
 	}
 	c.APIKeys = keys
 	if !isLoopbackHost(host) && len(c.APIKeys) == 0 {
-		return fmt.Errorf("listening on %s reaches beyond this computer: give an API key (--api-key-file or ZONOS_API_KEYS)", c.Listen)
+		return fmt.Errorf("listening on %s reaches beyond this computer: give an API key (--api-key-file)", c.Listen)
 	}
 	for i, o := range c.AllowOrigins {
 		u, err := url.Parse(o)

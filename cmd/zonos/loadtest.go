@@ -47,8 +47,8 @@ flags:
 		fs.PrintDefaults()
 	}
 	url := fs.String("url", loadtest.DefaultURL, "the speech server's base URL")
-	// The key's default is read after parsing, so that -h never prints it.
-	key := fs.String("api-key", "", "API key, sent as Authorization: Bearer (default $ZONOS_API_KEY, which keeps it out of the process list)")
+	keyFile := fs.String("api-key-file", "", "file whose first line is the API key, sent as Authorization: Bearer (a file keeps it out of the process list)")
+
 	ws := fs.Bool("ws", false, "stream over the WebSocket /v1/tts/stream instead of POST /v1/tts")
 	streams := fs.Int("streams", 8, "concurrent streams of one run")
 	find := fs.Bool("find", false, "search for the most concurrent streams with none starving")
@@ -86,13 +86,15 @@ flags:
 		fmt.Fprintln(os.Stderr, "zonos loadtest: --text is empty")
 		return 2
 	}
-	if !set["api-key"] {
-		*key = os.Getenv("ZONOS_API_KEY")
+	key, err := readAPIKey(*keyFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "zonos loadtest:", err)
+		return 2
 	}
 	if *streamsMax == 0 {
 		*streamsMax = defaultStreamsMax
 	}
-	o := loadtest.Options{URL: *url, APIKey: strings.TrimSpace(*key), WebSocket: *ws, Text: *text, Seed: *seed,
+	o := loadtest.Options{URL: *url, APIKey: key, WebSocket: *ws, Text: *text, Seed: *seed,
 		MaxSeconds: *maxSeconds, PreRoll: *preRoll, Verify: *verify,
 		Progress: func(s string) { fmt.Fprintln(os.Stderr, "zonos loadtest:", s) }}
 
@@ -168,12 +170,22 @@ func loadtestFailed(err error, o loadtest.Options, sig *stopSignals) int {
 	msg := err.Error()
 	switch {
 	case errors.Is(err, loadtest.ErrUnauthorized) && o.APIKey == "":
-		msg += " — pass the server's key with --api-key KEY or set ZONOS_API_KEY"
+		msg += " — pass a file holding the server's key with --api-key-file"
 	case errors.Is(err, loadtest.ErrUnauthorized):
-		msg += " — the key given (--api-key or ZONOS_API_KEY) is not one the server accepts"
+		msg += " — the key in --api-key-file is not one the server accepts"
 	case errors.Is(err, loadtest.ErrUnreachable):
 		msg += " — give the server's address with --url"
 	}
 	fmt.Fprintln(os.Stderr, "zonos loadtest:", msg)
 	return 1
+}
+
+// readAPIKey is the first key of a key file in zonos serve's format (one
+// a line, # comments), or "" when no file is given.
+func readAPIKey(file string) (string, error) {
+	keys, err := apiKeys(file)
+	if err != nil || len(keys) == 0 {
+		return "", err
+	}
+	return keys[0], nil
 }

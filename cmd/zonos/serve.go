@@ -31,7 +31,7 @@ func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 func runServe(args []string) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: zonos serve [flags]\n\nServes the engine over HTTP on %s: POST /v1/audio/speech (OpenAI-compatible),\nPOST /v1/tts, the WebSocket /v1/tts/stream, /v1/voices, /healthz, /readyz, /metrics and a page at /.\nAPI keys come from --api-key-file (one per line) or ZONOS_API_KEYS (comma-separated);\nthey are required to listen beyond this computer.\n\n", server.DefaultListen)
+		fmt.Fprintf(fs.Output(), "usage: zonos serve [flags]\n\nServes the engine over HTTP on %s: POST /v1/audio/speech (OpenAI-compatible),\nPOST /v1/tts, the WebSocket /v1/tts/stream, /v1/voices, /healthz, /readyz, /metrics and a page at /.\nAPI keys come from --api-key-file (one per line); they are required to listen beyond\nthis computer.\n\n", server.DefaultListen)
 		fs.PrintDefaults()
 	}
 	listen := fs.String("listen", server.DefaultListen, "address to listen on (host:port); beyond loopback an API key is required")
@@ -139,33 +139,31 @@ func runServe(args []string) int {
 	return 0
 }
 
-// apiKeys reads the accepted keys: the file (one per line; # comments and
-// blank lines skipped) and ZONOS_API_KEYS (comma-separated).
+// apiKeys reads the accepted keys from file: one a line, blank lines and
+// # comments skipped. A file, not a flag or the environment: a key on the
+// command line shows in every process list, and one in the environment
+// reaches every child process.
 func apiKeys(file string) ([]string, error) {
+	if file == "" {
+		return nil, nil
+	}
+	fh, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("API keys: %w", err)
+	}
+	defer fh.Close()
 	var keys []string
-	if file != "" {
-		fh, err := os.Open(file)
-		if err != nil {
-			return nil, fmt.Errorf("API keys: %w", err)
-		}
-		defer fh.Close()
-		sc := bufio.NewScanner(fh)
-		for sc.Scan() {
-			if line := strings.TrimSpace(sc.Text()); line != "" && !strings.HasPrefix(line, "#") {
-				keys = append(keys, line)
-			}
-		}
-		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("API keys %s: %w", file, err)
-		}
-		if len(keys) == 0 {
-			return nil, fmt.Errorf("API keys: %s holds no key", file)
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		if line := strings.TrimSpace(sc.Text()); line != "" && !strings.HasPrefix(line, "#") {
+			keys = append(keys, line)
 		}
 	}
-	for _, k := range strings.Split(os.Getenv("ZONOS_API_KEYS"), ",") {
-		if k = strings.TrimSpace(k); k != "" {
-			keys = append(keys, k)
-		}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("API keys %s: %w", file, err)
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("API keys: %s holds no key", file)
 	}
 	return keys, nil
 }

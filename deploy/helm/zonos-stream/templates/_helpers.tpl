@@ -65,11 +65,11 @@ without a key, so a release without either fails here, at install. */}}
 {{- if lt (len .) 16 }}
 {{- fail (printf "an API key of %d characters is too easy to guess; use at least 16 (openssl rand -hex 24)" (len .)) }}
 {{- end }}
-{{- if contains "," . }}
-{{- fail "an API key may not hold a comma: ZONOS_API_KEYS is comma-separated" }}
+{{- if or (contains "\n" .) (contains " " .) (hasPrefix "#" .) }}
+{{- fail "an API key may not hold a space or a line break, nor start with #: the key file holds one key a line" }}
 {{- end }}
 {{- end }}
-{{- join "," .Values.apiKeys }}
+{{- join "\n" .Values.apiKeys }}
 {{- end }}
 
 {{/* The server container's resources: the values' with the one GPU added. */}}
