@@ -105,7 +105,10 @@ func TestWebSocketFeedsTextAndStreamsAudio(t *testing.T) {
 	e := tinyEngine(t)
 	ts := serve(t, e, Config{})
 	c := wsDial(t, ts, nil)
-	wsSend(t, c, map[string]any{"type": "start", "seed": 5, "frame_events": true, "text": "Hello the"})
+	// Text by arrival is cut by arrival: parts of 20 phonemes hold one of
+	// these sentences (14 and 15 phoneme ids) but not both, so the parts
+	// are the same however the pieces and the engine's start interleave.
+	wsSend(t, c, map[string]any{"type": "start", "seed": 5, "frame_events": true, "text": "Hello the", "part_phonemes": 20})
 	wsSend(t, c, map[string]any{"type": "append", "text": "re. How are"})
 	wsSend(t, c, map[string]any{"type": "append", "text": " you?"})
 	wsSend(t, c, map[string]any{"type": "end"})
@@ -136,7 +139,7 @@ func TestWebSocketFeedsTextAndStreamsAudio(t *testing.T) {
 		}
 	}
 	done, _ := r.find("done")
-	if parts < 1 || parts != done.Parts || frames != done.Frames || frames == 0 {
+	if parts != 2 || parts != done.Parts || frames != done.Frames || frames == 0 {
 		t.Errorf("%d part events, %d frame events; done says %d parts, %d frames", parts, frames, done.Parts, done.Frames)
 	}
 
@@ -147,7 +150,7 @@ func TestWebSocketFeedsTextAndStreamsAudio(t *testing.T) {
 		}
 	}
 	feed.End()
-	want := alone(t, e, engine.Request{Feed: feed, Knobs: engine.DefaultKnobs(), Seed: 5, MaxSeconds: 0.5, DiscardCodes: true})
+	want := alone(t, e, engine.Request{Feed: feed, Knobs: engine.DefaultKnobs(), Seed: 5, MaxSeconds: 0.5, PhonemeBudget: 20, DiscardCodes: true})
 	if !equal16(r.pcm, want) {
 		t.Fatalf("%d samples over the WebSocket, %d alone: not equal", len(r.pcm), len(want))
 	}
