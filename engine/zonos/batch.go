@@ -2,109 +2,74 @@ package zonos
 
 import (
 	"fmt"
-	"slices"
 
 	"zonostream/engine/compute"
 	"zonostream/engine/sample"
 )
 
 // MaxBatch bounds the utterances of one Batch.
-const MaxBatch = 64
+const MaxBatch = 256
 
-// Batch decodes n utterances at once: one state of 2n rows (utterance u's
-// conditional row u, its unconditional row n + u), one backbone pass per
-// step for all of them, and on a backend with compute.GraphOps one
-// recorded step graph for the whole batch. The weights are read once per
-// step for every utterance, which is what makes a batch cheaper per
-// utterance than n single decoders.
+// Batch decodes up to n utterances at once: one state of 2n rows
+// (utterance u's conditional row u, its unconditional row n + u), one
+// backbone pass per step for all of them, and on a backend with
+// compute.GraphOps one recorded step for the whole batch. The weights are
+// read once per step for every utterance, which is what makes a batch
+// cheaper per utterance than n single decoders.
 //
-// The batch is n slots. Each utterance stands at its own position: prompts
-// may differ in length, and a slot can be emptied (Leave) and given a new
-// utterance (Join) between steps while the others go on, which is what a
-// server multiplexing streams needs. A step feeds one column to every
-// occupied slot; an empty slot's rows are computed and ignored (pinned at
-// position 0, its caches overwritten by the next Join). Where every
-// occupied slot stands at the same position the step is the lockstep one
-// (one position for all rows); otherwise attention takes a position per
-// utterance (compute.Positions.Rows, or the step graph's device
-// positions, compute.Positions.Dev).
+// The batch is n slots. An utterance enters an empty slot with Join
+// (its prompt prefilled on a state of its own, then copied in) and leaves
+// with Leave, between steps, while the others go on: what a server
+// multiplexing streams needs (Scheduler). Each utterance keeps its own
+// position, guidance scale, sampler knobs, seed and noise stream, so the
+// tokens it draws are the ones Generate would draw for it alone from the
+// same logits: sampled on the host with its own engine/sample sampler on
+// a backend without compute.RowSamplerOps (the CPU backend), else on the
+// device with its own row of RowSamplerOps params, its Philox counter
+// advancing as a single utterance's does.
 //
-// Sampling: on a backend with compute.SamplerOps one draw covers the
-// batch's 9n rows with the batch's seed, the Philox counter running over
-// the rows utterance by utterance; elsewhere each slot u samples on the
-// host with its own stream, seeded Seed + u. Either way the tokens are
-// reproducible for a seed and a sequence of calls, and an utterance's
-// tokens depend on its slot and on what the others do.
+// A step feeds one column to every occupied slot; an empty slot's rows
+// are computed and ignored (pinned at position 0, its caches overwritten
+// by the next Join, its row drawing nothing).
 type Batch struct {
-	m        *Model
-	n        int
-	st       *State
-	prefix   compute.Tensor   // [2n, L, d] for a lockstep Prefill, or nil
-	prefixes []compute.Tensor // the caller's prompts for a ragged Prefill, or nil
-	pos      []int            // per slot: positions in its rows of the caches
-	active   []bool           // per slot: holds an utterance
-	cfg      float32
-	spec     compute.SampleSpec
-	ops      compute.SamplerOps // nil: guidance and sampling on the host
-	host     []*sample.Sampler  // host path: one per slot
-	seed     uint64
-	counter  uint64
-	forbid   bool
-	eager    bool
+	m      *Model
+	n      int
+	st     *State
+	slots  []slot
+	ops    compute.SamplerOps    // nil: guidance and sampling on the host
+	rows   compute.RowSamplerOps // with ops
+	params []int32               // host copy of the RowSamplerOps params [n, RowParamWords]
+	graph  *batchGraph           // the recorded step, or nil
+	eager  bool                  // the step runs op by op (recording failed)
 }
 
-// NewBatch prepares len(prefixes) utterances, each prefix [2, L_u, d] from
-// Prefix, for at most maxLen positions each; Prefill then starts them all.
-// o supplies the guidance scale, the sampler knobs, the seed, ForbidEOS
-// and EagerSteps (Noise and AudioPrefix are not supported here). Prompts
-// may differ in length.
-func (m *Model) NewBatch(prefixes []compute.Tensor, maxLen int, o GenerateOptions) (*Batch, error) {
-	n := len(prefixes)
-	if n < 1 || n > MaxBatch {
-		return nil, fmt.Errorf("batch of %d utterances; 1 to %d", n, MaxBatch)
-	}
-	lockstep := true
-	for u, p := range prefixes {
-		if err := m.checkPrefix(p, maxLen, 1); err != nil {
-			return nil, fmt.Errorf("batch prefix %d: %w", u, err)
-		}
-		lockstep = lockstep && p.Shape()[1] == prefixes[0].Shape()[1]
-	}
-	b, err := m.NewEmptyBatch(n, maxLen, o)
-	if err != nil {
-		return nil, err
-	}
-	if lockstep {
-		b.prefix = b.rowsOf(prefixes)
-	} else {
-		b.prefixes = append([]compute.Tensor(nil), prefixes...)
-	}
-	return b, nil
+// slot is one utterance's place in a Batch.
+type slot struct {
+	active  bool
+	pos     int // positions in its rows of the caches
+	cfg     float32
+	spec    compute.SampleSpec
+	forbid  bool // GenerateOptions.ForbidEOS
+	seed    uint64
+	counter uint64          // Philox blocks drawn so far (device sampling)
+	host    *sample.Sampler // host sampling
 }
 
-// NewEmptyBatch prepares n empty slots for at most maxLen positions each;
-// utterances enter with Join. o is as for NewBatch.
-func (m *Model) NewEmptyBatch(n, maxLen int, o GenerateOptions) (*Batch, error) {
+// NewBatch prepares n empty slots for utterances of at most maxLen
+// positions each (prompt, fed columns and steps).
+func (m *Model) NewBatch(n, maxLen int) (*Batch, error) {
 	if n < 1 || n > MaxBatch {
 		return nil, fmt.Errorf("batch of %d utterances; 1 to %d", n, MaxBatch)
-	}
-	if o.Noise != nil || len(o.AudioPrefix) > 0 {
-		return nil, fmt.Errorf("batch decoding takes neither a noise source nor an audio prefix")
-	}
-	if err := o.Sampling.Validate(); err != nil {
-		return nil, err
 	}
 	if maxLen < 2 {
 		return nil, fmt.Errorf("batch of %d positions per utterance; a prompt and a step need at least 2", maxLen)
 	}
-	b := &Batch{m: m, n: n, cfg: o.CFGScale, spec: specOf(o.Sampling), seed: o.Seed, forbid: o.ForbidEOS, eager: o.EagerSteps,
-		pos: make([]int, n), active: make([]bool, n)}
-	if ops, ok := m.b.(compute.SamplerOps); ok {
-		b.ops = ops
-	} else {
-		for u := 0; u < n; u++ {
-			b.host = append(b.host, sample.New(o.Sampling, sample.NewPhilox(o.Seed+uint64(u))))
-		}
+	b := &Batch{m: m, n: n, slots: make([]slot, n)}
+	ops, isOps := m.b.(compute.SamplerOps)
+	rows, isRows := m.b.(compute.RowSamplerOps)
+	if isOps && isRows {
+		b.ops, b.rows = ops, rows
+		b.params = make([]int32, n*compute.RowParamWords)
 	}
 	b.st = m.newState(n, maxLen)
 	return b, nil
@@ -117,103 +82,44 @@ func (m *Model) checkPrefix(p compute.Tensor, maxLen, cols int) error {
 	if len(s) != 3 || s[0] != 2 || s[2] != m.Config.Backbone.DModel {
 		return fmt.Errorf("prompt of shape %v; want [2, L, %d] (Model.Prefix)", s, m.Config.Backbone.DModel)
 	}
-	return roomFor(s[1], cols, maxLen)
-}
-
-// roomFor refuses a prompt of L positions whose cols prefill columns and
-// one step do not fit in maxLen positions.
-func roomFor(L, cols, maxLen int) error {
-	if L+cols+1 > maxLen {
-		return fmt.Errorf("a %d-position prompt and %d prefill columns leave no room for a step in %d positions", L, cols, maxLen)
+	if s[1]+cols+1 > maxLen {
+		return fmt.Errorf("a %d-position prompt and %d prefill columns leave no room for a step in %d positions", s[1], cols, maxLen)
 	}
 	return nil
-}
-
-// rowsOf stacks per-utterance [2, T, d] tensors into the batch's row order
-// [2n, T, d]: the conditional rows, then the unconditional ones.
-func (b *Batch) rowsOf(ts []compute.Tensor) compute.Tensor {
-	be := b.m.b
-	var rows []compute.Tensor
-	for c := 0; c < 2; c++ {
-		for _, t := range ts {
-			rows = append(rows, be.Slice(t, 0, c, c+1))
-		}
-	}
-	return be.Concat(0, rows...)
 }
 
 // N is the number of slots.
 func (b *Batch) N() int { return b.n }
 
-// Pos is the positions in the caches of the furthest utterance (every
-// utterance's, in lockstep).
-func (b *Batch) Pos() int { return slices.Max(b.pos) }
+// MaxLen is the positions each slot holds.
+func (b *Batch) MaxLen() int { return b.st.maxLen }
 
 // PosOf is the positions in slot u's rows of the caches (0 when empty).
-func (b *Batch) PosOf(u int) int { return b.pos[u] }
+func (b *Batch) PosOf(u int) int { return b.slots[u].pos }
 
 // Active reports whether slot u holds an utterance.
-func (b *Batch) Active(u int) bool { return b.active[u] }
-
-// Prefill starts the utterances NewBatch was given: it feeds each prompt
-// and the first delayed columns cols (the same for every utterance: one
-// all-MASK column without an audio prefix) and returns each utterance's
-// nine tokens (no repetition penalty, no EOS bias). Prompts of one length
-// run as one pass for all; otherwise each joins its slot in turn.
-func (b *Batch) Prefill(cols [][NumCodebooks]int32) ([][]int32, error) {
-	if b.prefix == nil && b.prefixes == nil {
-		return nil, fmt.Errorf("batch prefill: no prompts waiting (a batch prefills once; later utterances Join)")
-	}
-	if b.prefixes != nil {
-		out := make([][]int32, b.n)
-		for u, p := range b.prefixes {
-			if p == nil { // left before it started
-				continue
-			}
-			tok, err := b.Join(u, p, cols)
-			if err != nil {
-				return nil, err
-			}
-			out[u] = tok
-		}
-		b.prefixes = nil
-		return out, nil
-	}
-	L := b.prefix.Shape()[1]
-	if err := roomFor(L, len(cols), b.st.maxLen); err != nil {
-		return nil, err
-	}
-	emb, err := b.m.embedColumns(cols)
-	if err != nil {
-		return nil, err
-	}
-	embs := make([]compute.Tensor, b.n)
-	for u := range embs {
-		embs[u] = emb
-	}
-	hidden := b.m.b.Concat(1, b.prefix, b.rowsOf(embs))
-	var heads compute.Tensor
-	b.m.onDevice(func() { heads = b.m.backbone(b.st, hidden, compute.Positions{}, nil) })
-	b.m.b.Free(b.prefix)
-	b.prefix = nil
-	for u := range b.pos {
-		b.pos[u], b.active[u] = L+len(cols), true
-	}
-	return b.draw(heads, nil, false)
-}
+func (b *Batch) Active(u int) bool { return b.slots[u].active }
 
 // Join starts a new utterance in the empty slot u while the others stand
 // wherever they are: its prompt prefix [2, L, d] (Model.Prefix) and the
-// first delayed columns cols run through a state of their own, which is
-// then copied into the slot's rows, and its first nine tokens come back
-// (no repetition penalty, no EOS bias). Its later steps go with the
-// batch's.
-func (b *Batch) Join(u int, prefix compute.Tensor, cols [][NumCodebooks]int32) ([]int32, error) {
+// first delayed columns cols (grid[:P+1] of the generate loop: the audio
+// prefix's columns and one more) run through a state of their own, which
+// is then copied into the slot's rows, and its first nine tokens come
+// back (no repetition penalty, no EOS bias), drawn as Generate's prefill
+// draws them. o's guidance scale, sampler knobs, seed and ForbidEOS are
+// the utterance's for all its steps (a noise source is not supported).
+func (b *Batch) Join(u int, prefix compute.Tensor, cols [][NumCodebooks]int32, o GenerateOptions) ([]int32, error) {
 	if u < 0 || u >= b.n {
 		return nil, fmt.Errorf("batch slot %d; the batch has %d", u, b.n)
 	}
-	if b.active[u] {
+	if b.slots[u].active {
 		return nil, fmt.Errorf("batch slot %d holds an utterance; Leave it first", u)
+	}
+	if o.Noise != nil {
+		return nil, fmt.Errorf("batch slot %d: batch decoding draws its own noise (no noise source)", u)
+	}
+	if err := o.Sampling.Validate(); err != nil {
+		return nil, err
 	}
 	if err := b.m.checkPrefix(prefix, b.st.maxLen, len(cols)); err != nil {
 		return nil, fmt.Errorf("batch join: %w", err)
@@ -229,12 +135,19 @@ func (b *Batch) Join(u int, prefix compute.Tensor, cols [][NumCodebooks]int32) (
 		return nil, err
 	}
 	b.m.onDevice(func() { b.st.copyUtterance(b.m.b, u, one) })
-	b.pos[u], b.active[u] = one.pos, true
+	s := slot{active: true, pos: one.pos, cfg: o.CFGScale, spec: specOf(o.Sampling), forbid: o.ForbidEOS, seed: o.Seed}
+	var tok []int32
 	if b.ops == nil {
-		logits := guide(b.m.b.ReadF32(heads), b.cfg)
-		return b.host[u].Sample(logits, LogitWidth, nil), nil
+		s.host = sample.New(o.Sampling, sample.NewPhilox(o.Seed))
+		tok = s.host.Sample(guide(b.m.b.ReadF32(heads), s.cfg), LogitWidth, nil)
+	} else {
+		tok, err = drawOnDevice(b.m.b, b.ops, heads, s.cfg, padFrom(s.forbid, false), false, s.spec, nil, s.seed, &s.counter)
+		if err != nil {
+			return nil, err
+		}
 	}
-	return drawOnDevice(b.m.b, b.ops, heads, b.cfg, padFrom(b.forbid, false), false, b.spec, nil, b.seed, &b.counter)
+	b.slots[u] = s
+	return tok, nil
 }
 
 // Leave empties slot u (its utterance ended or was cancelled); a later
@@ -243,16 +156,14 @@ func (b *Batch) Leave(u int) error {
 	if u < 0 || u >= b.n {
 		return fmt.Errorf("batch slot %d; the batch has %d", u, b.n)
 	}
-	if b.prefixes != nil {
-		b.prefixes[u] = nil // its prompt, if not prefilled yet, is dropped
-	}
-	b.active[u], b.pos[u] = false, 0
+	b.slots[u] = slot{}
 	return nil
 }
 
 // Logits feeds one column to each occupied slot and returns each one's
-// guided logits [9·1026] (no sampling; nil for an empty slot): for tests
-// and tools that compare a batch with single-utterance decoding.
+// guided logits [9·1026] with its own scale (no sampling; nil for an
+// empty slot): for tests and tools that compare a batch with
+// single-utterance decoding.
 func (b *Batch) Logits(cols [][NumCodebooks]int32) ([][]float32, error) {
 	if len(cols) != b.n {
 		return nil, fmt.Errorf("batch of %d utterances fed %d columns", b.n, len(cols))
@@ -261,47 +172,95 @@ func (b *Batch) Logits(cols [][NumCodebooks]int32) ([][]float32, error) {
 	if err != nil {
 		return nil, err
 	}
-	all := guide(b.m.b.ReadF32(heads), b.cfg)
+	all := b.m.b.ReadF32(heads)
 	out := make([][]float32, b.n)
-	per := NumCodebooks * LogitWidth
-	for u := range out {
-		if b.active[u] {
-			out[u] = all[u*per : (u+1)*per]
+	for u, s := range b.slots {
+		if s.active {
+			out[u] = b.guideSlot(all, u)
 		}
 	}
 	return out, nil
 }
 
+// guideSlot is slot u's guided logits [9·W] from the heads' output all
+// ([2, 9n, W] on the host).
+func (b *Batch) guideSlot(all []float32, u int) []float32 {
+	per := NumCodebooks * LogitWidth
+	half := b.n * per
+	pair := make([]float32, 0, 2*per)
+	pair = append(pair, all[u*per:(u+1)*per]...)
+	pair = append(pair, all[half+u*per:half+(u+1)*per]...)
+	return guide(pair, b.slots[u].cfg)
+}
+
 // Step feeds column cols[u] to the utterance in slot u and returns each
 // one's next nine tokens (nil for an empty slot, whose column and history
-// are not read); histories[u] is slot u's repetition window (nil before
-// any). Where the backend records graphs, the whole batched step is one
-// replay.
+// are not read), drawn as Generate's decode steps draw them (EOS bias,
+// ForbidEOS, repetition window); histories[u] is slot u's repetition
+// window as the generate loop builds it (nil before any). Where the
+// backend records graphs, the whole batched step is one replay.
 func (b *Batch) Step(cols [][NumCodebooks]int32, histories [][][]int32) ([][]int32, error) {
 	if len(cols) != b.n || len(histories) != b.n {
 		return nil, fmt.Errorf("batch of %d utterances fed %d columns and %d histories", b.n, len(cols), len(histories))
 	}
 	cols, histories = b.occupied(cols), b.occupiedHistories(histories)
-	if sg := b.stepGraph(); sg != nil { // setInput pads the windows itself
-		pos, err := b.stepPositions()
-		if err != nil {
-			return nil, err
-		}
-		tok, err := sg.replay(b.m, b.st, cols, histories, pos, b.seed, b.counter)
-		if err != nil {
-			return nil, err
-		}
-		if b.spec.Temperature > 0 {
-			b.counter += b.draws()
-		}
-		b.advance()
-		return b.split(tok), nil
+	if err := checkColumns(cols); err != nil {
+		return nil, err
 	}
-	heads, err := b.forward(cols)
+	if b.ops == nil {
+		heads, err := b.forward(cols)
+		if err != nil {
+			return nil, err
+		}
+		return b.drawHost(heads, histories), nil
+	}
+	pos, err := b.stepPositions()
 	if err != nil {
 		return nil, err
 	}
-	return b.draw(heads, histories, true)
+	b.putParams()
+	var tok []int32
+	if g := b.stepGraph(histories); g != nil {
+		tok, err = g.replay(b, cols, histories, pos)
+	} else {
+		tok, err = b.stepEager(cols, histories, pos)
+	}
+	if err != nil {
+		return nil, err
+	}
+	b.advance()
+	return b.split(tok), nil
+}
+
+// putParams writes every slot's RowSamplerOps params (its counter before
+// this step's draw) into b.params and advances the counters past the draw.
+func (b *Batch) putParams() {
+	for u := range b.slots {
+		s := &b.slots[u]
+		compute.PutRowParams(b.params[u*compute.RowParamWords:], compute.RowParams{Spec: s.spec, Seed: s.seed,
+			Counter: s.counter, Scale: s.cfg, PadFrom: padFrom(s.forbid, true), Active: s.active})
+		if s.active && s.spec.Temperature > 0 {
+			s.counter += uint64((NumCodebooks*LogitWidth + 3) / 4)
+		}
+	}
+}
+
+// stepEager is one device step op by op: the backbone, then guidance and
+// sampling with every slot's own params.
+func (b *Batch) stepEager(cols [][NumCodebooks]int32, histories [][][]int32, pos []int) ([]int32, error) {
+	ids := columnIDs(cols)
+	var tok compute.Tensor
+	b.m.onDevice(func() {
+		be := b.m.b
+		heads := b.m.backbone(b.st, b.m.embedColumn(be.FromI32(ids, len(ids))), positionsOf(pos), nil)
+		params := be.FromI32(b.params, b.n, compute.RowParamWords)
+		var hist compute.Tensor
+		if h := paddedHistories(histories); h != nil {
+			hist = be.FromI32(flatHistories(h), NumCodebooks*b.n, len(h[0][0]))
+		}
+		tok = b.rows.SampleRows(b.rows.GuideRows(heads, params, EOS, true), hist, params)
+	})
+	return b.m.b.ReadI32(tok), nil
 }
 
 // occupied is cols with an all-MASK column (a valid embedding row) in
@@ -309,7 +268,7 @@ func (b *Batch) Step(cols [][NumCodebooks]int32, histories [][][]int32) ([][]int
 func (b *Batch) occupied(cols [][NumCodebooks]int32) [][NumCodebooks]int32 {
 	out := append([][NumCodebooks]int32(nil), cols...)
 	for u := range out {
-		if !b.active[u] {
+		if !b.slots[u].active {
 			for k := range out[u] {
 				out[u][k] = MASK
 			}
@@ -318,11 +277,12 @@ func (b *Batch) occupied(cols [][NumCodebooks]int32) [][NumCodebooks]int32 {
 	return out
 }
 
-// occupiedHistories is histories with none for an empty slot.
+// occupiedHistories is histories with none for an empty slot or a slot
+// without repetition penalty.
 func (b *Batch) occupiedHistories(histories [][][]int32) [][][]int32 {
 	out := make([][][]int32, len(histories))
 	for u, h := range histories {
-		if b.active[u] {
+		if s := b.slots[u]; s.active && s.spec.Penalty != 1 {
 			out[u] = h
 		}
 	}
@@ -351,43 +311,87 @@ func paddedHistories(histories [][][]int32) [][][]int32 {
 			if k < len(h) {
 				src = h[k]
 			}
-			row := make([]int32, w)
-			pad := w - len(src)
-			for i := 0; i < pad; i++ {
-				row[i] = -1
-			}
-			copy(row[pad:], src)
-			out[u][k] = row
+			out[u][k] = padRow(src, w)
 		}
 	}
 	return out
 }
 
+// padRow is the last w entries of src, left-padded with −1 to w.
+func padRow(src []int32, w int) []int32 {
+	if len(src) > w {
+		src = src[len(src)-w:]
+	}
+	row := make([]int32, w)
+	pad := w - len(src)
+	for i := 0; i < pad; i++ {
+		row[i] = -1
+	}
+	copy(row[pad:], src)
+	return row
+}
+
+// flatHistories is padded windows [n][9][w] as one row-major [9n, w].
+func flatHistories(h [][][]int32) []int32 {
+	var flat []int32
+	for _, rows := range h {
+		for _, row := range rows {
+			flat = append(flat, row...)
+		}
+	}
+	return flat
+}
+
 // stepPositions is every slot's position for the next step (0 for an
 // empty slot), checked against the caches.
 func (b *Batch) stepPositions() ([]int, error) {
-	if !slices.Contains(b.active, true) {
-		return nil, fmt.Errorf("batch step with no utterance in any slot")
-	}
 	pos := make([]int, b.n)
-	for u := range pos {
-		if b.active[u] {
-			if b.pos[u]+1 > b.st.maxLen {
-				return nil, fmt.Errorf("batch slot %d is at %d positions, the batch holds %d", u, b.pos[u], b.st.maxLen)
+	any := false
+	for u, s := range b.slots {
+		if s.active {
+			if s.pos+1 > b.st.maxLen {
+				return nil, fmt.Errorf("batch slot %d is at %d positions, the batch holds %d", u, s.pos, b.st.maxLen)
 			}
-			pos[u] = b.pos[u]
+			pos[u], any = s.pos, true
 		}
+	}
+	if !any {
+		return nil, fmt.Errorf("batch step with no utterance in any slot")
 	}
 	return pos, nil
 }
 
-// advance moves every occupied slot on by the step's one position.
-func (b *Batch) advance() {
-	for u := range b.pos {
-		if b.active[u] {
-			b.pos[u]++
+// positionsOf is pos as attention takes it: one position for all rows
+// where every slot stands at the same one, else one per utterance.
+func positionsOf(pos []int) compute.Positions {
+	for _, p := range pos {
+		if p != pos[0] {
+			return compute.Positions{Rows: pos}
 		}
 	}
+	return compute.Positions{Start: pos[0]}
+}
+
+// advance moves every occupied slot on by the step's one position.
+func (b *Batch) advance() {
+	for u := range b.slots {
+		if b.slots[u].active {
+			b.slots[u].pos++
+		}
+	}
+}
+
+// columnIDs is n columns as the embedding takes them: [9, n],
+// codebook-major.
+func columnIDs(cols [][NumCodebooks]int32) []int32 {
+	n := len(cols)
+	ids := make([]int32, NumCodebooks*n)
+	for u, c := range cols {
+		for k := range c {
+			ids[k*n+u] = c[k]
+		}
+	}
+	return ids
 }
 
 // forward runs one step's backbone and heads for the n columns cols
@@ -400,62 +404,31 @@ func (b *Batch) forward(cols [][NumCodebooks]int32) (compute.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	at := compute.Positions{Start: pos[0]}
-	for _, p := range pos {
-		if p != pos[0] {
-			at = compute.Positions{Rows: pos}
-			break
-		}
-	}
-	ids := make([]int32, NumCodebooks*b.n) // [9, n], codebook-major
-	for u, c := range cols {
-		for k := range c {
-			ids[k*b.n+u] = c[k]
-		}
-	}
+	ids := columnIDs(cols)
 	var heads compute.Tensor
 	b.m.onDevice(func() {
 		emb := b.m.embedColumn(b.m.b.FromI32(ids, len(ids)))
-		heads = b.m.backbone(b.st, emb, at, nil)
+		heads = b.m.backbone(b.st, emb, positionsOf(pos), nil)
 	})
 	b.advance()
 	return heads, nil
 }
 
-// draws is the Philox blocks one device draw over the batch consumes.
-func (b *Batch) draws() uint64 { return uint64((b.n*NumCodebooks*LogitWidth + 3) / 4) }
-
-// draw guides and samples heads [2, 9n, W] into each utterance's tokens.
-func (b *Batch) draw(heads compute.Tensor, histories [][][]int32, eosBias bool) ([][]int32, error) {
-	if b.ops == nil {
-		return b.drawHost(heads, histories, eosBias), nil
-	}
-	tok, err := drawOnDevice(b.m.b, b.ops, heads, b.cfg, padFrom(b.forbid, eosBias), eosBias, b.spec, paddedHistories(histories), b.seed, &b.counter)
-	if err != nil {
-		return nil, err
-	}
-	return b.split(tok), nil
-}
-
-// drawHost is draw with engine/sample, one sampler per utterance.
-func (b *Batch) drawHost(heads compute.Tensor, histories [][][]int32, eosBias bool) [][]int32 {
-	all := guide(b.m.b.ReadF32(heads), b.cfg)
-	per := NumCodebooks * LogitWidth
+// drawHost guides and samples heads [2, 9n, W] on the host, each slot
+// with its own scale and sampler, as hostTokens samples a decode step.
+func (b *Batch) drawHost(heads compute.Tensor, histories [][][]int32) [][]int32 {
+	all := b.m.b.ReadF32(heads)
 	out := make([][]int32, b.n)
-	for u := range out {
-		if !b.active[u] {
+	for u, s := range b.slots {
+		if !s.active {
 			continue
 		}
-		logits := all[u*per : (u+1)*per]
-		var h [][]int32
-		if eosBias {
-			BiasEOS(logits)
-			if b.forbid {
-				logits[EOS] = float32(negInf())
-			}
-			h = histories[u]
+		logits := b.guideSlot(all, u)
+		BiasEOS(logits)
+		if s.forbid {
+			logits[EOS] = float32(negInf())
 		}
-		out[u] = b.host[u].Sample(logits, LogitWidth, h)
+		out[u] = s.host.Sample(logits, LogitWidth, histories[u])
 	}
 	return out
 }
@@ -464,40 +437,33 @@ func (b *Batch) drawHost(heads compute.Tensor, histories [][][]int32, eosBias bo
 // empty slot).
 func (b *Batch) split(tok []int32) [][]int32 {
 	out := make([][]int32, b.n)
-	for u := range out {
-		if b.active[u] {
+	for u, s := range b.slots {
+		if s.active {
 			out[u] = tok[u*NumCodebooks : (u+1)*NumCodebooks]
 		}
 	}
 	return out
 }
 
-// stepGraph returns the batch's recorded step, recording it on first use;
-// nil when the backend, the knobs or a failed recording rule graphs out.
-func (b *Batch) stepGraph() *stepGraph {
-	if _, ok := b.m.b.(compute.GraphOps); !ok || b.ops == nil || b.eager || !graphable(b.spec) {
-		return nil
-	}
-	if b.st.graph != nil {
-		return b.st.graph
-	}
-	sg, err := b.m.recordStep(b.st, b.ops, stepKey{cfg: b.cfg, spec: b.spec, padFrom: padFrom(b.forbid, true)})
-	if err != nil {
-		b.eager = true // the same step op by op
-		return nil
-	}
-	b.st.graph = sg
-	return sg
-}
-
-// Close frees the batch's state, its recorded step and its stacked
-// prompts (not the caller's).
+// Close frees the batch's state and its recorded step.
 func (b *Batch) Close() {
+	if b.graph != nil {
+		b.graph.destroy(b.m.b)
+		b.graph = nil
+	}
 	if b.st != nil {
 		b.st.free(b.m.b)
-		if b.prefix != nil {
-			b.m.b.Free(b.prefix)
-		}
 		b.st = nil
 	}
+}
+
+// Occupied is how many slots hold an utterance.
+func (b *Batch) Occupied() int {
+	n := 0
+	for _, s := range b.slots {
+		if s.active {
+			n++
+		}
+	}
+	return n
 }

@@ -24,6 +24,29 @@ func batchPrefixes(t *testing.T, m *Model, n int) []compute.Tensor {
 	return ps
 }
 
+// joinAll makes a batch of len(ps) slots for maxLen positions and joins
+// prompt u into slot u after an all-MASK column, with o for every slot.
+func joinAll(t *testing.T, m *Model, ps []compute.Tensor, maxLen int, o GenerateOptions) (*Batch, [][]int32) {
+	t.Helper()
+	b, err := m.NewBatch(len(ps), maxLen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var toks [][]int32
+	for u, p := range ps {
+		tok, err := b.Join(u, p, [][NumCodebooks]int32{maskColumn()}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		toks = append(toks, tok)
+	}
+	return b, toks
+}
+
+func maskColumn() [NumCodebooks]int32 {
+	return [NumCodebooks]int32{MASK, MASK, MASK, MASK, MASK, MASK, MASK, MASK, MASK}
+}
+
 // teacherColumns are the columns teacher-forced into n slots at step s.
 func teacherColumns(s, n int) [][NumCodebooks]int32 {
 	cols := make([][NumCodebooks]int32, n)
@@ -70,14 +93,8 @@ func TestBatchMatchesSingle(t *testing.T) {
 			const n, steps = 3, 6
 			ps := batchPrefixes(t, m, n)
 			mask := [][NumCodebooks]int32{{MASK, MASK, MASK, MASK, MASK, MASK, MASK, MASK, MASK}}
-			b, err := m.NewBatch(ps, ps[0].Shape()[1]+steps+2, GenerateOptions{CFGScale: 2, Sampling: sample.Defaults(), Seed: 5})
-			if err != nil {
-				t.Fatal(err)
-			}
+			b, _ := joinAll(t, m, ps, ps[0].Shape()[1]+steps+2, GenerateOptions{CFGScale: 2, Sampling: sample.Defaults(), Seed: 5})
 			defer b.Close()
-			if _, err := b.Prefill(mask); err != nil {
-				t.Fatal(err)
-			}
 			sts := make([]*State, n)
 			for u := range sts {
 				sts[u] = m.NewState(ps[0].Shape()[1] + steps + 2)
@@ -101,8 +118,8 @@ func TestBatchMatchesSingle(t *testing.T) {
 				}
 			}
 			t.Logf("%d utterances × %d steps: max |batch − single| %.3g", n, steps, worst)
-			if b.Pos() != sts[0].Pos() {
-				t.Errorf("batch at position %d, single states at %d", b.Pos(), sts[0].Pos())
+			if b.PosOf(0) != sts[0].Pos() {
+				t.Errorf("batch at position %d, single states at %d", b.PosOf(0), sts[0].Pos())
 			}
 		})
 	}
@@ -115,16 +132,9 @@ func TestBatchSamplingReproducible(t *testing.T) {
 	m := loadTiny(t)
 	ps := batchPrefixes(t, m, 4)
 	run := func() [][][]int32 {
-		b, err := m.NewBatch(ps, ps[0].Shape()[1]+12, GenerateOptions{CFGScale: 2, Sampling: sample.Defaults(), Seed: 9})
-		if err != nil {
-			t.Fatal(err)
-		}
+		b, tok := joinAll(t, m, ps, ps[0].Shape()[1]+12, GenerateOptions{CFGScale: 2, Sampling: sample.Defaults(), Seed: 9})
 		defer b.Close()
-		mask := [NumCodebooks]int32{MASK, MASK, MASK, MASK, MASK, MASK, MASK, MASK, MASK}
-		tok, err := b.Prefill([][NumCodebooks]int32{mask})
-		if err != nil {
-			t.Fatal(err)
-		}
+		var err error
 		out := [][][]int32{tok}
 		hist := make([][][]int32, b.N())
 		for u := range hist {
@@ -167,34 +177,49 @@ func TestBatchSamplingReproducible(t *testing.T) {
 	}
 }
 
-// TestBatchRefusesMismatch: prompts of different lengths (lockstep) and
-// empty or oversized batches are errors.
+// TestBatchRefusesMismatch: empty or oversized batches, prompts of the
+// wrong width or without room for a step, and a noise source are errors.
 func TestBatchRefusesMismatch(t *testing.T) {
 	m := loadTiny(t)
 	a, _, err := m.Prefix(Inputs{PhonemeIDs: []int32{2, 10, 11, 3}, Values: map[string][]float32{"language_id": {24}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bb, _, err := m.Prefix(Inputs{PhonemeIDs: []int32{2, 10, 11, 12, 3}, Values: map[string][]float32{"language_id": {24}}})
+	o := GenerateOptions{CFGScale: 2, Sampling: sample.Defaults()}
+	for _, n := range []int{0, MaxBatch + 1} {
+		if _, err := m.NewBatch(n, 64); err == nil {
+			t.Errorf("batch of %d accepted", n)
+		}
+	}
+	if _, err := m.NewBatch(2, 1); err == nil {
+		t.Error("a batch of 1 position accepted")
+	}
+	b, err := m.NewBatch(2, a.Shape()[1]+1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := GenerateOptions{CFGScale: 2, Sampling: sample.Defaults()}
-	if _, err := m.NewBatch([]compute.Tensor{a, m.Backend().Zeros(2, 3, 5)}, 64, o); err == nil {
+	defer b.Close()
+	mask := [][NumCodebooks]int32{maskColumn()}
+	if _, err := b.Join(0, m.Backend().Zeros(2, 3, 5), mask, o); err == nil {
 		t.Error("a prompt of the wrong width accepted")
 	}
-	if _, err := m.NewBatch([]compute.Tensor{a, bb}, bb.Shape()[1]+1, o); err == nil {
-		t.Error("a batch without room for a step accepted")
+	if _, err := b.Join(0, a, mask, o); err == nil {
+		t.Error("a prompt without room for a step accepted")
 	}
-	if _, err := m.NewBatch(nil, 64, o); err == nil {
-		t.Error("empty batch accepted")
+	big, err := m.NewBatch(2, 64)
+	if err != nil {
+		t.Fatal(err)
 	}
-	many := make([]compute.Tensor, MaxBatch+1)
-	for i := range many {
-		many[i] = a
+	defer big.Close()
+	noisy := o
+	noisy.Noise = sample.NewPhilox(1)
+	if _, err := big.Join(0, a, mask, noisy); err == nil {
+		t.Error("a noise source accepted")
 	}
-	if _, err := m.NewBatch(many, 64, o); err == nil {
-		t.Errorf("batch of %d accepted", len(many))
+	bad := o
+	bad.Sampling.TopP = 2
+	if _, err := big.Join(0, a, mask, bad); err == nil {
+		t.Error("top-p 2 accepted")
 	}
 }
 
@@ -221,14 +246,9 @@ func TestBatchRaggedMatchesSingle(t *testing.T) {
 			const steps, maxLen = 8, 40
 			ps := []compute.Tensor{prompt(3, 0), prompt(7, 1), prompt(5, 2)}
 			mask := [][NumCodebooks]int32{{MASK, MASK, MASK, MASK, MASK, MASK, MASK, MASK, MASK}}
-			b, err := m.NewBatch(ps, maxLen, GenerateOptions{CFGScale: 2, Sampling: sample.Defaults(), Seed: 5})
-			if err != nil {
-				t.Fatal(err)
-			}
+			o := GenerateOptions{CFGScale: 2, Sampling: sample.Defaults(), Seed: 5}
+			b, _ := joinAll(t, m, ps, maxLen, o)
 			defer b.Close()
-			if _, err := b.Prefill(mask); err != nil {
-				t.Fatal(err)
-			}
 			single := func(p compute.Tensor) *State {
 				st := m.NewState(maxLen)
 				if _, err := m.Prefill(st, p, mask, 2, nil); err != nil {
@@ -252,7 +272,7 @@ func TestBatchRaggedMatchesSingle(t *testing.T) {
 					}
 					sts[1] = nil
 				case 5: // a new, longer utterance takes slot 1
-					if _, err := b.Join(1, joined, mask); err != nil {
+					if _, err := b.Join(1, joined, mask, o); err != nil {
 						t.Fatal(err)
 					}
 					sts[1] = single(joined)
@@ -291,7 +311,8 @@ func TestBatchRaggedMatchesSingle(t *testing.T) {
 // a step needs an utterance somewhere.
 func TestBatchSlotErrors(t *testing.T) {
 	m := loadTiny(t)
-	b, err := m.NewEmptyBatch(2, 32, GenerateOptions{CFGScale: 2, Sampling: sample.Defaults()})
+	o := GenerateOptions{CFGScale: 2, Sampling: sample.Defaults()}
+	b, err := m.NewBatch(2, 32)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,18 +322,15 @@ func TestBatchSlotErrors(t *testing.T) {
 	if _, err := b.Step(none, make([][][]int32, 2)); err == nil {
 		t.Error("a step with every slot empty was accepted")
 	}
-	if _, err := b.Prefill(mask); err == nil {
-		t.Error("Prefill of an empty batch accepted")
-	}
 	p := batchPrefixes(t, m, 1)[0]
-	if _, err := b.Join(2, p, mask); err == nil {
+	if _, err := b.Join(2, p, mask, o); err == nil {
 		t.Error("slot 2 of 2 accepted")
 	}
-	tok, err := b.Join(0, p, mask)
+	tok, err := b.Join(0, p, mask, o)
 	if err != nil || len(tok) != NumCodebooks {
 		t.Fatalf("join: %v %v", tok, err)
 	}
-	if _, err := b.Join(0, p, mask); err == nil {
+	if _, err := b.Join(0, p, mask, o); err == nil {
 		t.Error("a second utterance joined an occupied slot")
 	}
 	out, err := b.Step(none, [][][]int32{nil, nil})

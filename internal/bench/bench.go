@@ -335,23 +335,22 @@ func measureBatches(ctx context.Context, timer compute.Timer, m *zonos.Model, o 
 }
 
 // measureBatch times o.DecodeSteps steps of n utterances decoded at once
-// (zonos.Batch, lockstep: n copies of the bench prompt with their own
-// tokens), sampling included, after an untimed prefill; the first step
+// (zonos.Batch: n copies of the bench prompt, each with its own seed and
+// tokens), sampling included, after untimed joins; the first step
 // (which records the batch's step graph) apart.
 func measureBatch(ctx context.Context, timer compute.Timer, m *zonos.Model, prefix compute.Tensor, o Options, n int) (BatchStep, error) {
-	ps := make([]compute.Tensor, n)
-	for u := range ps {
-		ps[u] = prefix
-	}
-	gopt := zonos.GenerateOptions{CFGScale: 2, Sampling: sample.Defaults(), Seed: o.Seed, ForbidEOS: true}
-	b, err := m.NewBatch(ps, prefix.Shape()[1]+1+o.DecodeSteps+2, gopt)
+	gopt := zonos.GenerateOptions{CFGScale: 2, Sampling: sample.Defaults(), ForbidEOS: true}
+	b, err := m.NewBatch(n, prefix.Shape()[1]+1+o.DecodeSteps+2)
 	if err != nil {
 		return BatchStep{}, err
 	}
 	defer b.Close()
-	tok, err := b.Prefill([][zonos.NumCodebooks]int32{maskColumn})
-	if err != nil {
-		return BatchStep{}, err
+	tok := make([][]int32, n)
+	for u := range tok {
+		gopt.Seed = o.Seed + uint64(u)
+		if tok[u], err = b.Join(u, prefix, [][zonos.NumCodebooks]int32{maskColumn}, gopt); err != nil {
+			return BatchStep{}, err
+		}
 	}
 	w := gopt.Sampling.RepetitionWindow
 	hist := make([][][]int32, n)

@@ -1,0 +1,137 @@
+package zonos
+
+import (
+	"fmt"
+
+	"zonostream/engine/compute"
+)
+
+// batchGraph is a Batch's decode step recorded as one device graph
+// (compute.GraphOps): embedding of the fed columns, the backbone, the
+// heads, and guidance and sampling with every slot's own params
+// (compute.RowSamplerOps). What changes between steps lives in one I32
+// input tensor written before each replay:
+//
+//	[0, 9n)                 the fed columns, codebook-major [9, n]
+//	[9n, 10n)               each slot's position
+//	[10n, 10n+16n)          each slot's RowSamplerOps params
+//	[26n, 26n+9n·w)         the repetition windows [9n, w], −1 where a
+//	                        slot's window is shorter or it has none
+//
+// Nothing is baked in but the window width w, the widest any slot needs:
+// the graph is recorded again only when a slot needs a wider one.
+type batchGraph struct {
+	w   int
+	g   compute.Graph
+	in  compute.Tensor
+	tok compute.Tensor // I32 [9n]
+	buf []int32
+}
+
+func batchPos(n int) int    { return NumCodebooks * n }
+func batchParams(n int) int { return (NumCodebooks + 1) * n }
+func batchHist(n int) int   { return batchParams(n) + compute.RowParamWords*n }
+
+// stepGraph returns the batch's recorded step for the windows histories
+// need, recording it (again) when there is none or its window is too
+// narrow; nil when the backend has no graphs, a slot's window is unbounded
+// (Penalty on with window 0: the whole, growing history) or recording
+// failed.
+func (b *Batch) stepGraph(histories [][][]int32) *batchGraph {
+	if _, ok := b.m.b.(compute.GraphOps); !ok || b.eager {
+		return nil
+	}
+	w := 0
+	for u, s := range b.slots {
+		if !s.active || s.spec.Penalty == 1 {
+			continue
+		}
+		if s.spec.Window == 0 {
+			return nil
+		}
+		w = max(w, s.spec.Window)
+		for _, row := range histories[u] {
+			w = max(w, len(row))
+		}
+	}
+	if b.graph != nil && b.graph.w >= w {
+		return b.graph
+	}
+	if b.graph != nil {
+		b.graph.destroy(b.m.b)
+		b.graph = nil
+	}
+	g, err := b.record(w)
+	if err != nil {
+		// The graph is only a faster way to run the same step: go on op by
+		// op (a failing device fails those ops too, with their own errors).
+		b.eager = true
+		return nil
+	}
+	b.graph = g
+	return g
+}
+
+// record captures the step with windows of width w.
+func (b *Batch) record(w int) (*batchGraph, error) {
+	be, n := b.m.b, b.n
+	g := &batchGraph{w: w, buf: make([]int32, batchHist(n)+NumCodebooks*n*w)}
+	g.in = be.FromI32(g.buf, len(g.buf))
+	var err error
+	g.g, err = be.(compute.GraphOps).Capture(func() {
+		ids := be.Slice(g.in, 0, 0, NumCodebooks*n)
+		pos := be.Slice(g.in, 0, batchPos(n), batchPos(n)+n)
+		params := be.Reshape(be.Slice(g.in, 0, batchParams(n), batchHist(n)), n, compute.RowParamWords)
+		var hist compute.Tensor
+		if w > 0 {
+			hist = be.Reshape(be.Slice(g.in, 0, batchHist(n), len(g.buf)), NumCodebooks*n, w)
+		}
+		heads := b.m.backbone(b.st, b.m.embedColumn(ids), compute.Positions{Dev: pos}, nil)
+		g.tok = b.rows.SampleRows(b.rows.GuideRows(heads, params, EOS, true), hist, params)
+	})
+	if err != nil {
+		be.Free(g.in)
+		return nil, fmt.Errorf("recording the batch's decode step: %w", err)
+	}
+	return g, nil
+}
+
+// replay writes the step's input (the batch's params already in b.params)
+// and runs it, returning the 9n tokens.
+func (g *batchGraph) replay(b *Batch, cols [][NumCodebooks]int32, histories [][][]int32, pos []int) ([]int32, error) {
+	n := b.n
+	copy(g.buf, columnIDs(cols))
+	for u, p := range pos {
+		g.buf[batchPos(n)+u] = int32(p)
+	}
+	copy(g.buf[batchParams(n):], b.params)
+	if g.w > 0 {
+		at := batchHist(n)
+		for u := 0; u < n; u++ {
+			for k := 0; k < NumCodebooks; k++ {
+				var src []int32
+				if histories[u] != nil && k < len(histories[u]) {
+					src = histories[u][k]
+				}
+				copy(g.buf[at:at+g.w], padRow(src, g.w))
+				at += g.w
+			}
+		}
+	}
+	var err error
+	b.m.onDevice(func() {
+		b.m.b.(compute.GraphOps).WriteI32(g.in, g.buf)
+		err = g.g.Launch()
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The read waits outside the hand-off, leaving the owner thread free
+	// to launch other lanes' work while the step runs.
+	return b.m.b.ReadI32(g.tok), nil
+}
+
+func (g *batchGraph) destroy(be compute.Backend) {
+	g.g.Destroy()
+	be.Free(g.in)
+}

@@ -1,0 +1,236 @@
+package zonos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"zonostream/engine/compute"
+)
+
+// Scheduler runs the generate loops of many utterances on one model at
+// once (continuous batching). Each utterance's loop — the codebook delay,
+// the EOS rule, the audio prefix, its frames to onFrame — runs on its
+// caller's goroutine as Generate's does; its model work goes to the
+// scheduler's goroutine, which owns the device:
+//
+//   - An utterance that arrives while nothing else runs decodes alone, as
+//     Generate would (its own state; on the GPU the recorded single step
+//     with device-side token feedback), so a lone stream keeps the single
+//     utterance's latency.
+//   - An utterance that arrives while others run joins a free slot of one
+//     Batch of Slots utterances between two steps (its prompt prefilled
+//     on a state of its own, then copied in) and leaves it the moment it
+//     ends or is cancelled. Every batch step feeds every occupied slot.
+//   - The loop takes at most one arrival between steps, so a prefill
+//     delays the running utterances by one prefill, never more; arrivals
+//     wait in order of arrival (first come, first served) while every
+//     place is taken.
+//
+// Each utterance keeps its own knobs, seed, sampler state and position,
+// and draws from its logits exactly what it would draw alone (Batch). On
+// a backend whose rows are computed with the same arithmetic whatever the
+// batch (the CPU backend), its codes are therefore those Generate gives.
+//
+// A batch step waits until every occupied slot has asked for it: an
+// onFrame that blocks holds up every utterance in the batch, so callers
+// hand frames on (the engine queues them for its vocoder and its reader).
+type Scheduler struct {
+	m      *Model
+	slots  int
+	maxLen int
+	in     chan *request
+	quit   chan struct{}
+	done   chan struct{}
+
+	stats stats // read by Stats from any goroutine
+
+	// Owned by the loop goroutine.
+	batch   *Batch
+	inBatch []*member // per slot; nil: free
+	solo    *member
+	waiting []*request // joins not yet admitted, in order of arrival
+}
+
+// NewScheduler starts a scheduler of at most slots utterances in its batch
+// (plus one decoding alone), each of at most maxLen positions there (an
+// utterance that needs more decodes alone, when that place is free).
+// Close stops it.
+func (m *Model) NewScheduler(slots, maxLen int) (*Scheduler, error) {
+	if slots < 1 || slots > MaxBatch {
+		return nil, fmt.Errorf("scheduler of %d batch slots; 1 to %d", slots, MaxBatch)
+	}
+	if maxLen < 2 {
+		return nil, fmt.Errorf("scheduler of %d positions per utterance", maxLen)
+	}
+	s := &Scheduler{m: m, slots: slots, maxLen: maxLen, in: make(chan *request, 4*slots+4),
+		quit: make(chan struct{}), done: make(chan struct{}), inBatch: make([]*member, slots)}
+	go s.loop()
+	return s, nil
+}
+
+// Capacity is how many utterances decode at once: the batch's slots and
+// the one that decodes alone.
+func (s *Scheduler) Capacity() int { return s.slots + 1 }
+
+// SchedulerStats are a scheduler's counts at one moment.
+type SchedulerStats struct {
+	Active  int // utterances decoding (alone or in the batch)
+	Waiting int // utterances waiting for a place
+	// Alone and Batched count the utterances that have decoded alone and
+	// in the batch since the scheduler started.
+	Alone, Batched int
+}
+
+type stats struct {
+	active, waiting, alone, batched atomic.Int64
+}
+
+// Stats are the scheduler's counts now.
+func (s *Scheduler) Stats() SchedulerStats {
+	return SchedulerStats{Active: int(s.stats.active.Load()), Waiting: int(s.stats.waiting.Load()),
+		Alone: int(s.stats.alone.Load()), Batched: int(s.stats.batched.Load())}
+}
+
+// errClosed: the scheduler was closed while an utterance waited for it.
+var errClosed = errors.New("the model's scheduler is closed")
+
+// Close stops the scheduler: utterances still running or waiting fail
+// with an error, and the device memory of its states is freed.
+func (s *Scheduler) Close() {
+	select {
+	case <-s.quit:
+	default:
+		close(s.quit)
+	}
+	<-s.done
+}
+
+// Generate is Model.Generate for one utterance among the scheduler's: it
+// blocks until the utterance ends, with the same results, callbacks and
+// errors. Hold (GenerateOptions) applies only to an utterance that
+// decodes alone: in a batch it would hold up the others.
+func (s *Scheduler) Generate(ctx context.Context, in Inputs, o GenerateOptions, onFrame func(Frame) error) (*Result, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	mb := &member{s: s, ctx: ctx, in: in, o: o, reply: make(chan reply, 1), slot: -1}
+	defer mb.leave()
+	if o.Hold != nil {
+		hold := o.Hold
+		o.Hold = func() error {
+			if mb.alone {
+				return hold()
+			}
+			return nil
+		}
+	}
+	res, err := runTokens(ctx, mb, o, onFrame)
+	if res != nil {
+		res.Notes = mb.notes
+	}
+	return res, err
+}
+
+// requestKind is what a member asks of the loop.
+type requestKind int
+
+const (
+	askJoin  requestKind = iota // prefill and take a place
+	askStep                     // one decode step
+	askLeave                    // the utterance ended
+)
+
+// request is one member's question to the loop.
+type request struct {
+	mb   *member
+	kind requestKind
+	cols [][NumCodebooks]int32 // join: the prefill's columns
+	// join, once the loop has conditioned it (it may wait for a place)
+	prefix compute.Tensor
+	notes  []string
+	// step
+	col     [NumCodebooks]int32
+	history [][]int32
+	loop    loopState
+	ahead   bool
+}
+
+type reply struct {
+	tok []int32
+	err error
+}
+
+// member is one utterance's token source (runTokens) on the scheduler.
+type member struct {
+	s     *Scheduler
+	ctx   context.Context
+	in    Inputs
+	o     GenerateOptions
+	reply chan reply
+	notes []string // from the conditioning, set before the join's reply
+	alone bool     // decodes alone (set before the join's reply)
+	left  bool
+
+	// Owned by the loop goroutine.
+	slot    int      // batch slot, or −1
+	dec     *Decoder // decoding alone
+	pending *request // a step asked for and not yet run
+	broken  error    // its batch failed: every later step fails so
+}
+
+// ask sends r to the loop and waits for its reply; a cancelled utterance
+// stops waiting (the loop still answers into the buffered channel, and
+// the member's leave, which follows, cleans up).
+func (mb *member) ask(r *request) ([]int32, error) {
+	r.mb = mb
+	select {
+	case mb.s.in <- r:
+	case <-mb.s.done:
+		return nil, errClosed
+	case <-mb.ctx.Done():
+		return nil, mb.ctx.Err()
+	}
+	select {
+	case rp := <-mb.reply:
+		return rp.tok, rp.err
+	case <-mb.s.done:
+		return nil, errClosed
+	case <-mb.ctx.Done():
+		return nil, mb.ctx.Err()
+	}
+}
+
+func (mb *member) prefillTokens(cols [][NumCodebooks]int32) ([]int32, error) {
+	return mb.ask(&request{kind: askJoin, cols: cols})
+}
+
+func (mb *member) stepTokens(col [NumCodebooks]int32, history [][]int32) ([]int32, error) {
+	return mb.ask(&request{kind: askStep, col: col, history: history})
+}
+
+func (mb *member) stepTokensAhead(col [NumCodebooks]int32, history [][]int32, loop loopState, ahead bool) ([]int32, error) {
+	return mb.ask(&request{kind: askStep, col: col, history: history, loop: loop, ahead: ahead})
+}
+
+// leave tells the loop the utterance ended (once; it does not wait).
+func (mb *member) leave() {
+	if mb.left {
+		return
+	}
+	mb.left = true
+	select {
+	case mb.s.in <- &request{mb: mb, kind: askLeave}:
+	case <-mb.s.done:
+	}
+}
+
+// positions is what the utterance needs in its state: prompt, prefill
+// columns, steps and the delay's closing columns (as Generate sizes it).
+func (mb *member) positions(prompt int) int {
+	return prompt + len(mb.o.AudioPrefix) + mb.o.MaxNewTokens + NumCodebooks + 1
+}
