@@ -26,11 +26,15 @@ func OpenBackend(name string, s Settings) (compute.Backend, string, error) {
 	return backend.OpenWith(name, BackendOptions(s))
 }
 
-// BackendLine describes b for the meters: name, device and plan.
-func BackendLine(b compute.Backend) string {
-	s := b.Name() + " — " + b.Device()
-	if p := compute.PlanOf(b); p != "" {
-		s += " · plan: " + p
-	}
-	return s
+// BackendInfo is what the meters say of the backend: its name, its device
+// and the plan it chose, as separate values for the window to lay out.
+type BackendInfo struct {
+	Name   string       // "cuda", "cpu"
+	Device string       // "NVIDIA H200 (139.8 GiB, sm_90)"
+	Plan   compute.Plan // the zero Plan when the backend reports none
+}
+
+// DescribeBackend is b's BackendInfo.
+func DescribeBackend(b compute.Backend) BackendInfo {
+	return BackendInfo{Name: b.Name(), Device: b.Device(), Plan: compute.PlanOf(b)}
 }

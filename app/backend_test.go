@@ -1,6 +1,7 @@
 package app
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -11,23 +12,31 @@ import (
 	"zonostream/engine/weights"
 )
 
-// TestBackendLineShowsPlan: the meters' Backend line names the backend,
-// its device and the plan it chose when it opened (compute.PlanOf).
-func TestBackendLineShowsPlan(t *testing.T) {
+// TestBackendMetersShowPlan: the meters name the backend, its device and
+// the plan it chose when it opened (compute.PlanOf), each from its own
+// field of BackendInfo.
+func TestBackendMetersShowPlan(t *testing.T) {
 	b := cpu.New(0)
-	plan := compute.PlanOf(b)
-	if plan == "" {
-		t.Fatal("the CPU backend reports no plan")
+	info := DescribeBackend(b)
+	if info.Name != b.Name() || info.Device != b.Device() || !reflect.DeepEqual(info.Plan, compute.PlanOf(b)) || len(info.Plan.Choices) == 0 {
+		t.Fatalf("DescribeBackend = %+v", info)
 	}
 	c := weights.Cache{Dir: t.TempDir(), From: "test"}
 	ui := New(test.NewTempApp(t), Config{Models: &HubModels{B: b, Cache: c}, Cache: &c})
-	got, err := ui.meters.backend.Get()
+	row, err := ui.meters.backendRow.Get()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{b.Name(), b.Device(), "plan: " + plan} {
-		if !strings.Contains(got, want) {
-			t.Errorf("Backend line %q lacks %q", got, want)
+	detail, err := ui.meters.backendDetail.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row != b.Name() {
+		t.Errorf("Backend row %q, want %q", row, b.Name())
+	}
+	for _, want := range []string{b.Device(), "plan: " + info.Plan.Choices[0]} {
+		if !strings.Contains(detail, want) {
+			t.Errorf("Backend detail %q lacks %q", detail, want)
 		}
 	}
 }
@@ -67,19 +76,24 @@ func TestGPUPlanSetting(t *testing.T) {
 	}
 }
 
-// TestBackendRowFitsOneLine: the meters' form shows the backend, device and
-// plan name on one line and the plan's choices below the form (a wrapped
-// label inside a form row drew over the Output row).
+// TestBackendRowFitsOneLine: the meters' form shows the backend and the
+// plan's name on one line, and the device and the plan's choices below the
+// form (a wrapped label inside a form row drew over the Output row).
 func TestBackendRowFitsOneLine(t *testing.T) {
-	for _, c := range []struct{ line, row, details string }{
-		{"cuda — NVIDIA H200 (139.8 GiB, sm_90) · plan: hopper: sm_90 modules; persistent Mamba2 runs",
+	hopper := compute.Plan{Name: "hopper", Choices: []string{"sm_90 modules", "persistent Mamba2 runs"}}
+	for _, c := range []struct {
+		b           BackendInfo
+		row, detail string
+	}{
+		{BackendInfo{"cuda", "NVIDIA H200 (139.8 GiB, sm_90)", hopper},
 			"cuda · hopper plan", "NVIDIA H200 (139.8 GiB, sm_90); hopper plan: sm_90 modules; persistent Mamba2 runs"},
-		{"cpu — CPU (2 threads) · plan: pure-Go reference ops on 2 threads", "cpu", "CPU (2 threads); plan: pure-Go reference ops on 2 threads"},
-		{"cpu — test", "cpu", "test"},
-		{"loading", "loading", ""},
+		{BackendInfo{"cpu", "CPU (2 threads)", compute.Plan{Choices: []string{"pure-Go reference ops on 2 threads"}}},
+			"cpu", "CPU (2 threads); plan: pure-Go reference ops on 2 threads"},
+		{BackendInfo{Name: "cpu", Device: "test"}, "cpu", "test"},
+		{BackendInfo{}, "", ""},
 	} {
-		if row, details := splitBackendLine(c.line); row != c.row || details != c.details {
-			t.Errorf("splitBackendLine(%q) = %q, %q; want %q, %q", c.line, row, details, c.row, c.details)
+		if row, detail := backendRow(c.b), backendDetail(c.b); row != c.row || detail != c.detail {
+			t.Errorf("%+v: row %q, detail %q; want %q, %q", c.b, row, detail, c.row, c.detail)
 		}
 	}
 }

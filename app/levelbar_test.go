@@ -10,6 +10,7 @@ import (
 	"fyne.io/fyne/v2/test"
 
 	"zonostream/engine"
+	"zonostream/engine/compute"
 	"zonostream/engine/weights"
 )
 
@@ -24,7 +25,10 @@ func (noModels) Load(context.Context, string) (*engine.Engine, error) {
 	return nil, errors.New("no model")
 }
 
-func (noModels) Backend() string { return "cpu — test" }
+func (noModels) Backend() BackendInfo { return testBackend }
+
+// testBackend is what the test models report for the meters.
+var testBackend = BackendInfo{Name: "cpu", Device: "test", Plan: compute.Plan{Choices: []string{"pure-Go reference ops on 1 threads"}}}
 
 // accent counts the pixels of img inside obj's area (less a 3 px margin for
 // the rounded corners) whose colour is saturated: the themes' track and

@@ -26,7 +26,7 @@ const (
 // MeterSnapshot is what the meters show at one moment.
 type MeterSnapshot struct {
 	Phase   Phase
-	Backend string // BackendLine: "cuda — NVIDIA H200 · plan: hopper (…)"
+	Backend BackendInfo
 
 	TTFA       time.Duration
 	HasTTFA    bool
@@ -71,11 +71,11 @@ type Meters struct {
 // NewMeters starts idle.
 func NewMeters() *Meters { return &Meters{s: MeterSnapshot{Phase: PhaseIdle}} }
 
-// SetBackend names the backend and device.
-func (m *Meters) SetBackend(name string) {
+// SetBackend names the backend, its device and its plan.
+func (m *Meters) SetBackend(b BackendInfo) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.s.Backend = name
+	m.s.Backend = b
 }
 
 // SetPhase moves to p.

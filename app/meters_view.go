@@ -22,8 +22,8 @@ import (
 type metersView struct {
 	obj                            fyne.CanvasObject
 	phase, ttfa, sound, rtf, frame binding.String
-	steps, ring, under, backend    binding.String
-	backendRow, planChoices        binding.String // BackendLine split for display (splitBackendLine)
+	steps, ring, under             binding.String
+	backendRow, backendDetail      binding.String // backendRow and backendDetail of the snapshot's Backend
 	output, device                 binding.String
 	ringBar                        *levelBar
 	snap                           MeterSnapshot
@@ -33,7 +33,7 @@ type metersView struct {
 
 func newMetersView() *metersView {
 	v := &metersView{}
-	for _, b := range []*binding.String{&v.phase, &v.ttfa, &v.sound, &v.rtf, &v.frame, &v.steps, &v.ring, &v.under, &v.backend, &v.backendRow, &v.planChoices, &v.output, &v.device} {
+	for _, b := range []*binding.String{&v.phase, &v.ttfa, &v.sound, &v.rtf, &v.frame, &v.steps, &v.ring, &v.under, &v.backendRow, &v.backendDetail, &v.output, &v.device} {
 		*b = binding.NewString()
 	}
 	v.ringBar = newLevelBar()
@@ -46,11 +46,11 @@ func newMetersView() *metersView {
 		l.TextStyle = fyne.TextStyle{Monospace: true}
 		return l
 	}
-	// The plan's full line is long: the form shows the backend, its
-	// device and the plan's name on one line, and the plan's choices wrap
+	// The plan's full line is long: the form shows the backend and the
+	// plan's name on one line, and the device and the plan's choices wrap
 	// below the form (a word-wrapped label inside a form row would not
 	// grow its row and would draw over the next one).
-	planLbl := widget.NewLabelWithData(v.planChoices)
+	planLbl := widget.NewLabelWithData(v.backendDetail)
 	planLbl.Wrapping = fyne.TextWrapWord
 	planLbl.SizeName = theme.SizeNameCaptionText
 	planLbl.Importance = widget.LowImportance
@@ -94,10 +94,8 @@ func (v *metersView) show(s MeterSnapshot) {
 	v.ring.Set(fmt.Sprintf("%3.0f%%  %.2f s", 100*s.RingFill, s.Buffered.Seconds()))
 	v.ringBar.SetValue(s.RingFill)
 	v.under.Set(fmt.Sprint(s.Underruns))
-	v.backend.Set(s.Backend)
-	row, choices := splitBackendLine(s.Backend)
-	v.backendRow.Set(row)
-	v.planChoices.Set(choices)
+	v.backendRow.Set(backendRow(s.Backend))
+	v.backendDetail.Set(backendDetail(s.Backend))
 	v.output.Set(s.Output)
 	if s.Device == "" {
 		v.device.Set("none")
@@ -192,24 +190,30 @@ func fill(img *image.RGBA, x0, x1, y0, y1 int, c color.Color) {
 	}
 }
 
-// splitBackendLine cuts a BackendLine ("cuda — NVIDIA H200 (…) · plan:
-// hopper: sm_90 modules; persistent Mamba2 runs; …") into the form's short
-// row ("cuda · hopper plan") and the details that wrap below the form
-// ("NVIDIA H200 (…); hopper plan: sm_90 modules; persistent Mamba2 runs;
-// …"). A line without a named plan keeps its backend name in the row and
-// the rest below.
-func splitBackendLine(line string) (row, details string) {
-	head, plan, hasPlan := strings.Cut(line, " · plan: ")
-	name, device, hasDevice := strings.Cut(head, " — ")
-	if !hasDevice {
-		return line, ""
+// backendRow is the meters form's short row: the backend and its plan's
+// name ("cuda · hopper plan"), or the backend alone when its plan has no
+// name.
+func backendRow(b BackendInfo) string {
+	if b.Plan.Name == "" {
+		return b.Name
 	}
-	row, details = name, device
-	if !hasPlan {
-		return row, details
+	return b.Name + " · " + b.Plan.Name + " plan"
+}
+
+// backendDetail is what wraps below the form: the device and the plan's
+// choices ("NVIDIA H200 (…); hopper plan: sm_90 modules; persistent Mamba2
+// runs; …").
+func backendDetail(b BackendInfo) string {
+	var parts []string
+	if b.Device != "" {
+		parts = append(parts, b.Device)
 	}
-	if pname, rest, ok := strings.Cut(plan, ": "); ok {
-		return name + " · " + pname + " plan", device + "; " + pname + " plan: " + rest
+	if len(b.Plan.Choices) > 0 {
+		plan := "plan: "
+		if b.Plan.Name != "" {
+			plan = b.Plan.Name + " plan: "
+		}
+		parts = append(parts, plan+strings.Join(b.Plan.Choices, "; "))
 	}
-	return row, device + "; plan: " + plan
+	return strings.Join(parts, "; ")
 }

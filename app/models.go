@@ -36,7 +36,7 @@ type Models interface {
 	Load(ctx context.Context, variant string) (*engine.Engine, error)
 	// Backend describes the backend, its device and its plan for the
 	// meters.
-	Backend() string
+	Backend() BackendInfo
 }
 
 // HubModels loads bundles from a Hugging Face cache (or fixed directories)
@@ -56,8 +56,8 @@ type HubModels struct {
 	eng    *engine.Engine // one model at a time: each full-size one is gigabytes
 }
 
-// Backend is "name — device · plan: …" (BackendLine).
-func (h *HubModels) Backend() string { return BackendLine(h.B) }
+// Backend describes h's backend (DescribeBackend).
+func (h *HubModels) Backend() BackendInfo { return DescribeBackend(h.B) }
 
 // SetCache switches to another cache (a folder the user chose).
 func (h *HubModels) SetCache(c weights.Cache) {

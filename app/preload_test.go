@@ -69,7 +69,7 @@ func (f failingModels) Load(ctx context.Context, v string) (*engine.Engine, erro
 	}
 	return nil, errors.New("model.safetensors: checksum mismatch")
 }
-func (failingModels) Backend() string { return "cpu — test" }
+func (failingModels) Backend() BackendInfo { return testBackend }
 
 // TestPreloadFailureReported: a model that cannot be loaded is reported
 // in the status line, naming the model and the cause.

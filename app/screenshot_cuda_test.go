@@ -35,7 +35,7 @@ func (m realModels) Choices() []ModelChoice {
 	return []ModelChoice{{Variant: "hybrid", Installed: true}}
 }
 func (m realModels) Load(context.Context, string) (*engine.Engine, error) { return m.e, nil }
-func (m realModels) Backend() string                                      { return BackendLine(m.e.Backend()) }
+func (m realModels) Backend() BackendInfo                                 { return DescribeBackend(m.e.Backend()) }
 
 // randomVoice is the full-size speaker encoder with random weights on the
 // GPU, so the window offers voice cloning as a real install does.

@@ -3,6 +3,7 @@ package app
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -66,7 +67,7 @@ func TestSaveWAVExact(t *testing.T) {
 
 func TestMeters(t *testing.T) {
 	m := NewMeters()
-	m.SetBackend("cpu — test")
+	m.SetBackend(testBackend)
 	start := time.Now()
 	m.Begin(start)
 	mt := engine.Metrics{TTFA: 40 * time.Millisecond, RTF: 1.5, FrameLatencyP50: 8 * time.Millisecond, FrameLatencyP90: 10 * time.Millisecond}
@@ -80,8 +81,8 @@ func TestMeters(t *testing.T) {
 	if !s.HasSound || s.FirstSound != 120*time.Millisecond || s.RingFill != 0.1 || s.Underruns != 2 || s.Buffered != time.Second {
 		t.Fatalf("playback %+v", s)
 	}
-	if len(s.Spark) != 2 || s.Backend != "cpu — test" {
-		t.Fatalf("spark %v backend %q", s.Spark, s.Backend)
+	if len(s.Spark) != 2 || !reflect.DeepEqual(s.Backend, testBackend) {
+		t.Fatalf("spark %v backend %+v", s.Spark, s.Backend)
 	}
 	for i := 0; i < 3*SparkLen; i++ {
 		m.Observe(engine.Event{Kind: engine.Audio, PCM: make([]float32, 512), Metrics: mt})

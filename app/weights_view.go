@@ -222,7 +222,7 @@ func (v *weightsView) progress(p weights.Progress) {
 		}
 	case weights.PhaseRetrying, weights.PhaseFailed:
 		if p.Err != nil {
-			msg += ": " + guiWording(p.Err.Error())
+			msg += ": " + guiText(p.Err)
 		}
 	case weights.PhaseDone, weights.PhaseCached:
 		msg = fmt.Sprintf("✓ %s  (%s)", p.File, humanSize(p.Total))
@@ -248,7 +248,8 @@ func (v *weightsView) showDestinations(err error) {
 // downloadFailure says what went wrong with a download and what the user
 // can do about it in this window. Package weights words its errors for the
 // command line (run 'zonos pull', run the pull again); here the actions
-// are the Retry button, the cache folder and "Use an existing folder…".
+// are the Retry button, the cache folder and "Use an existing folder…",
+// worded from the errors' fields (MissingError.Reason, guiText).
 // offline is the downloader's HF_HUB_OFFLINE.
 func downloadFailure(err error, offline bool) string {
 	parts := []error{err}
@@ -260,7 +261,7 @@ func downloadFailure(err error, offline bool) string {
 	for _, e := range parts {
 		var me *weights.MissingError
 		if !errors.As(e, &me) {
-			what = append(what, guiWording(e.Error()))
+			what = append(what, guiText(e))
 			continue
 		}
 		dir = me.Cache.Dir
@@ -284,10 +285,15 @@ func downloadFailure(err error, offline bool) string {
 	return msg
 }
 
-// guiWording turns package weights' command-line advice into the window's
-// action: its "run the pull again" is the Retry button here.
-func guiWording(s string) string {
-	return strings.NewReplacer("run the pull again", "press Retry", "Run the pull again", "Press Retry").Replace(s)
+// guiText is err's text for this window: a download that pulling again
+// gets past (*weights.RetryError) says to press Retry, where its Error
+// says to run the pull again.
+func guiText(err error) string {
+	var re *weights.RetryError
+	if errors.As(err, &re) {
+		return re.Advise("press Retry")
+	}
+	return err.Error()
 }
 
 func (v *weightsView) doPause() {

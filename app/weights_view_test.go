@@ -57,24 +57,55 @@ func TestDownloadFailureSaysWhatToDo(t *testing.T) {
 	})
 }
 
-// TestDownloadFailureWording: an unreachable hub and a file that gave up
-// after retries read as the window's actions (Retry), not the CLI's.
+// TestDownloadFailureWording: an unreachable hub, a file that gave up
+// after retries and a file to download afresh read as the window's actions
+// (Retry), though their Error texts give the CLI's.
 func TestDownloadFailureWording(t *testing.T) {
 	c := weights.Cache{Dir: "/cache/hub"}
 	f := weights.RepoFile{Repo: "descript/dac_44khz", Name: "config.json"}
 	net := &weights.MissingError{Cache: c, Variant: weights.Hybrid, Missing: []weights.MissingFile{{RepoFile: f, Dest: "/cache/hub/x"}},
 		Reason: "cannot reach https://huggingface.co: connection refused", Err: errors.New("connection refused")}
-	gaveUp := fmt.Errorf("%w (gave up after 5 attempts; run the pull again to resume)", errors.New("model.safetensors: unexpected EOF"))
-	if !cliAdvice(net.Error()) || !cliAdvice(gaveUp.Error()) { // the case this test is for
-		t.Logf("weights no longer gives CLI advice here: %q / %q", net.Error(), gaveUp.Error())
+	gaveUp := &weights.RetryError{Err: errors.New("model.safetensors: unexpected EOF"), Attempts: 5, Resume: true}
+	changed := &weights.RetryError{Err: errors.New("config.json: the file changed on the server while downloading (10 bytes, was 12)")}
+	for _, e := range []error{net, gaveUp, changed} {
+		if !cliAdvice(e.Error()) {
+			t.Fatalf("weights gives no CLI advice in %q: this test has nothing left to check there", e)
+		}
 	}
-	got := downloadFailure(errors.Join(gaveUp, net), false)
+	got := downloadFailure(errors.Join(gaveUp, changed, net), false)
 	if cliAdvice(got) {
 		t.Errorf("CLI advice in %q", got)
 	}
-	for _, want := range []string{"unexpected EOF", "press Retry to resume", "1 file(s) could not be downloaded (cannot reach https://huggingface.co", "Press Retry", "/cache/hub"} {
+	for _, want := range []string{"unexpected EOF (gave up after 5 attempts; press Retry to resume)", "(10 bytes, was 12); press Retry;",
+		"1 file(s) could not be downloaded (cannot reach https://huggingface.co", "Press Retry", "/cache/hub"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+}
+
+// TestWeightsRowRetryWording: a file row that failed says what the window
+// offers (press Retry) for a *weights.RetryError, and any other error as
+// it is.
+func TestWeightsRowRetryWording(t *testing.T) {
+	c := &weights.Cache{Dir: t.TempDir(), From: "test"}
+	ui := New(test.NewTempApp(t), Config{Models: noModels{}, Cache: c})
+	v := ui.models
+	v.refresh()
+	f := weights.BundleFiles(weights.Hybrid)[0]
+	if v.rows[f] == nil {
+		t.Fatalf("no row for %s", f)
+	}
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{&weights.RetryError{Err: errors.New("cut"), Attempts: 2, Resume: true}, ": cut (gave up after 2 attempts; press Retry to resume)"},
+		{fmt.Errorf("%s: disk full", f), ": " + f.String() + ": disk full"},
+	} {
+		v.progress(weights.Progress{File: f, Phase: weights.PhaseFailed, Err: c.err})
+		if got := v.rows[f].label.Text; !strings.HasSuffix(got, c.want) || cliAdvice(got) {
+			t.Errorf("row %q, want it to end %q", got, c.want)
 		}
 	}
 }

@@ -54,7 +54,7 @@ func (m *tinyModels) Load(_ context.Context, v string) (*engine.Engine, error) {
 	return e, nil
 }
 
-func (m *tinyModels) Backend() string { return "cpu — test" }
+func (m *tinyModels) Backend() BackendInfo { return testBackend }
 
 type testUI struct {
 	*UI

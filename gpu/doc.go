@@ -7,6 +7,8 @@
 // the real and of odd shapes. Beyond compute.Backend the package
 // implements compute.SpeakerOps (the speaker model), compute.SamplerOps
 // (guidance and the sampler, token-identical to engine/sample),
+// compute.RowSamplerOps (the same with each utterance's own knobs and
+// noise, read from device memory),
 // compute.GraphOps (CUDA graphs, with positions, sampler counters and the
 // next step's input kept in device memory), compute.Mamba2Block,
 // compute.Mamba2Run, compute.Timer, compute.Laned and compute.Planner.

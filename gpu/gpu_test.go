@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 
@@ -91,8 +90,7 @@ func forEachPlan(t *testing.T, f func(t *testing.T)) {
 	defer func() { gb = main }()
 	for _, b := range backends {
 		gb = b
-		name, _, _ := strings.Cut(b.Plan(), ":")
-		t.Run(name, f)
+		t.Run(b.Plan().Name, f)
 	}
 }
 

@@ -4,7 +4,8 @@ package gpu
 
 import (
 	"fmt"
-	"strings"
+
+	"zonostream/engine/compute"
 )
 
 // plan is the backend's choice of kernels for its device, made once when
@@ -69,9 +70,8 @@ func makePlan(major int, o Options) plan {
 // the last to become resident (lane.go).
 func (p plan) decodeFirst() bool { return p.persistentMamba }
 
-// line is the plan as one line: its name, then each choice (not String:
-// the plan is embedded in the device, and Backend is no fmt.Stringer).
-func (p plan) line() string {
+// describe is the plan as compute reports it: its name and each choice.
+func (p plan) describe() compute.Plan {
 	name, parts := "generic", []string{"compute_80 modules"}
 	if p.hopper {
 		name, parts = "hopper", []string{"sm_90 modules"}
@@ -91,10 +91,10 @@ func (p plan) line() string {
 	pick(p.wgmmaPrefill, "wgmma prefill", "mma prefill")
 	pick(p.pdl, "programmatic dependent launch", "")
 	pick(p.decodeFirst(), "decoding's stream first", "the vocoder's stream first")
-	return name + ": " + strings.Join(parts, "; ")
+	return compute.Plan{Name: name, Choices: parts}
 }
 
 // Plan says which kernels this backend chose when it opened
 // (compute.Planner), e.g. "hopper: sm_90 modules; persistent Mamba2 runs;
-// …" or "generic: compute_80 modules; …".
-func (b *Backend) Plan() string { return b.plan.line() }
+// …" or "generic: compute_80 modules; …" as its String.
+func (b *Backend) Plan() compute.Plan { return b.plan.describe() }

@@ -5,6 +5,7 @@ package gpu
 import (
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,8 +17,8 @@ import (
 
 // TestMakePlan: compute capability 9 and newer get the Hopper plan, every
 // choice in it; Ampere and Ada, and any device opened with
-// Options{Generic: true}, the generic plan, none; Plan's line names the
-// plan first.
+// Options{Generic: true}, the generic plan, none; the plan is named, and
+// its one line (compute.Plan.String) names it first.
 func TestMakePlan(t *testing.T) {
 	all := plan{hopper: true, pdl: true, persistentMamba: true, fusedMamba: true, clusterAttention: true, chunkGemv: true, tcGemv: true, wgmmaPrefill: true}
 	for _, c := range []struct {
@@ -30,12 +31,12 @@ func TestMakePlan(t *testing.T) {
 		if p != c.want {
 			t.Errorf("compute capability %d, generic %v: plan %+v, want %+v", c.major, c.generic, p, c.want)
 		}
-		if !strings.HasPrefix(p.line(), c.name+": ") {
-			t.Errorf("compute capability %d, generic %v: plan %q, want it to start %q", c.major, c.generic, p.line(), c.name+": ")
+		if d := p.describe(); d.Name != c.name || !strings.HasPrefix(d.String(), c.name+": ") {
+			t.Errorf("compute capability %d, generic %v: plan %q named %q, want %q first", c.major, c.generic, d, d.Name, c.name)
 		}
 	}
-	if s := all.line(); !strings.Contains(s, "clustered attention step (8)") || !strings.Contains(s, "persistent Mamba2 runs") {
-		t.Errorf("the Hopper plan reads %q", s)
+	if d := all.describe(); !slices.Contains(d.Choices, "clustered attention step (8)") || !slices.Contains(d.Choices, "persistent Mamba2 runs") {
+		t.Errorf("the Hopper plan reads %q", d)
 	}
 }
 
@@ -46,7 +47,7 @@ func TestMakePlan(t *testing.T) {
 // attn_step.
 func TestGenericPlan(t *testing.T) {
 	b := genericBackend(t)
-	if p := b.Plan(); !strings.HasPrefix(p, "generic: compute_80 modules") {
+	if p := b.Plan(); p.Name != "generic" || len(p.Choices) == 0 || p.Choices[0] != "compute_80 modules" {
 		t.Fatalf("plan %q, want the generic plan", p)
 	}
 	if b.plan != (plan{}) {

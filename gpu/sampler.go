@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 
+	"gorgonia.org/cu"
+
 	"zonostream/engine/compute"
 )
 
@@ -29,7 +31,7 @@ func (b *Backend) Guide(heads compute.Tensor, scale float32, padFrom, eos int, e
 	b.do(func() {
 		out = b.newTensor(compute.F32, R, W)
 		if n := R * W; n > 0 {
-			b.launch(b.k["guide"], grid1(n), block256, ht.ptr(), out.ptr(), R, W, scale, padFrom, eos, eb)
+			b.launch(b.k["guide"], grid1(n), block256, ht.ptr(), out.ptr(), R, W, scale, padFrom, eos, eb, nullPtr)
 		}
 	})
 	return out
@@ -86,12 +88,6 @@ func (b *Backend) sample(logits, history, q compute.Tensor, s compute.SampleSpec
 	}
 	var out *tensor
 	b.do(func() {
-		out = b.newTensor(compute.I32, R)
-		if R == 0 {
-			return
-		}
-		probs := b.newTensor(compute.F32, R, W)
-		order := b.newTensor(compute.I32, R, W)
 		hp, qp, rp := nullPtr, nullPtr, nullPtr
 		if rt != nil {
 			rp = rt.ptr()
@@ -102,11 +98,27 @@ func (b *Backend) sample(logits, history, q compute.Tensor, s compute.SampleSpec
 		if qt != nil {
 			qp = qt.ptr()
 		}
-		b.launch(b.k["sample_rows"], [3]int{R, 1, 1}, block256, lt.ptr(), hp, H, hstart, probs.ptr(), order.ptr(), out.ptr(),
-			W, s.Temperature, s.TopP, s.TopK, s.MinP, s.Linear, s.Conf, s.Quad, s.Penalty, qp, seed, counter, rp)
-		probs.h.release()
-		order.h.release()
+		out = b.sampleRows(lt, hp, H, hstart, s, qp, seed, counter, rp, nullPtr)
 	})
+	return out
+}
+
+// sampleRows launches sample_rows over logits lt [R, W], one block per
+// row, into a new I32 [R] (owner thread); hist, noise, rng and prm are
+// the kernel's optional pointers (sampler.cu says what each overrides).
+func (b *Backend) sampleRows(lt *tensor, hist cu.DevicePtr, H, hstart int, s compute.SampleSpec, noise cu.DevicePtr,
+	seed, counter uint64, rng, prm cu.DevicePtr) *tensor {
+	R, W := lt.shape[0], lt.shape[1]
+	out := b.newTensor(compute.I32, R)
+	if R == 0 {
+		return out
+	}
+	probs := b.newTensor(compute.F32, R, W)
+	order := b.newTensor(compute.I32, R, W)
+	b.launch(b.k["sample_rows"], [3]int{R, 1, 1}, block256, lt.ptr(), hist, H, hstart, probs.ptr(), order.ptr(), out.ptr(),
+		W, s.Temperature, s.TopP, s.TopK, s.MinP, s.Linear, s.Conf, s.Quad, s.Penalty, noise, seed, counter, rng, prm)
+	probs.h.release()
+	order.h.release()
 	return out
 }
 

@@ -38,7 +38,7 @@ func runConformance(args []string) int {
 		return 2
 	}
 	defer b.Close()
-	fmt.Fprintf(os.Stderr, "zonos conformance: backend %s on %s; plan: %s\n", b.Name(), b.Device(), compute.PlanOf(b))
+	fmt.Fprintf(os.Stderr, "zonos conformance: backend %s on %s; plan: %s\n", b.Name(), b.Device(), compute.PlanOf(b).String())
 	results := conformance.Run(*dir, packs, b)
 	if len(results) == 0 {
 		fmt.Fprintf(os.Stderr, "zonos conformance: no recognised packs in %s\n", *dir)

@@ -120,7 +120,7 @@ func diagnose(bf backendFlags, cacheDir string, verify bool) *doctorReport {
 		defer b.Close()
 		r.Essentials["backend"] = true
 		add(doctorCheck{Name: "backend", Status: statusOK, Detail: b.Name() + ": " + b.Device()})
-		plan := compute.PlanOf(b)
+		plan := compute.PlanOf(b).String()
 		if plan == "" {
 			plan = "one plan (the " + b.Name() + " backend has no choice to make)"
 		}

@@ -197,7 +197,8 @@ func (d *Downloader) PullBundle(ctx context.Context, v Variant) (*Bundle, error)
 // Pull fetches the files that are not in the cache, up to Parallel at a time,
 // and returns every file's entry in order. Files already present cost no
 // request. A failed file does not stop the others; the error joins every
-// failure. Offline, or when the endpoint cannot be reached, the error is a
+// failure, a *RetryError for each file that pulling again gets past.
+// Offline, or when the endpoint cannot be reached, the error is a
 // *MissingError listing what is missing and where it would go. On
 // cancellation the partial downloads stay and the next Pull resumes them.
 func (d *Downloader) Pull(ctx context.Context, files []RepoFile) ([]Entry, error) {
@@ -276,7 +277,8 @@ func (d *Downloader) Pull(ctx context.Context, files []RepoFile) ([]Entry, error
 	return entries, nil
 }
 
-// Fetch returns f from the cache, downloading it first when it is missing.
+// Fetch returns f from the cache, downloading it first when it is missing;
+// its error is a *RetryError when pulling again gets past it.
 func (d *Downloader) Fetch(ctx context.Context, f RepoFile) (Entry, error) {
 	if e, ok, err := d.Cache.Lookup(f, d.revision()); err != nil || ok {
 		if ok {
@@ -290,6 +292,9 @@ func (d *Downloader) Fetch(ctx context.Context, f RepoFile) (Entry, error) {
 	e, err := d.fetch(ctx, f)
 	if err != nil {
 		err = redactErr(err, string(d.Token))
+		if errors.As(err, new(*HashMismatchError)) {
+			err = &RetryError{Err: err} // the file was discarded: pulling again downloads it afresh
+		}
 		d.emit(Progress{File: f, Phase: PhaseFailed, Total: -1, ETA: -1, Err: err})
 		return Entry{}, err
 	}
@@ -525,14 +530,15 @@ func syncDir(dir string) {
 }
 
 // HashMismatchError: the downloaded bytes are not what the server published.
-// The download is discarded.
+// The download is discarded; Fetch returns it inside a *RetryError, since
+// pulling again downloads the file afresh.
 type HashMismatchError struct {
 	File      RepoFile
 	Want, Got string
 }
 
 func (e *HashMismatchError) Error() string {
-	return fmt.Sprintf("%s: downloaded file does not match the hub: want %s, got %s; the download was discarded. Run the pull again; if it repeats, the server (HF_ENDPOINT) or a proxy is corrupting files", e.File, e.Want, e.Got)
+	return fmt.Sprintf("%s: downloaded file does not match the hub: want %s, got %s; the download was discarded; if this repeats, the server (HF_ENDPOINT) or a proxy is corrupting files", e.File, e.Want, e.Got)
 }
 
 // StatusError is an HTTP failure the server will repeat if asked again.
@@ -672,7 +678,7 @@ func (d *Downloader) retry(ctx context.Context, f RepoFile, p *Progress, netDown
 			attempt = 1
 		}
 		if attempt >= max || netDown > 0 && attempt >= netDown && isNetworkDown(err) {
-			return fmt.Errorf("%w (gave up after %d attempts; run the pull again to resume)", err, attempt)
+			return &RetryError{Err: redactErr(err, string(d.Token)), Attempts: attempt, Resume: true}
 		}
 		wait := base << (attempt - 1)
 		var te *transientError
@@ -965,7 +971,7 @@ func (t *transfer) get(ctx context.Context) (done bool, err error) {
 		}
 	case http.StatusOK:
 		if resp.ContentLength >= 0 && t.r.Size >= 0 && resp.ContentLength != t.r.Size {
-			return false, fmt.Errorf("%s: the file changed on the server while downloading (%d bytes, was %d); run the pull again", t.f, resp.ContentLength, t.r.Size)
+			return false, &RetryError{Err: fmt.Errorf("%s: the file changed on the server while downloading (%d bytes, was %d)", t.f, resp.ContentLength, t.r.Size)}
 		}
 		if t.off > 0 { // the server ignored Range or the file changed
 			if err := t.restart(); err != nil {

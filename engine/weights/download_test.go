@@ -270,8 +270,9 @@ func TestInterruptedDownloadResumesOnNextPull(t *testing.T) {
 	d := h.downloader(dir)
 	d.MaxAttempts = 1
 	_, err := d.Fetch(context.Background(), f)
-	if err == nil || !strings.Contains(err.Error(), "run the pull again") {
-		t.Fatalf("first fetch: %v; want a cut transfer that says to pull again", err)
+	var re *RetryError
+	if !errors.As(err, &re) || err != error(re) || !re.Resume || re.Attempts != 1 || !strings.HasSuffix(err.Error(), "(gave up after 1 attempts; run the pull again to resume)") {
+		t.Fatalf("first fetch: %v; want a cut transfer, a *RetryError that says to pull again to resume", err)
 	}
 	st, _ := d.Cache.Status([]RepoFile{f})
 	if st[0].Present || st[0].Partial != 100_000 {
@@ -306,6 +307,10 @@ func TestWrongHashIsRefused(t *testing.T) {
 	var hm *HashMismatchError
 	if !errors.As(err, &hm) {
 		t.Fatalf("err = %v, want a HashMismatchError", err)
+	}
+	var re *RetryError
+	if !errors.As(err, &re) || re.Resume || !strings.HasSuffix(err.Error(), "; run the pull again") {
+		t.Errorf("err = %v, want a *RetryError that says to pull again (afresh, not to resume)", err)
 	}
 	if !strings.Contains(err.Error(), "discarded") {
 		t.Errorf("message %q does not say the download was discarded", err)

@@ -9,18 +9,50 @@
 
 __device__ __forceinline__ float ninf() { return __int_as_float(0xff800000); }
 
+// Words of one utterance's row of per-utterance sampler parameters
+// (compute.RowSamplerOps params, I32 [n, ROW_WORDS]; float knobs as their
+// bits), as compute.PutRowParams lays them out.
+#define ROW_SEED 0
+#define ROW_COUNTER 2
+#define ROW_TEMPERATURE 4
+#define ROW_TOPP 5
+#define ROW_TOPK 6
+#define ROW_MINP 7
+#define ROW_LINEAR 8
+#define ROW_CONF 9
+#define ROW_QUAD 10
+#define ROW_PENALTY 11
+#define ROW_WINDOW 12
+#define ROW_SCALE 13
+#define ROW_PADFROM 14
+#define ROW_ACTIVE 15
+#define ROW_WORDS 16
+
+// row_u64 reads the 64-bit value at words w, w+1 (low first) of a params row.
+__device__ __forceinline__ unsigned long long row_u64(const int* pr, int w) {
+    return (unsigned long long)(unsigned int)pr[w] | (unsigned long long)(unsigned int)pr[w + 1] << 32;
+}
+
 // guide: heads [2, R, W] → out [R, W] = u + (c − u)·scale; columns ≥ padFrom
 // and (eosBias) column eos of rows r with r mod 9 ≠ 0 (codebooks 1–8 of
-// each utterance) are −inf.
+// each utterance) are −inf. When prm is not null (GuideRows) the rows of
+// utterance r/9 take scale and padFrom from its params row instead.
 extern "C" __global__ void guide(const float* __restrict__ heads, float* __restrict__ out, int R, int W,
-                                 float scale, int padFrom, int eos, int eosBias) {
+                                 float scale, int padFrom, int eos, int eosBias, const int* __restrict__ prm) {
     pdl_begin();
     int n = R * W;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
         float c = heads[i], u = heads[n + i];
-        float v = __fadd_rn(u, __fmul_rn(__fsub_rn(c, u), scale));
         int col = i % W, row = i / W;
-        if (col >= padFrom || (eosBias && row % 9 != 0 && col == eos)) v = ninf();
+        float sc = scale;
+        int pad = padFrom;
+        if (prm) {
+            const int* pr = prm + (row / 9) * ROW_WORDS;
+            sc = __int_as_float(pr[ROW_SCALE]);
+            pad = pr[ROW_PADFROM];
+        }
+        float v = __fadd_rn(u, __fmul_rn(__fsub_rn(c, u), sc));
+        if (col >= pad || (eosBias && row % 9 != 0 && col == eos)) v = ninf();
         out[i] = v;
     }
 }
@@ -140,20 +172,48 @@ __device__ void renormalise(float* p, int W, double* sd) {
 // qn [R, W] is stored noise, or null for Philox noise from (seed, counter);
 // when rng is not null, seed and counter are read from it instead
 // ({seed lo, seed hi, counter lo, counter hi}: a graph replay's inputs).
+// When prm is not null (SampleRows) row r belongs to utterance u = r/9 and
+// every knob, the window, seed and counter come from u's params row: the
+// arguments temp … penalty, hstart, qn, seed, counter and rng are ignored,
+// a penalty of 1 skips the history, the noise index is the element's in
+// u's own [9, W] grid, and an inactive row writes 0 and draws nothing.
 extern "C" __global__ void __launch_bounds__(256) sample_rows(
     float* __restrict__ logits, const int* __restrict__ hist, int H, int hstart, float* __restrict__ probs,
     int* __restrict__ order, int* __restrict__ out, int W, float temp, float topP, int topK, float minP,
     float lin, float conf, float quad, float penalty, const float* __restrict__ qn, unsigned long long seed,
-    unsigned long long counter, const unsigned int* __restrict__ rng) {
+    unsigned long long counter, const unsigned int* __restrict__ rng, const int* __restrict__ prm) {
     pdl_begin();
+    int r = blockIdx.x;
+    long long g0 = (long long)r * W;  // the row's first element in the noise grid
     if (rng) {
         seed = (unsigned long long)rng[0] | (unsigned long long)rng[1] << 32;
         counter = (unsigned long long)rng[2] | (unsigned long long)rng[3] << 32;
     }
+    if (prm) {
+        const int* pr = prm + (r / 9) * ROW_WORDS;
+        if (!pr[ROW_ACTIVE]) {
+            if (threadIdx.x == 0) out[r] = 0;
+            return;
+        }
+        seed = row_u64(pr, ROW_SEED);
+        counter = row_u64(pr, ROW_COUNTER);
+        temp = __int_as_float(pr[ROW_TEMPERATURE]);
+        topP = __int_as_float(pr[ROW_TOPP]);
+        topK = pr[ROW_TOPK];
+        minP = __int_as_float(pr[ROW_MINP]);
+        lin = __int_as_float(pr[ROW_LINEAR]);
+        conf = __int_as_float(pr[ROW_CONF]);
+        quad = __int_as_float(pr[ROW_QUAD]);
+        penalty = __int_as_float(pr[ROW_PENALTY]);
+        int win = pr[ROW_WINDOW];
+        hstart = win > 0 && H > win ? H - win : 0;
+        if (penalty == 1.f) hist = nullptr;
+        qn = nullptr;
+        g0 = (long long)(r % 9) * W;
+    }
     __shared__ double sd[32];
     __shared__ float sf[32];
     __shared__ int si[32];
-    int r = blockIdx.x;
     float* x = logits + (long long)r * W;
     float* p = probs + (long long)r * W;
     int* ord = order + (long long)r * W;
@@ -262,7 +322,7 @@ extern "C" __global__ void __launch_bounds__(256) sample_rows(
 
     // draw: argmax(p / q), q ~ Exp(1) from Philox
     for (int i = threadIdx.x; i < W; i += blockDim.x) {
-        long long g = (long long)r * W + i;
+        long long g = g0 + i;
         float q = qn ? qn[g] : philox_exp(seed, counter, g);
         x[i] = __fdiv_rn(p[i], q);
     }

@@ -74,7 +74,7 @@ type Report struct {
 	Backend       string      `json:"backend"`
 	Device        string      `json:"device"`
 	Variant       string      `json:"variant"`
-	Plan          string      `json:"plan,omitempty"` // the backend's plan (compute.PlanOf)
+	Plan          string      `json:"plan,omitempty"` // the backend's plan in one line (compute.Plan.String)
 	Layers        int         `json:"layers"`         // backbone layers built
 	ModelLayers   int         `json:"model_layers"`   // the layers of the model measured (Layers < ModelLayers: a reduced backbone)
 	GoVersion     string      `json:"go"`
@@ -152,7 +152,7 @@ func Run(ctx context.Context, b compute.Backend, o Options, progress func(string
 	if o.Model != nil {
 		cfg = o.Model
 	}
-	r := &Report{Date: time.Now().Format("2006-01-02"), Backend: b.Name(), Device: b.Device(), Plan: compute.PlanOf(b), Variant: string(o.Variant),
+	r := &Report{Date: time.Now().Format("2006-01-02"), Backend: b.Name(), Device: b.Device(), Plan: compute.PlanOf(b).String(), Variant: string(o.Variant),
 		GoVersion: runtime.Version(), PrefixLen: o.PrefixLen, Frames: o.Frames, Chunk: o.Chunk, BudgetMs: float64(engine.FrameBudget) / 1e6,
 		Layers: cfg.Backbone.NLayer, ModelLayers: cfg.Backbone.NLayer}
 	what := "of the real shapes"

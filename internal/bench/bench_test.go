@@ -92,7 +92,7 @@ func TestRunReduced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !r.Reduced() || r.Layers != 2 || r.ModelLayers != 5 || r.Plan != compute.PlanOf(b) || r.DecodeStep.N != o.DecodeSteps || len(r.Batches) != 0 {
+	if !r.Reduced() || r.Layers != 2 || r.ModelLayers != 5 || r.Plan != compute.PlanOf(b).String() || r.DecodeStep.N != o.DecodeSteps || len(r.Batches) != 0 {
 		t.Errorf("report: layers %d of %d, plan %q, steps %d, batches %v", r.Layers, r.ModelLayers, r.Plan, r.DecodeStep.N, r.Batches)
 	}
 	var md bytes.Buffer

@@ -190,4 +190,6 @@ func (b *Backend) Free(t compute.Tensor) {
 }
 
 // Plan implements compute.Planner: the CPU backend has one way to run each op.
-func (b *Backend) Plan() string { return fmt.Sprintf("pure-Go reference ops on %d threads", b.workers) }
+func (b *Backend) Plan() compute.Plan {
+	return compute.Plan{Choices: []string{fmt.Sprintf("pure-Go reference ops on %d threads", b.workers)}}
+}
