@@ -76,27 +76,33 @@ func checkBatchOnGPU(t *testing.T, pack string, lens []int, churn bool) {
 				t.Fatal(err)
 			}
 		case s == 7:
-			if _, err := b.Join(1, prompt(m, 9, 7), mask); err != nil {
+			if _, err := b.Join(1, prompt(m, 9, 7), mask, o); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	newBatch := func(m *zonos.Model, o zonos.GenerateOptions) *zonos.Batch {
-		b, err := m.NewBatch(prompts(m), maxLen, o)
+	// newBatch joins every prompt, utterance u with seed o.Seed + u.
+	newBatch := func(m *zonos.Model, o zonos.GenerateOptions) (*zonos.Batch, [][]int32) {
+		b, err := m.NewBatch(n, maxLen)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return b
+		var toks [][]int32
+		for u, p := range prompts(m) {
+			ou := o
+			ou.Seed += uint64(u)
+			tok, err := b.Join(u, p, mask, ou)
+			if err != nil {
+				t.Fatal(err)
+			}
+			toks = append(toks, tok)
+		}
+		return b, toks
 	}
-	bg, bc := newBatch(mg, o), newBatch(mc, o)
+	bg, _ := newBatch(mg, o)
+	bc, _ := newBatch(mc, o)
 	defer bg.Close()
 	defer bc.Close()
-	if _, err := bg.Prefill(mask); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := bc.Prefill(mask); err != nil {
-		t.Fatal(err)
-	}
 	worst := 0.0
 	for s := 0; s < steps; s++ {
 		change(mg, bg, s)
@@ -134,13 +140,10 @@ func checkBatchOnGPU(t *testing.T, pack string, lens []int, churn bool) {
 	t.Logf("%d utterances × %d teacher-forced steps (churn %v): max |gpu − cpu| %.3g", n, steps, churn, worst)
 
 	roll := func(eager bool) [][][]int32 {
-		o := o
-		o.EagerSteps = eager
-		b := newBatch(mg, o)
+		b, tok := newBatch(mg, o)
 		defer b.Close()
-		tok, err := b.Prefill(mask)
-		if err != nil {
-			t.Fatal(err)
+		if eager {
+			b.RunEager()
 		}
 		out := [][][]int32{tok}
 		hist := make([][][]int32, n)
@@ -164,6 +167,7 @@ func checkBatchOnGPU(t *testing.T, pack string, lens []int, churn bool) {
 					hist[u][k] = append(hist[u][k], c)
 				}
 			}
+			var err error
 			if tok, err = b.Step(cols, hist); err != nil {
 				t.Fatal(err)
 			}

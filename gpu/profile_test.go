@@ -163,19 +163,18 @@ func TestProfileBatchStep(t *testing.T) {
 	needProfile(t)
 	n := max(1, *profileBatch)
 	m, prefix, mask := realHybridPrompt(t, 60)
-	ps := make([]compute.Tensor, n)
-	for u := range ps {
-		ps[u] = prefix
-	}
-	o := zonos.GenerateOptions{CFGScale: 2, Sampling: sample.Defaults(), Seed: 1, ForbidEOS: true}
-	bt, err := m.NewBatch(ps, prefix.Shape()[1]+32, o)
+	o := zonos.GenerateOptions{CFGScale: 2, Sampling: sample.Defaults(), ForbidEOS: true}
+	bt, err := m.NewBatch(n, prefix.Shape()[1]+32)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer bt.Close()
-	tok, err := bt.Prefill([][zonos.NumCodebooks]int32{mask})
-	if err != nil {
-		t.Fatal(err)
+	tok := make([][]int32, n)
+	for u := range tok {
+		o.Seed = uint64(1 + u)
+		if tok[u], err = bt.Join(u, prefix, [][zonos.NumCodebooks]int32{mask}, o); err != nil {
+			t.Fatal(err)
+		}
 	}
 	step := func() {
 		cols := make([][zonos.NumCodebooks]int32, n)

@@ -457,6 +457,11 @@ func (b *Batch) Close() {
 	}
 }
 
+// RunEager makes every later step run op by op even where the backend
+// could replay a recorded one: tests' and benchmarks' baseline, as
+// GenerateOptions.EagerSteps is for one utterance.
+func (b *Batch) RunEager() { b.eager = true }
+
 // Occupied is how many slots hold an utterance.
 func (b *Batch) Occupied() int {
 	n := 0
