@@ -2,9 +2,13 @@
 // use: load a model bundle on a backend, then Synthesize requests into
 // Streams of events carrying committed PCM and live meters.
 //
-// One utterance runs at a time per Engine (the backend's memory holds one
-// set of inference caches); a second Synthesize waits for the first to
-// finish or be cancelled.
+// Many utterances run at once on one Engine (a server's streams): their
+// decode steps share the model through a zonos.Scheduler (continuous
+// batching). An utterance that arrives while nothing else runs decodes
+// alone, at the single utterance's latency; later ones join a batch
+// between its steps and leave it the moment they end, each with its own
+// knobs, seed and position. Capacity is how many decode at once; more
+// wait their turn, first come, first served.
 //
 // Within an utterance, decoding and vocoding run on two goroutines
 // (vocode.go): frames go to the vocoder through a queue, so a vocoder
@@ -64,10 +68,10 @@ type Engine struct {
 	backend compute.Backend
 	model   *zonos.Model
 	codec   *dac.Model
-	mu      sync.Mutex // one utterance at a time
+	sched   *zonos.Scheduler
 	warmMu  sync.Mutex // one Warmup at a time
 	warmed  bool       // Warmup has run (warmup.go)
-	// generate is model.Generate; tests wrap it to see what each part of
+	// generate is sched.Generate; tests wrap it to see what each part of
 	// a long text is generated from.
 	generate func(context.Context, zonos.Inputs, zonos.GenerateOptions, func(zonos.Frame) error) (*zonos.Result, error)
 }
@@ -107,8 +111,46 @@ func LoadContext(ctx context.Context, b compute.Backend, p Paths) (e *Engine, er
 // New wraps models already loaded on backend b (benchmarks build random
 // models of the real shapes in memory).
 func New(b compute.Backend, m *zonos.Model, c *dac.Model) *Engine {
-	return &Engine{backend: b, model: m, codec: c, generate: m.Generate}
+	e := &Engine{backend: b, model: m, codec: c}
+	if err := e.SetCapacity(DefaultCapacity); err != nil {
+		panic(err) // DefaultCapacity is in range
+	}
+	return e
 }
+
+// DefaultCapacity is how many utterances an engine decodes at once unless
+// SetCapacity says otherwise: enough for the app and a few programs
+// sharing it. zonos serve sets the capacity its device sustains.
+const DefaultCapacity = 4
+
+// batchPositions is the positions each batch slot holds: a part of up to
+// 30 s after 20 s of long-form context and its phonemes (an utterance that
+// needs more decodes alone when that place is free).
+const batchPositions = 5120
+
+// SetCapacity sets how many utterances decode at once (2 to
+// zonos.MaxBatch+1: one alone and the rest in one batch). Call it while
+// nothing is speaking (before serving): the batch's state is made anew.
+func (e *Engine) SetCapacity(n int) error {
+	if n < 2 || n > zonos.MaxBatch+1 {
+		return fmt.Errorf("capacity of %d streams: 2 to %d", n, zonos.MaxBatch+1)
+	}
+	s, err := e.model.NewScheduler(n-1, batchPositions)
+	if err != nil {
+		return err
+	}
+	if e.sched != nil {
+		e.sched.Close()
+	}
+	e.sched, e.generate = s, s.Generate
+	return nil
+}
+
+// Capacity is how many utterances decode at once.
+func (e *Engine) Capacity() int { return e.sched.Capacity() }
+
+// Load is the engine's counts now: utterances decoding and waiting.
+func (e *Engine) Load() zonos.SchedulerStats { return e.sched.Stats() }
 
 // Model is the loaded Zonos model.
 func (e *Engine) Model() *zonos.Model { return e.model }

@@ -128,11 +128,9 @@ func (e *Engine) Synthesize(ctx context.Context, req Request) (*Stream, error) {
 		cancel()
 		return nil, err
 	}
-	s := &Stream{events: make(chan Event, 64), cancel: cancel, done: make(chan struct{})}
+	s := &Stream{events: make(chan Event, eventQueue), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer cancel()
-		e.mu.Lock()
-		defer e.mu.Unlock()
 		r := &run{e: e, req: req, s: s, ctx: ctx, mt: newMeter(start), langID: langID}
 		r.mt.m.Started = time.Since(start)
 		s.err = r.run(cut, first)
@@ -141,6 +139,13 @@ func (e *Engine) Synthesize(ctx context.Context, req Request) (*Stream, error) {
 	}()
 	return s, nil
 }
+
+// eventQueue is how many events wait for the reader before the utterance
+// waits for it in turn: about 10 s of frames. An utterance that waits
+// holds up the others in its batch (zonos.Scheduler), so a reader that
+// may stop for longer (a network client) reads into a buffer of its own
+// and ends a reader that falls too far behind (server/pump.go).
+const eventQueue = 1024
 
 // firstPiece starts cutting the request's text. For a whole text it cuts
 // the first piece now, so a text the front end refuses is an error of the

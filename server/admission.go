@@ -8,10 +8,14 @@ import (
 	"time"
 )
 
-// admission hands out the engine's slots in arrival order. The engine
-// speaks one utterance at a time, so one slot: a request that finds it
-// taken waits in a bounded queue, and one that finds the queue full is
-// answered 503 with a Retry-After from the recent length of a stream.
+// admission hands out the engine's slots in arrival order: as many as the
+// engine generates at once (engine.Capacity: its batch and the one
+// decoded alone), so every admitted stream is decoded from the moment it
+// is admitted and none is pushed behind real time by a stream the engine
+// could not carry. A request that finds every slot taken waits in a
+// bounded queue (its position told to a WebSocket client as it moves),
+// and one that finds the queue full is answered 503 with a Retry-After
+// from the recent length of a stream.
 // No request waits behind one that came later, so none starves; a queued
 // request that is cancelled leaves the queue at once.
 type admission struct {

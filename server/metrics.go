@@ -27,7 +27,7 @@ type memoryReporter interface{ MemoryInUse() int64 }
 // newMetrics makes the server's metrics. capacity is read on each scrape;
 // memory too, when the backend can report it (nil: it cannot, and
 // zonos_device_memory_bytes is not exported rather than exported as 0).
-func newMetrics(capacity func() float64, memory memoryReporter) *metrics {
+func newMetrics(capacity func() float64, slots int, memory memoryReporter) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	m.ttfa = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "zonos_ttfa_seconds",
@@ -50,7 +50,10 @@ func newMetrics(capacity func() float64, memory memoryReporter) *metrics {
 	m.audioSecs = prometheus.NewCounter(prometheus.CounterOpts{Name: "zonos_audio_seconds_total", Help: "Seconds of audio sent to clients."})
 	m.capacity = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "zonos_capacity_streams",
 		Help: "Streams the server can still admit now (free engine slots plus free queue places)."}, capacity)
-	m.reg.MustRegister(m.ttfa, m.step, m.active, m.queued, m.rtf, m.requests, m.audioSecs, m.capacity,
+	engineSlots := prometheus.NewGauge(prometheus.GaugeOpts{Name: "zonos_engine_slots",
+		Help: "Streams the engine generates at once (its batch and the one decoded alone); more wait in the queue."})
+	engineSlots.Set(float64(slots))
+	m.reg.MustRegister(m.ttfa, m.step, m.active, m.queued, m.rtf, m.requests, m.audioSecs, m.capacity, engineSlots,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if memory != nil {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "zonos_device_memory_bytes",

@@ -62,8 +62,8 @@ func New(e *engine.Engine, lib *voices.Library, sp SpeakerModel, cfg Config) (*S
 		streams: map[*streamEntry]struct{}{}, seed: rand.Uint64, reading: make(chan struct{}, cfg.Limits.MaxQueue+1)}
 	s.idle = sync.NewCond(&s.mu)
 	mem, _ := e.Backend().(memoryReporter)
-	s.met = newMetrics(func() float64 { return float64(s.adm.capacity()) }, mem)
-	s.adm = newAdmission(1, cfg.Limits.MaxQueue, cfg.Limits.MaxStreamsPerKey, func(running, queued int) {
+	s.met = newMetrics(func() float64 { return float64(s.adm.capacity()) }, e.Capacity(), mem)
+	s.adm = newAdmission(e.Capacity(), cfg.Limits.MaxQueue, cfg.Limits.MaxStreamsPerKey, func(running, queued int) {
 		s.met.active.Set(float64(running))
 		s.met.queued.Set(float64(queued))
 	})
@@ -168,6 +168,7 @@ func (s *Server) routes() {
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ string) *apiError {
 	running, queued := s.adm.load()
 	body := map[string]any{"ready": s.ready.Load(), "active_streams": running, "queued": queued, "capacity": s.adm.capacity(),
+		"engine_slots": s.adm.slots, "free_slots": s.adm.slots - running,
 		"backend": s.eng.Backend().Name(), "device": s.eng.Backend().Device(), "model": string(s.eng.Variant())}
 	status := http.StatusOK
 	switch {
