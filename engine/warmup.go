@@ -56,6 +56,9 @@ func (e *Engine) Warmup(ctx context.Context, req Request) error {
 	if _, err := e.SpeakToFirstAudio(ctx, w); err != nil {
 		return fmt.Errorf("engine warm-up: %w", err)
 	}
+	if err := e.warmBatch(ctx, w); err != nil {
+		return fmt.Errorf("engine warm-up of the batch: %w", err)
+	}
 	// The vocoder's first push, recorded for req's first chunk: streams
 	// replay it instead of launching its kernels one by one. A recording
 	// that fails leaves them pushing op by op, as before.
@@ -64,6 +67,31 @@ func (e *Engine) Warmup(ctx context.Context, req Request) error {
 	}
 	e.warmed = true
 	return nil
+}
+
+// warmBatch speaks w twice at once, each to its first audio: the second
+// arrives while the first decodes alone, so it joins the scheduler's
+// batch, which makes the batch's state and records its step — costs the
+// first stream that shares the device would otherwise pay.
+func (e *Engine) warmBatch(ctx context.Context, w Request) error {
+	first, err := e.Synthesize(ctx, w)
+	if err != nil {
+		return err
+	}
+	defer first.Cancel()
+	for ev := range first.Events() {
+		if ev.Kind == PrefillDone || ev.Kind == Done || ev.Kind == Failed {
+			break
+		}
+	}
+	_, err = e.SpeakToFirstAudio(ctx, w)
+	first.Cancel()
+	for range first.Events() {
+	}
+	if werr := first.Wait(); werr != nil && !errors.Is(werr, context.Canceled) && err == nil {
+		err = werr
+	}
+	return err
 }
 
 // SpeakToFirstAudio runs req until its first committed audio has been

@@ -45,6 +45,7 @@ func runServe(args []string) int {
 	maxQueue := fs.Int("max-queue", 16, "requests that may wait for the engine; more get 503")
 	perKey := fs.Int("max-streams-per-key", 4, "streams one API key may have running or queued")
 	quiet := fs.Bool("quiet", false, "print nothing but errors and warnings (no progress lines, no request log)")
+	streams := fs.Int("streams", 0, "streams generated at once (2 or more; 0: as many as this device keeps ahead of real time, measured at start)")
 	speakerDir := fs.String("speaker-dir", "", "folder with the speaker model's two .pt files, for voices from clips (default: the model cache)")
 	mf := addModelFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -102,6 +103,21 @@ func runServe(args []string) int {
 		return 1
 	}
 	defer e.Backend().Close() // after Serve has returned: every stream has ended
+	if *streams != 0 {
+		err = e.SetCapacity(*streams)
+	} else {
+		say("measuring how many streams this device keeps ahead of real time…")
+		var steps []engine.CapacityStep
+		steps, err = e.PlanCapacity(sig.ctx)
+		for _, st := range steps {
+			say("  %d streams: a decode step of %.2f ms (a frame is %.2f ms)", st.Streams, float64(st.Step)/1e6, float64(engine.FrameBudget)/1e6)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "zonos serve:", err)
+		return 2
+	}
+	say("up to %d streams at once (one decoded alone, the rest in one batch)", e.Capacity())
 	srv, err := server.New(e, lib, sp, cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "zonos serve:", err)

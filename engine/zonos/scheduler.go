@@ -129,6 +129,14 @@ func (s *Scheduler) Generate(ctx context.Context, in Inputs, o GenerateOptions, 
 			return nil
 		}
 	}
+	prefix, notes, err := mb.condition()
+	if err != nil {
+		return nil, err
+	}
+	mb.prefix, mb.notes = prefix, notes
+	if o.OnConditioned != nil {
+		o.OnConditioned()
+	}
 	res, err := runTokens(ctx, mb, o, onFrame)
 	if res != nil {
 		res.Notes = mb.notes
@@ -140,7 +148,8 @@ func (s *Scheduler) Generate(ctx context.Context, in Inputs, o GenerateOptions, 
 type requestKind int
 
 const (
-	askJoin  requestKind = iota // prefill and take a place
+	askCondition requestKind = iota // the prompt's conditioning prefix
+	askJoin                         // prefill and take a place
 	askStep                     // one decode step
 	askLeave                    // the utterance ended
 )
@@ -150,9 +159,6 @@ type request struct {
 	mb   *member
 	kind requestKind
 	cols [][NumCodebooks]int32 // join: the prefill's columns
-	// join, once the loop has conditioned it (it may wait for a place)
-	prefix compute.Tensor
-	notes  []string
 	// step
 	col     [NumCodebooks]int32
 	history [][]int32
@@ -161,8 +167,10 @@ type request struct {
 }
 
 type reply struct {
-	tok []int32
-	err error
+	tok    []int32
+	err    error
+	prefix compute.Tensor // condition
+	notes  []string
 }
 
 // member is one utterance's token source (runTokens) on the scheduler.
@@ -172,8 +180,9 @@ type member struct {
 	in    Inputs
 	o     GenerateOptions
 	reply chan reply
-	notes []string // from the conditioning, set before the join's reply
-	alone bool     // decodes alone (set before the join's reply)
+	prefix compute.Tensor // the prompt's conditioning, until the join
+	notes  []string       // from the conditioning
+	alone  bool           // decodes alone (set before the join's reply)
 	left  bool
 
 	// Owned by the loop goroutine.
@@ -187,21 +196,33 @@ type member struct {
 // stops waiting (the loop still answers into the buffered channel, and
 // the member's leave, which follows, cleans up).
 func (mb *member) ask(r *request) ([]int32, error) {
+	rp := mb.call(r)
+	return rp.tok, rp.err
+}
+
+// condition asks the loop for the prompt's conditioning prefix.
+func (mb *member) condition() (compute.Tensor, []string, error) {
+	rp := mb.call(&request{kind: askCondition})
+	return rp.prefix, rp.notes, rp.err
+}
+
+// call sends r to the loop and waits for its reply.
+func (mb *member) call(r *request) reply {
 	r.mb = mb
 	select {
 	case mb.s.in <- r:
 	case <-mb.s.done:
-		return nil, errClosed
+		return reply{err: errClosed}
 	case <-mb.ctx.Done():
-		return nil, mb.ctx.Err()
+		return reply{err: mb.ctx.Err()}
 	}
 	select {
 	case rp := <-mb.reply:
-		return rp.tok, rp.err
+		return rp
 	case <-mb.s.done:
-		return nil, errClosed
+		return reply{err: errClosed}
 	case <-mb.ctx.Done():
-		return nil, mb.ctx.Err()
+		return reply{err: mb.ctx.Err()}
 	}
 }
 

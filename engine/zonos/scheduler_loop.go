@@ -56,6 +56,14 @@ func (s *Scheduler) runnable() bool {
 func (s *Scheduler) accept(r *request) {
 	mb := r.mb
 	switch r.kind {
+	case askCondition:
+		var rp reply
+		rp.err = s.guard(func() error {
+			var err error
+			rp.prefix, rp.notes, err = s.m.Prefix(mb.in)
+			return err
+		})
+		mb.reply <- rp
 	case askJoin:
 		s.waiting = append(s.waiting, r)
 	case askStep:
@@ -67,9 +75,9 @@ func (s *Scheduler) accept(r *request) {
 	case askLeave:
 		mb.pending = nil
 		if i := slices.IndexFunc(s.waiting, func(w *request) bool { return w.mb == mb }); i >= 0 {
-			s.free(s.waiting[i])
 			s.waiting = slices.Delete(s.waiting, i, i+1)
 		}
+		s.free(mb)
 		if s.solo == mb {
 			s.guard(func() error { mb.dec.Close(); return nil })
 			mb.dec, s.solo = nil, nil
@@ -109,13 +117,12 @@ func (s *Scheduler) canAdmit() bool {
 	if s.solo == nil {
 		return true
 	}
-	r := s.waiting[0]
-	return s.freeSlot() >= 0 && (r.prefix == nil || s.fits(r))
+	return s.freeSlot() >= 0 && s.fits(s.waiting[0].mb)
 }
 
-// fits reports whether a conditioned join fits a batch slot's positions.
-func (s *Scheduler) fits(r *request) bool {
-	return r.mb.positions(r.prefix.Shape()[1]) <= s.maxLen
+// fits reports whether an utterance fits a batch slot's positions.
+func (s *Scheduler) fits(mb *member) bool {
+	return mb.positions(mb.prefix.Shape()[1]) <= s.maxLen
 }
 
 // admit gives the first waiting utterance a place, when there is one: it
@@ -127,25 +134,10 @@ func (s *Scheduler) admit() {
 	}
 	r := s.waiting[0]
 	mb := r.mb
-	if r.prefix == nil {
-		err := s.guard(func() error {
-			var err error
-			r.prefix, r.notes, err = s.m.Prefix(mb.in)
-			return err
-		})
-		if err != nil {
-			s.waiting = s.waiting[1:]
-			mb.reply <- reply{err: err}
-			return
-		}
-		if mb.o.OnConditioned != nil {
-			mb.o.OnConditioned()
-		}
-	}
 	alone := s.solo == nil && s.occupied() == 0
 	slot := -1
 	if !alone {
-		if slot = s.freeSlot(); slot >= 0 && !s.fits(r) {
+		if slot = s.freeSlot(); slot >= 0 && !s.fits(mb) {
 			slot = -1
 		}
 		if slot < 0 && s.solo == nil {
@@ -156,12 +148,11 @@ func (s *Scheduler) admit() {
 		}
 	}
 	s.waiting = s.waiting[1:]
-	mb.notes = r.notes
 	var tok []int32
 	err := s.guard(func() error {
 		var err error
 		if alone {
-			mb.dec = s.m.NewDecoder(r.prefix, mb.positions(r.prefix.Shape()[1]), mb.o)
+			mb.dec = s.m.NewDecoder(mb.prefix, mb.positions(mb.prefix.Shape()[1]), mb.o)
 			tok, err = mb.dec.Prefill(r.cols)
 			return err
 		}
@@ -170,10 +161,12 @@ func (s *Scheduler) admit() {
 				return err
 			}
 		}
-		tok, err = s.batch.Join(slot, r.prefix, r.cols, mb.o)
+		tok, err = s.batch.Join(slot, mb.prefix, r.cols, mb.o)
 		return err
 	})
-	s.free(r)
+	if !alone || err != nil {
+		s.free(mb) // the batch copied it in; alone, the decoder holds it
+	}
 	switch {
 	case err != nil && alone:
 		if mb.dec != nil {
@@ -191,11 +184,11 @@ func (s *Scheduler) admit() {
 	mb.reply <- reply{tok: tok, err: err}
 }
 
-// free drops a join's conditioning once it is no longer needed.
-func (s *Scheduler) free(r *request) {
-	if r.prefix != nil {
-		p := r.prefix
-		r.prefix = nil
+// free drops a member's conditioning once nothing needs it.
+func (s *Scheduler) free(mb *member) {
+	if mb.prefix != nil {
+		p := mb.prefix
+		mb.prefix = nil
 		s.guard(func() error { s.m.b.Free(p); return nil })
 	}
 }
@@ -291,7 +284,7 @@ func (s *Scheduler) guard(f func() error) (err error) {
 // states.
 func (s *Scheduler) shutdown() {
 	for _, r := range s.waiting {
-		s.free(r)
+		s.free(r.mb)
 		r.mb.reply <- reply{err: errClosed}
 	}
 	s.waiting = nil
