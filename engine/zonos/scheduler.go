@@ -150,8 +150,8 @@ type requestKind int
 const (
 	askCondition requestKind = iota // the prompt's conditioning prefix
 	askJoin                         // prefill and take a place
-	askStep                     // one decode step
-	askLeave                    // the utterance ended
+	askStep                         // one decode step
+	askLeave                        // the utterance ended
 )
 
 // request is one member's question to the loop.
@@ -175,15 +175,15 @@ type reply struct {
 
 // member is one utterance's token source (runTokens) on the scheduler.
 type member struct {
-	s     *Scheduler
-	ctx   context.Context
-	in    Inputs
-	o     GenerateOptions
-	reply chan reply
+	s      *Scheduler
+	ctx    context.Context
+	in     Inputs
+	o      GenerateOptions
+	reply  chan reply
 	prefix compute.Tensor // the prompt's conditioning, until the join
 	notes  []string       // from the conditioning
 	alone  bool           // decodes alone (set before the join's reply)
-	left  bool
+	left   bool
 
 	// Owned by the loop goroutine.
 	slot    int      // batch slot, or −1
