@@ -128,12 +128,13 @@ const DefaultCapacity = 4
 // needs more decodes alone when that place is free).
 const batchPositions = 5120
 
-// SetCapacity sets how many utterances decode at once (2 to
-// zonos.MaxBatch+1: one alone and the rest in one batch). Call it while
-// nothing is speaking (before serving): the batch's state is made anew.
+// SetCapacity sets how many utterances decode at once (1 to
+// zonos.MaxBatch+1: one alone and the rest in one batch; 1 is one at a
+// time, each decoded alone). Call it while nothing is speaking (before
+// serving): the batch's state is made anew.
 func (e *Engine) SetCapacity(n int) error {
-	if n < 2 || n > zonos.MaxBatch+1 {
-		return fmt.Errorf("capacity of %d streams: 2 to %d", n, zonos.MaxBatch+1)
+	if n < 1 || n > zonos.MaxBatch+1 {
+		return fmt.Errorf("capacity of %d streams: 1 to %d", n, zonos.MaxBatch+1)
 	}
 	s, err := e.model.NewScheduler(n-1, batchPositions)
 	if err != nil {

@@ -169,12 +169,13 @@ func TestModelFailsMidStream(t *testing.T) {
 	}
 }
 
-// TestQueueAndPerKeyLimits: while the engine speaks, later requests wait
-// in order; past the queue's size they get 503 with Retry-After, and one
-// key past its stream limit gets 429. readyz reports the capacity left.
+// TestQueueAndPerKeyLimits: while every engine slot is taken, later
+// requests wait in order; past the queue's size they get 503 with
+// Retry-After, and one key past its stream limit gets 429. readyz reports
+// the capacity left.
 func TestQueueAndPerKeyLimits(t *testing.T) {
 	key1, key2 := "key-one-0123456789", "key-two-0123456789"
-	ts := serve(t, tinyEngine(t), Config{APIKeys: []string{key1, key2}, Limits: Limits{MaxQueue: 1, MaxStreamsPerKey: 2, MaxSeconds: 20}})
+	ts := serve(t, tinyEngineOf(t, 1), Config{APIKeys: []string{key1, key2}, Limits: Limits{MaxQueue: 1, MaxStreamsPerKey: 2, MaxSeconds: 20}})
 	auth := func(k string) []string { return []string{"Authorization", "Bearer " + k} }
 	// Key 1 holds the engine with a long utterance, read slowly.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -233,7 +234,7 @@ func mustReq(t *testing.T, ctx context.Context, url, body, key string) *http.Req
 // with X-Zonos-Error, the WebSocket gets a shutting_down error, and Serve
 // returns so the engine can be freed.
 func TestShutdownDuringStreams(t *testing.T) {
-	ts := serve(t, tinyEngine(t), Config{ShutdownGrace: 500 * time.Millisecond, Limits: Limits{MaxSeconds: 30, MaxQueue: 4}})
+	ts := serve(t, tinyEngineOf(t, 1), Config{ShutdownGrace: 500 * time.Millisecond, Limits: Limits{MaxSeconds: 30, MaxQueue: 4}})
 	resp := ts.post(t, "/v1/tts", map[string]any{"text": strings.Repeat(longText, 20), "format": "wav"})
 	head := make([]byte, 1024)
 	if _, err := io.ReadFull(resp.Body, head); err != nil {

@@ -41,6 +41,20 @@ func tinyEngine(t *testing.T) *engine.Engine {
 	return tinyEng
 }
 
+// tinyEngineOf is a fresh tiny engine that generates capacity streams at
+// once (tests of what happens once every slot is taken).
+func tinyEngineOf(t *testing.T, capacity int) *engine.Engine {
+	t.Helper()
+	e, err := engine.Load(cpu.New(0), tinyPaths(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.SetCapacity(capacity); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
 func tinyPaths(t *testing.T) engine.Paths {
 	return engine.PathsFromDirs(golden.Pack(t, "zonos-hybrid-tiny"), golden.Pack(t, "dac-tiny"))
 }

@@ -45,7 +45,7 @@ func runServe(args []string) int {
 	maxQueue := fs.Int("max-queue", 16, "requests that may wait for the engine; more get 503")
 	perKey := fs.Int("max-streams-per-key", 4, "streams one API key may have running or queued")
 	quiet := fs.Bool("quiet", false, "print nothing but errors and warnings (no progress lines, no request log)")
-	streams := fs.Int("streams", 0, "streams generated at once (2 or more; 0: as many as this device keeps ahead of real time, measured at start)")
+	streams := fs.Int("streams", 0, "streams generated at once (1: one at a time, each alone; 0: as many as this device keeps ahead of real time, measured at start)")
 	speakerDir := fs.String("speaker-dir", "", "folder with the speaker model's two .pt files, for voices from clips (default: the model cache)")
 	mf := addModelFlags(fs)
 	if err := fs.Parse(args); err != nil {

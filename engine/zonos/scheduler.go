@@ -54,12 +54,12 @@ type Scheduler struct {
 }
 
 // NewScheduler starts a scheduler of at most slots utterances in its batch
-// (plus one decoding alone), each of at most maxLen positions there (an
+// (plus one decoding alone; with 0 slots, one utterance at a time), each of at most maxLen positions there (an
 // utterance that needs more decodes alone, when that place is free).
 // Close stops it.
 func (m *Model) NewScheduler(slots, maxLen int) (*Scheduler, error) {
-	if slots < 1 || slots > MaxBatch {
-		return nil, fmt.Errorf("scheduler of %d batch slots; 1 to %d", slots, MaxBatch)
+	if slots < 0 || slots > MaxBatch {
+		return nil, fmt.Errorf("scheduler of %d batch slots; 0 (one utterance at a time) to %d", slots, MaxBatch)
 	}
 	if maxLen < 2 {
 		return nil, fmt.Errorf("scheduler of %d positions per utterance", maxLen)

@@ -220,7 +220,7 @@ func TestSchedulerRefusesAfterClose(t *testing.T) {
 	if _, err := s.Generate(context.Background(), c.in, c.o, nil); !errors.Is(err, errClosed) {
 		t.Errorf("generate on a closed scheduler: %v", err)
 	}
-	if _, err := m.NewScheduler(0, 64); err == nil {
-		t.Error("a scheduler of 0 slots accepted")
+	if _, err := m.NewScheduler(-1, 64); err == nil {
+		t.Error("a scheduler of −1 slots accepted")
 	}
 }

@@ -200,23 +200,28 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// TestLoadtestCountsRefusals: with the engine held by another client and
-// a queue of 2, a run of 5 streams has 2 queued (they complete once the
+// TestLoadtestCountsRefusals: with every engine slot held by other
+// clients and a queue of 2, a run of 5 streams has 2 queued (they complete once the
 // engine is free) and 3 refused with 503 queue_full, counted by status,
 // not an error of the run.
 func TestLoadtestCountsRefusals(t *testing.T) {
 	url := serveTiny(t, server.Config{Limits: server.Limits{MaxQueue: 2, MaxStreamsPerKey: 16}})
-	// A WebSocket stream that has not sent its text yet holds the engine.
+	// WebSocket streams that have not sent their text yet hold the slots.
 	ctx := context.Background()
-	holder, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(url, "http")+"/v1/tts/stream", &websocket.DialOptions{Subprotocols: []string{"zonos.v1"}})
-	if err != nil {
-		t.Fatal(err)
+	slots := tinyEngine(t).Capacity()
+	var holders []*websocket.Conn
+	for i := 0; i < slots; i++ {
+		holder, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(url, "http")+"/v1/tts/stream", &websocket.DialOptions{Subprotocols: []string{"zonos.v1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer holder.CloseNow()
+		if err := holder.Write(ctx, websocket.MessageText, []byte(`{"type": "start", "seed": 1}`)); err != nil {
+			t.Fatal(err)
+		}
+		holders = append(holders, holder)
 	}
-	defer holder.CloseNow()
-	if err := holder.Write(ctx, websocket.MessageText, []byte(`{"type": "start", "seed": 1}`)); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the holder to take the engine", func() bool { return metric(t, url, "zonos_active_streams") == 1 })
+	waitFor(t, "the holders to take every slot", func() bool { return metric(t, url, "zonos_active_streams") == float64(slots) })
 
 	type outcome struct {
 		r   *loadtest.Result
@@ -230,8 +235,10 @@ func TestLoadtestCountsRefusals(t *testing.T) {
 	waitFor(t, "2 queued and 3 refused", func() bool {
 		return metric(t, url, "zonos_queue_length") == 2 && metric(t, url, `zonos_requests_total{endpoint="tts",outcome="unavailable"}`) == 3
 	})
-	if err := holder.Write(ctx, websocket.MessageText, []byte(`{"type": "cancel"}`)); err != nil {
-		t.Fatal(err)
+	for _, holder := range holders {
+		if err := holder.Write(ctx, websocket.MessageText, []byte(`{"type": "cancel"}`)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	o := <-done
 	if o.err != nil {
