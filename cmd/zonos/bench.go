@@ -39,6 +39,15 @@ in about a minute on 2 cores; its figures are for that reduced backbone (the
 report says so), not the model's. --quick=false builds the whole model,
 which takes many minutes on a CPU.
 
+--save-model DIR measures nothing: it writes the same random model (the
+--model variant, --seed, --layers or --quick's 2 layers if given, else
+every layer) as a model bundle, DIR/zonos and DIR/dac (config.json and
+model.safetensors each; about 3.3 GB for the hybrid), for a machine that
+cannot download the real weights:
+  zonos serve --zonos-dir DIR/zonos --dac-dir DIR/dac
+serves it (for zonos loadtest), and zonos say speaks from it with the same
+two flags. DIR must be new or empty.
+
 flags:`)
 		fs.PrintDefaults()
 	}
@@ -46,6 +55,9 @@ flags:`)
 	backend := addBackendFlags(fs, "auto")
 	variant := fs.String("model", "hybrid", "backbone: hybrid or transformer")
 	quick := fs.Bool("quick", false, "real widths, 2 backbone layers, one short run: a check that finishes in about a minute on a CPU (default true on cpu)")
+	fs.IntVar(&o.Layers, "layers", 0, "build only the first `n` backbone layers (real widths, the attention pattern kept); 0 for all (default all, 2 with --quick)")
+	fs.Uint64Var(&o.Seed, "seed", o.Seed, "seed of the random weights")
+	saveDir := fs.String("save-model", "", "write the random model as a model bundle into this new or empty `dir` (dir/zonos, dir/dac) instead of measuring")
 	var runs, steps, frames int
 	fs.IntVar(&runs, "runs", 0, "repetitions of prefill, TTFA and vocoder (default 10 on cuda, 2 on cpu, 1 with --quick)")
 	fs.IntVar(&steps, "steps", 0, "decode steps timed (default 200 on cuda, 5 on cpu, 3 with --quick)")
@@ -73,6 +85,9 @@ flags:`)
 		fmt.Fprintf(os.Stderr, "zonos bench: --model %q: want hybrid or transformer\n", *variant)
 		return 2
 	}
+	if *saveDir != "" {
+		return saveModel(fs, *saveDir, o, *quick)
+	}
 	b, err := openBackend(*backend)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "zonos bench:", err)
@@ -86,7 +101,10 @@ flags:`)
 	switch {
 	case *quick:
 		q := bench.QuickOptions()
-		o.Layers, o.Runs, o.DecodeSteps, o.Frames, o.BandwidthMB, o.Batches = q.Layers, q.Runs, q.DecodeSteps, q.Frames, q.BandwidthMB, q.Batches
+		if !flagSet(fs, "layers") {
+			o.Layers = q.Layers
+		}
+		o.Runs, o.DecodeSteps, o.Frames, o.BandwidthMB, o.Batches = q.Runs, q.DecodeSteps, q.Frames, q.BandwidthMB, q.Batches
 		o.LongFormSeconds = q.LongFormSeconds
 	case onCPU:
 		o.Runs, o.DecodeSteps, o.Frames, o.BandwidthMB, o.Batches = 2, 5, 24, 512, []int{1, 2}

@@ -350,6 +350,10 @@ func TestMalformedFlags(t *testing.T) {
 		{"bench", []string{"--gpu-plan", "hopper"}, 2, "want auto or generic"},
 		{"bench", []string{"--quick=often"}, 2, "quick"},
 		{"bench", []string{"stray"}, 2, "stray"},
+		{"bench", []string{"--layers", "-1"}, 1, "layers"},
+		{"bench", []string{"--seed", "-1"}, 2, "seed"},
+		{"bench", []string{"--save-model", clip}, 1, "not a directory"},
+		{"bench", []string{"--save-model", filepath.Join(dir, "m"), "--write", dir}, 2, "not --write"},
 		// embed: every flag
 		{"embed", nil, 2, "usage"},
 		{"embed", []string{clip, clip}, 2, "usage"},

@@ -188,3 +188,44 @@ func (c Config) Validate() error {
 
 // FrameRate is frames per second (86.13 for dac_44khz: 44100 / 512).
 func (c Config) FrameRate() float64 { return float64(c.SamplingRate) / float64(c.HopLength) }
+
+// hubConfig is config.json as transformers writes a DacConfig, with the
+// fields descript/dac_44khz's holds (alphabetical, as save_pretrained
+// sorts them).
+type hubConfig struct {
+	Architectures        []string `json:"architectures"`
+	CodebookDim          int      `json:"codebook_dim"`
+	CodebookLossWeight   float64  `json:"codebook_loss_weight"`
+	CodebookSize         int      `json:"codebook_size"`
+	CommitmentLossWeight float64  `json:"commitment_loss_weight"`
+	DecoderHiddenSize    int      `json:"decoder_hidden_size"`
+	DownsamplingRatios   []int    `json:"downsampling_ratios"`
+	EncoderHiddenSize    int      `json:"encoder_hidden_size"`
+	HiddenSize           int      `json:"hidden_size"`
+	HopLength            int      `json:"hop_length"`
+	ModelType            string   `json:"model_type"`
+	NCodebooks           int      `json:"n_codebooks"`
+	QuantizerDropout     float64  `json:"quantizer_dropout"`
+	SamplingRate         int      `json:"sampling_rate"`
+	TorchDtype           string   `json:"torch_dtype"`
+	UpsamplingRatios     []int    `json:"upsampling_ratios"`
+}
+
+// JSON renders c as the config.json of a DAC checkpoint with float32
+// weights, as Hugging Face's DacConfig writes it (the shapes, model_type
+// "dac", and DacConfig's defaults for the training-only loss weights and
+// dropout), which ParseConfig reads back to c. Random models written to
+// disk (`zonos bench --save-model`) carry it so that every loader of the
+// real checkpoint reads them.
+func (c Config) JSON() ([]byte, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	h := hubConfig{
+		Architectures: []string{"DacModel"}, CodebookDim: c.CodebookDim, CodebookLossWeight: 1, CodebookSize: c.CodebookSize,
+		CommitmentLossWeight: 0.25, DecoderHiddenSize: c.DecoderHiddenSize, DownsamplingRatios: c.DownsamplingRatios,
+		EncoderHiddenSize: c.EncoderHiddenSize, HiddenSize: c.HiddenSize, HopLength: c.HopLength, ModelType: "dac",
+		NCodebooks: c.NCodebooks, SamplingRate: c.SamplingRate, TorchDtype: "float32", UpsamplingRatios: c.UpsamplingRatios,
+	}
+	return json.MarshalIndent(h, "", "  ")
+}

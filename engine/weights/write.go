@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 )
@@ -13,24 +14,17 @@ import (
 // header), atomically: it writes path+".tmp" and renames it. It is used to
 // build randomly initialised models of the real shapes and test fixtures.
 func Write(path string, tensors []*Tensor, metadata map[string]string) error {
-	sorted, hj, err := layout(tensors, metadata)
-	if err != nil {
-		return fmt.Errorf("safetensors write %s: %w", path, err)
-	}
 	tmp := path + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {
 		return fmt.Errorf("safetensors write: %w", err)
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
-	var lenb [8]byte
-	binary.LittleEndian.PutUint64(lenb[:], uint64(len(hj)))
-	w.Write(lenb[:])
-	w.Write(hj)
-	for _, t := range sorted {
-		w.Write(t.Data)
+	_, err = EncodeTo(w, tensors, metadata)
+	if err == nil {
+		err = w.Flush()
 	}
-	if err := w.Flush(); err != nil {
+	if err != nil {
 		f.Close()
 		os.Remove(tmp)
 		return fmt.Errorf("safetensors write %s: %w", path, err)
@@ -40,6 +34,31 @@ func Write(path string, tensors []*Tensor, metadata map[string]string) error {
 		return fmt.Errorf("safetensors write %s: %w", path, err)
 	}
 	return os.Rename(tmp, path)
+}
+
+// EncodeTo writes the safetensors image Encode would build to w, tensor by
+// tensor, so that a multi-GB checkpoint already in memory goes to disk
+// without a second copy of it. It returns the bytes written.
+func EncodeTo(w io.Writer, tensors []*Tensor, metadata map[string]string) (int64, error) {
+	sorted, hj, err := layout(tensors, metadata)
+	if err != nil {
+		return 0, fmt.Errorf("safetensors encode: %w", err)
+	}
+	var lenb [8]byte
+	binary.LittleEndian.PutUint64(lenb[:], uint64(len(hj)))
+	parts := [][]byte{lenb[:], hj}
+	for _, t := range sorted {
+		parts = append(parts, t.Data)
+	}
+	var n int64
+	for _, b := range parts {
+		k, err := w.Write(b)
+		n += int64(k)
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // Encode builds a safetensors image in memory (for randomly initialised

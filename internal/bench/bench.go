@@ -148,26 +148,16 @@ func Run(ctx context.Context, b compute.Backend, o Options, progress func(string
 	if o.FirstChunk < 1 || o.Chunk < 1 || o.FirstChunk > 512 || o.Chunk > 512 {
 		return nil, fmt.Errorf("bench: vocoder chunk sizes %d/%d frames must be in [1, 512]", o.FirstChunk, o.Chunk)
 	}
-	cfg := zonos.RealConfig(o.Variant)
-	if o.Model != nil {
-		cfg = o.Model
+	sh, err := shapesOf(o)
+	if err != nil {
+		return nil, err
 	}
+	cfg := sh.zonos
 	r := &Report{Date: time.Now().Format("2006-01-02"), Backend: b.Name(), Device: b.Device(), Plan: compute.PlanOf(b).String(), Variant: string(o.Variant),
 		GoVersion: runtime.Version(), PrefixLen: o.PrefixLen, Frames: o.Frames, Chunk: o.Chunk, BudgetMs: float64(engine.FrameBudget) / 1e6,
-		Layers: cfg.Backbone.NLayer, ModelLayers: cfg.Backbone.NLayer}
-	what := "of the real shapes"
-	if o.Layers > 0 && o.Layers < cfg.Backbone.NLayer {
-		var err error
-		if cfg, err = firstLayers(cfg, o.Layers); err != nil {
-			return nil, err
-		}
-		r.Layers = o.Layers
-		what = fmt.Sprintf("of the real widths with %d of its %d layers", r.Layers, r.ModelLayers)
-	} else if o.Layers < 0 {
-		return nil, fmt.Errorf("bench: layers %d must be ≥ 0", o.Layers)
-	}
+		Layers: sh.layers, ModelLayers: sh.modelLayers}
 
-	progress(fmt.Sprintf("building a random %s model %s on %s", o.Variant, what, b.Device()))
+	progress(fmt.Sprintf("building a random %s model %s on %s", o.Variant, sh.what, b.Device()))
 	t0 := time.Now()
 	zf, err := randmodel.Zonos(cfg, o.Seed)
 	if err != nil {
@@ -179,10 +169,7 @@ func Run(ctx context.Context, b compute.Backend, o Options, progress func(string
 		return nil, err
 	}
 	zf = nil
-	dcfg := dac.Dac44kHz()
-	if o.DAC != nil {
-		dcfg = *o.DAC
-	}
+	dcfg := sh.dac
 	df, err := randmodel.DAC(dcfg, o.Seed)
 	if err != nil {
 		return nil, err
@@ -229,24 +216,6 @@ func Run(ctx context.Context, b compute.Backend, o Options, progress func(string
 		}
 	}
 	return r, nil
-}
-
-// firstLayers is cfg with only its first n backbone layers, attention where
-// cfg has it among them.
-func firstLayers(cfg *zonos.Config, n int) (*zonos.Config, error) {
-	c := *cfg
-	c.Backbone.NLayer = n
-	c.Backbone.AttnLayerIdx = nil
-	for _, i := range cfg.Backbone.AttnLayerIdx {
-		if i < n {
-			c.Backbone.AttnLayerIdx = append(c.Backbone.AttnLayerIdx, i)
-		}
-	}
-	js, err := c.JSON()
-	if err != nil {
-		return nil, err
-	}
-	return zonos.ParseConfig(js)
 }
 
 // benchPhonemes is a fixed prompt of n phoneme ids (BOS … EOS).
