@@ -141,9 +141,6 @@ func (b *Backend) WindowSnake(prev compute.Tensor, lead int, x compute.Tensor, t
 // window is Window on window_cols, and with alpha WindowSnake.
 func (b *Backend) window(prev compute.Tensor, lead int, x compute.Tensor, trail, keep int, alpha compute.Tensor) (w, h, tail compute.Tensor) {
 	rows, np, nx := compute.WindowGeometry("gpu", prev, lead, x, trail, keep)
-	if rows >= 1<<16 {
-		panic(fmt.Sprintf("gpu.Window: %d rows (B·C) past the grid's 65535", rows))
-	}
 	pp, xp := nullPtr, nullPtr
 	if prev != nil {
 		lead, pp = np, cast(prev).ptr()
@@ -154,6 +151,9 @@ func (b *Backend) window(prev compute.Tensor, lead int, x compute.Tensor, trail,
 	}
 	shape := slices.Clone(ref.Shape())
 	C, n := shape[1], lead+nx+trail
+	if C >= 1<<16 {
+		panic(fmt.Sprintf("gpu.Window: %d channels past the grid's 65535 rows", C))
+	}
 	ap := nullPtr
 	var at *tensor
 	if alpha != nil {
@@ -180,9 +180,19 @@ func (b *Backend) window(prev compute.Tensor, lead int, x compute.Tensor, trail,
 			return
 		}
 		// A row's columns over a few blocks (copyAxis' grid): at most 4096
-		// blocks in all.
-		gx := min((n+255)/256, max(1, 4096/rows))
-		b.launch(b.k["window_cols"], [3]int{gx, rows, 1}, block256, pp, lead, xp, nx, trail, wt.ptr(), tp, keep, ap, hp, C)
+		// blocks in all. The grid holds 65535 rows: a taller window (many
+		// streams stacked, dac.PushMany) goes in launches of whole batch
+		// rows, so that row o's channel stays o mod C.
+		per := rows
+		if per >= 1<<16 {
+			per = (1<<16 - 1) / C * C
+		}
+		for r := 0; r < rows; r += per {
+			m := min(per, rows-r)
+			gx := min((n+255)/256, max(1, 4096/m))
+			b.launch(b.k["window_cols"], [3]int{gx, m, 1}, block256, rowPtr(pp, r*lead), lead, rowPtr(xp, r*nx), nx, trail,
+				rowPtr(wt.ptr(), r*n), rowPtr(tp, r*keep), keep, ap, rowPtr(hp, r*n), C)
+		}
 	})
 	w = wt
 	if ht != nil {
@@ -192,6 +202,14 @@ func (b *Backend) window(prev compute.Tensor, lead int, x compute.Tensor, trail,
 		tail = tt
 	}
 	return w, h, tail
+}
+
+// rowPtr is p advanced by off float32 values (null stays null).
+func rowPtr(p cu.DevicePtr, off int) cu.DevicePtr {
+	if p == nullPtr {
+		return p
+	}
+	return p + cu.DevicePtr(4*off)
 }
 
 // gemvMaxRows is the most rows linear_gemv takes (GEMV_MAX_M in

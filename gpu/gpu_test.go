@@ -1220,6 +1220,7 @@ func TestWindow(t *testing.T) {
 		{1, 192, 54, 0, 0, 27, 0},    // finishing with no new columns
 		{2, 40, 0, 9, 5, 9, 23},      // two rows of batch, window as long as keep
 		{1, 1536, 18, 0, 300, 0, 18}, // rows past 4096 blocks' worth
+		{48, 1536, 6, 0, 32, 0, 6},   // 48 streams stacked: rows past the grid's 65535
 	} {
 		var p, x pair
 		if c.np > 0 {

@@ -75,6 +75,8 @@ func (sc StreamConfig) want(k int) int {
 // other backends they agree to the backend's rounding.
 //
 // A Streamer is used from one goroutine (it drives its Model's backend).
+// PushMany pushes to many streamers of one Model in one pass, each
+// getting what its own Push would return.
 type Streamer struct {
 	m     *Model
 	sc    StreamConfig
@@ -127,17 +129,39 @@ func (s *Streamer) newState() {
 // outside 0..1023 is rejected with nothing added (Zonos maps its EOS/MASK
 // tokens to 0 before vocoding; do the same before pushing).
 func (s *Streamer) Push(frames ...[Codebooks]int32) ([]float32, error) {
+	if err := s.check(frames); err != nil {
+		return nil, err
+	}
+	end, due := s.take(frames)
+	if !due {
+		return nil, nil
+	}
+	if s.st != nil {
+		return s.emitState(false), nil
+	}
+	return s.emit(end), nil
+}
+
+// check is Push's validation: the stream is open and every code in range.
+func (s *Streamer) check(frames [][Codebooks]int32) error {
 	if s.ended {
-		return nil, fmt.Errorf("dac streamer: push after Flush; call Reset to start a new stream")
+		return fmt.Errorf("dac streamer: push after Flush; call Reset to start a new stream")
 	}
 	for i, f := range frames {
 		for k, c := range f {
 			if c < 0 || int(c) >= s.m.cfg.CodebookSize {
-				return nil, fmt.Errorf("dac streamer: frame %d codebook %d holds %d, outside 0..%d (map Zonos' EOS/MASK tokens to 0 before vocoding); no frame of this push was added",
+				return fmt.Errorf("dac streamer: frame %d codebook %d holds %d, outside 0..%d (map Zonos' EOS/MASK tokens to 0 before vocoding); no frame of this push was added",
 					s.n+i, k, c, s.m.cfg.CodebookSize-1)
 			}
 		}
 	}
+	return nil
+}
+
+// take adds checked frames and reports whether an emission is due, and
+// up to which sample of the stream it commits (end, window decoding);
+// a due emission counts towards the chunk ramp.
+func (s *Streamer) take(frames [][Codebooks]int32) (end int, due bool) {
 	for _, f := range frames {
 		for k, c := range f {
 			s.codes[k] = append(s.codes[k], c)
@@ -149,31 +173,37 @@ func (s *Streamer) Push(frames ...[Codebooks]int32) ([]float32, error) {
 	if s.emits == 0 {
 		want -= hop - 1 // the first emission's last frame may be partial
 	}
-	end := s.n*hop - s.m.field.RightSamples
+	end = s.n*hop - s.m.field.RightSamples
 	if end-s.done < want {
-		return nil, nil
+		return end, false
 	}
 	s.emits++
-	if s.st != nil {
-		return s.emitState(false), nil
-	}
-	return s.emit(end), nil
+	return end, true
 }
 
 // Flush ends the stream: it decodes the held-back tail against the true end
 // (the zero padding one-shot decoding sees) and returns the remaining PCM.
 func (s *Streamer) Flush() ([]float32, error) {
-	if s.ended {
-		return nil, fmt.Errorf("dac streamer: Flush called twice; call Reset to start a new stream")
-	}
-	if s.n == 0 {
-		return nil, fmt.Errorf("dac streamer: Flush with no frames pushed; push at least one frame")
+	if err := s.checkFlush(0); err != nil {
+		return nil, err
 	}
 	s.ended = true
 	if s.st != nil {
 		return s.emitState(true), nil
 	}
 	return s.emit(s.n * s.m.cfg.HopLength), nil
+}
+
+// checkFlush is Flush's validation, with more frames about to be added
+// first.
+func (s *Streamer) checkFlush(more int) error {
+	if s.ended {
+		return fmt.Errorf("dac streamer: Flush called twice; call Reset to start a new stream")
+	}
+	if s.n+more == 0 {
+		return fmt.Errorf("dac streamer: Flush with no frames pushed; push at least one frame")
+	}
+	return nil
 }
 
 // Reset forgets the stream so the Streamer can take a new one.
