@@ -28,6 +28,17 @@ func (b *Backend) Reshape(t compute.Tensor, shape ...int) compute.Tensor {
 	return r
 }
 
+// Rows views t's first n rows in place (compute.RowViewer): a tensor on
+// the same storage with a shorter axis 0.
+func (b *Backend) Rows(t compute.Tensor, n int) compute.Tensor {
+	ct := cast(t)
+	if len(ct.shape) == 0 || n < 0 || n > ct.shape[0] {
+		panic(fmt.Sprintf("gpu.Rows: %d rows of %v", n, ct.shape))
+	}
+	ct.ptr() // not freed
+	return b.wrap(ct.h.st, ct.dt, append([]int{n}, ct.shape[1:]...), syscall.Gettid() == b.ownerTID)
+}
+
 // copyAxis copies src viewed as [outer, sDim, inner] rows [sOff, sOff+n)
 // into dst viewed as [outer, dDim, inner] at dOff (owner goroutine).
 func (b *Backend) copyAxis(src, dst *tensor, outer, n, inner, sDim, sOff, dDim, dOff int) {

@@ -28,24 +28,36 @@ const MaxBatch = 256
 // device with its own row of RowSamplerOps params, its Philox counter
 // advancing as a single utterance's does.
 //
-// A step feeds one column to every occupied slot; an empty slot's rows
-// are computed and ignored (pinned at position 0, its caches overwritten
-// by the next Join, its row drawing nothing).
+// A step costs what its tier costs, not what the batch could hold: the
+// utterances stand in the first rows of the caches, laid out as a batch of
+// the tier's size t (the smallest power of two that holds them, at most
+// n; conditional rows [0, t), unconditional [t, 2t)), and on a backend
+// with compute.RowViewer the step runs on a view of those 2t rows, with
+// a recorded step per tier. When an utterance leaves, the last one moves
+// into its rows; when the utterances outgrow the tier, or shrink to a
+// quarter of it, their unconditional rows move to the next tier's place.
+// A tier's rows past its utterances are computed and ignored (pinned at
+// position 0, their caches overwritten by the next Join, drawing nothing).
 type Batch struct {
 	m      *Model
 	n      int
-	st     *State
+	big    *State // the caches of all n slots: 2n rows
+	viewer compute.RowViewer
+	tier   int            // utterances the current layout holds
+	tiers  map[int]*State // per tier size: the view of its rows (big for n)
+	graphs map[int]*batchGraph
+	order  []int // slot ids by row: order[i] stands in rows i and tier + i
 	slots  []slot
 	ops    compute.SamplerOps    // nil: guidance and sampling on the host
 	rows   compute.RowSamplerOps // with ops
-	params []int32               // host copy of the RowSamplerOps params [n, RowParamWords]
-	graph  *batchGraph           // the recorded step, or nil
-	eager  bool                  // the step runs op by op (recording failed)
+	params []int32               // host copy of the RowSamplerOps params [tier, RowParamWords]
+	eager  bool                  // the step runs op by op (recording failed, or RunEager)
 }
 
 // slot is one utterance's place in a Batch.
 type slot struct {
 	active  bool
+	row     int // index in order: its rows are row and tier + row
 	pos     int // positions in its rows of the caches
 	cfg     float32
 	spec    compute.SampleSpec
@@ -64,15 +76,67 @@ func (m *Model) NewBatch(n, maxLen int) (*Batch, error) {
 	if maxLen < 2 {
 		return nil, fmt.Errorf("batch of %d positions per utterance; a prompt and a step need at least 2", maxLen)
 	}
-	b := &Batch{m: m, n: n, slots: make([]slot, n)}
+	b := &Batch{m: m, n: n, slots: make([]slot, n), tiers: map[int]*State{}, graphs: map[int]*batchGraph{}}
 	ops, isOps := m.b.(compute.SamplerOps)
 	rows, isRows := m.b.(compute.RowSamplerOps)
 	if isOps && isRows {
 		b.ops, b.rows = ops, rows
-		b.params = make([]int32, n*compute.RowParamWords)
 	}
-	b.st = m.newState(n, maxLen)
+	b.big = m.newState(n, maxLen)
+	b.tiers[n] = b.big
+	b.viewer, _ = m.b.(compute.RowViewer)
+	b.tier = b.tierFor(1)
 	return b, nil
+}
+
+// tierFor is the tier that holds k utterances: the smallest power of two
+// at least k, at most n (n itself without compute.RowViewer).
+func (b *Batch) tierFor(k int) int {
+	if b.viewer == nil {
+		return b.n
+	}
+	t := 1
+	for t < k {
+		t *= 2
+	}
+	return min(t, b.n)
+}
+
+// st is the state of the current tier: a view of the first 2·tier rows.
+func (b *Batch) st() *State {
+	st, ok := b.tiers[b.tier]
+	if !ok {
+		b.m.onDevice(func() { st = b.big.rowsView(b.viewer, b.tier) })
+		b.tiers[b.tier] = st
+	}
+	return st
+}
+
+// Tier is how many utterances the current step layout holds (what a step
+// costs; at least Occupied).
+func (b *Batch) Tier() int { return b.tier }
+
+// setTier lays the utterances out for tier t: each one's unconditional row
+// moves from tier + i to t + i (in an order that never overwrites a row
+// still to move).
+func (b *Batch) setTier(t int) {
+	if t == b.tier {
+		return
+	}
+	from := b.tier
+	b.m.onDevice(func() {
+		move := func(i int) { b.big.copyRow(b.m.b, t+i, b.big, from+i) }
+		if t > from {
+			for i := len(b.order) - 1; i >= 0; i-- {
+				move(i)
+			}
+		} else {
+			for i := range b.order {
+				move(i)
+			}
+		}
+	})
+	b.tier = t
 }
 
 // checkPrefix refuses a prompt that is not [2, L, d] or leaves no room for
@@ -92,7 +156,7 @@ func (m *Model) checkPrefix(p compute.Tensor, maxLen, cols int) error {
 func (b *Batch) N() int { return b.n }
 
 // MaxLen is the positions each slot holds.
-func (b *Batch) MaxLen() int { return b.st.maxLen }
+func (b *Batch) MaxLen() int { return b.big.maxLen }
 
 // PosOf is the positions in slot u's rows of the caches (0 when empty).
 func (b *Batch) PosOf(u int) int { return b.slots[u].pos }
@@ -121,21 +185,30 @@ func (b *Batch) Join(u int, prefix compute.Tensor, cols [][NumCodebooks]int32, o
 	if err := o.Sampling.Validate(); err != nil {
 		return nil, err
 	}
-	if err := b.m.checkPrefix(prefix, b.st.maxLen, len(cols)); err != nil {
+	if err := b.m.checkPrefix(prefix, b.big.maxLen, len(cols)); err != nil {
 		return nil, fmt.Errorf("batch join: %w", err)
 	}
 	emb, err := b.m.embedColumns(cols)
 	if err != nil {
 		return nil, err
 	}
-	one := b.m.newState(1, b.st.maxLen)
+	one := b.m.newState(1, b.big.maxLen)
 	defer one.free(b.m.b)
 	heads, err := b.m.forwardHeads(one, b.m.b.Concat(1, prefix, emb), nil)
 	if err != nil {
 		return nil, err
 	}
-	b.m.onDevice(func() { b.st.copyUtterance(b.m.b, u, one) })
-	s := slot{active: true, pos: one.pos, cfg: o.CFGScale, spec: specOf(o.Sampling), forbid: o.ForbidEOS, seed: o.Seed}
+	if len(b.order) == 0 {
+		b.tier = b.tierFor(1) // no rows to move
+	} else {
+		b.setTier(max(b.tier, b.tierFor(len(b.order)+1)))
+	}
+	i := len(b.order)
+	b.m.onDevice(func() {
+		b.big.copyRow(b.m.b, i, one, 0)
+		b.big.copyRow(b.m.b, b.tier+i, one, 1)
+	})
+	s := slot{active: true, row: i, pos: one.pos, cfg: o.CFGScale, spec: specOf(o.Sampling), forbid: o.ForbidEOS, seed: o.Seed}
 	var tok []int32
 	if b.ops == nil {
 		s.host = sample.New(o.Sampling, sample.NewPhilox(o.Seed))
@@ -146,17 +219,35 @@ func (b *Batch) Join(u int, prefix compute.Tensor, cols [][NumCodebooks]int32, o
 			return nil, err
 		}
 	}
+	b.order = append(b.order, u)
 	b.slots[u] = s
 	return tok, nil
 }
 
 // Leave empties slot u (its utterance ended or was cancelled); a later
-// Join may reuse it.
+// Join may reuse it. The last utterance's rows move into its rows, and a
+// batch down to a quarter of its tier moves to a smaller one.
 func (b *Batch) Leave(u int) error {
 	if u < 0 || u >= b.n {
 		return fmt.Errorf("batch slot %d; the batch has %d", u, b.n)
 	}
+	if !b.slots[u].active {
+		return nil
+	}
+	i, last := b.slots[u].row, len(b.order)-1
+	if i != last {
+		b.m.onDevice(func() {
+			b.big.copyRow(b.m.b, i, b.big, last)
+			b.big.copyRow(b.m.b, b.tier+i, b.big, b.tier+last)
+		})
+		moved := b.order[last]
+		b.order[i], b.slots[moved].row = moved, i
+	}
+	b.order = b.order[:last]
 	b.slots[u] = slot{}
+	if k := len(b.order); k > 0 && 4*k <= b.tier {
+		b.setTier(b.tierFor(2 * k))
+	}
 	return nil
 }
 
@@ -168,29 +259,27 @@ func (b *Batch) Logits(cols [][NumCodebooks]int32) ([][]float32, error) {
 	if len(cols) != b.n {
 		return nil, fmt.Errorf("batch of %d utterances fed %d columns", b.n, len(cols))
 	}
-	heads, err := b.forward(b.occupied(cols))
+	heads, err := b.forward(b.byRow(cols))
 	if err != nil {
 		return nil, err
 	}
 	all := b.m.b.ReadF32(heads)
 	out := make([][]float32, b.n)
-	for u, s := range b.slots {
-		if s.active {
-			out[u] = b.guideSlot(all, u)
-		}
+	for i, u := range b.order {
+		out[u] = b.guideRow(all, i)
 	}
 	return out, nil
 }
 
-// guideSlot is slot u's guided logits [9·W] from the heads' output all
-// ([2, 9n, W] on the host).
-func (b *Batch) guideSlot(all []float32, u int) []float32 {
+// guideRow is row i's guided logits [9·W] from the heads' output all
+// ([2, 9·tier, W] on the host), with its utterance's scale.
+func (b *Batch) guideRow(all []float32, i int) []float32 {
 	per := NumCodebooks * LogitWidth
-	half := b.n * per
+	half := b.tier * per
 	pair := make([]float32, 0, 2*per)
-	pair = append(pair, all[u*per:(u+1)*per]...)
-	pair = append(pair, all[half+u*per:half+(u+1)*per]...)
-	return guide(pair, b.slots[u].cfg)
+	pair = append(pair, all[i*per:(i+1)*per]...)
+	pair = append(pair, all[half+i*per:half+(i+1)*per]...)
+	return guide(pair, b.slots[b.order[i]].cfg)
 }
 
 // Step feeds column cols[u] to the utterance in slot u and returns each
@@ -203,16 +292,16 @@ func (b *Batch) Step(cols [][NumCodebooks]int32, histories [][][]int32) ([][]int
 	if len(cols) != b.n || len(histories) != b.n {
 		return nil, fmt.Errorf("batch of %d utterances fed %d columns and %d histories", b.n, len(cols), len(histories))
 	}
-	cols, histories = b.occupied(cols), b.occupiedHistories(histories)
-	if err := checkColumns(cols); err != nil {
+	rc, rh := b.byRow(cols), b.historiesByRow(histories)
+	if err := checkColumns(rc); err != nil {
 		return nil, err
 	}
 	if b.ops == nil {
-		heads, err := b.forward(cols)
+		heads, err := b.forward(rc)
 		if err != nil {
 			return nil, err
 		}
-		return b.drawHost(heads, histories), nil
+		return b.drawHost(heads, rh), nil
 	}
 	pos, err := b.stepPositions()
 	if err != nil {
@@ -220,10 +309,10 @@ func (b *Batch) Step(cols [][NumCodebooks]int32, histories [][][]int32) ([][]int
 	}
 	b.putParams()
 	var tok []int32
-	if g := b.stepGraph(histories); g != nil {
-		tok, err = g.replay(b, cols, histories, pos)
+	if g := b.stepGraph(rh); g != nil {
+		tok, err = g.replay(b, rc, rh, pos)
 	} else {
-		tok, err = b.stepEager(cols, histories, pos)
+		tok, err = b.stepEager(rc, rh, pos)
 	}
 	if err != nil {
 		return nil, err
@@ -232,61 +321,68 @@ func (b *Batch) Step(cols [][NumCodebooks]int32, histories [][][]int32) ([][]int
 	return b.split(tok), nil
 }
 
-// putParams writes every slot's RowSamplerOps params (its counter before
+// byRow is the slots' columns in the tier's row order, an all-MASK column
+// (a valid embedding row) in every row past the utterances.
+func (b *Batch) byRow(cols [][NumCodebooks]int32) [][NumCodebooks]int32 {
+	out := make([][NumCodebooks]int32, b.tier)
+	for i := range out {
+		if i < len(b.order) {
+			out[i] = cols[b.order[i]]
+			continue
+		}
+		for k := range out[i] {
+			out[i][k] = MASK
+		}
+	}
+	return out
+}
+
+// historiesByRow is the slots' repetition windows in row order: none for
+// a row past the utterances or of an utterance without the penalty.
+func (b *Batch) historiesByRow(histories [][][]int32) [][][]int32 {
+	out := make([][][]int32, b.tier)
+	for i, u := range b.order {
+		if b.slots[u].spec.Penalty != 1 {
+			out[i] = histories[u]
+		}
+	}
+	return out
+}
+
+// putParams writes every row's RowSamplerOps params (its counter before
 // this step's draw) into b.params and advances the counters past the draw.
 func (b *Batch) putParams() {
-	for u := range b.slots {
+	b.params = append(b.params[:0], make([]int32, b.tier*compute.RowParamWords)...)
+	for i, u := range b.order {
 		s := &b.slots[u]
-		compute.PutRowParams(b.params[u*compute.RowParamWords:], compute.RowParams{Spec: s.spec, Seed: s.seed,
-			Counter: s.counter, Scale: s.cfg, PadFrom: padFrom(s.forbid, true), Active: s.active})
-		if s.active && s.spec.Temperature > 0 {
+		compute.PutRowParams(b.params[i*compute.RowParamWords:], compute.RowParams{Spec: s.spec, Seed: s.seed,
+			Counter: s.counter, Scale: s.cfg, PadFrom: padFrom(s.forbid, true), Active: true})
+		if s.spec.Temperature > 0 {
 			s.counter += uint64((NumCodebooks*LogitWidth + 3) / 4)
 		}
+	}
+	for i := len(b.order); i < b.tier; i++ {
+		compute.PutRowParams(b.params[i*compute.RowParamWords:], compute.RowParams{Spec: compute.SampleSpec{Penalty: 1}, PadFrom: MASK})
 	}
 }
 
 // stepEager is one device step op by op: the backbone, then guidance and
-// sampling with every slot's own params.
+// sampling with every row's own params.
 func (b *Batch) stepEager(cols [][NumCodebooks]int32, histories [][][]int32, pos []int) ([]int32, error) {
 	ids := columnIDs(cols)
+	st := b.st()
 	var tok compute.Tensor
 	b.m.onDevice(func() {
 		be := b.m.b
-		heads := b.m.backbone(b.st, b.m.embedColumn(be.FromI32(ids, len(ids))), positionsOf(pos), nil)
-		params := be.FromI32(b.params, b.n, compute.RowParamWords)
+		heads := b.m.backbone(st, b.m.embedColumn(be.FromI32(ids, len(ids))), positionsOf(pos), nil)
+		params := be.FromI32(b.params, b.tier, compute.RowParamWords)
 		var hist compute.Tensor
 		if h := paddedHistories(histories); h != nil {
-			hist = be.FromI32(flatHistories(h), NumCodebooks*b.n, len(h[0][0]))
+			hist = be.FromI32(flatHistories(h), NumCodebooks*b.tier, len(h[0][0]))
 		}
 		tok = b.rows.SampleRows(b.rows.GuideRows(heads, params, EOS, true), hist, params)
 	})
 	return b.m.b.ReadI32(tok), nil
-}
-
-// occupied is cols with an all-MASK column (a valid embedding row) in
-// every empty slot.
-func (b *Batch) occupied(cols [][NumCodebooks]int32) [][NumCodebooks]int32 {
-	out := append([][NumCodebooks]int32(nil), cols...)
-	for u := range out {
-		if !b.slots[u].active {
-			for k := range out[u] {
-				out[u][k] = MASK
-			}
-		}
-	}
-	return out
-}
-
-// occupiedHistories is histories with none for an empty slot or a slot
-// without repetition penalty.
-func (b *Batch) occupiedHistories(histories [][][]int32) [][][]int32 {
-	out := make([][][]int32, len(histories))
-	for u, h := range histories {
-		if s := b.slots[u]; s.active && s.spec.Penalty != 1 {
-			out[u] = h
-		}
-	}
-	return out
 }
 
 // paddedHistories is histories as one device draw takes them: every slot's
@@ -317,6 +413,7 @@ func paddedHistories(histories [][][]int32) [][][]int32 {
 	return out
 }
 
+
 // padRow is the last w entries of src, left-padded with −1 to w.
 func padRow(src []int32, w int) []int32 {
 	if len(src) > w {
@@ -331,6 +428,7 @@ func padRow(src []int32, w int) []int32 {
 	return row
 }
 
+
 // flatHistories is padded windows [n][9][w] as one row-major [9n, w].
 func flatHistories(h [][][]int32) []int32 {
 	var flat []int32
@@ -342,24 +440,6 @@ func flatHistories(h [][][]int32) []int32 {
 	return flat
 }
 
-// stepPositions is every slot's position for the next step (0 for an
-// empty slot), checked against the caches.
-func (b *Batch) stepPositions() ([]int, error) {
-	pos := make([]int, b.n)
-	any := false
-	for u, s := range b.slots {
-		if s.active {
-			if s.pos+1 > b.st.maxLen {
-				return nil, fmt.Errorf("batch slot %d is at %d positions, the batch holds %d", u, s.pos, b.st.maxLen)
-			}
-			pos[u], any = s.pos, true
-		}
-	}
-	if !any {
-		return nil, fmt.Errorf("batch step with no utterance in any slot")
-	}
-	return pos, nil
-}
 
 // positionsOf is pos as attention takes it: one position for all rows
 // where every slot stands at the same one, else one per utterance.
@@ -372,14 +452,6 @@ func positionsOf(pos []int) compute.Positions {
 	return compute.Positions{Start: pos[0]}
 }
 
-// advance moves every occupied slot on by the step's one position.
-func (b *Batch) advance() {
-	for u := range b.slots {
-		if b.slots[u].active {
-			b.slots[u].pos++
-		}
-	}
-}
 
 // columnIDs is n columns as the embedding takes them: [9, n],
 // codebook-major.
@@ -394,8 +466,33 @@ func columnIDs(cols [][NumCodebooks]int32) []int32 {
 	return ids
 }
 
-// forward runs one step's backbone and heads for the n columns cols
-// (empty slots' already MASK, occupied): [2, 9n, W] on the device.
+
+// stepPositions is every row's position for the next step (0 past the
+// utterances), checked against the caches.
+func (b *Batch) stepPositions() ([]int, error) {
+	if len(b.order) == 0 {
+		return nil, fmt.Errorf("batch step with no utterance in any slot")
+	}
+	pos := make([]int, b.tier)
+	for i, u := range b.order {
+		s := b.slots[u]
+		if s.pos+1 > b.big.maxLen {
+			return nil, fmt.Errorf("batch slot %d is at %d positions, the batch holds %d", u, s.pos, b.big.maxLen)
+		}
+		pos[i] = s.pos
+	}
+	return pos, nil
+}
+
+// advance moves every utterance on by the step's one position.
+func (b *Batch) advance() {
+	for _, u := range b.order {
+		b.slots[u].pos++
+	}
+}
+
+// forward runs one step's backbone and heads for the tier's rows cols:
+// [2, 9·tier, W] on the device.
 func (b *Batch) forward(cols [][NumCodebooks]int32) (compute.Tensor, error) {
 	if err := checkColumns(cols); err != nil {
 		return nil, err
@@ -405,56 +502,42 @@ func (b *Batch) forward(cols [][NumCodebooks]int32) (compute.Tensor, error) {
 		return nil, err
 	}
 	ids := columnIDs(cols)
+	st := b.st()
 	var heads compute.Tensor
 	b.m.onDevice(func() {
 		emb := b.m.embedColumn(b.m.b.FromI32(ids, len(ids)))
-		heads = b.m.backbone(b.st, emb, positionsOf(pos), nil)
+		heads = b.m.backbone(st, emb, positionsOf(pos), nil)
 	})
 	b.advance()
 	return heads, nil
 }
 
-// drawHost guides and samples heads [2, 9n, W] on the host, each slot
-// with its own scale and sampler, as hostTokens samples a decode step.
+// drawHost guides and samples heads [2, 9·tier, W] on the host, each
+// utterance with its own scale and sampler, as hostTokens samples a
+// decode step; histories are by row.
 func (b *Batch) drawHost(heads compute.Tensor, histories [][][]int32) [][]int32 {
 	all := b.m.b.ReadF32(heads)
 	out := make([][]int32, b.n)
-	for u, s := range b.slots {
-		if !s.active {
-			continue
-		}
-		logits := b.guideSlot(all, u)
+	for i, u := range b.order {
+		s := b.slots[u]
+		logits := b.guideRow(all, i)
 		BiasEOS(logits)
 		if s.forbid {
 			logits[EOS] = float32(negInf())
 		}
-		out[u] = s.host.Sample(logits, LogitWidth, histories[u])
+		out[u] = s.host.Sample(logits, LogitWidth, histories[i])
 	}
 	return out
 }
 
-// split cuts the batch's 9n tokens into each utterance's nine (nil for an
+// split cuts the tier's 9·tier tokens into each slot's nine (nil for an
 // empty slot).
 func (b *Batch) split(tok []int32) [][]int32 {
 	out := make([][]int32, b.n)
-	for u, s := range b.slots {
-		if s.active {
-			out[u] = tok[u*NumCodebooks : (u+1)*NumCodebooks]
-		}
+	for i, u := range b.order {
+		out[u] = tok[i*NumCodebooks : (i+1)*NumCodebooks]
 	}
 	return out
-}
-
-// Close frees the batch's state and its recorded step.
-func (b *Batch) Close() {
-	if b.graph != nil {
-		b.graph.destroy(b.m.b)
-		b.graph = nil
-	}
-	if b.st != nil {
-		b.st.free(b.m.b)
-		b.st = nil
-	}
 }
 
 // RunEager makes every later step run op by op even where the backend
@@ -463,12 +546,23 @@ func (b *Batch) Close() {
 func (b *Batch) RunEager() { b.eager = true }
 
 // Occupied is how many slots hold an utterance.
-func (b *Batch) Occupied() int {
-	n := 0
-	for _, s := range b.slots {
-		if s.active {
-			n++
+func (b *Batch) Occupied() int { return len(b.order) }
+
+// Close frees the batch's caches, its tiers' views and their recorded
+// steps.
+func (b *Batch) Close() {
+	for _, g := range b.graphs {
+		g.destroy(b.m.b)
+	}
+	b.graphs = nil
+	for t, st := range b.tiers {
+		if t != b.n {
+			st.free(b.m.b)
 		}
 	}
-	return n
+	b.tiers = nil
+	if b.big != nil {
+		b.big.free(b.m.b)
+		b.big = nil
+	}
 }

@@ -362,3 +362,71 @@ func TestPaddedHistories(t *testing.T) {
 		t.Error("no history padded into one")
 	}
 }
+
+// TestBatchTiersMatchSingle: as utterances join a batch of 8 slots one by
+// one and then leave from the middle, the step's tier grows 1, 2, 4, 8
+// and shrinks again, the last utterance moving into a leaver's rows; at
+// every step each utterance's guided logits equal those of its own
+// single State (teacher-forced).
+func TestBatchTiersMatchSingle(t *testing.T) {
+	m := loadTiny(t)
+	const maxLen = 64
+	ps := batchPrefixes(t, m, 6)
+	o := GenerateOptions{CFGScale: 2, Sampling: sample.Defaults()}
+	b, err := m.NewBatch(8, maxLen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	mask := [][NumCodebooks]int32{maskColumn()}
+	sts := make([]*State, 8)
+	step := func(s int) {
+		cols := teacherColumns(s, 8)
+		got, err := b.Logits(cols)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for u, st := range sts {
+			if st == nil {
+				if got[u] != nil {
+					t.Fatalf("step %d: empty slot %d gave logits", s, u)
+				}
+				continue
+			}
+			want, err := m.Step(st, cols[u], 2, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			matchLogits(t, s, u, got[u], want)
+		}
+	}
+	s := 0
+	var tiers []int
+	for u, slotID := range []int{3, 0, 5, 1, 7, 2} { // joins, a step after each
+		if _, err := b.Join(slotID, ps[u], mask, o); err != nil {
+			t.Fatal(err)
+		}
+		sts[slotID] = m.NewState(maxLen)
+		if _, err := m.Prefill(sts[slotID], ps[u], mask, 2, nil); err != nil {
+			t.Fatal(err)
+		}
+		tiers = append(tiers, b.Tier())
+		step(s)
+		s++
+	}
+	for _, slotID := range []int{0, 5, 7, 3} { // leaves from the middle and the end
+		if err := b.Leave(slotID); err != nil {
+			t.Fatal(err)
+		}
+		sts[slotID] = nil
+		tiers = append(tiers, b.Tier())
+		step(s)
+		s++
+	}
+	if want := []int{1, 2, 4, 4, 8, 8, 8, 8, 8, 4}; !slices.Equal(tiers, want) {
+		t.Errorf("tiers %v, want %v", tiers, want)
+	}
+	if b.Occupied() != 2 {
+		t.Errorf("%d occupied, want 2", b.Occupied())
+	}
+}

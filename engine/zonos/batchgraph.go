@@ -18,8 +18,9 @@ import (
 //	[26n, 26n+9n·w)         the repetition windows [9n, w], −1 where a
 //	                        slot's window is shorter or it has none
 //
-// Nothing is baked in but the window width w, the widest any slot needs:
-// the graph is recorded again only when a slot needs a wider one.
+// One is recorded per tier (the rows it steps). Nothing is baked in but
+// the window width w, the widest any slot needs: a tier's graph is
+// recorded again only when a slot needs a wider one.
 type batchGraph struct {
 	w   int
 	g   compute.Graph
@@ -42,24 +43,25 @@ func (b *Batch) stepGraph(histories [][][]int32) *batchGraph {
 		return nil
 	}
 	w := 0
-	for u, s := range b.slots {
-		if !s.active || s.spec.Penalty == 1 {
+	for i, u := range b.order {
+		s := b.slots[u]
+		if s.spec.Penalty == 1 {
 			continue
 		}
 		if s.spec.Window == 0 {
 			return nil
 		}
 		w = max(w, s.spec.Window)
-		for _, row := range histories[u] {
+		for _, row := range histories[i] {
 			w = max(w, len(row))
 		}
 	}
-	if b.graph != nil && b.graph.w >= w {
-		return b.graph
+	if g := b.graphs[b.tier]; g != nil && g.w >= w {
+		return g
 	}
-	if b.graph != nil {
-		b.graph.destroy(b.m.b)
-		b.graph = nil
+	if g := b.graphs[b.tier]; g != nil {
+		g.destroy(b.m.b)
+		delete(b.graphs, b.tier)
 	}
 	g, err := b.record(w)
 	if err != nil {
@@ -68,13 +70,13 @@ func (b *Batch) stepGraph(histories [][][]int32) *batchGraph {
 		b.eager = true
 		return nil
 	}
-	b.graph = g
+	b.graphs[b.tier] = g
 	return g
 }
 
-// record captures the step with windows of width w.
+// record captures the current tier's step with windows of width w.
 func (b *Batch) record(w int) (*batchGraph, error) {
-	be, n := b.m.b, b.n
+	be, n, st := b.m.b, b.tier, b.st()
 	g := &batchGraph{w: w, buf: make([]int32, batchHist(n)+NumCodebooks*n*w)}
 	g.in = be.FromI32(g.buf, len(g.buf))
 	var err error
@@ -86,7 +88,7 @@ func (b *Batch) record(w int) (*batchGraph, error) {
 		if w > 0 {
 			hist = be.Reshape(be.Slice(g.in, 0, batchHist(n), len(g.buf)), NumCodebooks*n, w)
 		}
-		heads := b.m.backbone(b.st, b.m.embedColumn(ids), compute.Positions{Dev: pos}, nil)
+		heads := b.m.backbone(st, b.m.embedColumn(ids), compute.Positions{Dev: pos}, nil)
 		g.tok = b.rows.SampleRows(b.rows.GuideRows(heads, params, EOS, true), hist, params)
 	})
 	if err != nil {
@@ -99,7 +101,7 @@ func (b *Batch) record(w int) (*batchGraph, error) {
 // replay writes the step's input (the batch's params already in b.params)
 // and runs it, returning the 9n tokens.
 func (g *batchGraph) replay(b *Batch, cols [][NumCodebooks]int32, histories [][][]int32, pos []int) ([]int32, error) {
-	n := b.n
+	n := b.tier
 	copy(g.buf, columnIDs(cols))
 	for u, p := range pos {
 		g.buf[batchPos(n)+u] = int32(p)

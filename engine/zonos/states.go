@@ -112,23 +112,37 @@ func (s *State) free(b compute.Backend) {
 	s.layers = nil
 }
 
-// copyUtterance copies the single-utterance state one (rows 0 and 1:
-// conditional, unconditional) into utterance u's rows (u and n + u) of s:
-// KV caches, conv and SSM states (Batch.Join). Both have the same layers
-// and cache length.
-func (s *State) copyUtterance(b compute.Backend, u int, one *State) {
-	n := s.rows / 2
+// rowsView is a state of k utterances whose caches are the first 2k rows
+// of s's (compute.RowViewer: no copy), for a batch laid out in them as k
+// utterances are (conditional rows [0, k), unconditional [k, 2k)). It
+// owns no storage: its free releases only its views.
+func (s *State) rowsView(v compute.RowViewer, k int) *State {
+	st := &State{rows: 2 * k, maxLen: s.maxLen}
+	for _, l := range s.layers {
+		var vl layerState
+		for _, t := range [][2]*compute.Tensor{{&vl.k, &l.k}, {&vl.v, &l.v}, {&vl.conv, &l.conv}, {&vl.ssm, &l.ssm}} {
+			if *t[1] != nil {
+				*t[0] = v.Rows(*t[1], 2*k)
+			}
+		}
+		st.layers = append(st.layers, vl)
+	}
+	return st
+}
+
+// copyRow copies row src of one's caches (KV, conv and SSM states) into
+// row dst of s's; both have the same layers and cache length, and may be
+// the same state (rows of one batch moving).
+func (s *State) copyRow(b compute.Backend, dst int, one *State, src int) {
 	for i, l := range s.layers {
-		src := one.layers[i]
-		for _, t := range [][2]compute.Tensor{{l.k, src.k}, {l.v, src.v}, {l.conv, src.conv}, {l.ssm, src.ssm}} {
+		from := one.layers[i]
+		for _, t := range [][2]compute.Tensor{{l.k, from.k}, {l.v, from.v}, {l.conv, from.conv}, {l.ssm, from.ssm}} {
 			if t[0] == nil {
 				continue
 			}
-			for c := 0; c < 2; c++ {
-				row := b.Slice(t[1], 0, c, c+1)
-				b.CopyInto(t[0], 0, c*n+u, row)
-				b.Free(row)
-			}
+			row := b.Slice(t[1], 0, src, src+1)
+			b.CopyInto(t[0], 0, dst, row)
+			b.Free(row)
 		}
 	}
 }

@@ -44,6 +44,26 @@ func (b *Backend) Reshape(t compute.Tensor, shape ...int) compute.Tensor {
 	return &tensor{shape: append([]int(nil), shape...), dt: ct.dt, f32: ct.f32, u16: ct.u16, i32: ct.i32}
 }
 
+// Rows views t's first n rows in place (compute.RowViewer).
+func (b *Backend) Rows(t compute.Tensor, n int) compute.Tensor {
+	ct := cast(t)
+	if len(ct.shape) == 0 || n < 0 || n > ct.shape[0] {
+		panic(fmt.Sprintf("cpu.Rows: %d rows of %v", n, ct.shape))
+	}
+	shape := append([]int{n}, ct.shape[1:]...)
+	m := compute.NumElements(shape)
+	v := &tensor{shape: shape, dt: ct.dt}
+	switch {
+	case ct.f32 != nil:
+		v.f32 = ct.f32[:m:m]
+	case ct.u16 != nil:
+		v.u16 = ct.u16[:m:m]
+	case ct.i32 != nil:
+		v.i32 = ct.i32[:m:m]
+	}
+	return v
+}
+
 func (b *Backend) Slice(t compute.Tensor, axis, start, end int) compute.Tensor {
 	ct := cast(t)
 	if axis < 0 || axis >= len(ct.shape) || start < 0 || end > ct.shape[axis] || start > end {

@@ -31,7 +31,10 @@ type Backend struct {
 	workers int
 }
 
-var _ compute.Backend = (*Backend)(nil)
+var (
+	_ compute.Backend   = (*Backend)(nil)
+	_ compute.RowViewer = (*Backend)(nil)
+)
 
 // New returns a CPU backend using workers goroutines (0: all cores).
 func New(workers int) *Backend {
