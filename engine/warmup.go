@@ -7,6 +7,7 @@ import (
 
 	"zonostream/engine/compute"
 	"zonostream/engine/dac"
+	"zonostream/engine/zonos"
 )
 
 // warmupText is the throwaway utterance's text: short, with sound in every
@@ -56,23 +57,27 @@ func (e *Engine) Warmup(ctx context.Context, req Request) error {
 	if _, err := e.SpeakToFirstAudio(ctx, w); err != nil {
 		return fmt.Errorf("engine warm-up: %w", err)
 	}
+	if err := w.normalise(); err != nil {
+		return err
+	}
+	if err := e.sched.Prepare(zonos.GenerateOptions{Sampling: w.Knobs.Sampling}); err != nil {
+		return fmt.Errorf("engine warm-up: recording the batch's steps: %w", err)
+	}
 	if err := e.warmBatch(ctx, w); err != nil {
 		return fmt.Errorf("engine warm-up of the batch: %w", err)
 	}
 	// The vocoder's first push, recorded for req's first chunk: streams
 	// replay it instead of launching its kernels one by one. A recording
 	// that fails leaves them pushing op by op, as before.
-	if err := w.normalise(); err == nil {
-		_ = e.codec.RecordFirstPush(dac.StreamConfig{FirstChunk: w.FirstChunk, Chunk: w.Chunk})
-	}
+	_ = e.codec.RecordFirstPush(dac.StreamConfig{FirstChunk: w.FirstChunk, Chunk: w.Chunk})
 	e.warmed = true
 	return nil
 }
 
 // warmBatch speaks w twice at once, each to its first audio: the second
 // arrives while the first decodes alone, so it joins the scheduler's
-// batch, which makes the batch's state and records its step — costs the
-// first stream that shares the device would otherwise pay.
+// batch (whose steps Prepare recorded) — first-use costs of a join that
+// the first stream to share the device would otherwise pay.
 func (e *Engine) warmBatch(ctx context.Context, w Request) error {
 	first, err := e.Synthesize(ctx, w)
 	if err != nil {

@@ -74,6 +74,36 @@ func (b *Batch) stepGraph(histories [][][]int32) *batchGraph {
 	return g
 }
 
+// RecordSteps records the step of every tier for repetition windows of
+// width window, while the batch is empty, so that no utterance's step
+// pays for a recording (a first step of a tier is a recording: tens of
+// milliseconds on a GPU). It does nothing on a backend without graphs.
+func (b *Batch) RecordSteps(window int) error {
+	if _, ok := b.m.b.(compute.GraphOps); !ok || b.ops == nil || b.eager {
+		return nil
+	}
+	if len(b.order) > 0 {
+		return fmt.Errorf("batch: steps are recorded while it is empty")
+	}
+	defer func(t int) { b.tier = t }(b.tier)
+	for t := 1; ; t = min(2*t, b.n) {
+		b.tier = t
+		if g := b.graphs[t]; g == nil || g.w < window {
+			if g != nil {
+				g.destroy(b.m.b)
+			}
+			g, err := b.record(window)
+			if err != nil {
+				return err
+			}
+			b.graphs[t] = g
+		}
+		if t == b.n || b.viewer == nil {
+			return nil
+		}
+	}
+}
+
 // record captures the current tier's step with windows of width w.
 func (b *Batch) record(w int) (*batchGraph, error) {
 	be, n, st := b.m.b, b.tier, b.st()

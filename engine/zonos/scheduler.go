@@ -93,6 +93,18 @@ func (s *Scheduler) Stats() SchedulerStats {
 		Alone: int(s.stats.alone.Load()), Batched: int(s.stats.batched.Load())}
 }
 
+// Prepare makes the batch's state and records its steps for the
+// repetition window of o's sampler while nothing runs, so the first
+// utterances to share the device pay neither (engine warm-up).
+func (s *Scheduler) Prepare(o GenerateOptions) error {
+	if s.slots == 0 {
+		return nil
+	}
+	mb := &member{s: s, ctx: context.Background(), o: o, reply: make(chan reply, 1), slot: -1}
+	rp := mb.call(&request{kind: askPrepare})
+	return rp.err
+}
+
 // errClosed: the scheduler was closed while an utterance waited for it.
 var errClosed = errors.New("the model's scheduler is closed")
 
@@ -152,6 +164,7 @@ const (
 	askJoin                         // prefill and take a place
 	askStep                         // one decode step
 	askLeave                        // the utterance ended
+	askPrepare                      // make the batch and record its steps
 )
 
 // request is one member's question to the loop.

@@ -64,6 +64,19 @@ func (s *Scheduler) accept(r *request) {
 			return err
 		})
 		mb.reply <- rp
+	case askPrepare:
+		mb.reply <- reply{err: s.guard(func() error {
+			if s.batch == nil {
+				var err error
+				if s.batch, err = s.m.NewBatch(s.slots, s.maxLen); err != nil {
+					return err
+				}
+			}
+			if s.batch.Occupied() > 0 {
+				return nil // already in use: its steps are being recorded as they come
+			}
+			return s.batch.RecordSteps(histWidth(specOf(mb.o.Sampling)))
+		})}
 	case askJoin:
 		s.waiting = append(s.waiting, r)
 	case askStep:
