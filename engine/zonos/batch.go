@@ -413,7 +413,6 @@ func paddedHistories(histories [][][]int32) [][][]int32 {
 	return out
 }
 
-
 // padRow is the last w entries of src, left-padded with −1 to w.
 func padRow(src []int32, w int) []int32 {
 	if len(src) > w {
@@ -428,7 +427,6 @@ func padRow(src []int32, w int) []int32 {
 	return row
 }
 
-
 // flatHistories is padded windows [n][9][w] as one row-major [9n, w].
 func flatHistories(h [][][]int32) []int32 {
 	var flat []int32
@@ -440,7 +438,6 @@ func flatHistories(h [][][]int32) []int32 {
 	return flat
 }
 
-
 // positionsOf is pos as attention takes it: one position for all rows
 // where every slot stands at the same one, else one per utterance.
 func positionsOf(pos []int) compute.Positions {
@@ -451,7 +448,6 @@ func positionsOf(pos []int) compute.Positions {
 	}
 	return compute.Positions{Start: pos[0]}
 }
-
 
 // columnIDs is n columns as the embedding takes them: [9, n],
 // codebook-major.
@@ -465,7 +461,6 @@ func columnIDs(cols [][NumCodebooks]int32) []int32 {
 	}
 	return ids
 }
-
 
 // stepPositions is every row's position for the next step (0 past the
 // utterances), checked against the caches.
