@@ -34,7 +34,7 @@ func snr(ref, got []float32) float64 {
 
 // realDAC is the 44 kHz DAC of the real shapes with random weights (the
 // same on every backend) on be.
-func realDAC(t *testing.T, be compute.Backend) *dac.Model {
+func realDAC(t testing.TB, be compute.Backend) *dac.Model {
 	t.Helper()
 	cfg := dac.Dac44kHz()
 	src, err := randmodel.DAC(cfg, 7)
