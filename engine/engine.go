@@ -10,9 +10,11 @@
 // knobs, seed and position. Capacity is how many decode at once; more
 // wait their turn, first come, first served.
 //
-// Within an utterance, decoding and vocoding run on two goroutines
-// (vocode.go): frames go to the vocoder through a queue, so a vocoder
-// window never delays a decode step, and on a backend with a side lane
+// Decoding and vocoding run apart: each utterance's frames go through a
+// queue to the engine's vocoder pool (vocode.go, vocoderpool.go), one
+// goroutine that vocodes the streams' queued frames in turns, several
+// streams in one dac.PushMany, so a vocoder window never delays a decode
+// step, and on a backend with a side lane
 // (compute.Laned: the CUDA backend's second stream) the codec's kernels
 // also run beside the decode steps on the device. Audio events therefore
 // trail the FrameDone events they belong to; their PCM is unchanged. The
@@ -65,12 +67,13 @@ func PathsFromDirs(zonosDir, dacDir string) Paths {
 
 // Engine holds a loaded Zonos model and DAC codec on one backend.
 type Engine struct {
-	backend compute.Backend
-	model   *zonos.Model
-	codec   *dac.Model
-	sched   *zonos.Scheduler
-	warmMu  sync.Mutex // one Warmup at a time
-	warmed  bool       // Warmup has run (warmup.go)
+	backend  compute.Backend
+	model    *zonos.Model
+	codec    *dac.Model
+	sched    *zonos.Scheduler
+	vocoders *vocoderPool // every stream's DAC stage (vocoderpool.go)
+	warmMu   sync.Mutex   // one Warmup at a time
+	warmed   bool         // Warmup has run (warmup.go)
 	// generate is sched.Generate; tests wrap it to see what each part of
 	// a long text is generated from.
 	generate func(context.Context, zonos.Inputs, zonos.GenerateOptions, func(zonos.Frame) error) (*zonos.Result, error)
@@ -112,6 +115,7 @@ func LoadContext(ctx context.Context, b compute.Backend, p Paths) (e *Engine, er
 // models of the real shapes in memory).
 func New(b compute.Backend, m *zonos.Model, c *dac.Model) *Engine {
 	e := &Engine{backend: b, model: m, codec: c}
+	e.vocoders = newVocoderPool(e)
 	if err := e.SetCapacity(DefaultCapacity); err != nil {
 		panic(err) // DefaultCapacity is in range
 	}

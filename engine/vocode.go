@@ -15,37 +15,43 @@ import (
 // fills when the reader of the events stops reading.
 const vocoderQueue = 1024
 
-// vocoder is the utterance's DAC stage on its own goroutine. Decoding never
-// waits for a vocoder window: frames go into a queue, and the vocoder
-// takes every frame queued at each turn, so when it falls behind its next
-// window is longer and it catches up (windows of any length give exactly
-// the samples one-shot decoding gives, engine/dac). On a backend with a
-// side lane (compute.Laned) the codec was loaded on that lane, so its
-// kernels also run beside the decode steps on the GPU. The one exception
-// is the first emission on such a backend (holdFirstEmission in
-// stream.go): the decoder waits for it (awaitFirstAudio).
+// vocoder is the utterance's DAC stage. Decoding never waits for a
+// vocoder window: frames go into a queue, and the engine's vocoder pool
+// (vocoderPool) takes every frame queued at each of the stream's turns,
+// so when it falls behind its next window is longer and it catches up
+// (windows of any length give exactly the samples one-shot decoding
+// gives, engine/dac). On a backend with a side lane (compute.Laned) the
+// codec was loaded on that lane, so its kernels also run beside the
+// decode steps on the GPU. The one exception is the first emission on
+// such a backend (holdFirstEmission in stream.go): a lone decoder waits
+// for it (awaitFirstAudio).
 type vocoder struct {
 	r      *run
 	s      *dac.Streamer
 	frames chan [zonos.NumCodebooks]int32
 	ctx    context.Context
 	cancel context.CancelFunc
+	pool   *vocoderPool
 	done   chan struct{}
 	err    error // set before done closes
 	closed bool  // frames closed (decoder side)
 	// first closes once the first non-empty PCM went out as an Audio
-	// event (firstOut: vocoder side), releasing a decoder held for it
+	// event (firstOut: pool side), releasing a decoder held for it
 	// (awaitFirstAudio).
 	first    chan struct{}
 	firstOut bool
+
+	// Pool side.
+	pending [][zonos.NumCodebooks]int32 // frames taken from the queue, not yet pushed
+	ending  bool                        // the queue is closed: Flush with the next push
 }
 
-// startVocoder starts the stage over streamer s.
+// startVocoder starts the stage over streamer s on the engine's pool.
 func (r *run) startVocoder(s *dac.Streamer) *vocoder {
 	ctx, cancel := context.WithCancel(r.ctx)
 	v := &vocoder{r: r, s: s, frames: make(chan [zonos.NumCodebooks]int32, vocoderQueue), ctx: ctx, cancel: cancel,
-		done: make(chan struct{}), first: make(chan struct{})}
-	go v.loop()
+		pool: r.e.vocoders, done: make(chan struct{}), first: make(chan struct{})}
+	v.pool.add(v)
 	return v
 }
 
@@ -54,6 +60,7 @@ func (r *run) startVocoder(s *dac.Streamer) *vocoder {
 func (v *vocoder) push(f [zonos.NumCodebooks]int32) error {
 	select {
 	case v.frames <- f:
+		v.pool.wake()
 		return nil
 	case <-v.done:
 		if v.err != nil {
@@ -88,8 +95,8 @@ func (v *vocoder) awaitFirstAudio() error {
 	}
 }
 
-// sent marks pcm as sent (vocoder goroutine): the first non-empty one
-// closes first.
+// sent marks pcm as sent (pool side): the first non-empty one closes
+// first.
 func (v *vocoder) sent(pcm []float32) {
 	if len(pcm) > 0 && !v.firstOut {
 		v.firstOut = true
@@ -106,8 +113,8 @@ func (v *vocoder) finish() error {
 }
 
 // stop abandons the stage (an error or cancellation in the decoder) and
-// waits for its goroutine, so no Audio event follows the caller's Failed.
-// After finish it only waits.
+// waits for it, so no Audio event follows the caller's Failed. After
+// finish it only waits.
 func (v *vocoder) stop() {
 	v.cancel()
 	v.close()
@@ -118,77 +125,58 @@ func (v *vocoder) close() {
 	if !v.closed {
 		v.closed = true
 		close(v.frames)
+		v.pool.wake()
 	}
 }
 
-func (v *vocoder) loop() {
-	defer close(v.done)
-	// However the stream ends, its decoder state goes: the carried
-	// columns' device memory, and a recorded first push it may still hold
-	// (dac.Model.RecordFirstPush), which the next utterance replays.
-	defer func() {
-		defer func() { _ = recover() }() // a failed backend: the error is already v.err
+// take moves the queued frames into pending (pool side) and reports
+// whether the stream has work: frames to push, or its end to flush.
+func (v *vocoder) take() bool {
+	for {
+		select {
+		case f, ok := <-v.frames:
+			if !ok {
+				v.ending = true
+				return true
+			}
+			v.pending = append(v.pending, f)
+			continue
+		default:
+		}
+		return len(v.pending) > 0 || v.ending
+	}
+}
+
+// end finishes the stage with err (pool side): however it ends, its
+// decoder state goes — the carried columns' device memory, and a recorded
+// first push it may still hold (dac.Model.RecordFirstPush), which the
+// next utterance replays.
+func (v *vocoder) end(err error) {
+	func() {
+		defer func() { _ = recover() }() // a failed backend: the error is already err
 		v.s.Reset()
 	}()
-	defer func() {
-		// A backend panic (a failed kernel launch, out of memory) ends
-		// the utterance with Failed, not the process.
-		if p := recover(); p != nil {
-			v.err = fmt.Errorf("engine: the %s backend failed while vocoding: %v", v.r.e.backend.Name(), p)
-		}
-		if v.err != nil {
-			v.cancel() // the decoder's next push fails
-		}
-	}()
-	batch := make([][zonos.NumCodebooks]int32, 0, 64)
-	for f := range v.frames {
-		batch = append(batch[:0], f)
-	more:
-		for {
-			select {
-			case g, ok := <-v.frames:
-				if !ok {
-					break more
-				}
-				batch = append(batch, g)
-			default:
-				break more
-			}
-		}
-		if v.ctx.Err() != nil {
-			v.err = v.ctx.Err()
-			return
-		}
-		t0 := time.Now()
-		pcm, err := v.s.Push(batch...)
-		if err != nil {
-			v.err = err
-			return
-		}
-		v.stampFirst(pcm, t0)
-		if err := v.r.audio(v.ctx, pcm); err != nil {
-			v.err = err
-			return
-		}
-		v.sent(pcm)
-	}
-	if err := v.ctx.Err(); err != nil {
-		v.err = err
-		return
-	}
-	t0 := time.Now()
-	pcm, err := v.s.Flush()
-	if err == nil {
-		v.stampFirst(pcm, t0)
-		err = v.r.audio(v.ctx, pcm)
-	}
 	v.err = err
+	if err != nil {
+		v.cancel() // the decoder's next push fails
+	}
+	close(v.done)
 }
 
-// stampFirst records Metrics.FirstVocode when pcm, decoded from t0 on, is
-// the utterance's first audio (a short utterance's may be its Flush).
-func (v *vocoder) stampFirst(pcm []float32, t0 time.Time) {
+// deliver commits one push's samples (pool side): the meters, the Audio
+// event, the first-audio release; after the stream's Flush, its end.
+func (v *vocoder) deliver(pcm []float32, t0 time.Time, flushed bool) bool {
 	if len(pcm) > 0 && v.s.Emitted() == len(pcm) {
 		v.r.meter(func(mt *meter) { mt.m.FirstVocode = time.Since(t0) })
 	}
+	if err := v.r.audio(v.ctx, pcm); err != nil {
+		v.end(err)
+		return false
+	}
+	v.sent(pcm)
+	if flushed {
+		v.end(nil)
+		return false
+	}
+	return true
 }
