@@ -54,7 +54,8 @@ func TestSchedulerBatchOnGPU(t *testing.T) {
 		return got
 	}
 	// batched runs request 1 in the batch (a long request 0 decodes alone
-	// first, so every later arrival joins the batch) with the others given.
+	// first, so every later arrival joins the batch, which then adopts
+	// request 0 too) with the others given.
 	batched := func(others []int) [][zonos.NumCodebooks]int32 {
 		s, err := m.NewScheduler(4, 512)
 		if err != nil {

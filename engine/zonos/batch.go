@@ -224,6 +224,53 @@ func (b *Batch) Join(u int, prefix compute.Tensor, cols [][NumCodebooks]int32, o
 	return tok, nil
 }
 
+// Adopt moves an utterance decoding alone on dec into the empty slot u
+// between two of its steps: its caches are copied into the slot's rows
+// and its sampler goes on where it stands (the host sampler itself, or the
+// device draw's Philox counter), so its later steps in the batch draw
+// what its own decoder would have drawn from the same logits. o is the
+// decoder's options. The decoder must hold no step queued on the device
+// (Decoder.Queued) and must have this batch's cache length; it can be
+// closed afterwards.
+func (b *Batch) Adopt(u int, dec *Decoder, o GenerateOptions) error {
+	if u < 0 || u >= b.n || b.slots[u].active {
+		return fmt.Errorf("batch adopt: slot %d is not an empty slot of %d", u, b.n)
+	}
+	if dec.st.maxLen != b.big.maxLen || dec.st.pos+1 > b.big.maxLen {
+		return fmt.Errorf("batch adopt: a decoder of %d positions (at %d) into slots of %d", dec.st.maxLen, dec.st.pos, b.big.maxLen)
+	}
+	if dec.Queued() {
+		return fmt.Errorf("batch adopt: the decoder has a step queued on the device")
+	}
+	s := slot{active: true, pos: dec.st.pos, cfg: o.CFGScale, spec: specOf(o.Sampling), forbid: o.ForbidEOS, seed: o.Seed}
+	switch ts := dec.ts.(type) {
+	case *hostTokens:
+		if b.ops != nil {
+			return fmt.Errorf("batch adopt: a host-sampled decoder into a device-sampled batch")
+		}
+		s.host = ts.sampler
+	case *deviceTokens:
+		if b.ops == nil {
+			return fmt.Errorf("batch adopt: a device-sampled decoder into a host-sampled batch")
+		}
+		s.counter = ts.counter
+	}
+	if len(b.order) == 0 {
+		b.tier = b.tierFor(1)
+	} else {
+		b.setTier(max(b.tier, b.tierFor(len(b.order)+1)))
+	}
+	i := len(b.order)
+	b.m.onDevice(func() {
+		b.big.copyRow(b.m.b, i, dec.st, 0)
+		b.big.copyRow(b.m.b, b.tier+i, dec.st, 1)
+	})
+	s.row = i
+	b.order = append(b.order, u)
+	b.slots[u] = s
+	return nil
+}
+
 // Leave empties slot u (its utterance ended or was cancelled); a later
 // Join may reuse it. The last utterance's rows move into its rows, and a
 // batch down to a quarter of its tier moves to a smaller one.

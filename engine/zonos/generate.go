@@ -441,6 +441,12 @@ func (d *Decoder) Step(col [NumCodebooks]int32, history [][]int32) ([]int32, err
 	return d.ts.stepTokens(col, history)
 }
 
+// Queued reports whether a decode step is queued on the device that the
+// next Step must collect (device-side token feedback, queued ahead).
+func (d *Decoder) Queued() bool {
+	return d.st != nil && d.st.graph != nil && d.st.graph.pending
+}
+
 // Close gives the decoder's state back to the model's pool.
 func (d *Decoder) Close() {
 	if d.st != nil {

@@ -23,6 +23,9 @@ import (
 //     Batch of Slots utterances between two steps (its prompt prefilled
 //     on a state of its own, then copied in) and leaves it the moment it
 //     ends or is cancelled. Every batch step feeds every occupied slot.
+//   - The utterance decoding alone moves into the batch (Batch.Adopt) as
+//     soon as others share the device, so the device runs one step for
+//     all of them rather than a lone step and a batch step each round.
 //   - The loop takes at most one arrival between steps, so a prefill
 //     delays the running utterances by one prefill, never more; arrivals
 //     wait in order of arrival (first come, first served) while every
@@ -78,19 +81,20 @@ func (s *Scheduler) Capacity() int { return s.slots + 1 }
 type SchedulerStats struct {
 	Active  int // utterances decoding (alone or in the batch)
 	Waiting int // utterances waiting for a place
-	// Alone and Batched count the utterances that have decoded alone and
-	// in the batch since the scheduler started.
-	Alone, Batched int
+	// Alone and Batched count the utterances that have started alone and
+	// in the batch since the scheduler started; Adopted those of the
+	// Alone that moved into the batch.
+	Alone, Batched, Adopted int
 }
 
 type stats struct {
-	active, waiting, alone, batched atomic.Int64
+	active, waiting, alone, batched, adopted atomic.Int64
 }
 
 // Stats are the scheduler's counts now.
 func (s *Scheduler) Stats() SchedulerStats {
 	return SchedulerStats{Active: int(s.stats.active.Load()), Waiting: int(s.stats.waiting.Load()),
-		Alone: int(s.stats.alone.Load()), Batched: int(s.stats.batched.Load())}
+		Alone: int(s.stats.alone.Load()), Batched: int(s.stats.batched.Load()), Adopted: int(s.stats.adopted.Load())}
 }
 
 // Prepare makes the batch's state and records its steps for the
@@ -135,7 +139,7 @@ func (s *Scheduler) Generate(ctx context.Context, in Inputs, o GenerateOptions, 
 	if o.Hold != nil {
 		hold := o.Hold
 		o.Hold = func() error {
-			if mb.alone {
+			if mb.alone.Load() {
 				return hold()
 			}
 			return nil
@@ -195,7 +199,7 @@ type member struct {
 	reply  chan reply
 	prefix compute.Tensor // the prompt's conditioning, until the join
 	notes  []string       // from the conditioning
-	alone  bool           // decodes alone (set before the join's reply)
+	alone  atomic.Bool    // decodes alone (set before the join's reply; cleared when the batch adopts it)
 	left   bool
 
 	// Owned by the loop goroutine.
@@ -203,6 +207,8 @@ type member struct {
 	dec     *Decoder // decoding alone
 	pending *request // a step asked for and not yet run
 	broken  error    // its batch failed: every later step fails so
+	noAhead bool     // alone, about to move into the batch: queue no step ahead
+	stay    bool     // alone for good: the batch cannot adopt its state
 }
 
 // ask sends r to the loop and waits for its reply; a cancelled utterance

@@ -31,6 +31,7 @@ func (s *Scheduler) loop() {
 			}
 		}
 		s.admit()
+		s.adoptAlone()
 		s.stepAlone()
 		s.stepBatch()
 		s.count()
@@ -165,7 +166,13 @@ func (s *Scheduler) admit() {
 	err := s.guard(func() error {
 		var err error
 		if alone {
-			mb.dec = s.m.NewDecoder(mb.prefix, mb.positions(mb.prefix.Shape()[1]), mb.o)
+			// Room for the batch's positions when it fits them, so the
+			// batch can adopt it later (adoptAlone).
+			n := mb.positions(mb.prefix.Shape()[1])
+			if n <= s.maxLen {
+				n = s.maxLen
+			}
+			mb.dec = s.m.NewDecoder(mb.prefix, n, mb.o)
 			tok, err = mb.dec.Prefill(r.cols)
 			return err
 		}
@@ -188,7 +195,8 @@ func (s *Scheduler) admit() {
 		}
 	case err != nil:
 	case alone:
-		mb.alone, s.solo = true, mb
+		mb.alone.Store(true)
+		s.solo = mb
 		s.stats.alone.Add(1)
 	default:
 		mb.slot, s.inBatch[slot] = slot, mb
@@ -206,6 +214,35 @@ func (s *Scheduler) free(mb *member) {
 	}
 }
 
+// adoptAlone moves the utterance decoding alone into the batch once the
+// batch runs and has a slot: between two of its steps, with no step of
+// its queued on the device (if one is, its next step queues none, and it
+// moves after that). One that the batch cannot take (a state of another
+// length) stays alone.
+func (s *Scheduler) adoptAlone() {
+	mb := s.solo
+	if mb == nil || mb.stay || s.batch == nil || s.occupied() == 0 {
+		return
+	}
+	if mb.dec.Queued() {
+		mb.noAhead = true
+		return
+	}
+	slot := s.freeSlot()
+	if slot < 0 {
+		return
+	}
+	if err := s.guard(func() error { return s.batch.Adopt(slot, mb.dec, mb.o) }); err != nil {
+		mb.stay = true
+		return
+	}
+	s.guard(func() error { mb.dec.Close(); return nil })
+	mb.dec, s.solo, mb.noAhead = nil, nil, false
+	mb.alone.Store(false)
+	mb.slot, s.inBatch[slot] = slot, mb
+	s.stats.adopted.Add(1)
+}
+
 // stepAlone runs the lone utterance's step, when it asked for one.
 func (s *Scheduler) stepAlone() {
 	mb := s.solo
@@ -218,7 +255,7 @@ func (s *Scheduler) stepAlone() {
 	err := s.guard(func() error {
 		var err error
 		if as, ok := mb.dec.ts.(aheadSource); ok {
-			tok, err = as.stepTokensAhead(r.col, r.history, r.loop, r.ahead)
+			tok, err = as.stepTokensAhead(r.col, r.history, r.loop, r.ahead && !mb.noAhead)
 		} else {
 			tok, err = mb.dec.ts.stepTokens(r.col, r.history)
 		}
