@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -480,4 +481,65 @@ func mustSynthesize(t *testing.T, e *Engine, r Request) *Stream {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestFaultOutOfMemoryInBatch: the device runs out of memory during a
+// step the batch shares. Every stream in it ends with Failed carrying the
+// allocator's message (the batch's state is dropped: it cannot be
+// trusted), and the engine then serves streams at once again, a stream
+// alone exactly as a fresh engine would.
+func TestFaultOutOfMemoryInBatch(t *testing.T) {
+	paths := PathsFromDirs(golden.Pack(t, "zonos-hybrid-tiny"), golden.Pack(t, "dac-tiny"))
+	b := &oomBackend{Backend: cpu.New(0)}
+	e, err := Load(b, paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := shortRequest()
+	long.FixedFrames = 120
+	// A decodes alone; B arrives once A has frames, joins the batch, and
+	// the batch adopts A.
+	a := mustSynthesize(t, e, long)
+	for ev := range a.Events() {
+		if ev.Kind == FirstFrame {
+			break
+		}
+	}
+	bs := mustSynthesize(t, e, long)
+	for ev := range bs.Events() {
+		if ev.Kind == FirstFrame {
+			break
+		}
+	}
+	b.budget.Store(0)
+	b.armed.Store(true)
+	ca, cb := make(chan collected, 1), make(chan collected, 1)
+	go func() { ca <- drain(a) }()
+	go func() { cb <- drain(bs) }()
+	for name, c := range map[string]collected{"first": <-ca, "second": <-cb} {
+		if c.final.Kind != Failed || !strings.Contains(c.final.Err.Error(), "out of device memory") {
+			t.Errorf("%s stream: %v %v, want Failed with the allocator's message", name, c.final.Kind, c.final.Err)
+		}
+	}
+	b.armed.Store(false)
+	if st := e.Load(); st.Batched == 0 {
+		t.Fatalf("the streams never shared a step: %+v", st)
+	}
+	// Two at once again, then one alone against a fresh engine.
+	x, y := mustSynthesize(t, e, shortRequest()), mustSynthesize(t, e, shortRequest())
+	cx, cy := make(chan collected, 1), make(chan collected, 1)
+	go func() { cx <- drain(x) }()
+	go func() { cy <- drain(y) }()
+	if gx, gy := <-cx, <-cy; gx.final.Kind != Done || gy.final.Kind != Done {
+		t.Fatalf("after the fault, two at once: %v %v (%v %v)", gx.final.Kind, gy.final.Kind, gx.final.Err, gy.final.Err)
+	}
+	got := drain(mustSynthesize(t, e, shortRequest()))
+	fresh, err := Load(&oomBackend{Backend: cpu.New(0)}, paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := drain(mustSynthesize(t, fresh, shortRequest()))
+	if got.final.Kind != Done || !slices.Equal(got.pcm, want.pcm) {
+		t.Fatalf("after the fault: %v, %d samples; a fresh engine %d, or they differ", got.final.Kind, len(got.pcm), len(want.pcm))
+	}
 }
