@@ -280,7 +280,7 @@ func (d *deviceTokens) prefillTokens(cols [][NumCodebooks]int32) ([]int32, error
 
 func (d *deviceTokens) stepTokens(col [NumCodebooks]int32, history [][]int32) ([]int32, error) {
 	if sg := d.stepGraph(); sg != nil {
-		tok, err := sg.replay(d.m, d.st, [][NumCodebooks]int32{col}, [][][]int32{history}, nil, d.seed, d.counter)
+		tok, err := sg.replay(d.m, d.st, col, history, d.seed, d.counter)
 		if err == nil && d.spec.Temperature > 0 {
 			d.counter += uint64((NumCodebooks*LogitWidth + 3) / 4)
 		}

@@ -10,13 +10,13 @@ import (
 // stepGraph is one decode step — embedding of the fed columns, the
 // backbone, the heads, guidance and sampling — recorded as a device graph
 // on one State (compute.GraphOps) and replayed for every later step of
-// every utterance that gets the state. A state of n utterances (Batch;
-// n = 1 for Generate) records all of them in one graph. What changes
-// between steps lives in one I32 input tensor written before each replay:
+// every utterance that gets the state: a single utterance's step (a
+// Batch records its own, batchgraph.go). The layout is written for n
+// utterances, n = 1 here. What changes between steps lives in one I32
+// input tensor written before each replay:
 //
 //	[0, 9n)              the fed columns, codebook-major [9, n]
-//	[9n, 10n)            each utterance's position (a Batch's utterances
-//	                     may stand at different ones)
+//	[9n, 10n)            the position
 //	[10n, 10n+4)         the sampler's seed and Philox counter, low word first
 //	[10n+4, 10n+4+9n·w)  the repetition windows [n·9, w] (utterance-major),
 //	                     −1 where the history is shorter
@@ -24,7 +24,7 @@ import (
 //	                     step: remaining steps, stopping (0 or 1), masked
 //	                     (compute.StepFeed)
 //
-// A single utterance's graph ends with device-side token feedback
+// The graph ends with device-side token feedback
 // (compute.GraphOps FeedAt): it writes the next step's input from the
 // sampled tokens, so the generate loop can queue step s+1 before it has
 // read step s's tokens (step with ahead). out holds, for the host, the raw
@@ -99,14 +99,12 @@ func (m *Model) recordStep(st *State, ops compute.SamplerOps, k stepKey) (*stepG
 		heads := m.backbone(st, m.embedColumn(ids), compute.Positions{Dev: pos}, nil)
 		logits := ops.Guide(heads, k.cfg, k.padFrom, EOS, true)
 		sg.tok = g.SampleAt(logits, hist, k.spec, rng)
-		if n == 1 {
-			var inc uint32
-			if k.spec.Temperature > 0 {
-				inc = uint32((NumCodebooks*n*LogitWidth + 3) / 4)
-			}
-			sg.out = g.FeedAt(sg.tok, sg.in, compute.StepFeed{N: n, Pos: inPos(n), RNG: inRNG(n), Hist: inHist(n),
-				Window: w, State: inState(n, w), Inc: inc, EOS: EOS, MASK: MASK})
+		var inc uint32
+		if k.spec.Temperature > 0 {
+			inc = uint32((NumCodebooks*n*LogitWidth + 3) / 4)
 		}
+		sg.out = g.FeedAt(sg.tok, sg.in, compute.StepFeed{N: n, Pos: inPos(n), RNG: inRNG(n), Hist: inHist(n),
+			Window: w, State: inState(n, w), Inc: inc, EOS: EOS, MASK: MASK})
 	})
 	if err != nil {
 		m.b.Free(sg.in)
@@ -115,16 +113,14 @@ func (m *Model) recordStep(st *State, ops compute.SamplerOps, k stepKey) (*stepG
 	return sg, nil
 }
 
-// replay runs the recorded step for the columns cols (one per utterance)
-// at positions pos (one per utterance; nil: st.pos for all, which then
-// advances) and returns the 9 tokens of each utterance, utterance-major.
-// histories[u] is utterance u's repetition window as runTokens builds it
-// (each row at most w long; nil: none yet).
-func (sg *stepGraph) replay(m *Model, st *State, cols [][NumCodebooks]int32, histories [][][]int32, pos []int, seed, counter uint64) ([]int32, error) {
+// replay runs the recorded step for the column col at st.pos, which then
+// advances, and returns its 9 tokens; history is the repetition window as
+// runTokens builds it (each row at most w long; nil: none yet).
+func (sg *stepGraph) replay(m *Model, st *State, col [NumCodebooks]int32, history [][]int32, seed, counter uint64) ([]int32, error) {
 	if sg.pending {
 		return nil, fmt.Errorf("decode step replayed while a queued one is not collected")
 	}
-	if err := sg.setInput(m, st, cols, histories, pos, seed, counter, nil); err != nil {
+	if err := sg.setInput(m, st, [][NumCodebooks]int32{col}, [][][]int32{history}, nil, seed, counter, nil); err != nil {
 		return nil, err
 	}
 	if err := sg.writeAndLaunch(m); err != nil {
@@ -134,9 +130,7 @@ func (sg *stepGraph) replay(m *Model, st *State, cols [][NumCodebooks]int32, his
 	// thread is then free, while the step runs, to launch another lane's
 	// work (the vocoder, compute.Laned).
 	tok := m.b.ReadI32(sg.tok)
-	if pos == nil {
-		st.pos++
-	}
+	st.pos++
 	return tok, nil
 }
 
