@@ -15,26 +15,10 @@ var _ compute.RowSamplerOps = (*Backend)(nil)
 // with its params pointer set, so a recorded step serves any mix.
 func (b *Backend) GuideRows(heads, params compute.Tensor, eos int, eosBias bool) compute.Tensor {
 	ht := f32Of(heads, "GuideRows")
-	if len(ht.shape) != 3 || ht.shape[0] != 2 || ht.shape[1]%9 != 0 {
+	if len(ht.shape) != 3 || ht.shape[1]%9 != 0 {
 		panic(fmt.Sprintf("gpu.GuideRows: heads %v, want [2, 9n, W]", ht.shape))
 	}
-	R, W := ht.shape[1], ht.shape[2]
-	pt := rowParamsOf(params, R, "GuideRows")
-	if eosBias && (eos < 0 || eos >= W) {
-		panic(fmt.Sprintf("gpu.GuideRows: eos column %d outside [0, %d)", eos, W))
-	}
-	eb := 0
-	if eosBias {
-		eb = 1
-	}
-	var out *tensor
-	b.do(func() {
-		out = b.newTensor(compute.F32, R, W)
-		if n := R * W; n > 0 {
-			b.launch(b.k["guide"], grid1(n), block256, ht.ptr(), out.ptr(), R, W, float32(0), 0, eos, eb, pt.ptr())
-		}
-	})
-	return out
+	return b.guide("GuideRows", heads, 0, 0, eos, eosBias, rowParamsOf(params, ht.shape[1], "GuideRows"))
 }
 
 // SampleRows is Sample with each utterance's knobs, window, seed and

@@ -15,23 +15,34 @@ var _ compute.SamplerOps = (*Backend)(nil)
 
 // Guide is classifier-free guidance on the device (compute.SamplerOps).
 func (b *Backend) Guide(heads compute.Tensor, scale float32, padFrom, eos int, eosBias bool) compute.Tensor {
-	ht := f32Of(heads, "Guide")
+	return b.guide("Guide", heads, scale, padFrom, eos, eosBias, nil)
+}
+
+// guide launches the guide kernel over heads [2, R, W]: with one scale
+// and pad column for every row, or, with params (GuideRows), each
+// utterance's own.
+func (b *Backend) guide(op string, heads compute.Tensor, scale float32, padFrom, eos int, eosBias bool, params *tensor) compute.Tensor {
+	ht := f32Of(heads, op)
 	if len(ht.shape) != 3 || ht.shape[0] != 2 {
-		panic(fmt.Sprintf("gpu.Guide: heads %v, want [2, R, W]", ht.shape))
+		panic(fmt.Sprintf("gpu.%s: heads %v, want [2, R, W]", op, ht.shape))
 	}
 	R, W := ht.shape[1], ht.shape[2]
 	if eosBias && (eos < 0 || eos >= W) {
-		panic(fmt.Sprintf("gpu.Guide: eos column %d outside [0, %d)", eos, W))
+		panic(fmt.Sprintf("gpu.%s: eos column %d outside [0, %d)", op, eos, W))
 	}
 	eb := 0
 	if eosBias {
 		eb = 1
 	}
+	pp := nullPtr
+	if params != nil {
+		pp = params.ptr()
+	}
 	var out *tensor
 	b.do(func() {
 		out = b.newTensor(compute.F32, R, W)
 		if n := R * W; n > 0 {
-			b.launch(b.k["guide"], grid1(n), block256, ht.ptr(), out.ptr(), R, W, scale, padFrom, eos, eb, nullPtr)
+			b.launch(b.k["guide"], grid1(n), block256, ht.ptr(), out.ptr(), R, W, scale, padFrom, eos, eb, pp)
 		}
 	})
 	return out
