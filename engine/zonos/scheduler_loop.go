@@ -97,10 +97,15 @@ func (s *Scheduler) accept(r *request) {
 			mb.dec, s.solo = nil, nil
 		}
 		if mb.slot >= 0 {
+			u := mb.slot
+			s.inBatch[u], mb.slot = nil, -1
 			if s.batch != nil {
-				_ = s.batch.Leave(mb.slot)
+				// Leaving moves another stream's rows; a device that fails
+				// there leaves the batch suspect, so its streams fail.
+				if err := s.guard(func() error { return s.batch.Leave(u) }); err != nil {
+					s.failBatch(err)
+				}
 			}
-			s.inBatch[mb.slot], mb.slot = nil, -1
 		}
 	}
 }
@@ -280,8 +285,7 @@ func (s *Scheduler) batchReady() bool {
 }
 
 // stepBatch runs one step for every utterance in the batch, once all have
-// asked. A failed step fails every one of them and drops the batch (its
-// state is suspect); the next arrival builds a new one.
+// asked. A failed step fails every one of them (failBatch).
 func (s *Scheduler) stepBatch() {
 	if !s.batchReady() {
 		return
@@ -299,23 +303,35 @@ func (s *Scheduler) stepBatch() {
 		tok, err = s.batch.Step(cols, hist)
 		return err
 	})
+	if err != nil {
+		s.failBatch(err)
+		return
+	}
+	for u, mb := range s.inBatch {
+		if mb != nil {
+			mb.pending = nil
+			mb.reply <- reply{tok: tok[u]}
+		}
+	}
+}
+
+// failBatch fails every utterance in the batch with err — the one waiting
+// for a step at once, the others at their next — and drops the batch (its
+// state is suspect); the next arrival builds a new one.
+func (s *Scheduler) failBatch(err error) {
 	for u, mb := range s.inBatch {
 		if mb == nil {
 			continue
 		}
-		mb.pending = nil
-		if err != nil {
-			mb.broken = err
-			mb.slot, s.inBatch[u] = -1, nil
+		mb.broken = err
+		mb.slot, s.inBatch[u] = -1, nil
+		if mb.pending != nil {
+			mb.pending = nil
 			mb.reply <- reply{err: err}
-			continue
 		}
-		mb.reply <- reply{tok: tok[u]}
 	}
-	if err != nil {
-		s.guard(func() error { s.batch.Close(); return nil })
-		s.batch = nil
-	}
+	s.guard(func() error { s.batch.Close(); return nil })
+	s.batch = nil
 }
 
 // guard runs f, turning a backend panic (the CUDA allocator out of memory,
