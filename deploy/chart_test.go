@@ -24,6 +24,10 @@ const serverPort = 8790
 // The release's objects' name: release-chart.
 const fullname = release + "-zonos-stream"
 
+// defaultTargetActiveStreams is the chart's default HPA target: about
+// 70 % of the 17 engine slots zonos serve measures on an H200.
+const defaultTargetActiveStreams = "12"
+
 // TestChartDefaults: the chart's own values with keys given make a
 // Deployment of GPU pods, its Service, the keys' Secret, a PDB and an HPA
 // on active streams, each as the API types have it.
@@ -48,12 +52,15 @@ func TestChartDefaults(t *testing.T) {
 		}
 	}
 	checkPulledModels(t, pod, "hybrid")
+	if a := streamsArgs(container(t, pod.Containers, "zonos").Args); len(a) != 0 {
+		t.Errorf("args %q by default: the server should measure its slots at start, not be told them", a)
+	}
 	if v := volume(t, pod, "models"); v.EmptyDir == nil {
 		t.Errorf("models volume %+v, want an emptyDir", v.VolumeSource)
 	}
 	checkService(t, m.services[0], d)
 	checkPDB(t, m, d)
-	checkHPA(t, m.hpas[0], d, "700m", 1, 8)
+	checkHPA(t, m.hpas[0], d, defaultTargetActiveStreams, 1, 8)
 	if n := len(m.hpas[0].Spec.Metrics); n != 1 {
 		t.Errorf("HPA with %d metrics by default, want active streams alone", n)
 	}
@@ -70,6 +77,29 @@ func TestChartQueueTarget(t *testing.T) {
 		t.Fatalf("HPA metrics %+v, want active streams and queue length", h.Spec.Metrics)
 	}
 	checkPodsMetric(t, h.Spec.Metrics[1], queueLengthMetric, "1")
+}
+
+// TestChartStreams: server.streams set passes the engine's slots to the
+// server once; 1 is one stream at a time.
+func TestChartStreams(t *testing.T) {
+	for _, n := range []int{1, 17} {
+		m := render(t, map[string]any{"apiKeys": testKeys, "server": map[string]any{"streams": n}})
+		args := container(t, checkPod(t, m.deployments[0]).Containers, "zonos").Args
+		if a, want := streamsArgs(args), "--streams="+strconv.Itoa(n); !slices.Equal(a, []string{want}) {
+			t.Errorf("server.streams %d: args %q, want %s once", n, args, want)
+		}
+	}
+}
+
+// streamsArgs are the --streams flags among a container's args.
+func streamsArgs(args []string) []string {
+	var found []string
+	for _, a := range args {
+		if a == "--streams" || strings.HasPrefix(a, "--streams=") {
+			found = append(found, a)
+		}
+	}
+	return found
 }
 
 // TestChartExistingSecret: with a Secret of the user's the chart makes
@@ -166,6 +196,9 @@ func TestChartRefuses(t *testing.T) {
 		// values.schema.json: a misspelt value is an error, not a default.
 		{"misspelt value", map[string]any{"apiKeys": testKeys, "server": map[string]any{"maxQueu": 2}}, "additional properties 'maxQueu' not allowed"},
 		{"unknown model", map[string]any{"apiKeys": testKeys, "server": map[string]any{"model": "hybird"}}, "/server/model"},
+		{"negative streams", map[string]any{"apiKeys": testKeys, "server": map[string]any{"streams": -1}}, "/server/streams"},
+		{"streams over the engine's most", map[string]any{"apiKeys": testKeys, "server": map[string]any{"streams": 258}}, "/server/streams"},
+		{"fractional streams", map[string]any{"apiKeys": testKeys, "server": map[string]any{"streams": 1.5}}, "/server/streams"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out, err := template(t, c.values)

@@ -127,5 +127,5 @@ func TestDocsInstallValues(t *testing.T) {
 	if len(pod.Tolerations) != 1 || pod.NodeSelector["nvidia.com/gpu.present"] != "true" {
 		t.Errorf("tolerations %+v, node selector %v: not the docs' GPU nodes", pod.Tolerations, pod.NodeSelector)
 	}
-	checkHPA(t, m.hpas[0], m.deployments[0], "700m", 2, 8)
+	checkHPA(t, m.hpas[0], m.deployments[0], defaultTargetActiveStreams, 2, 8)
 }
