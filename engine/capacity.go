@@ -32,9 +32,11 @@ const capacitySteps = 8
 
 // PlanCapacity measures the batched decode step on this engine's device at
 // growing batch sizes and sets the capacity (SetCapacity) to the largest
-// batch whose step fits capacityShare of a frame's budget, plus the
-// stream that decodes alone: how many streams the device keeps ahead of
-// real time at once. It stops at the first size past the share (or that
+// batch whose step fits capacityShare of a frame's budget, the stream that
+// decodes alone counted among them (until the batch has a slot to adopt
+// it, its step comes on top of the batch's): how many streams the device
+// keeps ahead of real time at once. On an H200 one stream more than that
+// starved now and then (docs/performance.md). It stops at the first size past the share (or that
 // the device has no memory for). The figures come back for the log. Call
 // it while nothing is speaking, before Warmup.
 func (e *Engine) PlanCapacity(ctx context.Context) ([]CapacityStep, error) {
@@ -70,7 +72,7 @@ func (e *Engine) PlanCapacity(ctx context.Context) ([]CapacityStep, error) {
 		}
 		best = n
 	}
-	return steps, e.SetCapacity(best + 1)
+	return steps, e.SetCapacity(best)
 }
 
 // capacityPrompt is the measured utterances' phonemes: a sentence's worth.
