@@ -16,8 +16,8 @@ import (
 // serves Linear for up to gemvBatchRows rows with a BF16 weight and
 // K % 8 == 0 where the Hopper GEMVs do not: on the generic plan every
 // projection of the CFG decode step (M = 2) and of a batch of up to 4
-// utterances (8 rows), on Hopper the M ≤ 2 projections whose K the chunk
-// GEMV does not take. A warp group owns four output rows (the activation
+// utterances (8 rows), on Hopper a decode step's projections whose K the
+// chunk GEMV does not take. A warp group owns four output rows (the activation
 // loaded once for four weight rows) and KS warps split K between them.
 type gemvPlan struct {
 	kernel string // gemv_m2_r4u1 (M ≤ 2) or gemv_m8_r4u1 (M ≤ 8)
@@ -89,9 +89,10 @@ func (b *Backend) gemvM2(p gemvPlan, x, w *tensor, bias, y cu.DevicePtr, m, n, k
 }
 
 // The chunk GEMV (gemv_chunk_k* in kernels/gemv.cu, Hopper only) serves
-// M ≤ 2 and K = 2048, 4096 or 8192 (every decode projection): one block per
-// 64 KiB of whole weight rows (kernels.GemvPlainPieces; 32 KiB for the
-// fused Mamba2 variants, GemvChunkPieces), requested with one
+// a decode step's rows (stepRows) and K = 2048, 4096 or 8192 (every decode
+// projection): for one utterance one block per 64 KiB of whole weight rows (kernels.GemvPlainPieces; 32 KiB for the
+// fused Mamba2 variants, GemvChunkPieces; a batch's 128 KiB,
+// GemvBatchPieces), requested with one
 // cp.async.bulk before the block waits for its predecessor. Measured on an
 // H200 (2026-11-30, same runs): a GEMV-only decode step took 1.009 ms
 // against 1.230 ms on gemv_m2, the step graph 1.752 against 1.789 ms; 64
@@ -161,9 +162,9 @@ var (
 )
 
 // chunkGroups is a chunk GEMV's grid x for m rows: blocks of
-// kernels.GemvUtterances CFG pairs.
+// kernels.GemvPairs pairs of rows.
 func chunkGroups(m int) int {
-	per := 2 * kernels.GemvUtterances
+	per := 2 * kernels.GemvPairs
 	return max(1, (m+per-1)/per)
 }
 

@@ -133,6 +133,13 @@ func (s *Scheduler) canAdmit() bool {
 	if len(s.waiting) == 0 {
 		return false
 	}
+	running := s.occupied()
+	if s.solo != nil {
+		running++
+	}
+	if running >= s.Capacity() {
+		return false
+	}
 	if s.solo == nil {
 		return true
 	}

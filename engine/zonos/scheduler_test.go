@@ -150,13 +150,14 @@ func TestSchedulerCancel(t *testing.T) {
 		}
 		want[i] = got
 	}
-	s, err := m.NewScheduler(1, 256)
+	s, err := m.NewScheduler(2, 256)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	// 0 decodes alone, 1 takes the batch's one slot and is cancelled at
-	// its 6th frame; 2 waits for a place and gets the freed slot.
+	// 0 decodes alone and moves into the batch when 1 joins it; 1 is
+	// cancelled at its 6th frame; 2 waits for a place (two at once) and
+	// gets the freed slot.
 	first := make(chan struct{})
 	var wg sync.WaitGroup
 	var got0, got2 [][NumCodebooks]int32

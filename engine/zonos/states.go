@@ -148,9 +148,12 @@ func (s *State) copyRow(b compute.Backend, dst int, one *State, src int) {
 			// positions are consecutive rows of the view.
 			ds, ss := t[0].Shape(), t[1].Shape()
 			to := b.Reshape(t[0], ds[0]*ds[1], ds[2]*ds[3])
-			pos := b.Slice(b.Reshape(t[1], ss[0]*ss[1], ss[2]*ss[3]), 0, src*ss[1], src*ss[1]+n)
+			rows := b.Reshape(t[1], ss[0]*ss[1], ss[2]*ss[3])
+			pos := b.Slice(rows, 0, src*ss[1], src*ss[1]+n)
 			b.CopyInto(to, 0, dst*ds[1], pos)
-			b.Free(pos)
+			for _, v := range []compute.Tensor{pos, rows, to} { // the views' references, not the caches
+				b.Free(v)
+			}
 		}
 		for _, t := range [][2]compute.Tensor{{l.conv, from.conv}, {l.ssm, from.ssm}} {
 			if t[0] == nil {

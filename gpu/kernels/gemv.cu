@@ -1,13 +1,13 @@
 // Bulk-copy GEMV for Hopper: y[m, n] = x[m, :]·w[n, :] (+ b[n])
 // for the rows of a decode step — one utterance's CFG pair, or a batch's
-// pairs, each computed as it would be alone — and BF16 weights with
+// rows, each computed as it would be alone — and BF16 weights with
 // K = 2048, 4096 or 8192 (every decode projection).
 //
 // Why: the weight is the whole cost of a decode projection, and the
 // cp.async GEMV (gemv_m2_* in core.cu) reaches 40–80 % of the read
 // bandwidth: every lane issues its own 16-byte copies, at most two stages
-// of 2 KiB per warp in flight. Here block b owns the RC = P/KT rows from
-// b·RC (KT = K/2048; P·4 KiB of weight, one contiguous piece), which
+// of 2 KiB per warp in flight. Here block (g, c) owns the RC = P/KT weight
+// rows from c·RC (KT = K/2048; P·4 KiB of weight, one contiguous piece), which
 // thread 0 requests with a single cp.async.bulk (the SM's copy engine)
 // as the block starts — before the wait for the predecessor kernel when
 // asked (the weights are never written while kernels run) — and the 8
@@ -50,9 +50,9 @@
 // repeat of the comparison had it the other way, 1.317 against 1.304 ms).
 #define GC_PLAIN 16
 // GC_BATCH: the pieces of a batch's chunk (gemv_chunk*_rows: 128 KiB).
-// GC_UTT: the utterances (CFG pairs) one block multiplies its chunk by.
+// GC_PAIRS: the pairs of rows of x one block multiplies its chunk by.
 #define GC_BATCH 32
-#define GC_UTT 8
+#define GC_PAIRS 8
 
 
 // ChunkSide is what the fused Mamba2 mixer (gpu.Mamba2Block) adds to a
@@ -117,22 +117,22 @@ struct WarpTotals<V, true> {
 
 // flags: bit 0 requests the chunk before the wait for the predecessor.
 //
-// Rows come in CFG pairs (an utterance's conditional and unconditional
-// rows: 2u, 2u + 1). Block (g, c) multiplies weight chunk c by the
-// utterances [GC_UTT·g, GC_UTT·(g + 1)): it requests the chunk once and
-// multiplies SG pairs of x at a time with the code the one-utterance step
-// runs, so a row's output is the same bits whatever M, SG and the block's
-// rows are (reduce_scatter's tree is the same for any count of values) —
-// a batch of utterances computes each one exactly as it would be computed
-// alone (the batch's tiers, and a lone utterance adopted into it). A
-// block's threads read the whole of each pair's x, so a batch's kernels
-// (gemv_chunk*_rows) take chunks of GC_BATCH pieces, more weight rows for
-// each read of x than the lone step's, and at K = 2048 two pairs a pass
-// (SG = 2: a weight piece unpacked once for four rows); the lone step's
-// take one.
-// A chunk's blocks for successive
-// groups of utterances are launched side by side (g varies fastest), so
-// all but the first find its bytes in L2. The passes' partial sums
+// Rows are taken two at a time: rows 2j and 2j + 1 of x, a lone
+// utterance's CFG pair, or two rows of a batch's [2n] (its conditional
+// rows first). Block (g, c) multiplies weight chunk c by the pairs
+// [GC_PAIRS·g, GC_PAIRS·(g + 1)): it requests the chunk once and
+// multiplies SG pairs at a time with the code the one-utterance step
+// runs, and every row is computed on its own, so a row's output is the
+// same bits whatever M, SG and the block's rows are (reduce_scatter's
+// tree is the same for any count of values) — a batch of utterances
+// computes each one exactly as it would be computed alone (the batch's
+// tiers, and a lone utterance adopted into it). A block's threads read
+// the whole of each pair's x, so a batch's kernels (gemv_chunk*_rows)
+// take chunks of GC_BATCH pieces, more weight rows for each read of x
+// than the lone step's, and at K = 2048 two pairs a pass (SG = 2: a
+// weight piece unpacked once for four rows); the lone step's take one.
+// A chunk's blocks for successive groups of pairs are launched side by
+// side (g varies fastest), so all but the first find its bytes in L2. The passes' partial sums
 // alternate between two halves of part, so one barrier a pass keeps a
 // pass's writes from overtaking the last pass's reads. Rows past M (an
 // odd M) multiply the last row and are not stored.
@@ -168,7 +168,7 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
     __syncthreads();
     pdl_begin();
     if (t == 0 && !(flags & 1)) request();
-    const int first = blockIdx.x * 2 * GC_UTT, end = min(M, first + 2 * GC_UTT);
+    const int first = blockIdx.x * 2 * GC_PAIRS, end = min(M, first + 2 * GC_PAIRS);
     // Each pass's x is requested while the pass before it multiplies
     // (xn), so its L2 latency is hidden behind the products.
     float xn[SG][KT][2][8];
@@ -296,7 +296,7 @@ __device__ __forceinline__ void gemv_chunk_body(const float* __restrict__ x, con
 #endif
 }
 
-// gemv_chunk_kKT: K = 2048·KT. Launch: grid (⌈M / (2·GC_UTT)⌉,
+// gemv_chunk_kKT: K = 2048·KT. Launch: grid (⌈M / (2·GC_PAIRS)⌉,
 // ⌈N / (GC_PLAIN/KT)⌉), 256 threads, GC_PLAIN·4096 bytes of dynamic shared
 // memory; _glu (CHUNK_GLU) takes the weight's 2N rows and has grid.y
 // ⌈N / (GC_PLAIN/KT/2)⌉. The _conv and _norm variants (GC_PIECES: grid.y

@@ -169,9 +169,9 @@ const GemvPlainPieces = 16
 // GEMVs (gemv_chunk*_rows).
 const GemvBatchPieces = 32
 
-// GemvUtterances is gemv.cu's GC_UTT: the CFG pairs of rows one block of
-// a chunk GEMV multiplies (its grid's x: ⌈rows / (2·GemvUtterances)⌉).
-const GemvUtterances = 8
+// GemvPairs is gemv.cu's GC_PAIRS: the pairs of rows one block of
+// a chunk GEMV multiplies (its grid's x: ⌈rows / (2·GemvPairs)⌉).
+const GemvPairs = 8
 
 // MambaRun are mamba2.cu's mamba_run constants the backend builds its
 // launch from: the size of its by-value MambaRunArgs parameter, its ring
