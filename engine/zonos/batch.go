@@ -234,6 +234,9 @@ func (b *Batch) Join(u int, prefix compute.Tensor, cols [][NumCodebooks]int32, o
 // decoder's options. The decoder must hold no step queued on the device
 // (Decoder.Queued) and stand at a position this batch's cache holds (its
 // own cache may be longer: a pooled state); it can be closed afterwards.
+// The caller sees to it that the rest of the utterance fits the batch's
+// positions too (the Scheduler keeps one that would not alone): a slot
+// that outgrows them fails the batch's next step.
 func (b *Batch) Adopt(u int, dec *Decoder, o GenerateOptions) error {
 	if u < 0 || u >= b.n || b.slots[u].active {
 		return fmt.Errorf("batch adopt: slot %d is not an empty slot of %d", u, b.n)
