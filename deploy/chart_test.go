@@ -25,8 +25,8 @@ const serverPort = 8790
 const fullname = release + "-zonos-stream"
 
 // defaultTargetActiveStreams is the chart's default HPA target: about
-// 70 % of the 17 engine slots zonos serve measures on an H200.
-const defaultTargetActiveStreams = "12"
+// 70 % of the 8 engine slots zonos serve measures on an H200.
+const defaultTargetActiveStreams = "6"
 
 // TestChartDefaults: the chart's own values with keys given make a
 // Deployment of GPU pods, its Service, the keys' Secret, a PDB and an HPA

@@ -19,9 +19,9 @@ type CapacityStep struct {
 }
 
 // capacityShare is the part of each frame's budget the batch's step may
-// take: the rest is left for the lone stream's step, the prefills of
-// arriving streams (each delays the batch by one) and the vocoders beside
-// them on the device.
+// take: the rest is left for the prefills of arriving streams (each delays
+// the batch by one), the lone stream's step until the batch adopts it, and
+// the vocoders beside them on the device.
 const capacityShare = 0.5
 
 // capacitySizes are the batch sizes PlanCapacity tries, smallest first.
@@ -32,9 +32,10 @@ const capacitySteps = 8
 
 // PlanCapacity measures the batched decode step on this engine's device at
 // growing batch sizes and sets the capacity (SetCapacity) to the largest
-// batch whose step fits capacityShare of a frame's budget, plus the
-// stream that decodes alone: how many streams the device keeps ahead of
-// real time at once. It stops at the first size past the share (or that
+// batch whose step fits capacityShare of a frame's budget: how many
+// streams the device keeps ahead of real time at once, the one decoding
+// alone among them (the batch adopts it as others arrive, so a full
+// engine steps that batch and nothing beside it). It stops at the first size past the share (or that
 // the device has no memory for). The figures come back for the log. Call
 // it while nothing is speaking, before Warmup.
 func (e *Engine) PlanCapacity(ctx context.Context) ([]CapacityStep, error) {
@@ -70,7 +71,7 @@ func (e *Engine) PlanCapacity(ctx context.Context) ([]CapacityStep, error) {
 		}
 		best = n
 	}
-	return steps, e.SetCapacity(best + 1)
+	return steps, e.SetCapacity(best)
 }
 
 // capacityPrompt is the measured utterances' phonemes: a sentence's worth.

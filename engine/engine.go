@@ -133,14 +133,19 @@ const DefaultCapacity = 4
 const batchPositions = 5120
 
 // SetCapacity sets how many utterances decode at once (1 to
-// zonos.MaxBatch+1: one alone and the rest in one batch; 1 is one at a
-// time, each decoded alone). Call it while nothing is speaking (before
-// serving): the batch's state is made anew.
+// zonos.MaxBatch: a batch of that many slots, the first utterance decoding
+// alone until another arrives; 1 is one at a time, each decoded alone).
+// Call it while nothing is speaking (before serving): the batch's state is
+// made anew.
 func (e *Engine) SetCapacity(n int) error {
-	if n < 1 || n > zonos.MaxBatch+1 {
-		return fmt.Errorf("capacity of %d streams: 1 to %d", n, zonos.MaxBatch+1)
+	if n < 1 || n > zonos.MaxBatch {
+		return fmt.Errorf("capacity of %d streams: 1 to %d", n, zonos.MaxBatch)
 	}
-	s, err := e.model.NewScheduler(n-1, batchPositions)
+	slots := n
+	if n == 1 {
+		slots = 0 // no batch
+	}
+	s, err := e.model.NewScheduler(slots, batchPositions)
 	if err != nil {
 		return err
 	}

@@ -228,10 +228,11 @@ func rowPtr(p cu.DevicePtr, off int) cu.DevicePtr {
 const gemvMaxRows = 8
 
 // Linear is x·wᵀ + bias on the kernel for its rows and weight: on Hopper
-// gemv_tc for 3 to 32 rows (gemv.go); the weight-read GEMVs for up to 8
-// rows of a BF16 weight (the chunk GEMV on Hopper for the decode step's
-// K); linear_gemv for up to 8 rows of any other weight; the tiled GEMMs
-// (tcGemm) for more rows.
+// the chunk GEMV for a decode step's rows, one utterance's or a batch's,
+// with a BF16 weight and the decode step's K (stepRows, gemv.go), and
+// gemv_tc for 3 to 32 other rows (a short prefill); the weight-read GEMVs
+// for up to 8 rows of a BF16 weight; linear_gemv for up to 8 rows of any
+// other weight; the tiled GEMMs (tcGemm) for more rows.
 func (b *Backend) Linear(x, w, bias compute.Tensor) compute.Tensor {
 	xt, wt := f32Of(x, "Linear"), cast(w)
 	if len(wt.shape) != 2 || wt.dt == compute.I32 {
@@ -260,7 +261,9 @@ func (b *Backend) Linear(x, w, bias compute.Tensor) compute.Tensor {
 		if bt != nil {
 			bp = b.asF32(bt).ptr()
 		}
-		if b.useGemvTC(m, k, wt) {
+		if wt.dt == compute.BF16 && b.useGemvChunk(k) && stepRows(xt, m) {
+			b.gemvChunk(xt, wt, bp, out.ptr(), m, n, k)
+		} else if b.useGemvTC(m, k, wt) {
 			b.gemvTC(xt, wt, bp, out.ptr(), m, n, k)
 		} else if useGemvM2(m, k, wt) {
 			b.gemvRows(xt, wt, bp, out.ptr(), m, n, k)
@@ -418,15 +421,29 @@ func (b *Backend) layerNorm(x, res, w, bias, out, sum *tensor, eps float32) {
 	if sum != nil {
 		sp = sum.ptr()
 	}
-	if th, ok := v4Threads(d); ok {
-		b.launch(b.k["layernorm_v4"], [3]int{rows, 1, 1}, [3]int{th, 1, 1}, x.ptr(), rp, b.asF32(w).ptr(), bp, out.ptr(), sp, d/4, eps)
+	if th, ok := v8Threads(d); ok {
+		b.launch(b.k["layernorm_v8"], [3]int{rows, 1, 1}, [3]int{th, 1, 1}, x.ptr(), rp, b.asF32(w).ptr(), bp, out.ptr(), sp, d/8, eps)
 		return
 	}
 	b.launch(b.k["layernorm"], [3]int{rows, 1, 1}, block256, x.ptr(), rp, b.asF32(w).ptr(), bp, out.ptr(), sp, d, eps)
 }
 
-// v4Threads is the block size of the register-resident row kernels
-// (layernorm_v4, mamba_norm_v4: up to 4 float4s per thread) for rows of
+// v8Threads is layernorm_v8's block size for rows of d floats (a thread
+// each 8 consecutive floats, up to two such chunks), and whether it
+// applies (d a multiple of 8, at most 16384).
+func v8Threads(d int) (int, bool) {
+	if d%8 != 0 || d == 0 || d > 2*8*1024 {
+		return 0, false
+	}
+	th := min(1024, (d/8+31)/32*32)
+	for d/8 > 2*th {
+		th += 32
+	}
+	return th, true
+}
+
+// v4Threads is the block size of mamba_norm_v4 (register-resident, up to
+// 4 float4s per thread) for rows of
 // d floats, and whether they apply (d a multiple of 4, at most 16384).
 func v4Threads(d int) (int, bool) {
 	if d%4 != 0 || d == 0 || d > 4*4*1024 {

@@ -59,7 +59,8 @@
 //     causal conv, the scan and out_proj with the gated norm between grid
 //     barriers, so the weight stream does not stop at kernel boundaries. It
 //     is compiled for Zonos's shape (d_model 2048, head dim 64, d_state
-//     128, conv width 4, one or two rows); other shapes run Mamba2Block,
+//     128, conv width 4, one or two rows); other shapes and a batch's rows
+//     run Mamba2Block (with mamba_run's order of sums: the same bits),
 //     three kernels on the chunk GEMV (in_proj with the conv in its
 //     epilogue, mamba_step_gated, out_proj applying the gated norm as it
 //     loads its input). The generic plan runs in_proj, Mamba2 (mamba_step:

@@ -16,8 +16,8 @@ import (
 // serves Linear for up to gemvBatchRows rows with a BF16 weight and
 // K % 8 == 0 where the Hopper GEMVs do not: on the generic plan every
 // projection of the CFG decode step (M = 2) and of a batch of up to 4
-// utterances (8 rows), on Hopper the M ≤ 2 projections whose K the chunk
-// GEMV does not take. A warp group owns four output rows (the activation
+// utterances (8 rows), on Hopper a decode step's projections whose K the
+// chunk GEMV does not take. A warp group owns four output rows (the activation
 // loaded once for four weight rows) and KS warps split K between them.
 type gemvPlan struct {
 	kernel string // gemv_m2_r4u1 (M ≤ 2) or gemv_m8_r4u1 (M ≤ 8)
@@ -65,13 +65,8 @@ func useGemvM2(m, k int, w *tensor) bool {
 }
 
 // gemvRows runs y[m, n] = x·wᵀ + bias for m ≤ gemvBatchRows (owner
-// goroutine): the chunk GEMV where it applies, else gemv_m2 for up to two
-// rows, else gemv_m8.
+// goroutine): gemv_m2 for up to two rows, else gemv_m8.
 func (b *Backend) gemvRows(x, w *tensor, bias, y cu.DevicePtr, m, n, k int) {
-	if m <= 2 && b.useGemvChunk(k) {
-		b.gemvChunk(x, w, bias, y, m, n, k)
-		return
-	}
 	kernel := "gemv_m8_r4u1"
 	if m <= 2 {
 		kernel = "gemv_m2_r4u1"
@@ -94,9 +89,10 @@ func (b *Backend) gemvM2(p gemvPlan, x, w *tensor, bias, y cu.DevicePtr, m, n, k
 }
 
 // The chunk GEMV (gemv_chunk_k* in kernels/gemv.cu, Hopper only) serves
-// M ≤ 2 and K = 2048, 4096 or 8192 (every decode projection): one block per
-// 64 KiB of whole weight rows (kernels.GemvPlainPieces; 32 KiB for the
-// fused Mamba2 variants, GemvChunkPieces), requested with one
+// a decode step's rows (stepRows) and K = 2048, 4096 or 8192 (every decode
+// projection): for one utterance one block per 64 KiB of whole weight rows (kernels.GemvPlainPieces; 32 KiB for the
+// fused Mamba2 variants, GemvChunkPieces; a batch's 128 KiB,
+// GemvBatchPieces), requested with one
 // cp.async.bulk before the block waits for its predecessor. Measured on an
 // H200 (2026-11-30, same runs): a GEMV-only decode step took 1.009 ms
 // against 1.230 ms on gemv_m2, the step graph 1.752 against 1.789 ms; 64
@@ -118,19 +114,62 @@ func (b *Backend) useGemvChunk(k int) bool {
 	return b.chunkGemv && gemvKT(k) != 0
 }
 
-// gemvChunkKernel and gemvChunkNormKernel name the chunk GEMV's variants
-// by gemvKT (no string built per launch).
+// stepRows reports whether the chunk GEMV family takes x's m rows: one
+// utterance's CFG pair (m ≤ 2), or any number of rows of one position
+// each ([rows, 1, K], a batch's decode step). A batched decode step thus
+// runs every projection on the kernels the lone step runs, with the same
+// arithmetic per row (gemv.cu), so an utterance's logits do not depend on
+// the batch it is in, nor on whether it is in one.
+func stepRows(x *tensor, m int) bool {
+	s := x.shape
+	return m >= 1 && (m <= 2 || (len(s) == 3 && s[1] == 1))
+}
+
+// chunkFamily names a chunk GEMV kernel family's variants by gemvKT: the
+// lone step's (its pieces a block: kernels.GemvPlainPieces or
+// GemvChunkPieces) and a batch's (_rows, kernels.GemvBatchPieces); no
+// string is built per launch.
+type chunkFamily struct {
+	one, batch [5]string
+	pieces     int // the lone step's pieces a block
+}
+
+func newChunkFamily(base string, pieces int) chunkFamily {
+	f := chunkFamily{pieces: pieces}
+	for _, kt := range []int{1, 2, 4} {
+		f.one[kt] = fmt.Sprintf("%s_k%d", base, kt)
+		f.batch[kt] = f.one[kt] + "_rows"
+	}
+	return f
+}
+
+// variant is the kernel for m rows of a K-wide weight and its pieces a
+// block.
+func (f chunkFamily) variant(m, k int) (string, int) {
+	if m > 2 {
+		return f.batch[gemvKT(k)], kernels.GemvBatchPieces
+	}
+	return f.one[gemvKT(k)], f.pieces
+}
+
+// The chunk GEMV's families (kernels/gemv.cu): plain, with in_proj's conv
+// epilogue, with out_proj's gated norm on load, and gated (CHUNK_GLU).
 var (
-	gemvChunkKernel     = [5]string{1: "gemv_chunk_k1", 2: "gemv_chunk_k2", 4: "gemv_chunk_k4"}
-	gemvChunkNormKernel = [5]string{1: "gemv_chunk_norm_k1", 2: "gemv_chunk_norm_k2", 4: "gemv_chunk_norm_k4"}
-	gemvChunkConvKernel = [5]string{1: "gemv_chunk_conv_k1", 2: "gemv_chunk_conv_k2", 4: "gemv_chunk_conv_k4"}
+	gemvChunkKernel     = newChunkFamily("gemv_chunk", kernels.GemvPlainPieces)
+	gemvChunkConvKernel = newChunkFamily("gemv_chunk_conv", kernels.GemvChunkPieces)
+	gemvChunkNormKernel = newChunkFamily("gemv_chunk_norm", kernels.GemvChunkPieces)
+	gemvChunkGLUKernel  = newChunkFamily("gemv_chunk_glu", kernels.GemvPlainPieces)
 )
 
-// gemvChunkGLUKernel names the gated chunk GEMV (CHUNK_GLU) by gemvKT.
-var gemvChunkGLUKernel = [5]string{1: "gemv_chunk_glu_k1", 2: "gemv_chunk_glu_k2", 4: "gemv_chunk_glu_k4"}
+// chunkGroups is a chunk GEMV's grid x for m rows: blocks of
+// kernels.GemvPairs pairs of rows.
+func chunkGroups(m int) int {
+	per := 2 * kernels.GemvPairs
+	return max(1, (m+per-1)/per)
+}
 
-// LinearSwiGLU is compute.SwiGLULinear: on Hopper, for at most two rows
-// and a BF16 weight the chunk GEMV serves, one gemv_chunk_glu launch whose
+// LinearSwiGLU is compute.SwiGLULinear: on Hopper, for a decode step's
+// rows (stepRows) and a BF16 weight the chunk GEMV serves, one gemv_chunk_glu launch whose
 // blocks each multiply rows of both halves of w and gate them as they
 // store (the decode step's MLP: one kernel fewer an attention layer).
 func (b *Backend) LinearSwiGLU(x, w, bias compute.Tensor) (compute.Tensor, bool) {
@@ -143,7 +182,7 @@ func (b *Backend) LinearSwiGLU(x, w, bias compute.Tensor) (compute.Tensor, bool)
 		return nil, false
 	}
 	m := xt.n() / k
-	if m < 1 || m > 2 || n2 == 0 {
+	if !stepRows(xt, m) || n2 == 0 {
 		return nil, false
 	}
 	var bt *tensor
@@ -161,31 +200,28 @@ func (b *Backend) LinearSwiGLU(x, w, bias compute.Tensor) (compute.Tensor, bool)
 		if bt != nil {
 			bp = b.asF32(bt).ptr()
 		}
-		half := kernels.GemvPlainPieces / gemvKT(k) / 2
+		name, pieces := gemvChunkGLUKernel.variant(m, k)
+		half := pieces / gemvKT(k) / 2
 		args := []any{xt.ptr(), wt.ptr(), bp, out.ptr(), int32(m), int32(n), int32(k), b2i(gemvChunkEarly)}
-		b.launchSmem(b.k[gemvChunkGLUKernel[gemvKT(k)]], [3]int{(n + half - 1) / half, 1, 1}, block256, kernels.GemvPlainPieces*4096, args...)
+		b.launchSmem(b.k[name], [3]int{chunkGroups(m), (n + half - 1) / half, 1}, block256, pieces*4096, args...)
 	})
 	return out, true
 }
 
-// gemvChunkRows is the weight rows one block of the Mamba2 block's fused
-// chunk GEMVs (_conv, _norm) multiplies (gemvKT(k) ≠ 0).
-func gemvChunkRows(k int) int { return kernels.GemvChunkPieces / gemvKT(k) }
-
-// gemvChunk launches the chunk GEMV (owner goroutine; m ≤ 2, gemvKT(k) ≠ 0).
+// gemvChunk launches the chunk GEMV (owner goroutine; gemvKT(k) ≠ 0).
 func (b *Backend) gemvChunk(x, w *tensor, bias, y cu.DevicePtr, m, n, k int) {
-	b.launchChunk(gemvChunkKernel, kernels.GemvPlainPieces, x.ptr(), w.ptr(), bias, y, m, n, k, gemvChunkEarly)
+	b.launchChunk(gemvChunkKernel, x.ptr(), w.ptr(), bias, y, m, n, k, gemvChunkEarly)
 }
 
-// launchChunk launches the variant of a chunk GEMV kernel family for K
-// (names by gemvKT) over N output rows, blocks of pieces 4 KiB pieces
-// (kernels.GemvPlainPieces for the plain family, GemvChunkPieces for the
-// fused ones): its grid, block and shared memory, and its leading
-// arguments (x, w, bias, y, M, N, K, flags), then extra (owner goroutine).
-func (b *Backend) launchChunk(family [5]string, pieces int, x, w, bias, y cu.DevicePtr, m, n, k int, early bool, extra ...any) {
+// launchChunk launches the variant of a chunk GEMV kernel family for M
+// and K (chunkFamily.variant) over N output rows: its grid, block and
+// shared memory, and its leading arguments (x, w, bias, y, M, N, K,
+// flags), then extra (owner goroutine).
+func (b *Backend) launchChunk(family chunkFamily, x, w, bias, y cu.DevicePtr, m, n, k int, early bool, extra ...any) {
+	name, pieces := family.variant(m, k)
 	rows := pieces / gemvKT(k)
 	args := append([]any{x, w, bias, y, int32(m), int32(n), int32(k), b2i(early)}, extra...)
-	b.launchSmem(b.k[family[gemvKT(k)]], [3]int{(n + rows - 1) / rows, 1, 1}, block256, pieces*4096, args...)
+	b.launchSmem(b.k[name], [3]int{chunkGroups(m), (n + rows - 1) / rows, 1}, block256, pieces*4096, args...)
 }
 
 // The tensor-core GEMV (gemv_tc_m* in kernels/gemvtc.cu, Hopper only)

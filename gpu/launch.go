@@ -212,21 +212,25 @@ var block256 = [3]int{256, 1, 1}
 
 // dynamicSmem lists the kernels launched with more dynamic shared memory
 // than the default 48 KiB allows, and how much.
-var dynamicSmem = map[string]int{"mamba_run": runSmem, "mamba_run_trace": runSmem, "tc_wide": tcWideSmem, "tc_wbf": tcWbfSmem, "tc_wg": tcWgSmem, "conv_tcq_n32_deep": tcqDeepSmem,
-	"gemv_chunk_k1": plainSmem, "gemv_chunk_k2": plainSmem, "gemv_chunk_k4": plainSmem,
-	"gemv_chunk_glu_k1": plainSmem, "gemv_chunk_glu_k2": plainSmem, "gemv_chunk_glu_k4": plainSmem}
+var dynamicSmem = map[string]int{"mamba_run": runSmem, "mamba_run_trace": runSmem, "tc_wide": tcWideSmem, "tc_wbf": tcWbfSmem, "tc_wg": tcWgSmem, "conv_tcq_n32_deep": tcqDeepSmem}
 
-// The gemv_tc variants over 48 KiB (gemv.go's table).
+// The gemv_tc variants over 48 KiB (gemv.go's table), and the chunk GEMVs
+// over it.
 func init() {
+	for _, f := range []chunkFamily{gemvChunkKernel, gemvChunkConvKernel, gemvChunkNormKernel, gemvChunkGLUKernel} {
+		for _, kt := range []int{1, 2, 4} {
+			if f.pieces*4096 > 48<<10 {
+				dynamicSmem[f.one[kt]] = f.pieces * 4096
+			}
+			dynamicSmem[f.batch[kt]] = kernels.GemvBatchPieces * 4096
+		}
+	}
 	for v, name := range gemvTCKernels {
 		if v.smem() > 48<<10 {
 			dynamicSmem[name] = v.smem()
 		}
 	}
 }
-
-// plainSmem is the plain and gated chunk GEMVs' dynamic shared memory (64 KiB).
-const plainSmem = kernels.GemvPlainPieces * 4096
 
 // allowSmem lets k be launched with the dynamic shared memory it needs,
 // where the device has that much: optin is its limit a block (0:

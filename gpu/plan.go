@@ -46,11 +46,14 @@ type plan struct {
 	// of attnStepCluster blocks per KV head merging through distributed
 	// shared memory (sequence.go); otherwise attn_split and attn_merge.
 	clusterAttention bool
-	// chunkGemv: the one- and two-row GEMVs are the chunk GEMV (bulk copies
-	// of whole weight rows, gemv.go); otherwise the cp.async GEMV.
+	// chunkGemv: a decode step's projections, one utterance's or a
+	// batch's, are the chunk GEMV (bulk copies of whole weight rows, each
+	// row computed as alone: gemv.go); otherwise the cp.async GEMV for one
+	// or two rows and gemv_m8 and the tiled GEMM for a batch's.
 	chunkGemv bool
-	// tcGemv: GEMVs of 3 to 32 rows (a batch's) are gemv_tc (bulk copies
-	// and BF16 mmas, gemv.go); otherwise gemv_m8 and the tiled GEMM.
+	// tcGemv: other GEMVs of 3 to 32 rows (a short prefill's) are gemv_tc
+	// (bulk copies and BF16 mmas, gemv.go); otherwise gemv_m8 and the
+	// tiled GEMM.
 	tcGemv bool
 	// wgmmaPrefill: BF16 projections of 48 rows or more are tc_wg (wgmma,
 	// wg.go); otherwise tc_wbf's mma tiles.
@@ -86,8 +89,8 @@ func (p plan) describe() compute.Plan {
 	pick(p.persistentMamba, "persistent Mamba2 runs", "Mamba2 blocks one by one")
 	pick(p.fusedMamba, "fused Mamba2 mixer", "")
 	pick(p.clusterAttention, fmt.Sprintf("clustered attention step (%d)", attnStepCluster), "split attention step")
-	pick(p.chunkGemv, "chunk GEMV", "cp.async GEMV")
-	pick(p.tcGemv, "tensor-core batch GEMV", "")
+	pick(p.chunkGemv, "chunk GEMV (a batch's rows as alone)", "cp.async GEMV")
+	pick(p.tcGemv, "tensor-core short-prefill GEMV", "")
 	pick(p.wgmmaPrefill, "wgmma prefill", "mma prefill")
 	pick(p.pdl, "programmatic dependent launch", "")
 	pick(p.decodeFirst(), "decoding's stream first", "the vocoder's stream first")

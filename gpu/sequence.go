@@ -10,7 +10,6 @@ import (
 	"gorgonia.org/cu"
 
 	"zonostream/engine/compute"
-	"zonostream/gpu/kernels"
 )
 
 // attnMaxHeadDim is the widest head the attention kernel holds (ATT_MAXD).
@@ -362,25 +361,28 @@ func (b *Backend) mambaStepKernel(n int) *kernel {
 	return b.k["mamba_step"]
 }
 
-// mambaStepGated returns the mamba_step_gated variant for d_state n (two
-// rows per warp) and how many blocks it spreads a head of P rows over.
+// mambaStepGated returns the mamba_step_gated variant for d_state n and
+// how many blocks it spreads a head of P rows over (64 rows a block, as
+// mamba_run's scan takes them).
 func (b *Backend) mambaStepGated(P, n int) (*kernel, int) {
-	k := b.k["mamba_step_gated_r2_n256"]
+	k := b.k["mamba_step_gated_n256"]
 	if n <= 128 { // four state slots per lane
-		k = b.k["mamba_step_gated_r2_n128"]
+		k = b.k["mamba_step_gated_n128"]
 	}
-	return k, (P + 15) / 16
+	return k, (P + 63) / 64
 }
 
-// Mamba2Block (compute.Mamba2Block) runs a decode step's Mamba2 mixer (one
-// or two rows, one position) in three kernels instead of four on Hopper:
+// Mamba2Block (compute.Mamba2Block) runs a decode step's Mamba2 mixer (an
+// utterance's CFG pair or a batch's pairs, one position) in three kernels
+// instead of four on Hopper:
 // in_proj as the chunk GEMV whose epilogue also runs the conv and rolls
 // its state (gemv_chunk_conv), the scan gating its output and summing its
 // squares per head (mamba_step_gated), and out_proj as the chunk GEMV that
-// applies the gated RMSNorm as it loads its input (gemv_chunk_norm). It
-// declines (ok false) for prefill, batches of more than one utterance,
-// more than one norm group, and shapes the chunk GEMV or mamba_step do not
-// take.
+// applies the gated RMSNorm as it loads its input (gemv_chunk_norm). Each
+// row is computed as mamba_run computes a lone utterance's, so a batch's
+// Mamba2 layers give every utterance the bits it would get alone. It
+// declines (ok false) for prefill, more than one norm group, and shapes
+// the chunk GEMV or mamba_step do not take.
 func (b *Backend) Mamba2Block(x, inProj, outProj compute.Tensor, w compute.Mamba2Weights, convState, ssmState compute.Tensor, s compute.Mamba2Spec) (compute.Tensor, bool) {
 	if !b.fusedMamba {
 		return nil, false
@@ -389,7 +391,7 @@ func (b *Backend) Mamba2Block(x, inProj, outProj compute.Tensor, w compute.Mamba
 	Di, H, P, N, G, Kc := s.DInner, s.Heads, s.HeadDim, s.DState, s.Groups, s.DConv
 	C := Di + 2*G*N
 	E := 2*Di + 2*G*N + H
-	if len(xt.shape) != 3 || xt.shape[1] != 1 || xt.shape[0] > 2 || len(wi.shape) != 2 || len(wo.shape) != 2 ||
+	if len(xt.shape) != 3 || xt.shape[1] != 1 || len(wi.shape) != 2 || len(wo.shape) != 2 ||
 		wi.dt != compute.BF16 || wo.dt != compute.BF16 {
 		return nil, false
 	}
@@ -409,14 +411,14 @@ func (b *Backend) Mamba2Block(x, inProj, outProj compute.Tensor, w compute.Mamba
 		out = b.newTensor(compute.F32, B, 1, Dm)
 		zx := b.newTensor(compute.F32, B, E)
 		xbc := b.newTensor(compute.F32, B, C)
-		b.launchChunk(gemvChunkConvKernel, kernels.GemvChunkPieces, xt.ptr(), wi.ptr(), nullPtr, zx.ptr(), B, E, D, gemvChunkEarly,
+		b.launchChunk(gemvChunkConvKernel, xt.ptr(), wi.ptr(), nullPtr, zx.ptr(), B, E, D, gemvChunkEarly,
 			b.asF32(cw).ptr(), b.asF32(cb).ptr(), cst.ptr(), xbc.ptr(), int32(Di), int32(C), int32(Kc))
 		yg := b.newTensor(compute.F32, B, Di)
 		k, splits := b.mambaStepGated(P, N)
 		part := b.newTensor(compute.F32, B, H*splits, 2) // doubles, one per block
 		b.launch(k, [3]int{B * H * splits, 1, 1}, block256, zx.ptr(), xbc.ptr(), b.asF32(dtb).ptr(),
 			b.asF32(alog).ptr(), b.asF32(dd).ptr(), sst.ptr(), yg.ptr(), part.ptr(), E, Di, C, H, P, N, G, stateEarly)
-		b.launchChunk(gemvChunkNormKernel, kernels.GemvChunkPieces, yg.ptr(), wo.ptr(), nullPtr, out.ptr(), B, Dm, Di, gemvChunkEarly,
+		b.launchChunk(gemvChunkNormKernel, yg.ptr(), wo.ptr(), nullPtr, out.ptr(), B, Dm, Di, gemvChunkEarly,
 			part.ptr(), int32(H*splits), b.asF32(nw).ptr(), s.Eps)
 		for _, t := range []*tensor{zx, xbc, yg, part} {
 			t.h.release()

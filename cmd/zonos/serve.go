@@ -117,7 +117,7 @@ func runServe(args []string) int {
 		fmt.Fprintln(os.Stderr, "zonos serve:", err)
 		return 2
 	}
-	say("up to %d streams at once (one decoded alone, the rest in one batch)", e.Capacity())
+	say("up to %d streams at once (in one batch, the first decoded alone until another arrives)", e.Capacity())
 	srv, err := server.New(e, lib, sp, cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "zonos serve:", err)

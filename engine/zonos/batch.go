@@ -192,7 +192,9 @@ func (b *Batch) Join(u int, prefix compute.Tensor, cols [][NumCodebooks]int32, o
 	if err != nil {
 		return nil, err
 	}
-	one := b.m.newState(1, b.big.maxLen)
+	// The prompt's own state holds just its positions: copyRow moves
+	// those into the slot's rows.
+	one := b.m.newState(1, prefix.Shape()[1]+len(cols))
 	defer one.free(b.m.b)
 	heads, err := b.m.forwardHeads(one, b.m.b.Concat(1, prefix, emb), nil)
 	if err != nil {
@@ -230,14 +232,17 @@ func (b *Batch) Join(u int, prefix compute.Tensor, cols [][NumCodebooks]int32, o
 // device draw's Philox counter), so its later steps in the batch draw
 // what its own decoder would have drawn from the same logits. o is the
 // decoder's options. The decoder must hold no step queued on the device
-// (Decoder.Queued) and must have this batch's cache length; it can be
-// closed afterwards.
+// (Decoder.Queued) and stand at a position this batch's cache holds (its
+// own cache may be longer: a pooled state); it can be closed afterwards.
+// The caller sees to it that the rest of the utterance fits the batch's
+// positions too (the Scheduler keeps one that would not alone): a slot
+// that outgrows them fails the batch's next step.
 func (b *Batch) Adopt(u int, dec *Decoder, o GenerateOptions) error {
 	if u < 0 || u >= b.n || b.slots[u].active {
 		return fmt.Errorf("batch adopt: slot %d is not an empty slot of %d", u, b.n)
 	}
-	if dec.st.maxLen != b.big.maxLen || dec.st.pos+1 > b.big.maxLen {
-		return fmt.Errorf("batch adopt: a decoder of %d positions (at %d) into slots of %d", dec.st.maxLen, dec.st.pos, b.big.maxLen)
+	if dec.st.pos+1 > b.big.maxLen {
+		return fmt.Errorf("batch adopt: a decoder at position %d into slots of %d positions", dec.st.pos, b.big.maxLen)
 	}
 	if dec.Queued() {
 		return fmt.Errorf("batch adopt: the decoder has a step queued on the device")

@@ -430,3 +430,78 @@ func TestBatchTiersMatchSingle(t *testing.T) {
 		t.Errorf("%d occupied, want 2", b.Occupied())
 	}
 }
+
+// TestBatchAdoptsLongerState: a decoder whose state is longer than the
+// batch's rows (the GPU's state pool hands out any state long enough) is
+// adopted between two steps, and the batch goes on giving it the logits
+// its own state would; one standing past the batch's positions is refused
+// and left as it was.
+func TestBatchAdoptsLongerState(t *testing.T) {
+	m := loadTiny(t)
+	const maxLen = 64
+	ps := batchPrefixes(t, m, 2)
+	o := GenerateOptions{CFGScale: 2, Sampling: sample.Defaults()}
+	mask := [][NumCodebooks]int32{maskColumn()}
+	b, err := m.NewBatch(2, maxLen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.Join(0, ps[0], mask, o); err != nil {
+		t.Fatal(err)
+	}
+	alone := m.NewState(maxLen) // slot 0's reference
+	if _, err := m.Prefill(alone, ps[0], mask, 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	dec := m.NewDecoder(ps[1], 4*maxLen, o)
+	defer dec.Close()
+	ref := m.NewState(maxLen) // the decoder's reference
+	if _, err := dec.Prefill(mask); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Prefill(ref, ps[1], mask, 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	s := 0
+	for ; s < 3; s++ { // slot 0 in the batch, the decoder alone
+		cols := teacherColumns(s, 2)
+		if _, err := b.Logits([][NumCodebooks]int32{cols[0], {}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Step(alone, cols[0], 2, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dec.Step(cols[1], nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Step(ref, cols[1], 2, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	short, err := m.NewBatch(2, dec.st.pos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer short.Close()
+	if err := short.Adopt(0, dec, o); err == nil {
+		t.Fatalf("a batch of %d positions adopted a decoder at position %d", dec.st.pos, dec.st.pos)
+	}
+	if err := b.Adopt(1, dec, o); err != nil {
+		t.Fatal(err)
+	}
+	for ; s < 8; s++ {
+		cols := teacherColumns(s, 2)
+		got, err := b.Logits(cols)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for u, st := range []*State{alone, ref} {
+			want, err := m.Step(st, cols[u], 2, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			matchLogits(t, s, u, got[u], want)
+		}
+	}
+}

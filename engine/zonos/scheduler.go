@@ -56,10 +56,13 @@ type Scheduler struct {
 	waiting []*request // joins not yet admitted, in order of arrival
 }
 
-// NewScheduler starts a scheduler of at most slots utterances in its batch
-// (plus one decoding alone; with 0 slots, one utterance at a time), each of at most maxLen positions there (an
-// utterance that needs more decodes alone, when that place is free).
-// Close stops it.
+// NewScheduler starts a scheduler of at most slots utterances at once (0:
+// one at a time, each alone): a batch of slots, each of at most maxLen
+// positions, with the one decoding alone counted among them — it moves
+// into the batch when another arrives, so a full scheduler steps one
+// batch, never a batch and a lone utterance beside it. An utterance that
+// needs more positions decodes alone, when that place is free. Close
+// stops it.
 func (m *Model) NewScheduler(slots, maxLen int) (*Scheduler, error) {
 	if slots < 0 || slots > MaxBatch {
 		return nil, fmt.Errorf("scheduler of %d batch slots; 0 (one utterance at a time) to %d", slots, MaxBatch)
@@ -73,9 +76,9 @@ func (m *Model) NewScheduler(slots, maxLen int) (*Scheduler, error) {
 	return s, nil
 }
 
-// Capacity is how many utterances decode at once: the batch's slots and
-// the one that decodes alone.
-func (s *Scheduler) Capacity() int { return s.slots + 1 }
+// Capacity is how many utterances decode at once: the batch's slots (the
+// one decoding alone among them), or 1 without a batch.
+func (s *Scheduler) Capacity() int { return max(1, s.slots) }
 
 // SchedulerStats are a scheduler's counts at one moment.
 type SchedulerStats struct {

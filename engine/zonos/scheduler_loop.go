@@ -133,6 +133,13 @@ func (s *Scheduler) canAdmit() bool {
 	if len(s.waiting) == 0 {
 		return false
 	}
+	running := s.occupied()
+	if s.solo != nil {
+		running++
+	}
+	if running >= s.Capacity() {
+		return false
+	}
 	if s.solo == nil {
 		return true
 	}
@@ -201,6 +208,7 @@ func (s *Scheduler) admit() {
 	case err != nil:
 	case alone:
 		mb.alone.Store(true)
+		mb.stay = !s.fits(mb) // the batch's rows cannot hold all its positions
 		s.solo = mb
 		s.stats.alone.Add(1)
 	default:
@@ -222,8 +230,8 @@ func (s *Scheduler) free(mb *member) {
 // adoptAlone moves the utterance decoding alone into the batch once the
 // batch runs and has a slot: between two of its steps, with no step of
 // its queued on the device (if one is, its next step queues none, and it
-// moves after that). One that the batch cannot take (a state of another
-// length) stays alone.
+// moves after that). One with more positions than the batch's rows hold,
+// or that the batch fails to take, stays alone.
 func (s *Scheduler) adoptAlone() {
 	mb := s.solo
 	if mb == nil || mb.stay || s.batch == nil || s.occupied() == 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -149,13 +150,14 @@ func TestSchedulerCancel(t *testing.T) {
 		}
 		want[i] = got
 	}
-	s, err := m.NewScheduler(1, 256)
+	s, err := m.NewScheduler(2, 256)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	// 0 decodes alone, 1 takes the batch's one slot and is cancelled at
-	// its 6th frame; 2 waits for a place and gets the freed slot.
+	// 0 decodes alone and moves into the batch when 1 joins it; 1 is
+	// cancelled at its 6th frame; 2 waits for a place (two at once) and
+	// gets the freed slot.
 	first := make(chan struct{})
 	var wg sync.WaitGroup
 	var got0, got2 [][NumCodebooks]int32
@@ -223,5 +225,56 @@ func TestSchedulerRefusesAfterClose(t *testing.T) {
 	}
 	if _, err := m.NewScheduler(-1, 64); err == nil {
 		t.Error("a scheduler of −1 slots accepted")
+	}
+}
+
+// TestSchedulerKeepsLongAlone: an utterance with more positions than the
+// batch's rows hold decodes alone to its end while a later one takes the
+// batch (it is never adopted, where it would outgrow its rows), and both
+// give exactly their codes alone.
+func TestSchedulerKeepsLongAlone(t *testing.T) {
+	m := loadTiny(t)
+	const maxLen = 64
+	cs := schedCases()[:2]
+	cs[0].o.MaxNewTokens, cs[0].o.ForbidEOS = 80, true // past the batch's 64 positions
+	cs[1].o.MaxNewTokens = 20
+	want := make([][][NumCodebooks]int32, len(cs))
+	for i, c := range cs {
+		got, _, err := frames(t, m.Generate, context.Background(), c, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = got
+	}
+	s, err := m.NewScheduler(2, maxLen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got := make([][][NumCodebooks]int32, len(cs))
+	errs := make([]error, len(cs))
+	started := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		got[0], _, errs[0] = frames(t, s.Generate, context.Background(), cs[0], 4, started)
+	}()
+	go func() {
+		defer wg.Done()
+		<-started
+		got[1], _, errs[1] = frames(t, s.Generate, context.Background(), cs[1], 0, nil)
+	}()
+	wg.Wait()
+	for i := range cs {
+		if errs[i] != nil {
+			t.Fatalf("utterance %d: %v", i, errs[i])
+		}
+		if !slices.Equal(got[i], want[i]) {
+			t.Errorf("utterance %d: %d frames scheduled differ from its %d alone", i, len(got[i]), len(want[i]))
+		}
+	}
+	if st := settled(s); st.Alone != 1 || st.Batched != 1 || st.Adopted != 0 {
+		t.Errorf("stats %+v: want the long one alone and never adopted, the other batched", st)
 	}
 }

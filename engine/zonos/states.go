@@ -131,12 +131,31 @@ func (s *State) rowsView(v compute.RowViewer, k int) *State {
 }
 
 // copyRow copies row src of one's caches (KV, conv and SSM states) into
-// row dst of s's; both have the same layers and cache length, and may be
-// the same state (rows of one batch moving).
+// row dst of s's. Both have the same layers; they may be the same state
+// (rows of one batch moving) or of different cache lengths (a pooled
+// decoder's state adopted into a batch): the KV caches' first
+// min(s.maxLen, one.maxLen) positions are copied, which hold every
+// position the row has filled wherever it fits s (Batch.Adopt checks).
 func (s *State) copyRow(b compute.Backend, dst int, one *State, src int) {
+	n := min(s.maxLen, one.maxLen)
 	for i, l := range s.layers {
 		from := one.layers[i]
-		for _, t := range [][2]compute.Tensor{{l.k, from.k}, {l.v, from.v}, {l.conv, from.conv}, {l.ssm, from.ssm}} {
+		for _, t := range [][2]compute.Tensor{{l.k, from.k}, {l.v, from.v}} {
+			if t[0] == nil {
+				continue
+			}
+			// [rows, maxLen, Hk, Dh] as [rows·maxLen, Hk·Dh]: the row's
+			// positions are consecutive rows of the view.
+			ds, ss := t[0].Shape(), t[1].Shape()
+			to := b.Reshape(t[0], ds[0]*ds[1], ds[2]*ds[3])
+			rows := b.Reshape(t[1], ss[0]*ss[1], ss[2]*ss[3])
+			pos := b.Slice(rows, 0, src*ss[1], src*ss[1]+n)
+			b.CopyInto(to, 0, dst*ds[1], pos)
+			for _, v := range []compute.Tensor{pos, rows, to} { // the views' references, not the caches
+				b.Free(v)
+			}
+		}
+		for _, t := range [][2]compute.Tensor{{l.conv, from.conv}, {l.ssm, from.ssm}} {
 			if t[0] == nil {
 				continue
 			}

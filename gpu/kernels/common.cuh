@@ -64,6 +64,28 @@ __device__ __forceinline__ double warp_sum_d(double v) {
     return v;
 }
 
+// LayerNorm's float64 statistics over a thread's 8 consecutive floats, in
+// one order for every kernel that normalises a row (layernorm_v8, and
+// mamba_run's phase 1, which keeps the same 8 floats a thread): ln_sum8
+// is their sum as a pairwise tree, ln_sq8 adds their squared deviations
+// from mean to s one after another, and ln_scale is a normalised value
+// times its weight.
+__device__ __forceinline__ double ln_sum8(const float (&r)[8]) {
+    return __dadd_rn(__dadd_rn(__dadd_rn((double)r[0], (double)r[1]), __dadd_rn((double)r[2], (double)r[3])),
+                     __dadd_rn(__dadd_rn((double)r[4], (double)r[5]), __dadd_rn((double)r[6], (double)r[7])));
+}
+__device__ __forceinline__ double ln_sq8(const float (&r)[8], double mean, double s) {
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const double d = __dsub_rn((double)r[i], mean);
+        s = __fma_rn(d, d, s);
+    }
+    return s;
+}
+__device__ __forceinline__ float ln_scale(float v, double mean, double rstd, float w) {
+    return __fmul_rn((float)__dmul_rn(__dsub_rn((double)v, mean), rstd), w);
+}
+
 // block_sum_d reduces a double over the block (blockDim.x a multiple of 32,
 // at most 1024); every thread gets the result. scratch holds 32 doubles.
 __device__ __forceinline__ double block_sum_d(double v, double* scratch) {

@@ -196,72 +196,78 @@ extern "C" __global__ void layernorm(const float* __restrict__ x, const float* _
     }
 }
 
-// layernorm_v4 is layernorm for rows of D = 4·D4 floats, D4 ≤ 4·blockDim:
-// each thread keeps its float4s in registers, so a row is read once (the
-// scalar kernel's three passes were a chain of dependent loads: 10 µs for
-// two rows of 2048 in a decode step). Same float64 statistics.
-#define LN_VPT 4
-extern "C" __global__ void __launch_bounds__(1024) layernorm_v4(const float4* __restrict__ x, const float4* __restrict__ res,
+// layernorm_v8 is layernorm for rows of D = 8·D8 floats, D8 ≤ 2·blockDim:
+// thread t keeps the 8 consecutive floats of chunks t and t + blockDim in
+// registers, so a row is read once (the scalar kernel's three passes were
+// a chain of dependent loads: 10 µs for two rows of 2048 in a decode
+// step). Its float64 statistics are ln_sum8 / ln_sq8 of common.cuh in
+// the order mamba_run takes them for a row of 2048 on 256 threads, so a
+// batch's Mamba2 layers (this norm, then gpu.Mamba2Block) give the bits
+// a lone utterance's mamba_run gives.
+#define LN_CHUNKS 2
+extern "C" __global__ void __launch_bounds__(1024) layernorm_v8(const float4* __restrict__ x, const float4* __restrict__ res,
                                         const float4* __restrict__ w, const float4* __restrict__ b,
-                                        float4* __restrict__ out, float4* __restrict__ sum_out, int D4, float eps) {
+                                        float4* __restrict__ out, float4* __restrict__ sum_out, int D8, float eps) {
     pdl_begin();
     __shared__ double scratch[32];
-    long long base = (long long)blockIdx.x * D4;
-    float4 v[LN_VPT];
+    const long long base = (long long)blockIdx.x * D8 * 2;
+    float v[LN_CHUNKS][8];
     double s = 0;
-    // The weight and bias of a thread's first float4 (its only one when
-    // D4 ≤ blockDim, as in the decode step) are requested with the row, not
-    // after the two reductions: one L2 round trip less on the kernel's
-    // dependent path (kept to one float4: more spill at 1024 threads).
-    float4 w0 = make_float4(0.f, 0.f, 0.f, 0.f), b0 = w0;
-    if (threadIdx.x < D4) {
-        w0 = w[threadIdx.x];
-        if (b) b0 = b[threadIdx.x];
+    // The weight and bias of a thread's first chunk (its only one when
+    // D8 ≤ blockDim, as in the decode step) are requested with the row,
+    // not after the two reductions: one L2 round trip less on the
+    // kernel's dependent path.
+    const float4 z4 = make_float4(0.f, 0.f, 0.f, 0.f);
+    float4 w0[2] = {z4, z4}, b0[2] = {z4, z4};
+    if (threadIdx.x < D8) {
+        w0[0] = w[2 * threadIdx.x], w0[1] = w[2 * threadIdx.x + 1];
+        if (b) b0[0] = b[2 * threadIdx.x], b0[1] = b[2 * threadIdx.x + 1];
     }
 #pragma unroll
-    for (int k = 0; k < LN_VPT; k++) {
-        int i = threadIdx.x + k * blockDim.x;
-        if (i < D4) {
-            float4 a = x[base + i];
-            if (res) {
-                float4 r = res[base + i];
-                a.x = __fadd_rn(a.x, r.x); a.y = __fadd_rn(a.y, r.y);
-                a.z = __fadd_rn(a.z, r.z); a.w = __fadd_rn(a.w, r.w);
+    for (int k = 0; k < LN_CHUNKS; k++) {
+        const int i = threadIdx.x + k * blockDim.x;
+        if (i < D8) {
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                float4 a = x[base + 2 * i + h];
+                if (res) {
+                    const float4 r = res[base + 2 * i + h];
+                    a.x = __fadd_rn(a.x, r.x); a.y = __fadd_rn(a.y, r.y);
+                    a.z = __fadd_rn(a.z, r.z); a.w = __fadd_rn(a.w, r.w);
+                }
+                if (sum_out) sum_out[base + 2 * i + h] = a;
+                v[k][4 * h] = a.x, v[k][4 * h + 1] = a.y, v[k][4 * h + 2] = a.z, v[k][4 * h + 3] = a.w;
             }
-            if (sum_out) sum_out[base + i] = a;
-            v[k] = a;
-            s += ((double)a.x + (double)a.y) + ((double)a.z + (double)a.w);
+            s = k == 0 ? ln_sum8(v[k]) : __dadd_rn(s, ln_sum8(v[k]));
         }
     }
-    double D = 4.0 * D4;
-    double mean = block_sum_d(s, scratch) / D;
+    const double D = 8.0 * D8;
+    const double mean = block_sum_d(s, scratch) / D;
     double ss = 0;
 #pragma unroll
-    for (int k = 0; k < LN_VPT; k++) {
-        int i = threadIdx.x + k * blockDim.x;
-        if (i < D4) {
-            double dx = (double)v[k].x - mean, dy = (double)v[k].y - mean;
-            double dz = (double)v[k].z - mean, dw = (double)v[k].w - mean;
-            ss += (dx * dx + dy * dy) + (dz * dz + dw * dw);
-        }
+    for (int k = 0; k < LN_CHUNKS; k++) {
+        if (threadIdx.x + k * blockDim.x < D8) ss = ln_sq8(v[k], mean, ss);
     }
     ss = block_sum_d(ss, scratch);
-    double rstd = 1.0 / sqrt(ss / D + (double)eps);
+    const double rstd = 1.0 / sqrt(ss / D + (double)eps);
 #pragma unroll
-    for (int k = 0; k < LN_VPT; k++) {
-        int i = threadIdx.x + k * blockDim.x;
-        if (i < D4) {
-            float4 ww = k == 0 ? w0 : w[i], a = v[k], y;
-            y.x = __fmul_rn((float)(((double)a.x - mean) * rstd), ww.x);
-            y.y = __fmul_rn((float)(((double)a.y - mean) * rstd), ww.y);
-            y.z = __fmul_rn((float)(((double)a.z - mean) * rstd), ww.z);
-            y.w = __fmul_rn((float)(((double)a.w - mean) * rstd), ww.w);
-            if (b) {
-                float4 bb = k == 0 ? b0 : b[i];
-                y.x = __fadd_rn(y.x, bb.x); y.y = __fadd_rn(y.y, bb.y);
-                y.z = __fadd_rn(y.z, bb.z); y.w = __fadd_rn(y.w, bb.w);
+    for (int k = 0; k < LN_CHUNKS; k++) {
+        const int i = threadIdx.x + k * blockDim.x;
+        if (i < D8) {
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const float4 ww = k == 0 ? w0[h] : w[2 * i + h];
+                const float wv[4] = {ww.x, ww.y, ww.z, ww.w};
+                float y[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++) y[e] = ln_scale(v[k][4 * h + e], mean, rstd, wv[e]);
+                if (b) {
+                    const float4 bb = k == 0 ? b0[h] : b[2 * i + h];
+                    y[0] = __fadd_rn(y[0], bb.x); y[1] = __fadd_rn(y[1], bb.y);
+                    y[2] = __fadd_rn(y[2], bb.z); y[3] = __fadd_rn(y[3], bb.w);
+                }
+                out[base + 2 * i + h] = make_float4(y[0], y[1], y[2], y[3]);
             }
-            out[base + i] = y;
         }
     }
 }

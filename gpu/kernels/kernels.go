@@ -165,6 +165,14 @@ const GemvChunkPieces = 8
 // (gemv_chunk_k*).
 const GemvPlainPieces = 16
 
+// GemvBatchPieces is gemv.cu's GC_BATCH: the same for a batch's chunk
+// GEMVs (gemv_chunk*_rows).
+const GemvBatchPieces = 32
+
+// GemvPairs is gemv.cu's GC_PAIRS: the pairs of rows one block of
+// a chunk GEMV multiplies (its grid's x: ⌈rows / (2·GemvPairs)⌉).
+const GemvPairs = 8
+
 // MambaRun are mamba2.cu's mamba_run constants the backend builds its
 // launch from: the size of its by-value MambaRunArgs parameter, its ring
 // (MR_STAGES stages of MR_STAGE bytes: the dynamic shared memory), and

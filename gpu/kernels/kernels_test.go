@@ -301,13 +301,14 @@ func TestGatherCheck(t *testing.T) {
 }
 
 // TestGemvChunkDefines: the backend launches the chunk GEMVs with the
-// shared memory and grid of gemv.cu's GC_PIECES and GC_PLAIN.
+// shared memory and grid of gemv.cu's GC_PIECES, GC_PLAIN, GC_BATCH and
+// GC_PAIRS.
 func TestGemvChunkDefines(t *testing.T) {
 	src, err := os.ReadFile("gemv.cu")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]int{"GC_PIECES": GemvChunkPieces, "GC_PLAIN": GemvPlainPieces} {
+	for name, want := range map[string]int{"GC_PIECES": GemvChunkPieces, "GC_PLAIN": GemvPlainPieces, "GC_PAIRS": GemvPairs, "GC_BATCH": GemvBatchPieces} {
 		found := false
 		for _, line := range strings.Split(string(src), "\n") {
 			if f := strings.Fields(line); len(f) >= 3 && f[0] == "#define" && f[1] == name {

@@ -64,7 +64,7 @@ __device__ __forceinline__ float scan_step(float* st, float decay, float dx, con
         if (n < N) {
             float v = __fadd_rn(__fmul_rn(st[i], decay), __fmul_rn(dx, Bv[i]));
             st[i] = v;
-            acc += v * Cv[i];
+            acc = __fmaf_rn(v, Cv[i], acc);
         }
     }
     return warp_sum(acc);
@@ -116,7 +116,7 @@ extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_scan(const f
         float xv = xr[h * P + p];
         scan_bc(xr, Di, G, g, N, lane, Bv, Cv);
         float acc = scan_step(st, decay, __fmul_rn(delta, xv), Bv, Cv, N, lane);
-        if (lane == 0) y[row * Di + h * P + p] = acc + dskip * xv;
+        if (lane == 0) y[row * Di + h * P + p] = __fmaf_rn(dskip, xv, acc);
     }
     scan_state_store(st, sp, N, lane);
 }
@@ -218,7 +218,7 @@ __device__ __forceinline__ void mamba_step_body(const float* __restrict__ in, co
         if (p < P) {
             float xv = xs[p];
             float acc = scan_step<NS>(st[r], decay, __fmul_rn(delta, xv), Bv, Cv, N, lane);
-            if (lane == 0) y[(long long)b * Di + h * P + p] = acc + dskip * xv;
+            if (lane == 0) y[(long long)b * Di + h * P + p] = __fmaf_rn(dskip, xv, acc);
             scan_state_store<NS>(st[r], state + (((long long)b * H + h) * P + p) * N, N, lane);
         }
     }
@@ -244,21 +244,25 @@ MAMBA_STEP(mamba_step_n128, 128)
 // into part [B, H·S] (double), which out_proj's load adds up and applies:
 // the norm kernel between the two projections goes.
 //
-// A head's P rows are split over S = ⌈P / (8·RW)⌉ blocks of 8 warps, RW
-// rows per warp (grid B·H·S): one block per head (RW = 8, P = 64) left
-// 128 blocks of a decode step on 132 SMs, each waiting on its 32 KiB of
-// state; smaller RW puts more state loads in flight on each SM. Every
-// block computes its head's decay and loads B and C itself (a few hundred
-// bytes from L2). Measured on an H200 (2026-11-30), step graph: RW = 8
-// 1.684 ms, RW = 2 1.611 ms, RW = 1 (two waves) 1.708 ms; RW = 2 with the
-// state requested after the wait 1.631 ms.
+// A block takes 64 of a head's P rows (grid B·H·⌈P / 64⌉), 8 a warp
+// (rows warp + 8r), and sums their squares as mamba_run's scan does —
+// each warp's 8 in the tree of a butterfly over xor 4, 2, 1, then the
+// warps in order — so that out_proj's gated norm (gemv_chunk_norm, which
+// adds a row's parts as mamba_run's out_proj does) has the bits a lone
+// utterance's mamba_run gives: a batch's Mamba2 layers compute each
+// utterance exactly as it would be computed alone. Every block computes
+// its head's decay and loads B and C itself (a few hundred bytes from
+// L2). Measured on an H200 (2026-11-30), the lone step graph, when this
+// kernel was its Mamba2 scan: 8 rows a warp 1.684 ms, 2 rows (four
+// blocks a head) 1.611 ms; the lone step now runs mamba_run, and a
+// batch has B·H blocks to spread.
 //
 // flags bit 0: the block requests its state rows before waiting for the
 // previous kernel. The SSM state is read and written by this kernel only
 // (of one layer, once per step): the previous kernel of the stream never
 // writes it, and the one before that has finished by the time this one
 // starts (each kernel waits before it lets the next launch).
-template <int RW, int NS>
+template <int NS>
 __device__ __forceinline__ void mamba_step_gated_body(const float* __restrict__ in, const float* __restrict__ xbc,
                                                       const float* __restrict__ dtb, const float* __restrict__ alog,
                                                       const float* __restrict__ Dw, float* __restrict__ state,
@@ -266,6 +270,7 @@ __device__ __forceinline__ void mamba_step_gated_body(const float* __restrict__ 
                                                       int Di, int C, int H, int P, int N, int G, int flags) {
     __shared__ float xs[8 * SCAN_WARPS], bs[SCAN_MAXN], cs[SCAN_MAXN];
     __shared__ double wsum[SCAN_WARPS];
+    constexpr int RW = 8; // rows a warp
     const int S = (P + SCAN_WARPS * RW - 1) / (SCAN_WARPS * RW);
     const int bh = blockIdx.x / S, s = blockIdx.x % S;
     const int b = bh / H, h = bh % H;
@@ -302,22 +307,25 @@ __device__ __forceinline__ void mamba_step_gated_body(const float* __restrict__ 
     }
     float delta, decay, Bv[NS], Cv[NS];
     step_operands<NS>(dtv, alv, bs, cs, N, lane, &delta, &decay, Bv, Cv);
-    double ms = 0;
+    double sq[RW]; // lane 0: the squares of the warp's rows
 #pragma unroll
     for (int r = 0; r < RW; r++) {
         const int p = p0 + SCAN_WARPS * r;
+        sq[r] = 0;
         if (p < P) {
             float xv = xs[p];
             float acc = scan_step<NS>(st[r], decay, __fmul_rn(delta, xv), Bv, Cv, N, lane);
             if (lane == 0) {
-                float a = __fmul_rn(acc + dskip * xv, silu_ref(zr[r]));
+                float a = __fmul_rn(__fmaf_rn(dskip, xv, acc), silu_ref(zr[r]));
                 yg[(long long)b * Di + h * P + p] = a;
-                ms += (double)a * (double)a;
+                sq[r] = (double)a * (double)a;
             }
             scan_state_store<NS>(st[r], state + (((long long)b * H + h) * P + p) * N, N, lane);
         }
     }
-    if (lane == 0) wsum[warp] = ms;
+    if (lane == 0)
+        wsum[warp] = __dadd_rn(__dadd_rn(__dadd_rn(sq[0], sq[4]), __dadd_rn(sq[2], sq[6])),
+                               __dadd_rn(__dadd_rn(sq[1], sq[5]), __dadd_rn(sq[3], sq[7])));
     __syncthreads();
     if (threadIdx.x == 0) {
         double t = 0;
@@ -326,19 +334,19 @@ __device__ __forceinline__ void mamba_step_gated_body(const float* __restrict__ 
     }
 }
 
-// mamba_step_gated_rRW_nN: RW rows per warp, d_state ≤ N (NS = N/32 state
-// slots per lane and row: fewer registers, more resident blocks). Launch
-// grid B·H·⌈P / (8·RW)⌉, 256 threads; part holds one double per block.
-#define MAMBA_STEP_GATED(RW, NMAX)                                                                                   \
-    extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_step_gated_r##RW##_n##NMAX(                \
+// mamba_step_gated_nN: d_state ≤ N (NS = N/32 state slots per lane and
+// row: fewer registers, more resident blocks). Launch grid
+// B·H·⌈P / 64⌉, 256 threads; part holds one double per block.
+#define MAMBA_STEP_GATED(NMAX)                                                                                       \
+    extern "C" __global__ void __launch_bounds__(SCAN_WARPS * 32) mamba_step_gated_n##NMAX(                        \
         const float* __restrict__ in, const float* __restrict__ xbc, const float* __restrict__ dtb,               \
         const float* __restrict__ alog, const float* __restrict__ Dw, float* __restrict__ state,                  \
         float* __restrict__ yg, double* __restrict__ part, int E, int Di, int C, int H, int P, int N, int G,      \
         int flags) {                                                                                               \
-        mamba_step_gated_body<RW, NMAX / 32>(in, xbc, dtb, alog, Dw, state, yg, part, E, Di, C, H, P, N, G, flags); \
+        mamba_step_gated_body<NMAX / 32>(in, xbc, dtb, alog, Dw, state, yg, part, E, Di, C, H, P, N, G, flags);     \
     }
-MAMBA_STEP_GATED(2, 128)
-MAMBA_STEP_GATED(2, 256)
+MAMBA_STEP_GATED(128)
+MAMBA_STEP_GATED(256)
 
 // mamba_norm: one block per (row, group) of y [rows, Di]:
 // out = rmsnorm(y·silu(z))·w with z the first Di entries of the in_proj row.
@@ -819,7 +827,7 @@ SCAN_PRE(8)
 // one persistent kernel, so the weights stream without stopping at the
 // kernel boundaries.
 //
-// Why: as separate kernels (layernorm_v4, gemv_chunk_conv,
+// Why: as separate kernels (layernorm_v8, gemv_chunk_conv,
 // mamba_step_gated, gemv_chunk_norm) a layer's row work is a chain of
 // dependent latencies with the memory idle: the weight stream of a
 // projection starts only when its kernel's blocks are resident, and stops
@@ -1221,8 +1229,7 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
             }
 #pragma unroll
             for (int i = 0; i < 8; i++) res[m][i] = (l == 0 && !a.rin) ? hv[i] : __fadd_rn(hv[i], res[m][i]);
-            s1[m] = (((double)res[m][0] + (double)res[m][1]) + ((double)res[m][2] + (double)res[m][3])) +
-                    (((double)res[m][4] + (double)res[m][5]) + ((double)res[m][6] + (double)res[m][7]));
+            s1[m] = ln_sum8(res[m]);
         }
         clk(47, (float)s1[1]); // the hidden rows loaded and added
         double mean[2], rstd[2];
@@ -1238,12 +1245,7 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
             double tot = 0;
             for (int q = 0; q < MR_WARPS; q++) tot += red[0][q][m];
             mean[m] = tot / D;
-            s2[m] = 0;
-#pragma unroll
-            for (int i = 0; i < 8; i++) {
-                double d = (double)res[m][i] - mean[m];
-                s2[m] += d * d;
-            }
+            s2[m] = ln_sq8(res[m], mean[m], 0.0);
             double v = warp_sum_d(s2[m]);
             if (lane == 0) red[1][warp][m] = v;
         }
@@ -1267,7 +1269,7 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
         for (int m = 0; m < 2; m++) {
 #pragma unroll
             for (int i = 0; i < 8; i++) {
-                float y = __fmul_rn((float)(((double)res[m][i] - mean[m]) * rstd[m]), wv[i]);
+                float y = ln_scale(res[m][i], mean[m], rstd[m], wv[i]);
                 xa[0][m][i] = ly.lnb ? __fadd_rn(y, bv[i]) : y;
             }
         }
@@ -1393,7 +1395,7 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
                         if (lane + 32 * i < N) {
                             const float v = __fadd_rn(__fmul_rn(st[r][i], decay), __fmul_rn(dxv, Bv[i]));
                             st[r][i] = v;
-                            acc += v * Cv[i];
+                            acc = __fmaf_rn(v, Cv[i], acc);
                         }
                     }
                 }
@@ -1421,7 +1423,7 @@ __device__ __forceinline__ void mamba_run_body(const MambaRunArgs& a) {
                 const int p = warp + 8 * lane;
                 if (lane < 8 && p < P) {
                     xv = xs[p];
-                    const float y = __fmul_rn(acc + dskip * xv, silu_ref(zv));
+                    const float y = __fmul_rn(__fmaf_rn(dskip, xv, acc), silu_ref(zv));
                     a.yg[(long long)b * Di + h * P + p] = y;
                     ms = (double)y * (double)y;
                 }
