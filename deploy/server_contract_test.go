@@ -29,7 +29,7 @@ func TestChartNamesWhatTheServerHas(t *testing.T) {
 		"cmd/zonos/model.go":   {`"model"`},
 		"cmd/zonos/backend.go": {`"backend"`},
 		"cmd/zonos/pull.go":    {`register("pull"`, `"plain"`},
-		"engine/engine.go":     {`n > zonos.MaxBatch+1`},
+		"engine/engine.go":     {`n > zonos.MaxBatch`},
 	} {
 		b, err := os.ReadFile(filepath.Join("..", file))
 		if err != nil {
@@ -44,8 +44,8 @@ func TestChartNamesWhatTheServerHas(t *testing.T) {
 }
 
 // TestChartStreamsBound: values.schema.json takes for server.streams what
-// the engine takes for --streams (1 to zonos.MaxBatch+1, its batch and
-// the one decoded alone) and 0, measured at start; a value the server
+// the engine takes for --streams (1 to zonos.MaxBatch, its batch's slots)
+// and 0, measured at start; a value the server
 // would refuse fails at install instead of as a pod that cannot start.
 func TestChartStreamsBound(t *testing.T) {
 	src, err := os.ReadFile(filepath.Join("..", "engine", "zonos", "batch.go"))
@@ -81,7 +81,7 @@ func TestChartStreamsBound(t *testing.T) {
 		t.Fatalf("values.schema.json: %v", err)
 	}
 	st := schema.Properties.Server.Properties.Streams
-	if st.Type != "integer" || st.Minimum == nil || *st.Minimum != 0 || st.Maximum == nil || *st.Maximum != maxBatch+1 {
-		t.Errorf("server.streams schema %+v (minimum %v, maximum %v), want an integer from 0 to %d (MaxBatch+1)", st, st.Minimum, st.Maximum, maxBatch+1)
+	if st.Type != "integer" || st.Minimum == nil || *st.Minimum != 0 || st.Maximum == nil || *st.Maximum != maxBatch {
+		t.Errorf("server.streams schema %+v (minimum %v, maximum %v), want an integer from 0 to %d (MaxBatch)", st, st.Minimum, st.Maximum, maxBatch)
 	}
 }
