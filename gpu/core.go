@@ -421,36 +421,24 @@ func (b *Backend) layerNorm(x, res, w, bias, out, sum *tensor, eps float32) {
 	if sum != nil {
 		sp = sum.ptr()
 	}
-	if th, ok := v8Threads(d); ok {
+	if th, ok := rowThreads(d, 8); ok {
 		b.launch(b.k["layernorm_v8"], [3]int{rows, 1, 1}, [3]int{th, 1, 1}, x.ptr(), rp, b.asF32(w).ptr(), bp, out.ptr(), sp, d/8, eps)
 		return
 	}
 	b.launch(b.k["layernorm"], [3]int{rows, 1, 1}, block256, x.ptr(), rp, b.asF32(w).ptr(), bp, out.ptr(), sp, d, eps)
 }
 
-// v8Threads is layernorm_v8's block size for rows of d floats (a thread
-// each 8 consecutive floats, up to two such chunks), and whether it
-// applies (d a multiple of 8, at most 16384).
-func v8Threads(d int) (int, bool) {
-	if d%8 != 0 || d == 0 || d > 2*8*1024 {
+// rowThreads is the block size of a register-resident row kernel whose
+// threads each hold up to 16 floats of a row of d, in chunks of width
+// floats (layernorm_v8: 8, two chunks; mamba_norm_v4: 4, four), and
+// whether it applies (d a multiple of width, at most 16384).
+func rowThreads(d, width int) (int, bool) {
+	if d%width != 0 || d == 0 || d > 16*1024 {
 		return 0, false
 	}
-	th := min(1024, (d/8+31)/32*32)
-	for d/8 > 2*th {
-		th += 32
-	}
-	return th, true
-}
-
-// v4Threads is the block size of mamba_norm_v4 (register-resident, up to
-// 4 float4s per thread) for rows of
-// d floats, and whether they apply (d a multiple of 4, at most 16384).
-func v4Threads(d int) (int, bool) {
-	if d%4 != 0 || d == 0 || d > 4*4*1024 {
-		return 0, false
-	}
-	th := min(1024, (d/4+31)/32*32)
-	for d/4 > 4*th {
+	chunks := d / width
+	th := min(1024, (chunks+31)/32*32)
+	for chunks > 16/width*th {
 		th += 32
 	}
 	return th, true

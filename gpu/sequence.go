@@ -295,7 +295,7 @@ func (b *Backend) Mamba2(zxbcdt compute.Tensor, w compute.Mamba2Weights, convSta
 			return
 		}
 		y := b.newTensor(compute.F32, B, T, Di)
-		th, v4 := v4Threads(Di / G)
+		th, v4 := rowThreads(Di/G, 4)
 		v4 = v4 && Di%4 == 0 && E%4 == 0
 		roll := nullPtr
 		var xbc *tensor // the conv's output, where it is not kept in shared memory

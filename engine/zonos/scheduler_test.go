@@ -62,6 +62,20 @@ func frames(t *testing.T, gen func(context.Context, Inputs, GenerateOptions, fun
 	return got, res, err
 }
 
+// aloneFrames is each case's frames from Generate alone.
+func aloneFrames(t *testing.T, m *Model, cs []schedCase) [][][NumCodebooks]int32 {
+	t.Helper()
+	want := make([][][NumCodebooks]int32, len(cs))
+	for i, c := range cs {
+		got, _, err := frames(t, m.Generate, context.Background(), c, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = got
+	}
+	return want
+}
+
 // TestSchedulerStreamsEqualAlone: utterances arriving one after another
 // while others decode — so the first decodes alone and moves into the
 // batch when the next arrives, the later ones share the batch, one waits
@@ -73,14 +87,7 @@ func TestSchedulerStreamsEqualAlone(t *testing.T) {
 		t.Run(variant, func(t *testing.T) {
 			m := loadTinyVariant(t, variant)
 			cs := schedCases()
-			want := make([][][NumCodebooks]int32, len(cs))
-			for i, c := range cs {
-				got, _, err := frames(t, m.Generate, context.Background(), c, 0, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want[i] = got
-			}
+			want := aloneFrames(t, m, cs)
 			s, err := m.NewScheduler(3, 256)
 			if err != nil {
 				t.Fatal(err)
@@ -142,14 +149,7 @@ func TestSchedulerCancel(t *testing.T) {
 	for i := range cs {
 		cs[i].o.ForbidEOS, cs[i].o.MaxNewTokens = true, 40
 	}
-	want := make([][][NumCodebooks]int32, len(cs))
-	for i, c := range cs {
-		got, _, err := frames(t, m.Generate, context.Background(), c, 0, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want[i] = got
-	}
+	want := aloneFrames(t, m, cs)
 	s, err := m.NewScheduler(2, 256)
 	if err != nil {
 		t.Fatal(err)
@@ -238,14 +238,7 @@ func TestSchedulerKeepsLongAlone(t *testing.T) {
 	cs := schedCases()[:2]
 	cs[0].o.MaxNewTokens, cs[0].o.ForbidEOS = 80, true // past the batch's 64 positions
 	cs[1].o.MaxNewTokens = 20
-	want := make([][][NumCodebooks]int32, len(cs))
-	for i, c := range cs {
-		got, _, err := frames(t, m.Generate, context.Background(), c, 0, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want[i] = got
-	}
+	want := aloneFrames(t, m, cs)
 	s, err := m.NewScheduler(2, maxLen)
 	if err != nil {
 		t.Fatal(err)
